@@ -1,0 +1,75 @@
+// Command jdwpaccel is a transparent JDWP proxy that makes Java and Android
+// debugging fast over slow links. Run "jdwpaccel help" for the subcommands.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// env is what every subcommand gets: its streams. Logs go to stderr; stdout
+// is for results.
+type env struct {
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// subcommand runs with its own arguments and returns an exit code.
+type subcommand struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) int
+}
+
+func subcommands() []subcommand {
+	return []subcommand{
+		{"proxy", "relay a debugger to a VM, accelerating it", cmdProxy},
+		{"version", "print the version and build information", cmdVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, e *env) int {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(e.stdout)
+		return exitOK
+	}
+	for _, c := range subcommands() {
+		if c.name == args[0] {
+			return c.run(ctx, e, args[1:])
+		}
+	}
+	fmt.Fprintf(e.stderr, "jdwpaccel: unknown command %q\n\n", args[0])
+	usage(e.stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, "jdwpaccel: a transparent JDWP proxy that makes debugging fast over slow links.\n\nUsage: jdwpaccel <command> [flags]\n\nCommands:\n")
+	for _, c := range subcommands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun \"jdwpaccel <command> -h\" for a command's flags and examples.\n")
+}

@@ -1,0 +1,162 @@
+package relay
+
+import (
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// Direction is the way a packet travels through the proxy.
+type Direction uint8
+
+const (
+	// ToVM is debugger (or proxy) to VM.
+	ToVM Direction = iota
+	// ToDebugger is VM (or proxy) to debugger.
+	ToDebugger
+)
+
+func (d Direction) String() string {
+	if d == ToVM {
+		return "to_vm"
+	}
+	return "to_debugger"
+}
+
+// Kind classifies a packet.
+type Kind uint8
+
+const (
+	// KindCommand is a command sent towards the VM (by the debugger, or by
+	// the proxy itself when Origin is Synthetic).
+	KindCommand Kind = iota
+	// KindReply is the VM's reply to a command.
+	KindReply
+	// KindEvent is a VM-originated Event.Composite.
+	KindEvent
+	// KindDDM is a VM-originated DDM chunk packet (199/1).
+	KindDDM
+	// KindVMCommand is any other VM-originated command.
+	KindVMCommand
+	// KindDebuggerReply is the debugger's reply to a VM-originated command.
+	KindDebuggerReply
+
+	numKinds
+)
+
+var kindNames = [numKinds]string{"command", "reply", "event", "ddm", "vm_command", "debugger_reply"}
+
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Origin says how a packet came to be on the wire, or how a debugger
+// command was served.
+type Origin uint8
+
+const (
+	// Forwarded is an organic packet relayed from one peer to the other.
+	Forwarded Origin = iota
+	// CacheHit is a debugger command answered from the cache, and that
+	// answer.
+	CacheHit
+	// Belay is a debugger command held for a speculation in flight, and the
+	// reply served to it when the speculation's reply arrived.
+	Belay
+	// Synthetic is the proxy's own traffic: speculative commands, DDM of its
+	// own, and the VM's replies and chunks for them. Never seen by the
+	// debugger.
+	Synthetic
+
+	numOrigins
+)
+
+var originNames = [numOrigins]string{"forwarded", "cache_hit", "belay", "synthetic"}
+
+func (o Origin) String() string {
+	if o < numOrigins {
+		return originNames[o]
+	}
+	return "unknown"
+}
+
+// Frame is one packet as the relay classified it. The relay reuses one
+// Frame per reader: a Frame and its Packet are valid only during the hook
+// call that receives them; hooks that keep anything must copy it
+// (Packet.Clone).
+type Frame struct {
+	Dir    Direction
+	Kind   Kind
+	Origin Origin
+	// Packet is the whole packet. Interceptors may rewrite it in place
+	// (same length), e.g. its ID.
+	Packet jdwp.Packet
+	// ID is the packet's ID on the debugger's side of the proxy: for
+	// packets from the debugger, the ID it sent; for packets to it, the ID
+	// it receives. For synthetic traffic, the proxy's own ID.
+	ID uint32
+	// Cmd is the command of a command packet, or for a reply the command
+	// it answers (zero when the command was not seen).
+	Cmd jdwp.Cmd
+	// Time is when the relay read or injected the packet.
+	Time time.Time
+	// Latency is, for a reply, the time since its command went out.
+	Latency time.Duration
+
+	// Answer may be set by an interceptor that returns Consume for a
+	// debugger command: the relay sends it to the debugger, with Origin,
+	// after observers have seen the command. The relay does not retain it.
+	Answer jdwp.Packet
+}
+
+// Action is an interceptor's decision about a packet.
+type Action uint8
+
+const (
+	// Forward relays the packet (possibly rewritten in place).
+	Forward Action = iota
+	// Consume stops the packet here: the interceptor has answered it
+	// (Frame.Answer), will answer it later (Belay), or it was its own.
+	Consume
+)
+
+// Interceptor may answer, drop or inject packets: the speculator and the
+// DDM server are interceptors. Its methods are called on the reader
+// goroutine of the packet's source, one packet at a time per direction;
+// they must not block on the network, but may call Session.SendToVM and
+// Session.SendToDebugger. Interceptors run in order; the first Consume
+// wins and later interceptors do not see the packet.
+type Interceptor interface {
+	// FromDebugger sees each packet the debugger sends, before it is
+	// forwarded. f.Origin may be set to CacheHit or Belay on Consume.
+	FromDebugger(s *Session, f *Frame) Action
+	// FromVM sees each packet the VM sends, before it is forwarded.
+	// On Consume, f.Origin should be Synthetic.
+	FromVM(s *Session, f *Frame) Action
+	// Close is called once when the session ends, after both readers
+	// stopped. Anything waiting on the interceptor must be released.
+	Close(s *Session)
+}
+
+// Observer sees every packet after the interceptors decided, including
+// packets injected by the proxy. It is called synchronously on the
+// goroutine that handled the packet and must be fast and non-blocking.
+type Observer interface {
+	Observe(s *Session, f *Frame)
+}
+
+// SessionObserver is optionally implemented by an Observer that wants to
+// know when sessions start and end.
+type SessionObserver interface {
+	SessionStart(s *Session)
+	SessionEnd(s *Session, err error)
+}
+
+// Hooks are the interceptors and observers of one session.
+type Hooks struct {
+	Interceptors []Interceptor
+	Observers    []Observer
+}

@@ -1,0 +1,15 @@
+package relay
+
+// Log field names, fixed so that every package spells them the same way.
+const (
+	LogSession  = "session"
+	LogDebugger = "debugger"
+	LogVM       = "vm"
+	LogPacketID = "packet_id"
+	LogCmd      = "cmd"
+	LogKind     = "kind"
+	LogLength   = "length"
+	LogReason   = "reason"
+	LogListen   = "listen"
+	LogDir      = "dir"
+)

@@ -1,0 +1,101 @@
+package relay
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Protocol error reasons, the closed label set of
+// jdwpaccel_protocol_errors_total.
+const (
+	ReasonBadHandshake    = "bad_handshake"
+	ReasonShortPacket     = "short_packet"
+	ReasonOversizedPacket = "oversized_packet"
+	ReasonTruncated       = "truncated"
+	ReasonDialVM          = "dial_vm"
+	ReasonIO              = "io"
+)
+
+var protocolErrorReasons = []string{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonIO}
+
+// Metrics are the relay's Prometheus metrics. Label children are resolved
+// once, here, so counting a packet is an array index and an atomic add.
+type Metrics struct {
+	packets  [2][numKinds]prometheus.Counter
+	bytes    [2][numKinds]prometheus.Counter
+	latency  [256]prometheus.Observer // by command set; unknown sets share "other"
+	errors   map[string]prometheus.Counter
+	sessions prometheus.Counter
+	active   prometheus.Gauge
+}
+
+// NewMetrics creates the relay metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	packets := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "packets_total",
+		Help: "JDWP packets relayed or injected, by direction and kind.",
+	}, []string{"direction", "kind"})
+	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "packet_bytes_total",
+		Help: "Bytes of JDWP packets relayed or injected, by direction and kind.",
+	}, []string{"direction", "kind"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "jdwpaccel", Name: "command_duration_seconds",
+		Help:    "Time from a command leaving the proxy to the VM's reply arriving, by command set.",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 2.5, 14),
+	}, []string{"command_set"})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "protocol_errors_total",
+		Help: "Sessions ended by a protocol or I/O error, by reason.",
+	}, []string{"reason"})
+	sessions := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "sessions_total",
+		Help: "Debugger sessions accepted.",
+	})
+	active := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "jdwpaccel", Name: "sessions_active",
+		Help: "Debugger sessions currently open.",
+	})
+	reg.MustRegister(packets, bytes, latency, errs, sessions, active)
+
+	m := &Metrics{errors: map[string]prometheus.Counter{}, sessions: sessions, active: active}
+	for d := ToVM; d <= ToDebugger; d++ {
+		for k := Kind(0); k < numKinds; k++ {
+			m.packets[d][k] = packets.WithLabelValues(d.String(), k.String())
+			m.bytes[d][k] = bytes.WithLabelValues(d.String(), k.String())
+		}
+	}
+	other := latency.WithLabelValues("other")
+	for i := range m.latency {
+		s := jdwp.CommandSet(i)
+		if s.Known() {
+			m.latency[i] = latency.WithLabelValues(s.String())
+		} else {
+			m.latency[i] = other
+		}
+	}
+	for _, r := range protocolErrorReasons {
+		m.errors[r] = errs.WithLabelValues(r)
+	}
+	return m
+}
+
+func (m *Metrics) count(f *Frame) {
+	if m == nil {
+		return
+	}
+	m.packets[f.Dir][f.Kind].Inc()
+	m.bytes[f.Dir][f.Kind].Add(float64(len(f.Packet)))
+	if f.Kind == KindReply && f.Latency > 0 {
+		m.latency[f.Cmd.Set].Observe(f.Latency.Seconds())
+	}
+}
+
+func (m *Metrics) protocolError(reason string) {
+	if m == nil {
+		return
+	}
+	if c, ok := m.errors[reason]; ok {
+		c.Inc()
+	}
+}
