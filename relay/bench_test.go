@@ -1,0 +1,184 @@
+package relay_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// echoVM accepts connections, exchanges the handshake, and answers every
+// command with an empty reply carrying its ID.
+func echoVM(b testing.TB) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if jdwp.ReadHandshake(c) != nil || jdwp.WriteHandshake(c) != nil {
+					return
+				}
+				r := jdwp.NewReader(c, 0)
+				out := make([]byte, 0, 64)
+				for {
+					p, err := r.Next()
+					if err != nil {
+						return
+					}
+					out = jdwp.AppendReply(out[:0], p.ID(), 0, nil)
+					if _, err := c.Write(out); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	b.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// copyProxy is the baseline: a plain byte copy in each direction.
+func copyProxy(b testing.TB, target string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					c.Close()
+					return
+				}
+				go func() { io.Copy(u, c); u.Close() }()
+				io.Copy(c, u)
+				c.Close()
+			}()
+		}
+	}()
+	b.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
+}
+
+func relayProxy(b testing.TB, target string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), Logger: zerolog.Nop()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, ln); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+func dialJDWP(b testing.TB, addr string) net.Conn {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := jdwp.WriteHandshake(c); err != nil {
+		b.Fatal(err)
+	}
+	if err := jdwp.ReadHandshake(c); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// BenchmarkForward compares round trips (command + reply: two forwarded
+// packets) through a plain byte copy and through the relay, in one run:
+// the difference is the relay's added latency. Reported: p50 and p99 round
+// trip, and allocations per op (whole process, so the relay's goroutines
+// count).
+func BenchmarkForward(b *testing.B) {
+	vm := echoVM(b)
+	for _, bc := range []struct {
+		name string
+		addr func(testing.TB, string) string
+	}{
+		{"copy", copyProxy},
+		{"relay", relayProxy},
+	} {
+		b.Run(bc.name+"/pingpong", func(b *testing.B) {
+			c := dialJDWP(b, bc.addr(b, vm.Addr().String()))
+			r := jdwp.NewReader(c, 0)
+			cmd := jdwp.AppendCommand(nil, 0, jdwp.Cmd{Set: 11, Cmd: 6}, make([]byte, 24))
+			samples := make([]time.Duration, 0, 1<<16)
+			b.ReportAllocs()
+			var id uint32
+			for b.Loop() {
+				id++
+				cmd.SetID(id)
+				start := time.Now()
+				if _, err := c.Write(cmd); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Next(); err != nil {
+					b.Fatal(err)
+				}
+				if len(samples) < cap(samples) {
+					samples = append(samples, time.Since(start))
+				}
+			}
+			slices.Sort(samples)
+			b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds())/1e3, "p50-µs/rtt")
+			b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds())/1e3, "p99-µs/rtt")
+		})
+		b.Run(bc.name+"/pipelined", func(b *testing.B) {
+			c := dialJDWP(b, bc.addr(b, vm.Addr().String()))
+			const window = 64
+			done := make(chan error, 1)
+			n := b.N
+			go func() {
+				r := jdwp.NewReader(c, 0)
+				for range n {
+					if _, err := r.Next(); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			cmd := jdwp.AppendCommand(nil, 0, jdwp.Cmd{Set: 11, Cmd: 6}, make([]byte, 24))
+			burst := make([]byte, 0, window*len(cmd))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for sent := 0; sent < n; {
+				burst = burst[:0]
+				for k := 0; k < window && sent < n; k++ {
+					sent++
+					cmd.SetID(uint32(sent))
+					burst = append(burst, cmd...)
+				}
+				if _, err := c.Write(burst); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(2*n)/b.Elapsed().Seconds(), "packets/s")
+		})
+	}
+}
