@@ -1,0 +1,262 @@
+// Package bench is jdwpaccel's measuring instrument: it runs IDE-like JDI
+// workloads (bench/javavm) against real JVMs behind an emulated slow link
+// (bench/link), directly and through the relay in several modes, and
+// reports step times, serial round trips per step (the slope of step time
+// against RTT), speedups, and whether every value the debugger saw through
+// the proxy equals what it saw directly.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// Mode is one way of connecting the driver to the VM.
+type Mode struct {
+	// Name labels the mode in reports ("direct", "proxy", "speculate").
+	Name string
+	// Direct connects the driver straight to the link, without the relay.
+	Direct bool
+	// NewHooks gives each relay session its hooks; nil is pass-through.
+	NewHooks func(*relay.Session) relay.Hooks
+	// Stats, when set, returns the accelerator's counters accumulated
+	// since the last call (hits, misses, belays, speculative_sent,
+	// speculative_wasted, ...); it is called after each cell.
+	Stats func() map[string]float64
+}
+
+// Workload is a driver profile on a debuggee.
+type Workload struct {
+	Profile  string `json:"profile"`
+	Debuggee string `json:"debuggee"`
+}
+
+func (w Workload) String() string { return w.Debuggee + "/" + w.Profile }
+
+// Config is a benchmark matrix.
+type Config struct {
+	RTTs      []time.Duration
+	Modes     []Mode
+	Workloads []Workload
+	// Steps and Warmup are per cell; warm-up stops are not measured.
+	Steps, Warmup int
+	Build         *javavm.Build
+	// Progress, when set, is called before each cell and once at the end.
+	Progress func(done, total int, label string)
+	Log      zerolog.Logger
+}
+
+// Cell is the result of one (workload, mode, RTT).
+type Cell struct {
+	Workload string             `json:"workload"`
+	Mode     string             `json:"mode"`
+	RTTMS    float64            `json:"rtt_ms"`
+	Stops    int                `json:"stops"`
+	MedianMS float64            `json:"median_step_ms"`
+	P95MS    float64            `json:"p95_step_ms"`
+	BurstMS  float64            `json:"median_burst_ms"`
+	Speedup  float64            `json:"speedup_vs_direct,omitempty"`
+	Stats    map[string]float64 `json:"accelerator,omitempty"`
+	// DigestsMatch is false when any stop's digest differs from the
+	// direct run's at the same RTT.
+	DigestsMatch bool     `json:"digests_match"`
+	Digests      []string `json:"-"`
+}
+
+// Slope is the least-squares fit of median step time against RTT for one
+// workload and mode: RoundTrips is the number of serial round trips a step
+// costs.
+type Slope struct {
+	Workload    string  `json:"workload"`
+	Mode        string  `json:"mode"`
+	RoundTrips  float64 `json:"serial_round_trips_per_step"`
+	InterceptMS float64 `json:"intercept_ms"`
+}
+
+// Report is the whole matrix.
+type Report struct {
+	Started    time.Time `json:"started"`
+	Machine    string    `json:"machine"`
+	Steps      int       `json:"steps"`
+	Warmup     int       `json:"warmup"`
+	Cells      []Cell    `json:"cells"`
+	Slopes     []Slope   `json:"slopes"`
+	Mismatches []string  `json:"digest_mismatches"`
+}
+
+// ErrDigestMismatch is returned (with the full report) when a proxied run
+// saw a value that differs from the direct run: speed bought with a wrong
+// value is a bug.
+var ErrDigestMismatch = errors.New("bench: a proxied run saw different values than the direct run")
+
+// Run runs the matrix. Every (workload, RTT) runs its direct mode first, so
+// the first mode in cfg.Modes must be the direct one.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if len(cfg.Modes) == 0 || !cfg.Modes[0].Direct {
+		return nil, errors.New("bench: the first mode must be the direct baseline")
+	}
+	rep := &Report{Started: time.Now(), Machine: machine(), Steps: cfg.Steps, Warmup: cfg.Warmup}
+	total := len(cfg.Workloads) * len(cfg.RTTs) * len(cfg.Modes)
+	done := 0
+	for _, w := range cfg.Workloads {
+		for _, rtt := range cfg.RTTs {
+			var direct *Cell
+			for _, m := range cfg.Modes {
+				label := fmt.Sprintf("%s %s rtt=%v", w, m.Name, rtt)
+				if cfg.Progress != nil {
+					cfg.Progress(done, total, label)
+				}
+				if m.Stats != nil {
+					m.Stats() // reset
+				}
+				c, err := runCell(ctx, cfg, w, m, rtt)
+				if err != nil {
+					return rep, fmt.Errorf("%s: %w", label, err)
+				}
+				if m.Stats != nil {
+					c.Stats = m.Stats()
+				}
+				if direct == nil {
+					direct = c
+					c.DigestsMatch = true
+				} else {
+					c.DigestsMatch = slices.Equal(c.Digests, direct.Digests)
+					if !c.DigestsMatch {
+						rep.Mismatches = append(rep.Mismatches, fmt.Sprintf("%s: %s", label, firstDifference(direct.Digests, c.Digests)))
+					}
+					if c.MedianMS > 0 {
+						c.Speedup = direct.MedianMS / c.MedianMS
+					}
+				}
+				rep.Cells = append(rep.Cells, *c)
+				done++
+			}
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(done, total, "done")
+	}
+	rep.Slopes = slopes(rep.Cells)
+	if len(rep.Mismatches) > 0 {
+		return rep, ErrDigestMismatch
+	}
+	return rep, nil
+}
+
+func firstDifference(want, got []string) string {
+	for i := range min(len(want), len(got)) {
+		if want[i] != got[i] {
+			return fmt.Sprintf("stop %d digest %.12s, direct %.12s", i, got[i], want[i])
+		}
+	}
+	return fmt.Sprintf("%d stops, direct %d", len(got), len(want))
+}
+
+// runCell starts a fresh VM behind a link (and the relay, unless direct),
+// runs the driver, and tears everything down.
+func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Duration) (*Cell, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	vm, err := javavm.Start(ctx, cfg.Build, w.Debuggee, javavm.VMOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Stop()
+	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+	addr := lk.Addr().String()
+	if !m.Direct {
+		addr, err = startRelay(ctx, addr, m.NewHooks, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+	}
+	res, err := javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
+		Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps, Warmup: cfg.Warmup,
+	})
+	if err != nil {
+		return nil, err
+	}
+	steady := res.Steady()
+	ms := make([]float64, 0, len(steady))
+	burst := make([]float64, 0, len(steady))
+	for _, s := range steady {
+		ms = append(ms, s.MS)
+		burst = append(burst, s.BurstMS)
+	}
+	return &Cell{
+		Workload: w.String(), Mode: m.Name, RTTMS: float64(rtt) / float64(time.Millisecond),
+		Stops: len(steady), MedianMS: quantile(ms, 0.5), P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
+		Digests: res.Digests(),
+	}, nil
+}
+
+// startRelay runs a relay server in front of target until ctx ends.
+func startRelay(ctx context.Context, target string, hooks func(*relay.Session) relay.Hooks, log zerolog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), NewHooks: hooks, Logger: log})
+	go srv.Serve(ctx, ln) //nolint:errcheck // ends with ctx
+	return ln.Addr().String(), nil
+}
+
+// quantile is the q-quantile by nearest rank of v (which it sorts).
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[max(0, min(i, len(v)-1))]
+}
+
+// slopes fits median step time against RTT for each (workload, mode).
+func slopes(cells []Cell) []Slope {
+	type key struct{ w, m string }
+	pts := map[key][][2]float64{}
+	var order []key
+	for _, c := range cells {
+		k := key{c.Workload, c.Mode}
+		if _, ok := pts[k]; !ok {
+			order = append(order, k)
+		}
+		pts[k] = append(pts[k], [2]float64{c.RTTMS, c.MedianMS})
+	}
+	var out []Slope
+	for _, k := range order {
+		p := pts[k]
+		if len(p) < 2 {
+			continue
+		}
+		var sx, sy, sxx, sxy float64
+		for _, xy := range p {
+			sx += xy[0]
+			sy += xy[1]
+			sxx += xy[0] * xy[0]
+			sxy += xy[0] * xy[1]
+		}
+		n := float64(len(p))
+		den := n*sxx - sx*sx
+		if den == 0 {
+			continue
+		}
+		b := (n*sxy - sx*sy) / den
+		out = append(out, Slope{Workload: k.w, Mode: k.m, RoundTrips: b, InterceptMS: (sy - b*sx) / n})
+	}
+	return out
+}
