@@ -94,7 +94,7 @@ func (p Packet) String() string {
 		return fmt.Sprintf("short packet (%d bytes)", len(p))
 	}
 	if p.IsReply() {
-		return fmt.Sprintf("reply id=%d len=%d error=%s", p.ID(), p.Length(), p.ErrorCode())
+		return fmt.Sprintf("reply id=%d len=%d error=%s", p.ID(), p.Length(), p.ErrorCode().String())
 	}
 	return fmt.Sprintf("command id=%d len=%d %s", p.ID(), p.Length(), p.Cmd())
 }

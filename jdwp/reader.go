@@ -53,26 +53,30 @@ var ErrTruncated = errors.New("jdwp: stream ended inside a packet")
 // returns io.EOF; inside a packet, ErrTruncated; for a bad length field, an
 // error wrapping ErrShortPacket or ErrPacketTooLarge, before any allocation.
 func (r *Reader) Next() (Packet, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r.br, hdr[:]); err != nil {
+	// The length field is read into the owned buffer (always at least 4096
+	// bytes): a local array would escape through io.ReadFull and cost an
+	// allocation per packet.
+	hdr := r.buf[:4]
+	if _, err := io.ReadFull(r.br, hdr); err != nil {
 		if err == io.ErrUnexpectedEOF {
 			return nil, ErrTruncated
 		}
 		return nil, err
 	}
-	length := binary.BigEndian.Uint32(hdr[:])
+	length := binary.BigEndian.Uint32(hdr)
 	if err := CheckLength(length, r.max); err != nil {
 		return nil, err
 	}
 	n := int(length)
 	if cap(r.buf) < n {
+		old := r.buf
 		r.buf = make([]byte, n)
+		copy(r.buf, old[:4])
 	}
 	p := r.buf[:n]
-	copy(p, hdr[:])
-	if _, err := io.ReadFull(r.br, p[4:]); err != nil {
+	if m, err := io.ReadFull(r.br, p[4:]); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("%w (%d of %d bytes)", ErrTruncated, 4, n)
+			return nil, fmt.Errorf("%w (%d of %d bytes)", ErrTruncated, 4+m, n)
 		}
 		return nil, err
 	}

@@ -1,0 +1,159 @@
+package jdwp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"runtime"
+	"testing"
+	"testing/iotest"
+)
+
+// stream builds back-to-back packets of varied sizes, commands and replies.
+func stream() ([]byte, []Packet) {
+	var buf []byte
+	var offs []int
+	add := func(p []byte) { offs = append(offs, len(buf)); buf = append(buf, p...) }
+	add(AppendCommand(nil, 1, CmdIDSizes, nil))
+	add(AppendReply(nil, 1, 0, AppendIDSizes(nil, IDSizes{8, 8, 8, 8, 8})))
+	add(AppendCommand(nil, 2, CmdThreadReferenceFrames, bytes.Repeat([]byte{7}, 16)))
+	add(AppendReply(nil, 2, ErrorInvalidThread, nil))
+	add(AppendCommand(nil, 3, CmdDDMChunk, bytes.Repeat([]byte{0xd}, 9000))) // larger than the initial buffer
+	add(AppendCommand(nil, 4, CmdComposite, []byte{0, 0, 0, 0, 0}))
+	offs = append(offs, len(buf))
+	pkts := make([]Packet, len(offs)-1)
+	for i := range pkts {
+		pkts[i] = Packet(buf[offs[i]:offs[i+1]])
+	}
+	return buf, pkts
+}
+
+func TestReaderReassembly(t *testing.T) {
+	raw, want := stream()
+	for name, mk := range map[string]func(io.Reader) io.Reader{
+		"whole":   func(r io.Reader) io.Reader { return r },
+		"onebyte": iotest.OneByteReader,
+		"half":    iotest.HalfReader,
+		"dataerr": iotest.DataErrReader,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := NewReader(mk(bytes.NewReader(raw)), 0)
+			for i, w := range want {
+				p, err := r.Next()
+				if err != nil {
+					t.Fatalf("packet %d: %v", i, err)
+				}
+				if !bytes.Equal(p, w) || !p.Valid() {
+					t.Fatalf("packet %d: got %v, want %v", i, p, w)
+				}
+			}
+			if p, err := r.Next(); err != io.EOF {
+				t.Fatalf("after last: %v %v, want io.EOF", p, err)
+			}
+		})
+	}
+}
+
+func TestReaderBadLength(t *testing.T) {
+	for _, c := range []struct {
+		length uint32
+		want   error
+	}{
+		{0, ErrShortPacket},
+		{10, ErrShortPacket},
+		{1 << 20, ErrPacketTooLarge},
+		{0xffffffff, ErrPacketTooLarge},
+	} {
+		var b [HeaderSize]byte
+		binary.BigEndian.PutUint32(b[:], c.length)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		r := NewReader(bytes.NewReader(b[:]), 1<<20-1)
+		_, err := r.Next()
+		runtime.ReadMemStats(&ms1)
+		if !errors.Is(err, c.want) {
+			t.Errorf("length %d: %v, want %v", c.length, err, c.want)
+		}
+		// The reader's 64 KiB bufio buffer and 4 KiB packet buffer, but
+		// never the announced size.
+		if d := ms1.TotalAlloc - ms0.TotalAlloc; d > 256<<10 {
+			t.Errorf("length %d: allocated %d bytes", c.length, d)
+		}
+		if cap(r.buf) > 4096 {
+			t.Errorf("length %d: buffer grew to %d", c.length, cap(r.buf))
+		}
+	}
+}
+
+func TestReaderTruncated(t *testing.T) {
+	raw, _ := stream()
+	first := AppendCommand(nil, 1, CmdIDSizes, nil)
+	for _, n := range []int{1, 3, 4, 10, 12 + 5} {
+		r := NewReader(iotest.HalfReader(bytes.NewReader(raw[len(first):][:n])), 0)
+		if _, err := r.Next(); !errors.Is(err, ErrTruncated) {
+			t.Errorf("cut at %d: %v, want ErrTruncated", n, err)
+		}
+	}
+	// A complete packet then a cut one.
+	r := NewReader(bytes.NewReader(raw[:len(first)+5]), 0)
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); !errors.Is(err, ErrTruncated) {
+		t.Errorf("second: %v, want ErrTruncated", err)
+	}
+	// Read errors pass through.
+	boom := errors.New("boom")
+	r = NewReader(io.MultiReader(bytes.NewReader(raw[:6]), iotest.ErrReader(boom)), 0)
+	if _, err := r.Next(); !errors.Is(err, boom) {
+		t.Errorf("read error: %v", err)
+	}
+	r = NewReader(iotest.ErrReader(boom), 0)
+	if _, err := r.Next(); !errors.Is(err, boom) {
+		t.Errorf("read error at start: %v", err)
+	}
+}
+
+// loopReader serves the same bytes forever, so steady-state reading can be
+// measured without the source allocating.
+type loopReader struct {
+	b   []byte
+	off int
+}
+
+func (l *loopReader) Read(p []byte) (int, error) {
+	n := copy(p, l.b[l.off:])
+	l.off = (l.off + n) % len(l.b)
+	return n, nil
+}
+
+func TestReaderNoAllocs(t *testing.T) {
+	raw, want := stream()
+	r := NewReader(&loopReader{b: raw}, 0)
+	for range want { // grow the buffer to the largest packet
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Reader.Next allocates %v per packet", allocs)
+	}
+}
+
+func BenchmarkReaderNext(b *testing.B) {
+	raw, _ := stream()
+	r := NewReader(&loopReader{b: raw}, 0)
+	b.SetBytes(int64(len(raw) / 6))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
