@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+)
+
+// lockedBuffer collects a command's stdout safely.
+type lockedBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startProxy runs "jdwpaccel proxy" in-process with extra args and returns
+// the address it listens on (read from its JSON log) and its log so far.
+func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs *lockedBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	logs = &lockedBuffer{}
+	args := append([]string{"proxy", "--vm", vmAddr, "--listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, args, &env{stdout: io.Discard, stderr: pw})
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("proxy exited %d after SIGTERM-like cancel; log:\n%s", code, logs)
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			logs.Write(append(sc.Bytes(), '\n'))
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) == nil {
+				if l, ok := rec["listen"].(string); ok && rec["message"] == "proxy listening; attach the debugger here" {
+					found <- l
+				}
+			}
+		}
+	}()
+	select {
+	case addr = <-found:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("proxy did not log its listen address; log:\n%s", logs)
+	}
+	return addr, logs
+}
+
+func testBuild(t *testing.T) *javavm.Build {
+	t.Helper()
+	javavm.RequireJDK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := javavm.Compile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func startVM(t *testing.T, b *javavm.Build, main string) *javavm.VM {
+	t.Helper()
+	vm, err := javavm.Start(context.Background(), b, main, javavm.VMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Stop)
+	return vm
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestRealJDB drives the real jdb against OpenJDK directly and through
+// "jdwpaccel proxy": the transcripts must be identical.
+func TestRealJDB(t *testing.T) {
+	b := testBuild(t)
+	line, err := javavm.BreakpointLine(javavm.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := []string{
+		fmt.Sprintf("stop at Transcript:%d", line),
+		"run", "where", "locals", "print name", "print this.numbers[0]", "dump node",
+		"step", "next", "locals", "print arr[0]", "print word",
+		"cont", "locals", "clear", "exit",
+	}
+	direct, err := b.RunJDB(testCtx(t), startVM(t, b, javavm.Transcript).Addr(), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, logs := startProxy(t, startVM(t, b, javavm.Transcript).Addr())
+	proxied, err := b.RunJDB(testCtx(t), addr, script)
+	if err != nil {
+		t.Fatalf("%v\nproxy log:\n%s", err, logs)
+	}
+	if direct != proxied {
+		t.Fatalf("jdb transcript through the proxy differs:\n--- direct\n%s\n--- proxied\n%s", direct, proxied)
+	}
+	for _, want := range []string{"Breakpoint hit:", "Step completed:", "arr[0] = 1"} {
+		if !strings.Contains(proxied, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, proxied)
+		}
+	}
+}
+
+// TestRealJDI runs our JDI program (breakpoint, steps, locals, fields,
+// strings, arrays) directly and through the proxy: every stop's dump must
+// be identical.
+func TestRealJDI(t *testing.T) {
+	b := testBuild(t)
+	for _, w := range []struct{ debuggee, profile string }{
+		{javavm.Transcript, javavm.ProfileTranscript},
+		{javavm.Deep, javavm.ProfileIdeaLike},
+	} {
+		t.Run(w.debuggee+"/"+w.profile, func(t *testing.T) {
+			opts := javavm.DriverOptions{Profile: w.profile, Debuggee: w.debuggee, Steps: 4, Warmup: 1, Dump: true}
+			opts.Addr = startVM(t, b, w.debuggee).Addr()
+			direct, err := javavm.RunDriver(testCtx(t), b, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs *lockedBuffer
+			opts.Addr, logs = startProxy(t, startVM(t, b, w.debuggee).Addr())
+			proxied, err := javavm.RunDriver(testCtx(t), b, opts)
+			if err != nil {
+				t.Fatalf("%v\nproxy log:\n%s", err, logs)
+			}
+			if len(direct.Stops) != len(proxied.Stops) || len(direct.Stops) == 0 {
+				t.Fatalf("direct saw %d stops, proxied %d", len(direct.Stops), len(proxied.Stops))
+			}
+			for i := range direct.Stops {
+				if d, p := direct.Stops[i], proxied.Stops[i]; d.Digest != p.Digest || d.Text != p.Text {
+					t.Fatalf("stop %d differs:\n--- direct\n%s\n--- proxied\n%s", i, d.Text, p.Text)
+				}
+			}
+		})
+	}
+}
