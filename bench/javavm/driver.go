@@ -1,0 +1,280 @@
+package javavm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Driver profiles: what the driver fetches at every stop.
+const (
+	// ProfileJDBMin is jdb after a step: frames and the thread name.
+	ProfileJDBMin = "jdb-min"
+	// ProfileIdeaLike is IntelliJ-like: every thread's name and status, the
+	// first 20 frames with line, source and Method.IsObsolete, top-frame
+	// locals and this, one level of fields, strings and array heads.
+	ProfileIdeaLike = "idea-like"
+	// ProfileVSCodeLike is java-debug-like: thread names, frame count and
+	// frames with line/source/signature, top-frame variables and one level
+	// of children.
+	ProfileVSCodeLike = "vscode-like"
+	// ProfileTranscript is idea-like plus all frames, every frame's
+	// variables and the top class's statics: the widest view, for
+	// correctness comparisons.
+	ProfileTranscript = "transcript"
+)
+
+// Profiles lists every driver profile.
+var Profiles = []string{ProfileJDBMin, ProfileIdeaLike, ProfileVSCodeLike, ProfileTranscript}
+
+// DriverOptions configures RunDriver.
+type DriverOptions struct {
+	// Addr is the JDWP address to attach to, "host:port" (a VM's Addr, or
+	// a proxy in front of it).
+	Addr string
+	// Profile is one of the Profile* constants (default idea-like).
+	Profile string
+	// Debuggee is the debuggee main class (default Deep); it selects the
+	// breakpoint line and debuggee-specific behaviour (toString watch,
+	// HotSwap redefinition at stop Steps/2, step-into for NewClasses).
+	Debuggee string
+	// Steps is the number of steps after the breakpoint stop.
+	Steps int
+	// Warmup is the number of first stops flagged as warm-up (cold JDI
+	// caches) and left out of the summary medians.
+	Warmup int
+	// Threads > 1 runs the per-thread and per-frame queries on that many
+	// JDI caller threads (an async IDE); 0 or 1 is a synchronous IDE.
+	Threads int
+	// StepInto forces STEP_INTO; otherwise the driver steps over, except
+	// for NewClasses, which it always steps into.
+	StepInto bool
+	// Dump makes the driver include each stop's canonical text.
+	Dump bool
+	// JVMArgs are extra flags for the driver's own JVM.
+	JVMArgs []string
+}
+
+// Stop is one stop as the driver reported it.
+type Stop struct {
+	// Index is 0 for the breakpoint stop, then 1..Steps.
+	Index int `json:"stop"`
+	// Warmup marks the first Warmup stops.
+	Warmup bool `json:"warmup"`
+	// MS is the wall time of the step: from issuing the step (or the
+	// resume, for stop 0) to the end of the stop's work.
+	MS float64 `json:"ms"`
+	// BurstMS is the time of the stop's work alone.
+	BurstMS float64 `json:"burst_ms"`
+	// Top is the top frame's location, "Class.method:line".
+	Top string `json:"top"`
+	// Digest is the SHA-256 (hex) of the canonical text of everything
+	// seen at the stop, free of object IDs and timing.
+	Digest string `json:"digest"`
+	// Text is the canonical text itself (only with Dump).
+	Text string `json:"text,omitempty"`
+}
+
+// Summary is the driver's final line.
+type Summary struct {
+	Stops         int     `json:"stops"`
+	Measured      int     `json:"measured"`
+	MedianMS      float64 `json:"median_ms"`
+	MedianBurstMS float64 `json:"median_burst_ms"`
+}
+
+// DriverResult is a parsed driver run.
+type DriverResult struct {
+	Stops   []Stop
+	Summary Summary
+	// Stderr is what the driver JVM wrote to stderr.
+	Stderr string
+}
+
+// Digests returns the per-stop digests in stop order.
+func (r *DriverResult) Digests() []string {
+	d := make([]string, len(r.Stops))
+	for i, s := range r.Stops {
+		d[i] = s.Digest
+	}
+	return d
+}
+
+// Steady returns the stops that are not warm-up.
+func (r *DriverResult) Steady() []Stop {
+	var out []Stop
+	for _, s := range r.Stops {
+		if !s.Warmup {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// MedianBurst is the median burst time over the steady stops.
+func (r *DriverResult) MedianBurst() time.Duration {
+	var v []float64
+	for _, s := range r.Steady() {
+		v = append(v, s.BurstMS)
+	}
+	return msDuration(median(v))
+}
+
+// MedianStep is the median step wall time over the steady stops.
+func (r *DriverResult) MedianStep() time.Duration {
+	var v []float64
+	for _, s := range r.Steady() {
+		v = append(v, s.MS)
+	}
+	return msDuration(median(v))
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// ErrDriverOutput is wrapped by errors about malformed driver output.
+var ErrDriverOutput = errors.New("javavm: malformed driver output")
+
+// MaxDriverLine bounds one line of driver output (a dumped stop text).
+const MaxDriverLine = 16 << 20
+
+// ParseDriverOutput parses the driver's JSON Lines: one object per stop,
+// then a summary object with "summary":true. Stops must come in order.
+func ParseDriverOutput(r io.Reader) (*DriverResult, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxDriverLine)
+	res := &DriverResult{}
+	sawSummary := false
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if sawSummary {
+			return nil, fmt.Errorf("%w: line %d after the summary", ErrDriverOutput, n)
+		}
+		var probe struct {
+			Summary bool `json:"summary"`
+		}
+		if err := json.Unmarshal(line, &probe); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrDriverOutput, n, err)
+		}
+		if probe.Summary {
+			if err := json.Unmarshal(line, &res.Summary); err != nil {
+				return nil, fmt.Errorf("%w: line %d: %v", ErrDriverOutput, n, err)
+			}
+			sawSummary = true
+			continue
+		}
+		var s Stop
+		if err := json.Unmarshal(line, &s); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrDriverOutput, n, err)
+		}
+		if s.Index != len(res.Stops) {
+			return nil, fmt.Errorf("%w: line %d: stop %d, want %d", ErrDriverOutput, n, s.Index, len(res.Stops))
+		}
+		if len(s.Digest) != 64 {
+			return nil, fmt.Errorf("%w: line %d: digest %q", ErrDriverOutput, n, s.Digest)
+		}
+		res.Stops = append(res.Stops, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDriverOutput, err)
+	}
+	if !sawSummary {
+		return nil, fmt.Errorf("%w: no summary line (driver died?)", ErrDriverOutput)
+	}
+	return res, nil
+}
+
+// DriverArgs returns the java command line (without "java") that runs the
+// driver for opts; RunDriver uses it, and it is handy for running the driver
+// by hand.
+func DriverArgs(b *Build, opts DriverOptions) ([]string, error) {
+	host, port, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("javavm: driver address %q: %w", opts.Addr, err)
+	}
+	if opts.Profile == "" {
+		opts.Profile = ProfileIdeaLike
+	}
+	if opts.Debuggee == "" {
+		opts.Debuggee = Deep
+	}
+	line, err := BreakpointLine(opts.Debuggee)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"-XX:+UseSerialGC"}, opts.JVMArgs...)
+	args = append(args, "-cp", b.Classes, "Driver",
+		"--host", host, "--port", port,
+		"--profile", opts.Profile,
+		"--debuggee", opts.Debuggee,
+		"--bp-line", strconv.Itoa(line),
+		"--steps", strconv.Itoa(opts.Steps),
+		"--warmup", strconv.Itoa(opts.Warmup),
+		"--hotswap-dir", b.HotSwap)
+	if opts.Threads > 1 {
+		args = append(args, "--threads", strconv.Itoa(opts.Threads))
+	}
+	if opts.StepInto {
+		args = append(args, "--step", "into")
+	}
+	if opts.Dump {
+		args = append(args, "--dump")
+	}
+	return args, nil
+}
+
+// RunDriver runs the JDI workload driver against opts.Addr and returns its
+// parsed per-stop results. The debuggee must be the one opts.Debuggee
+// names, suspended at start or running. The driver JVM is killed if ctx is
+// cancelled.
+func RunDriver(ctx context.Context, b *Build, opts DriverOptions) (*DriverResult, error) {
+	args, err := DriverArgs(b, opts)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "java", args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	if runErr != nil {
+		return nil, fmt.Errorf("javavm: driver: %w\nstderr:\n%s\nstdout tail:\n%s", runErr, stderr.Bytes(), tail(stdout.Bytes(), 2000))
+	}
+	res, err := ParseDriverOutput(&stdout)
+	if err != nil {
+		return nil, fmt.Errorf("%w\nstderr:\n%s", err, stderr.Bytes())
+	}
+	res.Stderr = stderr.String()
+	return res, nil
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

@@ -1,0 +1,550 @@
+import com.sun.jdi.AbsentInformationException;
+import com.sun.jdi.ArrayReference;
+import com.sun.jdi.Bootstrap;
+import com.sun.jdi.ClassType;
+import com.sun.jdi.Field;
+import com.sun.jdi.LocalVariable;
+import com.sun.jdi.Location;
+import com.sun.jdi.Method;
+import com.sun.jdi.ObjectReference;
+import com.sun.jdi.ReferenceType;
+import com.sun.jdi.StackFrame;
+import com.sun.jdi.StringReference;
+import com.sun.jdi.ThreadReference;
+import com.sun.jdi.Value;
+import com.sun.jdi.VirtualMachine;
+import com.sun.jdi.connect.AttachingConnector;
+import com.sun.jdi.connect.Connector;
+import com.sun.jdi.event.BreakpointEvent;
+import com.sun.jdi.event.ClassPrepareEvent;
+import com.sun.jdi.event.Event;
+import com.sun.jdi.event.EventSet;
+import com.sun.jdi.event.LocatableEvent;
+import com.sun.jdi.event.StepEvent;
+import com.sun.jdi.event.VMDeathEvent;
+import com.sun.jdi.event.VMDisconnectEvent;
+import com.sun.jdi.request.BreakpointRequest;
+import com.sun.jdi.request.ClassPrepareRequest;
+import com.sun.jdi.request.EventRequest;
+import com.sun.jdi.request.EventRequestManager;
+import com.sun.jdi.request.StepRequest;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * Driver: an IDE-like JDI workload. It attaches to a debuggee with stock JDI
+ * (com.sun.jdi.SocketAttach), stops at a breakpoint, then steps K times,
+ * doing a profile's per-stop work (what an IDE fetches to refresh its views)
+ * at every stop. One JSON line per stop on stdout, then a summary line.
+ *
+ * Usage: Driver --port N [--host H] --profile jdb-min|idea-like|vscode-like|transcript
+ *   --debuggee NAME --bp-line L [--bp-class C] --steps K [--warmup W] [--threads N]
+ *   [--step over|into] [--hotswap-dir DIR] [--dump]
+ *
+ * The per-stop digest is the SHA-256 of a canonical text of everything the
+ * profile saw, without object IDs or timing, so runs on separate VMs agree.
+ */
+public final class Driver {
+    private String host = "127.0.0.1";
+    private int port;
+    private String profile = "idea-like";
+    private String debuggee = "Deep";
+    private String bpClass;
+    private int bpLine;
+    private int steps = 10;
+    private int warmup = 2;
+    private int threads = 1;
+    private String stepKind;
+    private String hotswapDir;
+    private boolean dump;
+
+    private VirtualMachine vm;
+    private ExecutorService pool;
+
+    public static void main(String[] args) throws Exception {
+        Driver d = new Driver();
+        try {
+            d.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("driver: " + e.getMessage());
+            System.exit(2);
+        }
+        try {
+            d.run();
+        } catch (Exception e) {
+            System.err.println("driver: " + e);
+            e.printStackTrace();
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    private void parse(String[] args) {
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (a.equals("--dump")) {
+                dump = true;
+                continue;
+            }
+            if (i + 1 >= args.length) {
+                throw new IllegalArgumentException("missing value for " + a);
+            }
+            String v = args[++i];
+            switch (a) {
+                case "--host": host = v; break;
+                case "--port": port = Integer.parseInt(v); break;
+                case "--profile": profile = v; break;
+                case "--debuggee": debuggee = v; break;
+                case "--bp-class": bpClass = v; break;
+                case "--bp-line": bpLine = Integer.parseInt(v); break;
+                case "--steps": steps = Integer.parseInt(v); break;
+                case "--warmup": warmup = Integer.parseInt(v); break;
+                case "--threads": threads = Integer.parseInt(v); break;
+                case "--step": stepKind = v; break;
+                case "--hotswap-dir": hotswapDir = v; break;
+                default: throw new IllegalArgumentException("unknown flag " + a);
+            }
+        }
+        if (port <= 0) {
+            throw new IllegalArgumentException("--port is required");
+        }
+        if (bpLine <= 0) {
+            throw new IllegalArgumentException("--bp-line is required");
+        }
+        switch (profile) {
+            case "jdb-min": case "idea-like": case "vscode-like": case "transcript": break;
+            default: throw new IllegalArgumentException("unknown profile " + profile);
+        }
+        if (bpClass == null) {
+            bpClass = debuggee;
+        }
+        if (stepKind == null) {
+            // NewClasses is about entering cold classes: step into them.
+            stepKind = debuggee.equals("NewClasses") ? "into" : "over";
+        }
+        if (debuggee.equals("HotSwap") && hotswapDir == null) {
+            throw new IllegalArgumentException("--hotswap-dir is required for HotSwap");
+        }
+    }
+
+    private void run() throws Exception {
+        AttachingConnector conn = null;
+        for (AttachingConnector c : Bootstrap.virtualMachineManager().attachingConnectors()) {
+            if (c.name().equals("com.sun.jdi.SocketAttach")) {
+                conn = c;
+            }
+        }
+        if (conn == null) {
+            throw new IllegalStateException("no com.sun.jdi.SocketAttach connector");
+        }
+        Map<String, Connector.Argument> ca = conn.defaultArguments();
+        ca.get("hostname").setValue(host);
+        ca.get("port").setValue(Integer.toString(port));
+        vm = conn.attach(ca);
+        if (threads > 1) {
+            pool = Executors.newFixedThreadPool(threads);
+        }
+        EventRequestManager erm = vm.eventRequestManager();
+
+        // Breakpoint at bpClass:bpLine, deferred until the class is prepared.
+        long t0 = System.nanoTime();
+        EventSet set;
+        List<ReferenceType> loaded = vm.classesByName(bpClass);
+        if (loaded.isEmpty()) {
+            ClassPrepareRequest cpr = erm.createClassPrepareRequest();
+            cpr.addClassFilter(bpClass);
+            cpr.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+            cpr.enable();
+            // The VM was started with suspend=y: its initial suspension is
+            // the VMStartEvent's, which await() resumes (exactly once; an
+            // extra vm.resume() here could undo a later event's suspension).
+            set = await(ClassPrepareEvent.class);
+            ReferenceType rt = ((ClassPrepareEvent) first(set, ClassPrepareEvent.class)).referenceType();
+            erm.deleteEventRequest(cpr);
+            setBreakpoint(erm, rt);
+            set.resume();
+        } else {
+            // The class is loaded, so the VM is already running (a previous
+            // debugger detached): the breakpoint suspends it. Resuming here
+            // would undo a hit that raced ahead of us.
+            setBreakpoint(erm, loaded.get(0));
+        }
+        set = await(BreakpointEvent.class);
+        ThreadReference thread = ((LocatableEvent) first(set, BreakpointEvent.class)).thread();
+        // Only the first hit is wanted; steps drive the rest.
+        erm.deleteEventRequests(new ArrayList<>(erm.breakpointRequests()));
+
+        List<double[]> timings = new ArrayList<>();
+        for (int stop = 0; stop <= steps; stop++) {
+            if (stop > 0) {
+                t0 = System.nanoTime();
+                erm.deleteEventRequests(new ArrayList<>(erm.stepRequests()));
+                StepRequest sr = erm.createStepRequest(thread, StepRequest.STEP_LINE,
+                        stepKind.equals("into") ? StepRequest.STEP_INTO : StepRequest.STEP_OVER);
+                sr.addCountFilter(1);
+                sr.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+                sr.enable();
+                set.resume();
+                set = await(StepEvent.class);
+                thread = ((LocatableEvent) first(set, StepEvent.class)).thread();
+            }
+            long t1 = System.nanoTime();
+            StringBuilder text = new StringBuilder();
+            String top = stopWork(thread, text);
+            if (debuggee.equals("ToStringWatch")) {
+                watch(thread, text);
+            }
+            long t2 = System.nanoTime();
+            if (debuggee.equals("HotSwap") && stop == steps / 2) {
+                redefine(text);
+            }
+            double ms = (t2 - t0) / 1e6;
+            double burst = (t2 - t1) / 1e6;
+            boolean isWarm = stop < warmup;
+            if (!isWarm) {
+                timings.add(new double[] {ms, burst});
+            }
+            StringBuilder line = new StringBuilder();
+            line.append("{\"stop\":").append(stop)
+                    .append(",\"warmup\":").append(isWarm)
+                    .append(",\"ms\":").append(fmt(ms))
+                    .append(",\"burst_ms\":").append(fmt(burst))
+                    .append(",\"top\":").append(json(top))
+                    .append(",\"digest\":\"").append(sha256(text.toString())).append('"');
+            if (dump) {
+                line.append(",\"text\":").append(json(text.toString()));
+            }
+            line.append('}');
+            System.out.println(line);
+            System.out.flush();
+        }
+        double[] ms = new double[timings.size()];
+        double[] burst = new double[timings.size()];
+        for (int i = 0; i < timings.size(); i++) {
+            ms[i] = timings.get(i)[0];
+            burst[i] = timings.get(i)[1];
+        }
+        System.out.println("{\"summary\":true,\"stops\":" + (steps + 1)
+                + ",\"measured\":" + timings.size()
+                + ",\"median_ms\":" + fmt(median(ms))
+                + ",\"median_burst_ms\":" + fmt(median(burst)) + "}");
+        System.out.flush();
+        erm.deleteEventRequests(new ArrayList<>(erm.stepRequests()));
+        if (pool != null) {
+            pool.shutdownNow();
+        }
+        vm.dispose();
+    }
+
+    private void setBreakpoint(EventRequestManager erm, ReferenceType rt) throws AbsentInformationException {
+        List<Location> locs = rt.locationsOfLine(bpLine);
+        if (locs.isEmpty()) {
+            throw new IllegalStateException("no code at " + bpClass + ":" + bpLine);
+        }
+        BreakpointRequest bp = erm.createBreakpointRequest(locs.get(0));
+        bp.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+        bp.enable();
+    }
+
+    /** Waits for an event set holding an event of the wanted kind, resuming others. */
+    private EventSet await(Class<? extends Event> want) throws InterruptedException {
+        while (true) {
+            EventSet set = vm.eventQueue().remove();
+            for (Event e : set) {
+                if (want.isInstance(e)) {
+                    return set;
+                }
+                if (e instanceof VMDeathEvent || e instanceof VMDisconnectEvent) {
+                    throw new IllegalStateException("VM went away while waiting for " + want.getSimpleName());
+                }
+            }
+            set.resume();
+        }
+    }
+
+    private static Event first(EventSet set, Class<? extends Event> want) {
+        for (Event e : set) {
+            if (want.isInstance(e)) {
+                return e;
+            }
+        }
+        throw new IllegalStateException("no " + want.getSimpleName());
+    }
+
+    // ---- per-stop work ------------------------------------------------------
+
+    /** Does the profile's work at a stop, appending what it saw; returns the top location. */
+    private String stopWork(ThreadReference thread, StringBuilder out) throws Exception {
+        switch (profile) {
+            case "jdb-min": return jdbMin(thread, out);
+            case "vscode-like": return vscodeLike(thread, out);
+            case "transcript": return ideaLike(thread, out, true);
+            default: return ideaLike(thread, out, false);
+        }
+    }
+
+    /** jdb after a step: the stopped thread's frames and its name. */
+    private String jdbMin(ThreadReference thread, StringBuilder out) throws Exception {
+        List<StackFrame> frames = thread.frames();
+        out.append("thread ").append(thread.name()).append('\n');
+        for (StackFrame f : frames) {
+            out.append("frame ").append(loc(f.location())).append('\n');
+        }
+        return loc(frames.get(0).location());
+    }
+
+    /** IntelliJ-like: threads view, 20 frames with isObsolete, locals, this, one level of fields. */
+    private String ideaLike(ThreadReference thread, StringBuilder out, boolean everything) throws Exception {
+        threadsView(vm.allThreads(), true, out);
+        int count = thread.frameCount();
+        List<StackFrame> frames = thread.frames(0, everything ? count : Math.min(20, count));
+        List<Callable<String>> obsolete = new ArrayList<>();
+        for (StackFrame f : frames) {
+            Method m = f.location().method();
+            obsolete.add(() -> m.isObsolete() ? " obsolete" : "");
+        }
+        List<String> obs = all(obsolete);
+        out.append("frames ").append(count).append('\n');
+        for (int i = 0; i < frames.size(); i++) {
+            Location l = frames.get(i).location();
+            out.append("frame ").append(loc(l)).append(" src=").append(source(l)).append(obs.get(i)).append('\n');
+        }
+        variables(frames.get(0), out, "");
+        if (everything) {
+            for (int i = 1; i < frames.size(); i++) {
+                variables(frames.get(i), out, "f" + i + ".");
+            }
+            ReferenceType rt = frames.get(0).location().declaringType();
+            for (Field f : rt.visibleFields()) {
+                if (f.isStatic()) {
+                    out.append("static ").append(f.name()).append(" = ").append(render(rt.getValue(f))).append('\n');
+                }
+            }
+        }
+        return loc(frames.get(0).location());
+    }
+
+    /** VS Code java-debug-like: threads with names, frameCount + frames, per-frame line/source/signature, variables. */
+    private String vscodeLike(ThreadReference thread, StringBuilder out) throws Exception {
+        threadsView(vm.allThreads(), false, out);
+        int count = thread.frameCount();
+        List<StackFrame> frames = thread.frames(0, count);
+        out.append("frames ").append(count).append('\n');
+        for (StackFrame f : frames) {
+            Location l = f.location();
+            out.append("frame ").append(l.lineNumber()).append(' ').append(source(l)).append(' ')
+                    .append(l.declaringType().name()).append('.').append(l.method().name())
+                    .append(l.method().signature()).append('\n');
+        }
+        variables(frames.get(0), out, "");
+        return loc(frames.get(0).location());
+    }
+
+    /** Thread names (and status), sorted by name so the text does not depend on VM order. */
+    private void threadsView(List<ThreadReference> all, boolean status, StringBuilder out) throws Exception {
+        List<Callable<String>> work = new ArrayList<>();
+        for (ThreadReference t : all) {
+            work.add(() -> status ? t.name() + " " + statusName(t.status()) : t.name());
+        }
+        List<String> lines = new ArrayList<>(all(work));
+        Collections.sort(lines);
+        out.append("threads ").append(lines.size()).append('\n');
+        for (String s : lines) {
+            out.append("thread ").append(s).append('\n');
+        }
+    }
+
+    /** Locals and this of a frame, with one level of fields of each object found. */
+    private void variables(StackFrame frame, StringBuilder out, String prefix) throws Exception {
+        ObjectReference self = frame.thisObject();
+        List<Value> objects = new ArrayList<>();
+        List<String> names = new ArrayList<>();
+        if (self != null) {
+            out.append(prefix).append("this = ").append(render(self)).append('\n');
+            objects.add(self);
+            names.add(prefix + "this");
+        }
+        List<LocalVariable> vars;
+        try {
+            vars = frame.visibleVariables();
+        } catch (AbsentInformationException e) {
+            out.append(prefix).append("locals absent\n");
+            vars = Collections.emptyList();
+        }
+        Map<LocalVariable, Value> vals = frame.getValues(vars);
+        for (LocalVariable v : vars) {
+            Value val = vals.get(v);
+            out.append(prefix).append("local ").append(v.name()).append(" = ").append(render(val)).append('\n');
+            if (val instanceof ObjectReference && !(val instanceof StringReference) && !(val instanceof ArrayReference)) {
+                objects.add(val);
+                names.add(prefix + v.name());
+            }
+        }
+        for (int i = 0; i < objects.size(); i++) {
+            ObjectReference o = (ObjectReference) objects.get(i);
+            List<Field> fields = new ArrayList<>();
+            for (Field f : o.referenceType().visibleFields()) {
+                if (!f.isStatic()) {
+                    fields.add(f);
+                }
+            }
+            Map<Field, Value> fv = o.getValues(fields);
+            for (Field f : fields) {
+                out.append(names.get(i)).append('.').append(f.name()).append(" = ").append(render(fv.get(f))).append('\n');
+            }
+        }
+    }
+
+    /** Renders a value without object IDs: strings quoted, arrays as length and first elements. */
+    private static String render(Value v) {
+        if (v == null) {
+            return "null";
+        }
+        if (v instanceof StringReference) {
+            return json(((StringReference) v).value());
+        }
+        if (v instanceof ArrayReference) {
+            ArrayReference a = (ArrayReference) v;
+            int n = a.length();
+            StringBuilder sb = new StringBuilder(a.referenceType().name());
+            sb.append(" len=").append(n).append(" [");
+            if (n > 0) {
+                List<Value> head = a.getValues(0, Math.min(4, n));
+                for (int i = 0; i < head.size(); i++) {
+                    if (i > 0) {
+                        sb.append(", ");
+                    }
+                    Value e = head.get(i);
+                    sb.append(e instanceof ObjectReference ? ((ObjectReference) e).referenceType().name() : String.valueOf(e));
+                }
+            }
+            return sb.append(']').toString();
+        }
+        if (v instanceof ObjectReference) {
+            return "instance of " + ((ObjectReference) v).referenceType().name();
+        }
+        return v.type().name() + " " + v;
+    }
+
+    /** Evaluates watched.toString() in the stopped thread, as a watch or renderer does. */
+    private void watch(ThreadReference thread, StringBuilder out) throws Exception {
+        StackFrame top = thread.frame(0);
+        LocalVariable lv = top.visibleVariableByName("watched");
+        if (lv == null) {
+            out.append("watch absent\n");
+            return;
+        }
+        ObjectReference o = (ObjectReference) top.getValue(lv);
+        Method ts = ((ClassType) o.referenceType()).concreteMethodByName("toString", "()Ljava/lang/String;");
+        Value r = o.invokeMethod(thread, ts, Collections.emptyList(), ObjectReference.INVOKE_SINGLE_THREADED);
+        out.append("watch watched.toString() = ").append(render(r)).append('\n');
+    }
+
+    /** Redefines HotTarget with the version-2 class file. */
+    private void redefine(StringBuilder out) throws Exception {
+        byte[] bytes = Files.readAllBytes(Path.of(hotswapDir, "HotTarget.class"));
+        List<ReferenceType> rts = vm.classesByName("HotTarget");
+        if (rts.isEmpty()) {
+            throw new IllegalStateException("HotTarget is not loaded");
+        }
+        vm.redefineClasses(Map.of(rts.get(0), bytes));
+        out.append("redefined HotTarget\n");
+    }
+
+    // ---- helpers ------------------------------------------------------------
+
+    /** Runs the calls serially, or on the pool when --threads > 1; results in order. */
+    private List<String> all(List<Callable<String>> work) throws Exception {
+        List<String> res = new ArrayList<>(work.size());
+        if (pool == null) {
+            for (Callable<String> c : work) {
+                res.add(c.call());
+            }
+            return res;
+        }
+        for (Future<String> f : pool.invokeAll(work)) {
+            res.add(f.get());
+        }
+        return res;
+    }
+
+    private static String loc(Location l) {
+        return l.declaringType().name() + "." + l.method().name() + ":" + l.lineNumber();
+    }
+
+    private static String source(Location l) {
+        try {
+            return l.sourceName();
+        } catch (AbsentInformationException e) {
+            return "?";
+        }
+    }
+
+    private static String statusName(int s) {
+        switch (s) {
+            case ThreadReference.THREAD_STATUS_ZOMBIE: return "ZOMBIE";
+            case ThreadReference.THREAD_STATUS_RUNNING: return "RUNNING";
+            case ThreadReference.THREAD_STATUS_SLEEPING: return "SLEEPING";
+            case ThreadReference.THREAD_STATUS_MONITOR: return "MONITOR";
+            case ThreadReference.THREAD_STATUS_WAIT: return "WAIT";
+            case ThreadReference.THREAD_STATUS_NOT_STARTED: return "NOT_STARTED";
+            default: return "UNKNOWN";
+        }
+    }
+
+    private static double median(double[] v) {
+        if (v.length == 0) {
+            return 0;
+        }
+        double[] s = v.clone();
+        Arrays.sort(s);
+        int n = s.length;
+        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    }
+
+    private static String fmt(double d) {
+        return String.format(java.util.Locale.ROOT, "%.3f", d);
+    }
+
+    private static String sha256(String s) throws Exception {
+        byte[] h = MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+        StringBuilder sb = new StringBuilder();
+        for (byte b : h) {
+            sb.append(String.format("%02x", b & 0xff));
+        }
+        return sb.toString();
+    }
+
+    /** Quotes s as a JSON string. */
+    private static String json(String s) {
+        StringBuilder sb = new StringBuilder("\"");
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"': sb.append("\\\""); break;
+                case '\\': sb.append("\\\\"); break;
+                case '\n': sb.append("\\n"); break;
+                case '\r': sb.append("\\r"); break;
+                case '\t': sb.append("\\t"); break;
+                default:
+                    if (c < 0x20) {
+                        sb.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        sb.append(c);
+                    }
+            }
+        }
+        return sb.append('"').toString();
+    }
+}

@@ -1,0 +1,218 @@
+package javavm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// VMOptions tunes Start. The zero value is fine.
+type VMOptions struct {
+	// JVMArgs are extra JVM flags, placed before the main class.
+	JVMArgs []string
+	// Args are the program's arguments.
+	Args []string
+	// StartTimeout bounds the wait for the agent's "Listening" line
+	// (default 30s).
+	StartTimeout time.Duration
+}
+
+// DefaultVMArgs are the JVM flags Start always passes (before
+// VMOptions.JVMArgs): a small serial-GC heap keeps a 2-core machine calm.
+var DefaultVMArgs = []string{"-XX:+UseSerialGC", "-Xmx128m"}
+
+// VM is a debuggee JVM started with the JDWP agent listening on a loopback
+// port and suspended until a debugger attaches (suspend=y). Stop it with
+// Stop; it is also killed when the context given to Start is cancelled.
+type VM struct {
+	cmd *exec.Cmd
+	out *lockedBuffer
+
+	mu      sync.Mutex // guards port and listens
+	port    int        // the port of the latest announcement taken
+	listens int        // announcements taken so far
+
+	done    chan struct{} // closed once the process has been waited for
+	waitErr error         // written before done is closed
+
+	stopOnce sync.Once
+}
+
+// ErrVMExited is returned by Start when the JVM exits before listening.
+var ErrVMExited = errors.New("javavm: JVM exited before the JDWP agent listened")
+
+// listenRE matches the agent's announcement of its port on stdout.
+var listenRE = regexp.MustCompile(`Listening for transport dt_socket at address: (\d+)`)
+
+// ParseListeningPort finds the port in the first of the JDWP agent's
+// "Listening for transport dt_socket at address: N" lines within out.
+func ParseListeningPort(out []byte) (int, bool) {
+	ports := parseListeningPorts(out)
+	if len(ports) == 0 {
+		return 0, false
+	}
+	return ports[0], true
+}
+
+// parseListeningPorts returns the ports of every announcement, in order;
+// the agent announces again, on a new port, after a debugger detaches.
+func parseListeningPorts(out []byte) []int {
+	var ports []int
+	for _, m := range listenRE.FindAllSubmatch(out, -1) {
+		p, err := strconv.Atoi(string(m[1]))
+		if err != nil || p <= 0 || p > 65535 {
+			continue
+		}
+		ports = append(ports, p)
+	}
+	return ports
+}
+
+// Start runs
+//
+//	java -agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:0 -cp <classes> mainClass
+//
+// and returns once the agent has announced its port. The JVM is killed when
+// ctx is cancelled or Stop is called.
+func Start(ctx context.Context, b *Build, mainClass string, opts VMOptions) (*VM, error) {
+	args := []string{"-agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:0"}
+	args = append(args, DefaultVMArgs...)
+	args = append(args, opts.JVMArgs...)
+	args = append(args, "-cp", b.Classes, mainClass)
+	args = append(args, opts.Args...)
+	v := &VM{out: newLockedBuffer(), done: make(chan struct{})}
+	v.cmd = exec.CommandContext(ctx, "java", args...)
+	v.cmd.Stdout = v.out
+	v.cmd.Stderr = v.out
+	if err := v.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("javavm: starting java: %w", err)
+	}
+	go func() {
+		v.waitErr = v.cmd.Wait()
+		close(v.done)
+	}()
+
+	timeout := opts.StartTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := v.NextListen(tctx); err != nil {
+		v.Stop()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, fmt.Errorf("javavm: JDWP agent did not listen within %v:\n%s", timeout, v.out.Bytes())
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+// NextListen waits for the agent's next "Listening" announcement not yet
+// taken, makes its port the VM's Port, and returns the new Addr. Start takes
+// the first. The agent announces again, on a new port, after a debugger
+// detaches (VirtualMachine.dispose), so call NextListen before attaching a
+// second debugger to the same VM.
+func (v *VM) NextListen(ctx context.Context) (string, error) {
+	v.mu.Lock()
+	want := v.listens + 1
+	v.mu.Unlock()
+	for {
+		data, _, changed := v.out.snapshot(0)
+		if ports := parseListeningPorts(data); len(ports) >= want {
+			v.mu.Lock()
+			v.listens = want
+			v.port = ports[want-1]
+			v.mu.Unlock()
+			return v.Addr(), nil
+		}
+		select {
+		case <-changed:
+		case <-v.done:
+			data, _, _ := v.out.snapshot(0)
+			if len(parseListeningPorts(data)) >= want {
+				continue
+			}
+			return "", fmt.Errorf("%w: %v\n%s", ErrVMExited, v.waitErr, data)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+// Port is the agent's TCP port on 127.0.0.1 (from the latest announcement
+// taken by Start or NextListen).
+func (v *VM) Port() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.port
+}
+
+// Addr is the agent's address, "127.0.0.1:port".
+func (v *VM) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(v.Port())) }
+
+// Pid is the JVM's process id.
+func (v *VM) Pid() int { return v.cmd.Process.Pid }
+
+// Output is everything the JVM wrote to stdout and stderr so far.
+func (v *VM) Output() string { return string(v.out.Bytes()) }
+
+// Done is closed when the JVM process has exited and been reaped.
+func (v *VM) Done() <-chan struct{} { return v.done }
+
+// Stop kills the JVM and waits for it to be reaped. It is idempotent and
+// safe to call from t.Cleanup and from several goroutines.
+func (v *VM) Stop() {
+	v.stopOnce.Do(func() {
+		_ = v.cmd.Process.Kill() // an already-exited process is fine
+	})
+	<-v.done
+}
+
+// lockedBuffer is an io.Writer that keeps everything written and wakes
+// waiters on every write.
+type lockedBuffer struct {
+	mu      sync.Mutex    // guards buf and changed
+	buf     bytes.Buffer  // everything written so far
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newLockedBuffer() *lockedBuffer {
+	return &lockedBuffer{changed: make(chan struct{})}
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return n, err
+}
+
+// Bytes returns a copy of everything written so far.
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// snapshot returns a copy of the bytes from off on, the new length, and the
+// channel closed at the next write, atomically, so a waiter cannot miss a
+// write between reading and waiting.
+func (b *lockedBuffer) snapshot(off int) ([]byte, int, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	all := b.buf.Bytes()
+	if off > len(all) {
+		off = len(all)
+	}
+	return bytes.Clone(all[off:]), len(all), b.changed
+}
