@@ -36,7 +36,7 @@ func subcommands() []subcommand {
 	return []subcommand{
 		{"proxy", "relay a debugger to a VM, accelerating it", cmdProxy},
 		{"bench", "measure step times directly and through jdwpaccel over emulated links", cmdBench},
-		// {"link", "emulate a slow link (RTT, jitter, bandwidth) in front of a TCP service", cmdLink},
+		{"link", "emulate a slow link (RTT, jitter, bandwidth) in front of a TCP service", cmdLink},
 		{"version", "print the version and build information", cmdVersion},
 	}
 }

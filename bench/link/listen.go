@@ -1,0 +1,144 @@
+package link
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Log field names used by this package.
+const (
+	logListen   = "listen"
+	logTo       = "to"
+	logConn     = "conn"
+	logRemote   = "remote"
+	logErr      = "err"
+	logBytesUp  = "bytes_up"   // client -> target
+	logBytesDn  = "bytes_down" // target -> client
+	logDuration = "duration"
+)
+
+// DialFunc opens a connection to the target for one accepted client.
+type DialFunc func(ctx context.Context) (net.Conn, error)
+
+// Link is a running hop: it accepts clients on a listener and relays each one
+// to its own connection to the target, through the emulated link.
+type Link struct {
+	ln     net.Listener
+	dial   DialFunc
+	cfg    Config
+	log    zerolog.Logger
+	ctx    context.Context // cancelled by Close or the parent context; ends every session
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the accept loop and every session
+	nextID atomic.Uint64
+}
+
+// dialTimeout bounds each dial to the target.
+const dialTimeout = 10 * time.Second
+
+// Listen listens on listenAddr (TCP) and relays every client to targetAddr
+// through a link configured by cfg, until ctx is cancelled or Close is
+// called.
+func Listen(ctx context.Context, listenAddr, targetAddr string, cfg Config, log zerolog.Logger) (*Link, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", listenAddr)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: dialTimeout}
+	dial := func(ctx context.Context) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", targetAddr)
+	}
+	l, err := Serve(ctx, ln, dial, cfg, log.With().Str(logTo, targetAddr).Logger())
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Serve runs a link on ln (which it then owns and closes), calling dial once
+// per accepted client, until ctx is cancelled or Close is called.
+func Serve(ctx context.Context, ln net.Listener, dial DialFunc, cfg Config, log zerolog.Logger) (*Link, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Link{ln: ln, dial: dial, cfg: cfg, log: log}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	context.AfterFunc(l.ctx, func() { ln.Close() })
+	l.wg.Go(l.acceptLoop)
+	return l, nil
+}
+
+// Addr is the address the link accepts clients on.
+func (l *Link) Addr() net.Addr { return l.ln.Addr() }
+
+// Close stops accepting, tears down every session (queued bytes are
+// dropped) and waits until all the link's goroutines have ended.
+func (l *Link) Close() error {
+	l.cancel()
+	err := l.ln.Close()
+	l.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (l *Link) acceptLoop() {
+	var backoff time.Duration
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off and retry.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			l.log.Warn().Err(err).Dur("backoff", backoff).Msg("link accept failed")
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-l.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		id := l.nextID.Add(1)
+		l.wg.Go(func() { l.serveConn(c, id) })
+	}
+}
+
+func (l *Link) serveConn(c net.Conn, id uint64) {
+	log := l.log.With().Uint64(logConn, id).Str(logRemote, c.RemoteAddr().String()).Logger()
+	start := time.Now()
+	t, err := l.dial(l.ctx)
+	if err != nil {
+		ev := log.Warn()
+		if l.ctx.Err() != nil {
+			ev = log.Debug() // the link is closing
+		}
+		ev.Str(logErr, err.Error()).Msg("link dial to target failed")
+		c.Close()
+		return
+	}
+	log.Debug().Msg("link connection opened")
+	st, err := pipe(l.ctx, c, t, l.cfg, id)
+	ev := log.Debug()
+	if err != nil && l.ctx.Err() == nil {
+		ev = log.Info().Str(logErr, err.Error())
+	}
+	ev.Int64(logBytesUp, st.AToB).Int64(logBytesDn, st.BToA).
+		Dur(logDuration, time.Since(start)).Msg("link connection closed")
+}
