@@ -37,6 +37,8 @@ func subcommands() []subcommand {
 		{"proxy", "relay a debugger to a VM, accelerating it", cmdProxy},
 		{"bench", "measure step times directly and through jdwpaccel over emulated links", cmdBench},
 		{"link", "emulate a slow link (RTT, jitter, bandwidth) in front of a TCP service", cmdLink},
+		{"fakevm", "serve a fake DDM VM (design2007, dalvik or art) for demos and tests", cmdFakeVM},
+		{"journal", "show or summarise a journal written by proxy --journal", cmdJournal},
 		{"version", "print the version and build information", cmdVersion},
 	}
 }

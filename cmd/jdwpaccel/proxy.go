@@ -2,13 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 
+	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/jdwpaccel/jdwpaccel/web"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 type proxyFlags struct {
@@ -16,8 +23,19 @@ type proxyFlags struct {
 	listen      string
 	allowRemote bool
 	metricsAddr string
+	httpAddr    string
 	maxPacket   int
-	log         logFlags
+
+	speculate   bool
+	cacheBytes  int64
+	minRTT      string
+	journalPath string
+	journalFmt  string
+	journalMax  int64
+	journalRaw  int
+
+	ddm ddmFlags
+	log logFlags
 }
 
 func (p *proxyFlags) register(fs *flag.FlagSet) {
@@ -25,7 +43,16 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:8700", "where debuggers connect, `ADDR` (port 0 picks a free port and logs it)")
 	fs.BoolVar(&p.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (anyone who connects controls the VM)")
 	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (loopback unless --allow-remote)")
+	fs.StringVar(&p.httpAddr, "http-addr", "", "serve the live monitor page, JSON API and /metrics at http://`ADDR`/ (loopback unless --allow-remote)")
 	fs.IntVar(&p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes`")
+	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
+	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
+	fs.StringVar(&p.minRTT, "speculate-min-rtt", speculator.DefaultMinRTT.String(), "send speculative commands only when the measured round trip is at least this `duration` (cached replies are served at any RTT)")
+	fs.StringVar(&p.journalPath, "journal", "", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng)")
+	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format`: jsonl, perfetto or pcapng (default: from the extension)")
+	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
+	fs.IntVar(&p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (negative: none)")
+	p.ddm.register(fs)
 	p.log.register(fs)
 }
 
@@ -35,17 +62,125 @@ Examples:
   jdwpaccel proxy --vm 127.0.0.1:5005
   # then attach the IDE (or: jdb -attach 127.0.0.1:8700) to 127.0.0.1:8700
 
+  # with the live monitor page and a journal for Perfetto
+  jdwpaccel proxy --vm 127.0.0.1:5005 --http-addr 127.0.0.1:8780 --journal session.perfetto.json
+
   # an Android app: forward its JDWP port with adb first
   adb forward tcp:8600 jdwp:$(adb shell pidof -s com.example.app)
   jdwpaccel proxy --vm 127.0.0.1:8600 --metrics-addr 127.0.0.1:9464
 `
+
+// stack is a relay configuration with every feature the flags ask for.
+type stack struct {
+	cfg     relay.Config
+	reg     *prometheus.Registry
+	spec    *speculator.Speculator // nil with --speculate=false
+	holder  *ddmtap.Holder         // nil with --ddm=false
+	journal *journal.Journal       // nil without --journal
+	tracker *web.SessionTracker
+}
+
+// buildStack wires the speculator, the journal, the session tracker and
+// the DDM tap into a relay configuration for the VM at pf.vm. Background
+// work (the DDM holder) runs until ctx ends; close the journal when done.
+func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack, error) {
+	st := &stack{reg: newRegistry(), tracker: web.NewSessionTracker()}
+	st.tracker.VMOf = func(*relay.Session) string { return pf.vm }
+	st.cfg = relay.Config{
+		DialVM:        relay.DialTCP(pf.vm),
+		MaxPacketSize: pf.maxPacket,
+		Logger:        log,
+		Metrics:       relay.NewMetrics(st.reg),
+	}
+	if pf.speculate {
+		minRTT, err := parseDurationFlag("--speculate-min-rtt", pf.minRTT)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT},
+			log.With().Str("component", "speculator").Logger(), speculator.NewMetrics(st.reg))
+	}
+	if pf.journalPath != "" {
+		var format journal.Format
+		if pf.journalFmt != "" {
+			f, err := journal.ParseFormat(pf.journalFmt)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			format = f
+		}
+		v, _ := version()
+		j, err := journal.Open(journal.Options{
+			Path: pf.journalPath, Format: format, MaxBytes: pf.journalMax, RawLimit: pf.journalRaw,
+			Version: v, Logger: log.With().Str("component", "journal").Logger(), Registerer: st.reg,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening the journal: %w", err)
+		}
+		st.journal = j
+	}
+	st.cfg.NewHooks = func(s *relay.Session) relay.Hooks {
+		var h relay.Hooks
+		if st.spec != nil {
+			h.Interceptors = append(h.Interceptors, st.spec.NewSession(s))
+		}
+		if st.journal != nil {
+			h.Observers = append(h.Observers, st.journal)
+		}
+		h.Observers = append(h.Observers, st.tracker)
+		return h
+	}
+	st.holder = setupDDM(ctx, log.With().Str("component", "ddm").Logger(), st.reg, pf.vm, pf.ddm, &st.cfg)
+	return st, nil
+}
+
+// monitorSource is what the live page shows for this stack.
+func (st *stack) monitorSource() *web.DDMSource {
+	return &web.DDMSource{
+		Monitors: func() []*ddmtap.Monitor {
+			if st.holder == nil {
+				return nil
+			}
+			return []*ddmtap.Monitor{st.holder.Monitor()}
+		},
+		AccelFunc: func() web.AccelStats {
+			a := web.AccelFromGatherer(st.reg)
+			st.tracker.AddSteps(&a)
+			return a
+		},
+		SessionsFunc: st.tracker.Sessions,
+	}
+}
+
+// serve starts the metrics and monitor HTTP servers the flags ask for and
+// returns the monitor's URL ("" without one).
+func (st *stack) serve(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (string, error) {
+	var url string
+	if pf.httpAddr != "" {
+		h := web.NewHandler(st.monitorSource(), st.reg, log)
+		context.AfterFunc(ctx, h.Close)
+		addr, err := serveHTTP(ctx, pf.httpAddr, h, log, "monitor")
+		if err != nil {
+			return "", err
+		}
+		url = "http://" + addr.String() + "/"
+	}
+	if pf.metricsAddr != "" && pf.metricsAddr != pf.httpAddr {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metricsHandler(st.reg))
+		if _, err := serveHTTP(ctx, pf.metricsAddr, mux, log, "metrics"); err != nil {
+			return "", err
+		}
+	}
+	return url, nil
+}
 
 func cmdProxy(ctx context.Context, e *env, args []string) int {
 	var pf proxyFlags
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	pf.register(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: jdwpaccel proxy --vm HOST:PORT [flags]\n\nRelay debuggers that connect to --listen to the VM at --vm.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel proxy --vm HOST:PORT [flags]\n\nRelay debuggers that connect to --listen to the VM at --vm, accelerating them.\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), proxyExamples)
 	}
@@ -57,47 +192,66 @@ func cmdProxy(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
 		return exitUsage
 	}
-	if pf.vm == "" {
-		fmt.Fprint(e.stderr, "jdwpaccel proxy: --vm HOST:PORT is required\n")
-		return exitUsage
-	}
-	if _, _, err := net.SplitHostPort(pf.vm); err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel proxy: bad --vm %q: %v\n", pf.vm, err)
-		return exitUsage
-	}
-	if err := checkListen("--listen", pf.listen, pf.allowRemote, log); err != nil {
+	if err := pf.check(log); err != nil {
 		fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
 		return exitUsage
 	}
-	if pf.metricsAddr != "" {
-		if err := checkListen("--metrics-addr", pf.metricsAddr, pf.allowRemote, log); err != nil {
-			fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := buildStack(ctx, &pf, log)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
+		if errors.As(err, new(usageError)) {
 			return exitUsage
 		}
+		return exitError
 	}
-
-	reg := newRegistry()
-	cfg := relay.Config{
-		DialVM:        relay.DialTCP(pf.vm),
-		MaxPacketSize: pf.maxPacket,
-		Logger:        log,
-		Metrics:       relay.NewMetrics(reg),
-	}
-	if pf.metricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metricsHandler(reg))
-		if _, err := serveHTTP(ctx, pf.metricsAddr, mux, log, "metrics"); err != nil {
-			log.Error().Err(err).Msg("cannot serve metrics")
-			return exitError
+	code := runProxy(ctx, &pf, st, log, e)
+	if st.journal != nil {
+		if err := st.journal.Close(); err != nil {
+			log.Error().Err(err).Msg("journal not written completely")
+			code = exitError
 		}
+	}
+	return code
+}
+
+// check validates the flags that need no I/O.
+func (pf *proxyFlags) check(log zerolog.Logger) error {
+	if pf.vm == "" {
+		return errors.New("--vm HOST:PORT is required")
+	}
+	if _, _, err := net.SplitHostPort(pf.vm); err != nil {
+		return fmt.Errorf("bad --vm %q: %v", pf.vm, err)
+	}
+	for _, a := range []struct{ name, addr string }{{"--listen", pf.listen}, {"--metrics-addr", pf.metricsAddr}, {"--http-addr", pf.httpAddr}} {
+		if a.addr == "" && a.name != "--listen" {
+			continue
+		}
+		if err := checkListen(a.name, a.addr, pf.allowRemote, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger, e *env) int {
+	url, err := st.serve(ctx, pf, log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot serve HTTP")
+		return exitError
+	}
+	if url != "" {
+		fmt.Fprintf(e.stderr, "live monitor: %s\n", url)
 	}
 	ln, err := net.Listen("tcp", pf.listen)
 	if err != nil {
 		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
 		return exitError
 	}
-	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Msg("proxy listening; attach the debugger here")
-	if err := relay.NewServer(cfg).Serve(ctx, ln); err != nil {
+	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("speculate", pf.speculate).
+		Msg("proxy listening; attach the debugger here")
+	if err := relay.NewServer(st.cfg).Serve(ctx, ln); err != nil {
 		log.Error().Err(err).Msg("proxy stopped")
 		return exitError
 	}

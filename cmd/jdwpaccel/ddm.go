@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// ddmFlags are the proxy's DDM monitor flags.
+type ddmFlags struct {
+	enabled   bool
+	poll      time.Duration
+	timeout   time.Duration
+	reconnect time.Duration
+}
+
+func (f *ddmFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.enabled, "ddm", true, "monitor threads and heap over DDM (Android VMs); connects to the VM before any debugger and holds it for the next one; a VM that rejects DDM gets no DDM traffic")
+	fs.DurationVar(&f.poll, "ddm-poll", 4*time.Second, "DDM thread status poll `interval`")
+	fs.DurationVar(&f.timeout, "ddm-timeout", 5*time.Second, "how long a DDM request may go unanswered before its feature is marked unsupported")
+	fs.DurationVar(&f.reconnect, "ddm-reconnect-delay", time.Second, "pause before reconnecting to a DDM VM after a debugger detaches")
+}
+
+// setupDDM starts the DDM holder for the VM at vmAddr and wires it into cfg:
+// cfg.DialVM hands the held VM connection to each debugger
+// (cfg.VMHandshakeDone becomes true) and cfg.NewHooks gets the DDM
+// interceptor first, ahead of whatever hooks cfg already had, so that the
+// proxy's own DDM traffic is consumed before other interceptors see it.
+// The holder runs until ctx ends. With DDM disabled it changes nothing and
+// returns nil.
+func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) *ddmtap.Holder {
+	if !f.enabled {
+		return nil
+	}
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{
+		Addr:             vmAddr,
+		Logger:           log,
+		Metrics:          ddmtap.NewMetrics(reg),
+		Options:          ddmtap.Options{PollInterval: f.poll, ReplyTimeout: f.timeout},
+		ReconnectDelay:   f.reconnect,
+		HandshakeTimeout: cfg.HandshakeTimeout,
+	})
+	cfg.DialVM = h.DialVM
+	cfg.VMHandshakeDone = true
+	prev := cfg.NewHooks
+	cfg.NewHooks = func(s *relay.Session) relay.Hooks {
+		hooks := h.Hooks(s)
+		if prev != nil {
+			more := prev(s)
+			hooks.Interceptors = append(hooks.Interceptors, more.Interceptors...)
+			hooks.Observers = append(hooks.Observers, more.Observers...)
+		}
+		return hooks
+	}
+	go h.Run(ctx) //nolint:errcheck // Run returns nil when ctx ends
+	return h
+}
+
+const fakeVMExamples = `
+Examples:
+  # a modern ART that ignores heap requests, with thread churn every 500 ms
+  jdwpaccel fakevm --profile art --churn 500ms
+  # then: jdwpaccel proxy --vm <the address printed>
+`
+
+// cmdFakeVM serves a fake DDM VM for demos and benchmarks.
+func cmdFakeVM(ctx context.Context, e *env, args []string) int {
+	var (
+		profile, listen string
+		seed            uint64
+		threads         int
+		churn, gc       time.Duration
+		objects         int
+		waitDbg         bool
+		lf              logFlags
+	)
+	fs := flag.NewFlagSet("fakevm", flag.ContinueOnError)
+	fs.StringVar(&profile, "profile", "dalvik", "VM behaviour: `design2007|dalvik|art`")
+	fs.StringVar(&listen, "listen", "127.0.0.1:0", "JDWP listen `ADDR`")
+	fs.Uint64Var(&seed, "seed", 1, "random seed (same seed, same threads and heaps)")
+	fs.IntVar(&threads, "threads", 3, "threads besides main at start")
+	fs.DurationVar(&churn, "churn", time.Second, "thread birth/death `interval` (0: none)")
+	fs.DurationVar(&gc, "gc", 5*time.Second, "garbage collection `interval` (0: only on request)")
+	fs.IntVar(&objects, "heap-objects", 2000, "objects per heap walk")
+	fs.BoolVar(&waitDbg, "wait-for-debugger", false, "announce WAIT until a debugger (non-DDM packet) arrives")
+	lf.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel fakevm [flags]\n\nServe a fake DDM-speaking VM (no real Dalvik/ART) for demos and benchmarks.\n\nFlags:\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), fakeVMExamples)
+	}
+	if code, ok := parseFlags(fs, args, e); !ok {
+		return code
+	}
+	log, err := lf.logger(e.stderr)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel fakevm: %v\n", err)
+		return exitUsage
+	}
+	p, err := fakevm.ParseProfile(profile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel fakevm: %v\n", err)
+		return exitUsage
+	}
+	if err := checkListen("--listen", listen, false, log); err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel fakevm: %v\n", err)
+		return exitUsage
+	}
+	if threads == 0 {
+		threads = -1 // fakevm: 0 means the default
+	}
+	vm, err := fakevm.Listen(listen, fakevm.Config{
+		Profile: p, Seed: seed, Threads: threads, ChurnInterval: churn, GCInterval: gc,
+		HeapObjects: objects, WaitForDebugger: waitDbg, Logger: log,
+	})
+	if err != nil {
+		log.Error().Err(err).Str(relay.LogListen, listen).Msg("cannot listen")
+		return exitError
+	}
+	fmt.Fprintf(e.stdout, "fake %s VM listening on %s\n", p, vm.Addr())
+	if err := vm.Serve(ctx); err != nil {
+		log.Error().Err(err).Msg("fake VM stopped")
+		return exitError
+	}
+	return exitOK
+}

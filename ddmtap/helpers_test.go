@@ -1,0 +1,5 @@
+package ddmtap
+
+import "github.com/rs/zerolog"
+
+var nopLog = zerolog.Nop()

@@ -1,0 +1,452 @@
+package ddmtap
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// HolderConfig configures a Holder.
+type HolderConfig struct {
+	// Addr names the VM (its JDWP address); Dial defaults to TCP to it.
+	Addr string
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Logger, Metrics (may be nil) and the client Options.
+	Logger  zerolog.Logger
+	Metrics *Metrics
+	Options Options
+	// ReconnectDelay is the pause before reconnecting after a debugger
+	// left (ddmlib waits 1 s: "the client will never answer the second
+	// handshake" otherwise). Default 1 s.
+	ReconnectDelay time.Duration
+	// HandshakeTimeout bounds the JDWP handshake with the VM (10 s).
+	HandshakeTimeout time.Duration
+	// MaxHeld bounds the non-DDM bytes kept for the next debugger (4 MiB).
+	MaxHeld int
+}
+
+// Holder keeps a connection to one VM while no debugger is attached, so
+// that the Monitor runs before and between debuggers, and hands that same
+// connection to the next debugger.
+//
+// How the VM stays clean: while holding, the proxy sends nothing but DDM
+// (HELO, and for DDM VMs FEAT, THEN, THST, heap requests), so an Android VM
+// never thinks a debugger is attached, and keeps every non-DDM packet the
+// VM sends (HotSpot's VM_START after suspend=y) to replay to the debugger
+// before anything else. A held connection is never dropped before a
+// debugger arrives (closing it would make HotSpot resume a suspend=y VM),
+// except when the proxy shuts down. When the debugger leaves, the relay
+// closes the VM connection: the VM resets its debugging state (event
+// requests, suspensions, held objects) exactly as after a direct detach.
+// The holder then reconnects, after ReconnectDelay, only if the VM speaks
+// DDM; other VMs are dialled afresh when the next debugger arrives.
+type Holder struct {
+	cfg HolderConfig
+	mon *Monitor
+	log zerolog.Logger
+	ids atomic.Uint32 // packet ID counter for every link of this VM
+
+	mu        sync.Mutex // guards the fields below
+	held      *heldConn
+	lent      int           // connections handed to debuggers and not closed yet
+	dialing   chan struct{} // non-nil while a dial is in progress; closed when it ends
+	connected bool          // some connection to the VM succeeded once
+	running   bool
+
+	wake chan struct{} // pokes Run to reconsider connecting (buffered, 1)
+}
+
+// NewHolder returns a Holder for the VM; Run starts it.
+func NewHolder(cfg HolderConfig) *Holder {
+	if cfg.Dial == nil {
+		cfg.Dial = relay.DialTCP(cfg.Addr)
+	}
+	if cfg.ReconnectDelay <= 0 {
+		cfg.ReconnectDelay = time.Second
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = 4 << 20
+	}
+	cfg.Options = cfg.Options.withDefaults()
+	log := cfg.Logger.With().Str("component", "ddm").Logger()
+	return &Holder{
+		cfg:  cfg,
+		log:  log,
+		mon:  NewMonitor(cfg.Addr, log, cfg.Metrics),
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// Monitor is the VM's monitor; it lives as long as the Holder.
+func (h *Holder) Monitor() *Monitor { return h.mon }
+
+func (h *Holder) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run connects to the VM and monitors it until ctx ends, reconnecting
+// when a debugger leaves a DDM VM. At the end it disables what it enabled
+// on a held connection and closes it.
+func (h *Holder) Run(ctx context.Context) error {
+	h.mu.Lock()
+	if h.running {
+		h.mu.Unlock()
+		return errors.New("ddmtap: Holder.Run called twice")
+	}
+	h.running = true
+	h.mu.Unlock()
+	backoff := time.Duration(0)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			h.shutdown()
+			return nil
+		case <-h.wake:
+		case <-timer.C:
+		}
+		if !h.wantConn() {
+			continue
+		}
+		err := h.hold(ctx)
+		if err == nil {
+			backoff = 0
+			continue
+		}
+		if ctx.Err() != nil {
+			continue
+		}
+		backoff = min(max(2*backoff, time.Second), 30*time.Second)
+		h.cfg.Metrics.error(ReasonDial)
+		h.log.Info().Err(err).Dur("retry_in", backoff).Msg("cannot connect to the VM for monitoring; will retry")
+		timer.Reset(backoff)
+	}
+}
+
+// wantConn says whether Run should connect now.
+func (h *Holder) wantConn() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held != nil || h.lent > 0 || h.dialing != nil {
+		return false
+	}
+	return !h.connected || h.mon.DDM() == DDMYes
+}
+
+// dial opens and handshakes a VM connection, marking the holder as
+// dialling so that Run and DialVM never dial at the same time.
+func (h *Holder) dial(ctx context.Context) (net.Conn, error) {
+	conn, err := h.cfg.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetDeadline(time.Now().Add(h.cfg.HandshakeTimeout))
+	if err := jdwp.WriteHandshake(conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := jdwp.ReadHandshake(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("VM handshake: %w", err)
+	}
+	conn.SetDeadline(time.Time{})
+	h.mu.Lock()
+	h.connected = true
+	h.mu.Unlock()
+	return conn, nil
+}
+
+// beginDial claims the dialler slot, or returns a channel to wait on.
+func (h *Holder) beginDial() (mine bool, wait chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dialing != nil {
+		return false, h.dialing
+	}
+	h.dialing = make(chan struct{})
+	return true, nil
+}
+
+func (h *Holder) endDial() {
+	h.mu.Lock()
+	close(h.dialing)
+	h.dialing = nil
+	h.mu.Unlock()
+}
+
+// hold connects and starts holding the connection for monitoring.
+func (h *Holder) hold(ctx context.Context) error {
+	mine, _ := h.beginDial()
+	if !mine {
+		return nil
+	}
+	defer h.endDial()
+	conn, err := h.dial(ctx)
+	if err != nil {
+		return err
+	}
+	w := &connWriter{conn: conn}
+	l := newLink(h.mon, h.log, h.cfg.Options, &h.ids)
+	l.setSend(w.write)
+	hc := &heldConn{h: h, conn: conn, w: w, l: l, done: make(chan struct{})}
+	h.mu.Lock()
+	h.held = hc
+	h.mu.Unlock()
+	go hc.read()
+	l.begin()
+	h.log.Info().Str(relay.LogVM, h.cfg.Addr).Msg("holding a VM connection for monitoring until a debugger arrives")
+	return nil
+}
+
+// shutdown disables the proxy's DDM settings on a held connection and
+// closes it (the one time a held connection is dropped without a
+// debugger: the proxy is exiting).
+func (h *Holder) shutdown() {
+	h.mu.Lock()
+	hc := h.held
+	h.held = nil
+	h.mu.Unlock()
+	if hc == nil {
+		return
+	}
+	if h.mon.DDM() == DDMYes {
+		hc.l.request(U1{T: TypeTHEN, V: 0}) //nolint:errcheck // best effort on the way out
+		hc.l.mu.Lock()
+		heap := hc.l.heapAsked
+		hc.l.mu.Unlock()
+		if heap {
+			hc.l.request(U1{T: TypeHPIF, V: 0})                         //nolint:errcheck
+			hc.l.request(SegmentRequest{T: TypeHPSG})                   //nolint:errcheck
+			hc.l.request(SegmentRequest{T: TypeNHSG, When: 0, What: 0}) //nolint:errcheck
+		}
+	}
+	hc.w.disable()
+	hc.conn.Close()
+	<-hc.done
+	hc.l.close()
+}
+
+// DialVM is relay.Config.DialVM (with VMHandshakeDone true): it hands the
+// held connection to the debugger, with the non-DDM packets held for it
+// read first, or dials a fresh one.
+func (h *Holder) DialVM(ctx context.Context) (net.Conn, error) {
+	for {
+		if c := h.take(); c != nil {
+			return c, nil
+		}
+		mine, wait := h.beginDial()
+		if !mine {
+			select {
+			case <-wait:
+				continue // the dial in progress may have produced a held connection
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return h.dialFresh(ctx)
+	}
+}
+
+// dialFresh dials a new connection for a debugger (the dialler slot is
+// held by the caller).
+func (h *Holder) dialFresh(ctx context.Context) (net.Conn, error) {
+	defer h.endDial()
+	conn, err := h.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	busy := h.lent > 0
+	h.lent++
+	h.mu.Unlock()
+	if busy {
+		// Another debugger holds the VM: plain pass-through, no DDM (the VM
+		// will refuse or queue this connection as it would directly).
+		return &lentConn{Conn: conn, h: h}, nil
+	}
+	w := &connWriter{conn: conn}
+	l := newLink(h.mon, h.log, h.cfg.Options, &h.ids)
+	l.setSend(w.write)
+	l.begin()
+	return &lentConn{Conn: conn, h: h, l: l, w: w}, nil
+}
+
+// take hands over the held connection, or returns nil.
+func (h *Holder) take() net.Conn {
+	h.mu.Lock()
+	hc := h.held
+	h.held = nil
+	if hc != nil {
+		h.lent++
+	}
+	h.mu.Unlock()
+	if hc == nil {
+		return nil
+	}
+	hc.w.disable() // no more writes of the holding phase
+	hc.l.setSend(nil)
+	hc.stopping.Store(true)
+	hc.conn.SetReadDeadline(time.Now())
+	<-hc.done
+	hc.conn.SetReadDeadline(time.Time{})
+	if hc.err != nil {
+		h.log.Info().Err(hc.err).Msg("held VM connection ended before the debugger arrived; dialling afresh")
+		hc.conn.Close()
+		hc.l.close()
+		h.mu.Lock()
+		h.lent--
+		h.mu.Unlock()
+		return nil
+	}
+	prefix := append(hc.keep, hc.partial...)
+	h.log.Info().Int("held_bytes", len(prefix)).Msg("handing the held VM connection to the debugger")
+	return &lentConn{Conn: hc.conn, h: h, l: hc.l, prefix: prefix}
+}
+
+// release is called once when a lent connection is closed.
+func (h *Holder) release(c *lentConn) {
+	if c.l != nil {
+		c.l.close()
+	}
+	h.mu.Lock()
+	h.lent--
+	h.mu.Unlock()
+	if h.mon.DDM() == DDMYes {
+		time.AfterFunc(h.cfg.ReconnectDelay, h.poke)
+	}
+}
+
+// Hooks returns the session hooks for relay.Config.NewHooks: the DDM
+// interceptor of the link that owns the session's VM connection (none for
+// a pass-through connection or a non-DDM VM).
+func (h *Holder) Hooks(s *relay.Session) relay.Hooks {
+	a, ok := s.VMAddr().(linkAddr)
+	if !ok || a.c.h != h || a.c.l == nil {
+		return relay.Hooks{}
+	}
+	c := a.c
+	if c.w != nil {
+		c.w.disable() // the session's writer takes over
+	}
+	c.l.setSend(func(p jdwp.Packet) error { return s.SendToVM(p, relay.Synthetic) })
+	return relay.Hooks{Interceptors: []relay.Interceptor{tap{l: c.l}}}
+}
+
+// heldConn is a connection held while no debugger is attached. Its reader
+// goroutine owns keep and partial until done is closed.
+type heldConn struct {
+	h        *Holder
+	conn     net.Conn
+	w        *connWriter
+	l        *link
+	stopping atomic.Bool
+	done     chan struct{}
+	keep     []byte // whole non-DDM packets kept for the debugger
+	partial  []byte // bytes of an incomplete packet when reading stopped
+	err      error  // why reading ended, unless stopped by take
+}
+
+// read parses packets until the connection fails or take stops it with a
+// read deadline; it never loses a byte: an incomplete packet is kept in
+// partial for the debugger.
+func (hc *heldConn) read() {
+	defer close(hc.done)
+	buf := make([]byte, 0, 64<<10)
+	tmp := make([]byte, 32<<10)
+	for {
+		for len(buf) >= jdwp.HeaderSize {
+			n := binary.BigEndian.Uint32(buf)
+			if err := jdwp.CheckLength(n, jdwp.DefaultMaxPacketSize); err != nil {
+				hc.err = err
+				hc.partial = buf
+				return
+			}
+			if int(n) > len(buf) {
+				break
+			}
+			p := jdwp.Packet(buf[:n])
+			if ours, ddm := hc.l.fromVM(p); !ours && !ddm {
+				if len(hc.keep)+len(p) > hc.h.cfg.MaxHeld {
+					hc.err = fmt.Errorf("ddmtap: more than %d bytes of non-DDM packets while holding", hc.h.cfg.MaxHeld)
+					hc.partial = buf
+					return
+				}
+				hc.keep = append(hc.keep, p...)
+			}
+			buf = buf[:copy(buf, buf[n:])]
+		}
+		m, err := hc.conn.Read(tmp)
+		buf = append(buf, tmp[:m]...)
+		if err != nil {
+			var ne net.Error
+			if !(hc.stopping.Load() && errors.As(err, &ne) && ne.Timeout()) {
+				hc.err = err
+				h := hc.h
+				h.mu.Lock()
+				if h.held == hc {
+					h.held = nil
+					h.mu.Unlock()
+					hc.conn.Close()
+					go hc.l.close()
+					h.log.Info().Err(err).Msg("VM closed the held connection")
+					h.poke()
+				} else {
+					h.mu.Unlock()
+				}
+			}
+			hc.partial = buf
+			return
+		}
+	}
+}
+
+// lentConn is a VM connection handed to a relay session: reads return the
+// held bytes first; Close tells the holder the debugger is gone.
+type lentConn struct {
+	net.Conn
+	h      *Holder
+	l      *link       // nil for a pass-through connection
+	w      *connWriter // pre-session writer of a fresh connection, or nil
+	prefix []byte      // owned by the lentConn; read before the connection
+	once   sync.Once
+}
+
+func (c *lentConn) Read(b []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(b, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *lentConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.h.release(c) })
+	return err
+}
+
+// RemoteAddr carries the connection so that Holder.Hooks can find its link
+// from relay.Session.VMAddr.
+func (c *lentConn) RemoteAddr() net.Addr { return linkAddr{Addr: c.Conn.RemoteAddr(), c: c} }
+
+type linkAddr struct {
+	net.Addr
+	c *lentConn
+}

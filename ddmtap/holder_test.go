@@ -1,0 +1,309 @@
+package ddmtap_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+)
+
+var testOpts = ddmtap.Options{PollInterval: 50 * time.Millisecond, ReplyTimeout: 300 * time.Millisecond}
+
+func startVM(t *testing.T, cfg fakevm.Config) *fakevm.VM {
+	t.Helper()
+	vm, err := fakevm.Listen("127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { vm.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return vm
+}
+
+func startHolder(t *testing.T, addr string, m *ddmtap.Metrics) *ddmtap.Holder {
+	t.Helper()
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: addr, Logger: zerolog.Nop(), Metrics: m, Options: testOpts, ReconnectDelay: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h
+}
+
+func wait(t *testing.T, m *ddmtap.Monitor, what string, cond func(ddmtap.Snapshot) bool) ddmtap.Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := m.Wait(ctx, cond)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last snapshot: identity %+v support %v threads %+v", what, err, s.Identity, s.Support, s.Threads)
+	}
+	return s
+}
+
+// sameThreads says whether the monitor's live threads are exactly the VM's.
+func sameThreads(s ddmtap.Snapshot, vm map[uint32]string) bool {
+	if len(s.Threads) != len(vm) {
+		return false
+	}
+	for _, th := range s.Threads {
+		if name, ok := vm[th.ID]; !ok || name != th.Name {
+			return false
+		}
+	}
+	return true
+}
+
+func TestMonitorAgainstEachProfile(t *testing.T) {
+	for _, p := range []fakevm.Profile{fakevm.Design2007, fakevm.Dalvik, fakevm.ART} {
+		t.Run(p.String(), func(t *testing.T) {
+			vm := startVM(t, fakevm.Config{Profile: p, Seed: 7, AppName: "com.example.app"})
+			reg := prometheus.NewRegistry()
+			h := startHolder(t, vm.Addr(), ddmtap.NewMetrics(reg))
+			mon := h.Monitor()
+			s := wait(t, mon, "identity and threads", func(s ddmtap.Snapshot) bool {
+				return s.Identity.DDM == ddmtap.DDMYes && len(s.Threads) == 4 && s.Threads[0].TID != 0 || p == fakevm.Design2007 && len(s.Threads) == 4 && s.Threads[0].StatusName == "running"
+			})
+			if s.Identity.PID != 4242 || s.Identity.AppName != "com.example.app" || s.Threads[0].Name != "main" {
+				t.Fatalf("identity %+v threads %+v", s.Identity, s.Threads)
+			}
+			switch p {
+			case fakevm.ART:
+				if s.Identity.PackageName != "com.example.app" || s.Identity.ABI != "64-bit (arm64)" {
+					t.Fatalf("ART identity %+v", s.Identity)
+				}
+			case fakevm.Dalvik:
+				if s.Identity.VMIdent != "Dalvik v1.6.0" || !s.Identity.HasUserID {
+					t.Fatalf("Dalvik identity %+v", s.Identity)
+				}
+			}
+			for i := 0; i < 6; i++ {
+				vm.Churn()
+			}
+			want := vm.Stats().Threads
+			s = wait(t, mon, "thread churn", func(s ddmtap.Snapshot) bool { return sameThreads(s, want) })
+			if len(s.DeadThreads) == 0 && len(want) < 10 {
+				t.Fatalf("churn left no dead threads: %+v", s)
+			}
+			if err := mon.RequestHeap(); err != nil {
+				t.Fatal(err)
+			}
+			if p == fakevm.ART {
+				s = wait(t, mon, "heap unsupported", func(s ddmtap.Snapshot) bool {
+					return s.Support["heap_info"] == "unsupported" && s.Support["heap_segments"] == "unsupported"
+				})
+			} else {
+				s = wait(t, mon, "heap map", func(s ddmtap.Snapshot) bool { return s.Heap != nil && len(s.HeapInfo) == 1 && s.NativeHeap != nil })
+				if s.Heap.Bytes != uint64(s.HeapInfo[0].Size) || len(s.Heap.Stats) < 3 {
+					t.Fatalf("heap map of %d bytes vs HPIF size %d; %d stats rows", s.Heap.Bytes, s.HeapInfo[0].Size, len(s.Heap.Stats))
+				}
+			}
+			st := vm.Stats()
+			if st.NonDDMPackets != 0 || st.DebuggerAttached {
+				t.Fatalf("the monitor sent non-DDM packets: %+v", st)
+			}
+			if n := testutil.ToFloat64(metricChunks(reg, "THCR", "from_vm")); n < 4 {
+				t.Fatalf("THCR chunks counted: %v", n)
+			}
+		})
+	}
+}
+
+// metricChunks finds the ddm_chunks_total child for a type and direction.
+func metricChunks(reg *prometheus.Registry, typ, dir string) prometheus.Collector {
+	return collectorFunc(func(ch chan<- prometheus.Metric) {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != "jdwpaccel_ddm_chunks_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["type"] == typ && labels["direction"] == dir {
+					ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("x", "x", nil, nil), prometheus.CounterValue, m.GetCounter().GetValue())
+				}
+			}
+		}
+	})
+}
+
+type collectorFunc func(chan<- prometheus.Metric)
+
+func (f collectorFunc) Describe(chan<- *prometheus.Desc)    {}
+func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
+
+// proxy runs a relay in front of the holder.
+func proxy(t *testing.T, h *ddmtap.Holder) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := relay.NewServer(relay.Config{DialVM: h.DialVM, VMHandshakeDone: true, NewHooks: h.Hooks, Logger: zerolog.Nop()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+type debugger struct {
+	t *testing.T
+	c net.Conn
+	r *jdwp.Reader
+}
+
+func attach(t *testing.T, addr string) *debugger {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(15 * time.Second))
+	c.Write([]byte(jdwp.Handshake))
+	if err := jdwp.ReadHandshake(c); err != nil {
+		t.Fatal(err)
+	}
+	return &debugger{t: t, c: c, r: jdwp.NewReader(c, 0)}
+}
+
+func (d *debugger) send(p jdwp.Packet) {
+	d.t.Helper()
+	if _, err := d.c.Write(p); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// next reads packets until one matches; every packet read is checked
+// against the rule that the proxy's DDM never reaches the debugger.
+func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func(ddmtap.Type) bool) jdwp.Packet {
+	d.t.Helper()
+	for {
+		p, err := d.r.Next()
+		if err != nil {
+			d.t.Fatalf("%s: %v", what, err)
+		}
+		if p.IsReply() && ddmtap.OwnID(p.ID()) {
+			d.t.Fatalf("%s: the debugger got a reply to the proxy's own request: %v", what, p)
+		}
+		if ddmtap.IsDDMCommand(p) {
+			typ, _ := ddmtap.FirstType(p.Body())
+			if allowDDM == nil || !allowDDM(typ) {
+				d.t.Fatalf("%s: the debugger got a DDM chunk it did not ask for: %s", what, typ)
+			}
+		}
+		if match(p) {
+			return p.Clone()
+		}
+	}
+}
+
+func replyTo(id uint32) func(jdwp.Packet) bool {
+	return func(p jdwp.Packet) bool { return p.IsReply() && p.ID() == id }
+}
+
+func TestSessionDetachReattach(t *testing.T) {
+	vm := startVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 3, WaitForDebugger: true})
+	h := startHolder(t, vm.Addr(), nil)
+	mon := h.Monitor()
+	addr := proxy(t, h)
+	wait(t, mon, "monitoring before any debugger", func(s ddmtap.Snapshot) bool {
+		return len(s.Threads) == 4 && s.Identity.WaitingForDebugger && s.Support["thread_status"] == "supported"
+	})
+	if err := mon.RequestHeap(); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, mon, "heap before any debugger", func(s ddmtap.Snapshot) bool { return s.Heap != nil })
+
+	for round := 1; round <= 2; round++ {
+		d := attach(t, addr)
+		d.send(jdwp.AppendCommand(nil, 1, jdwp.CmdIDSizes, nil))
+		d.next("IDSizes reply", replyTo(1), nil)
+		wait(t, mon, "debugger seen", func(s ddmtap.Snapshot) bool { return s.DebuggerAttached && !s.Identity.WaitingForDebugger })
+		// Thread churn and a GC during the session: the monitor sees them,
+		// the debugger must not.
+		before := mon.Snapshot().Heap
+		for i := 0; i < 5; i++ {
+			vm.Churn()
+		}
+		vm.GC()
+		want := vm.Stats().Threads
+		wait(t, mon, "churn during the session", func(s ddmtap.Snapshot) bool { return sameThreads(s, want) && s.Heap != before })
+		// The next packet the debugger gets after everything above is the
+		// reply to its command (THCR/THDE/HPSG were written earlier on the
+		// same stream and were consumed).
+		d.send(jdwp.AppendCommand(nil, 2, jdwp.Cmd{Set: jdwp.SetVirtualMachine, Cmd: 4}, nil))
+		p := d.next("AllThreads reply", func(jdwp.Packet) bool { return true }, nil)
+		if !p.IsReply() || p.ID() != 2 || p.ErrorCode() != 0 {
+			t.Fatalf("round %d: got %v, want the AllThreads reply", round, p)
+		}
+		if !vm.Stats().DebuggerAttached {
+			t.Fatal("the VM did not see the debugger")
+		}
+		d.c.Close()
+		// The relay drops the VM connection; the holder reconnects for
+		// monitoring and the monitor keeps its history.
+		wait(t, mon, "reconnected without a debugger", func(s ddmtap.Snapshot) bool {
+			st := vm.Stats()
+			return s.Connected && !s.DebuggerAttached && st.Connections == round+1 && !st.DebuggerAttached && st.DDMRequests["HPSG"] == round+1
+		})
+	}
+	s := mon.Snapshot()
+	if s.Heap == nil || len(s.DeadThreads) == 0 {
+		t.Fatalf("history lost: heap %v dead %d", s.Heap != nil, len(s.DeadThreads))
+	}
+	vm.Churn()
+	vm.Churn()
+	want := vm.Stats().Threads
+	wait(t, mon, "monitoring after the last detach", func(s ddmtap.Snapshot) bool { return sameThreads(s, want) })
+}
+
+func TestDebuggerSpeakingDDM(t *testing.T) {
+	vm := startVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 5})
+	h := startHolder(t, vm.Addr(), nil)
+	mon := h.Monitor()
+	addr := proxy(t, h)
+	wait(t, mon, "monitoring", func(s ddmtap.Snapshot) bool { return len(s.Threads) == 4 })
+	d := attach(t, addr)
+	threads := func(t ddmtap.Type) bool {
+		return t == ddmtap.TypeTHCR || t == ddmtap.TypeTHDE || t == ddmtap.TypeTHNM
+	}
+	// ddmlib's ids start at 0x40000000.
+	d.send(ddmtap.AppendCommand(nil, 0x40000001, ddmtap.U4{T: ddmtap.TypeHELO, V: 1}))
+	p := d.next("HELO reply", replyTo(0x40000001), nil)
+	if typ, _ := ddmtap.FirstType(p.Body()); typ != ddmtap.TypeHELO {
+		t.Fatalf("debugger's HELO reply carries %s", typ)
+	}
+	d.send(ddmtap.AppendCommand(nil, 0x40000002, ddmtap.U1{T: ddmtap.TypeTHEN, V: 1}))
+	n := 0
+	d.next("THCR burst for the debugger", func(p jdwp.Packet) bool {
+		if ddmtap.IsDDMCommand(p) {
+			n++
+		}
+		return n == 4
+	}, threads)
+	d.next("THEN reply", replyTo(0x40000002), threads)
+	// The proxy's heap request: its chunks must not reach this debugger,
+	// which never enabled heap updates.
+	before := mon.Snapshot().Version
+	if err := mon.RequestHeap(); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, mon, "heap", func(s ddmtap.Snapshot) bool { return s.Heap != nil && s.Version > before })
+	vm.Churn()
+	d.send(jdwp.AppendCommand(nil, 0x40000003, jdwp.CmdIDSizes, nil))
+	d.next("IDSizes reply", replyTo(0x40000003), threads)
+}

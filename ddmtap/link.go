@@ -1,0 +1,436 @@
+package ddmtap
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// The proxy's own DDM packet IDs: 0x50000000..0x5FFFFFFF. Debuggers count
+// from 1, ddmlib and adblib from 0x40000000, the speculator uses
+// 0xA0000000 and up, VM-originated IDs (other direction) 0x10000000,
+// 0x20000000 and 0x80000000|n. Any reply with an ID in this block is the
+// proxy's, even after its pending entry expired, so it never reaches a
+// debugger.
+const (
+	idBase = 0x50000000
+	idMask = 0x0FFFFFFF
+)
+
+// OwnID reports whether a packet ID is in the proxy's DDM block.
+func OwnID(id uint32) bool { return id&^idMask == idBase }
+
+// Options tune the DDM client. Zero values take the defaults.
+type Options struct {
+	// PollInterval is how often THST is polled (DDMS: every 4 s).
+	PollInterval time.Duration
+	// ReplyTimeout is how long a request or probe may stay unanswered
+	// before it expires (and its feature is marked unsupported).
+	ReplyTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.PollInterval <= 0 {
+		o.PollInterval = 4 * time.Second
+	}
+	if o.ReplyTimeout <= 0 {
+		o.ReplyTimeout = 5 * time.Second
+	}
+	return o
+}
+
+type pendingReq struct {
+	t    Type
+	sent time.Time
+}
+
+type expectation struct {
+	feat     int
+	deadline time.Time
+	epoch    uint64
+}
+
+// connWriter writes the proxy's packets straight to a VM connection while
+// no relay session owns it. After disable it refuses writes, and disable
+// waits for a write in progress, so the session's writer never interleaves
+// with it.
+type connWriter struct {
+	mu   sync.Mutex // guards conn writes and off
+	conn net.Conn
+	off  bool
+}
+
+func (w *connWriter) write(p jdwp.Packet) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.off {
+		return ErrNotConnected
+	}
+	_, err := w.conn.Write(p)
+	return err
+}
+
+func (w *connWriter) disable() {
+	w.mu.Lock()
+	w.off = true
+	w.mu.Unlock()
+}
+
+// link is the DDM client of one VM connection: it sends the proxy's
+// requests with its own IDs, pairs the replies, expires what modern VMs
+// leave unanswered, polls THST, and (during a session) decides which
+// VM-originated chunks the debugger gets.
+type link struct {
+	mon  *Monitor
+	log  zerolog.Logger
+	opts Options
+	ids  *atomic.Uint32 // shared by all links of a holder
+
+	mu        sync.Mutex // guards the fields below
+	pending   map[uint32]pendingReq
+	expects   []expectation
+	send      func(jdwp.Packet) error // nil while nobody may write
+	closed    bool
+	nextPoll  time.Time
+	heapAsked bool
+	// What the debugger itself enabled over DDM (ddmlib): chunks of these
+	// families reach it; others the proxy asked for do not.
+	dbgDDM, dbgThreads, dbgHeapInfo, dbgSegments, dbgNative bool
+
+	debuggerSeen atomic.Bool // a non-DDM command came from the debugger
+	stop         chan struct{}
+	done         chan struct{}
+}
+
+func newLink(mon *Monitor, log zerolog.Logger, opts Options, ids *atomic.Uint32) *link {
+	return &link{
+		mon: mon, log: log, opts: opts.withDefaults(), ids: ids,
+		pending: make(map[uint32]pendingReq),
+		stop:    make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+func (l *link) setSend(f func(jdwp.Packet) error) {
+	l.mu.Lock()
+	l.send = f
+	l.mu.Unlock()
+}
+
+// begin marks the connection up, sends HELO unless the VM is known not to
+// speak DDM, and starts the timer loop.
+func (l *link) begin() {
+	l.mon.setConnected(true)
+	l.mon.setRequester(l.requestHeap)
+	go l.loop()
+	if l.mon.DDM() != DDMNo {
+		l.request(U4{T: TypeHELO, V: 1})
+	}
+}
+
+// close stops the loop; the connection is gone.
+func (l *link) close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.send = nil
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.done
+	l.mon.setRequester(nil)
+	l.mon.setConnected(false)
+	l.mon.setDebugger(false)
+}
+
+// request sends one chunk with a fresh ID of the proxy's block.
+func (l *link) request(p Payload) error {
+	id := idBase | l.ids.Add(1)&idMask
+	pkt := AppendCommand(nil, id, p)
+	l.mu.Lock()
+	send := l.send
+	if send == nil || l.closed {
+		l.mu.Unlock()
+		return ErrNotConnected
+	}
+	l.pending[id] = pendingReq{t: p.ChunkType(), sent: time.Now()}
+	l.mu.Unlock()
+	l.mon.metrics.chunk(HostToVM, p.ChunkType())
+	err := send(pkt)
+	if err != nil {
+		l.mu.Lock()
+		delete(l.pending, id)
+		l.mu.Unlock()
+	}
+	return err
+}
+
+func (l *link) expect(feat int) {
+	l.mu.Lock()
+	l.expects = append(l.expects, expectation{feat: feat, deadline: time.Now().Add(l.opts.ReplyTimeout), epoch: l.mon.currentEpoch()})
+	l.mu.Unlock()
+}
+
+// requestHeap is Monitor.RequestHeap for this connection: heap updates
+// are enabled once per connection (and again after every reconnect, see
+// helloDone), then a GC makes the VM send them.
+func (l *link) requestHeap() error {
+	if l.mon.DDM() != DDMYes {
+		return ErrNotConnected
+	}
+	l.mon.wantHeap()
+	if err := l.enableHeap(); err != nil {
+		return err
+	}
+	return l.request(Empty{T: TypeHPGC})
+}
+
+// enableHeap asks for a summary and segments at every GC, once per link.
+func (l *link) enableHeap() error {
+	l.mu.Lock()
+	done := l.heapAsked
+	l.heapAsked = true
+	l.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := l.request(U1{T: TypeHPIF, V: 3}); err != nil {
+		return err
+	}
+	l.request(SegmentRequest{T: TypeHPSG, When: 1, What: 0}) //nolint:errcheck // best effort; a failed send means the link is going away
+	l.request(SegmentRequest{T: TypeNHSG, When: 1, What: 0}) //nolint:errcheck
+	l.expect(FeatHeapInfo)
+	l.expect(FeatHeapSegments)
+	l.expect(FeatNativeHeap)
+	return nil
+}
+
+// fromVM handles a packet from the VM. ours: a reply to the proxy's own
+// request (never for the debugger); ddm: a VM-originated DDM command.
+func (l *link) fromVM(p jdwp.Packet) (ours, ddm bool) {
+	if p.IsReply() {
+		if !OwnID(p.ID()) {
+			return false, false
+		}
+		l.mu.Lock()
+		pr, ok := l.pending[p.ID()]
+		delete(l.pending, p.ID())
+		l.mu.Unlock()
+		if ok {
+			l.reply(pr, p)
+		}
+		return true, false
+	}
+	if p.Cmd() == jdwp.CmdDDMChunk {
+		l.mon.HandlePayload(VMToHost, p.Body())
+		return false, true
+	}
+	return false, false
+}
+
+// reply handles the VM's reply to one of the proxy's requests.
+func (l *link) reply(pr pendingReq, p jdwp.Packet) {
+	if code := p.ErrorCode(); code != 0 {
+		if pr.t == TypeHELO {
+			l.mon.setDDM(DDMNo)
+			l.log.Info().Stringer("error", code).Msg("VM answered HELO with a JDWP error: not a DDM VM; no further DDM traffic")
+			return
+		}
+		l.mon.countError(ReasonJDWPError, code, "VM answered a DDM request with a JDWP error")
+		return
+	}
+	if len(p.Body()) == 0 {
+		return // null handler result: an empty reply
+	}
+	first := l.mon.HandlePayload(VMToHost, p.Body())
+	if pr.t == TypeHELO && first == TypeHELO {
+		l.helloDone()
+	}
+}
+
+// helloDone starts monitoring after a HELO reply.
+func (l *link) helloDone() {
+	l.log.Info().Msg("VM speaks DDM; monitoring threads")
+	l.request(Empty{T: TypeFEAT})    //nolint:errcheck // best effort; a failed send means the link is going away
+	l.request(U1{T: TypeTHEN, V: 1}) //nolint:errcheck
+	l.expect(FeatThreadNotify)
+	l.poll()
+	if l.mon.heapWanted() {
+		l.enableHeap() //nolint:errcheck
+	}
+}
+
+func (l *link) poll() {
+	if l.mon.supportOf(FeatThreadStatus) == Unsupported {
+		return
+	}
+	if l.request(Empty{T: TypeTHST}) == nil {
+		l.expect(FeatThreadStatus)
+	}
+	l.mu.Lock()
+	l.nextPoll = time.Now().Add(l.opts.PollInterval)
+	l.mu.Unlock()
+}
+
+// dataReply says whether a request type is answered with data when it
+// works, so that silence is worth counting as a timeout.
+func dataReply(t Type) bool {
+	switch t {
+	case TypeHELO, TypeFEAT, TypeTHST, TypeSTKL, TypeREAQ, TypeREAL:
+		return true
+	}
+	return false
+}
+
+// loop expires requests and probes and polls THST.
+func (l *link) loop() {
+	defer close(l.done)
+	tick := min(l.opts.PollInterval, l.opts.ReplyTimeout) / 4
+	tick = max(tick, 10*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case now := <-t.C:
+			l.expire(now)
+			l.mu.Lock()
+			due := !l.nextPoll.IsZero() && now.After(l.nextPoll)
+			l.mu.Unlock()
+			if due && l.mon.DDM() == DDMYes {
+				l.poll()
+			}
+		}
+	}
+}
+
+func (l *link) expire(now time.Time) {
+	var timedOut []Type
+	var probes []expectation
+	l.mu.Lock()
+	for id, pr := range l.pending {
+		if now.Sub(pr.sent) > l.opts.ReplyTimeout {
+			delete(l.pending, id)
+			if dataReply(pr.t) {
+				timedOut = append(timedOut, pr.t)
+			}
+		}
+	}
+	kept := l.expects[:0]
+	for _, e := range l.expects {
+		if now.After(e.deadline) {
+			probes = append(probes, e)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	l.expects = kept
+	l.mu.Unlock()
+	for _, t := range timedOut {
+		l.mon.countError(ReasonTimeout, nil, "VM left the proxy's "+t.String()+" request unanswered")
+	}
+	for _, e := range probes {
+		if l.mon.supportOf(e.feat) != Supported {
+			l.mon.setSupport(e.feat, Unsupported)
+			l.log.Info().Str("feature", FeatureNames[e.feat]).Msg("VM does not answer this DDM feature; marked unsupported")
+		} else if e.feat == FeatThreadNotify {
+			l.mon.sweepThreads(e.epoch)
+		}
+	}
+}
+
+// noteDebuggerDDM records what a debugger's own DDM request enables.
+func (l *link) noteDebuggerDDM(body []byte) {
+	it := NewChunks(body)
+	c, ok := it.Next()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dbgDDM = true
+	if !ok || len(c.Data) == 0 {
+		return
+	}
+	on := c.Data[0] != 0
+	switch c.Type {
+	case TypeTHEN:
+		l.dbgThreads = on
+	case TypeHPIF:
+		l.dbgHeapInfo = on
+	case TypeHPSG:
+		l.dbgSegments = on
+	case TypeNHSG:
+		l.dbgNative = on
+	}
+}
+
+// debuggerWants says whether a VM-originated chunk of type t goes to the
+// debugger: only if the debugger speaks DDM itself and, for the families
+// the proxy may have enabled on its own, if the debugger enabled them too.
+func (l *link) debuggerWants(t Type) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.dbgDDM {
+		return false
+	}
+	switch t {
+	case TypeTHCR, TypeTHDE, TypeTHNM:
+		return l.dbgThreads
+	case TypeHPIF:
+		return l.dbgHeapInfo
+	case TypeHPST, TypeHPEN, TypeHPSG, TypeHPSO:
+		return l.dbgSegments
+	case TypeNHST, TypeNHEN, TypeNHSG:
+		return l.dbgNative
+	}
+	return true
+}
+
+// tap is the link's relay.Interceptor during a debugger session.
+type tap struct{ l *link }
+
+// FromDebugger implements relay.Interceptor: it only observes.
+func (t tap) FromDebugger(_ *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind != relay.KindCommand {
+		return relay.Forward
+	}
+	if f.Cmd == jdwp.CmdDDMChunk {
+		t.l.noteDebuggerDDM(f.Packet.Body())
+	} else if !t.l.debuggerSeen.Load() {
+		t.l.debuggerSeen.Store(true)
+		t.l.mon.setDebugger(true)
+	}
+	return relay.Forward
+}
+
+// FromVM implements relay.Interceptor: it consumes replies to the proxy's
+// requests and the VM-originated chunks the debugger did not ask for, and
+// feeds the monitor with all DDM traffic, the debugger's included.
+func (t tap) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
+	switch f.Kind {
+	case relay.KindReply:
+		if ours, _ := t.l.fromVM(f.Packet); ours {
+			f.Origin = relay.Synthetic
+			return relay.Consume
+		}
+		if f.Cmd == jdwp.CmdDDMChunk && f.Packet.ErrorCode() == 0 {
+			t.l.mon.HandlePayload(VMToHost, f.Packet.Body())
+		}
+	case relay.KindDDM:
+		t.l.fromVM(f.Packet)
+		typ, _ := FirstType(f.Packet.Body())
+		if !t.l.debuggerWants(typ) {
+			f.Origin = relay.Synthetic
+			return relay.Consume
+		}
+	}
+	return relay.Forward
+}
+
+// Close implements relay.Interceptor.
+func (t tap) Close(*relay.Session) { t.l.setSend(nil) }

@@ -1,0 +1,108 @@
+package ddmtap
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Error reasons, the closed label set of jdwpaccel_ddm_errors_total.
+const (
+	ReasonMalformed   = "malformed"    // a chunk that does not match its layout
+	ReasonChunkLength = "chunk_length" // a chunk header running past its packet
+	ReasonUnknownType = "unknown_type" // a chunk type outside the catalogue
+	ReasonFailChunk   = "fail_chunk"   // the VM answered with FAIL
+	ReasonJDWPError   = "jdwp_error"   // the VM answered with a JDWP error
+	ReasonTimeout     = "timeout"      // a request that got no reply in time
+	ReasonDial        = "dial"         // the holder could not reach the VM
+)
+
+var errorReasons = []string{ReasonMalformed, ReasonChunkLength, ReasonUnknownType, ReasonFailChunk, ReasonJDWPError, ReasonTimeout, ReasonDial}
+
+// Metrics are the DDM tap's Prometheus metrics. Children are resolved once,
+// so counting a chunk is an index and an atomic add. A nil *Metrics counts
+// nothing.
+type Metrics struct {
+	chunks  [2][]prometheus.Counter // by Direction, then knownTypes index; last is "other"
+	errors  map[string]prometheus.Counter
+	threads prometheus.Gauge
+	heap    [3]prometheus.Gauge // size, allocated, max of the last HPIF
+}
+
+// NewMetrics creates the DDM metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	chunks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "ddm_chunks_total",
+		Help: "DDM chunks seen by the tap, by chunk type (known four-letter types, else other) and direction.",
+	}, []string{"type", "direction"})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "ddm_errors_total",
+		Help: "DDM problems counted and logged (never fatal), by reason.",
+	}, []string{"reason"})
+	threads := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "jdwpaccel", Name: "ddm_threads",
+		Help: "Live threads known to the DDM monitors.",
+	})
+	heap := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "jdwpaccel", Name: "ddm_heap_bytes",
+		Help: "Java heap of the last HPIF summary, by measure (size, allocated, max).",
+	}, []string{"measure"})
+	reg.MustRegister(chunks, errs, threads, heap)
+	m := &Metrics{errors: make(map[string]prometheus.Counter, len(errorReasons)), threads: threads}
+	for d := range m.chunks {
+		dir := Direction(d).String()
+		for _, t := range knownTypes {
+			m.chunks[d] = append(m.chunks[d], chunks.WithLabelValues(t.String(), dir))
+		}
+		m.chunks[d] = append(m.chunks[d], chunks.WithLabelValues("other", dir))
+	}
+	for _, r := range errorReasons {
+		m.errors[r] = errs.WithLabelValues(r)
+	}
+	for i, name := range []string{"size", "allocated", "max"} {
+		m.heap[i] = heap.WithLabelValues(name)
+	}
+	return m
+}
+
+// typeIndex maps known types to their metric slot.
+var typeIndex = func() map[Type]int {
+	m := make(map[Type]int, len(knownTypes))
+	for i, t := range knownTypes {
+		m[t] = i
+	}
+	return m
+}()
+
+func (m *Metrics) chunk(d Direction, t Type) {
+	if m == nil {
+		return
+	}
+	i, ok := typeIndex[t]
+	if !ok {
+		i = len(knownTypes)
+	}
+	m.chunks[d][i].Inc()
+}
+
+func (m *Metrics) error(reason string) {
+	if m == nil {
+		return
+	}
+	if c, ok := m.errors[reason]; ok {
+		c.Inc()
+	}
+}
+
+func (m *Metrics) threadsAdd(n int) {
+	if m != nil && n != 0 {
+		m.threads.Add(float64(n))
+	}
+}
+
+func (m *Metrics) heapSummary(h HeapSummary) {
+	if m == nil {
+		return
+	}
+	m.heap[0].Set(float64(h.Size))
+	m.heap[1].Set(float64(h.Allocated))
+	m.heap[2].Set(float64(h.MaxSize))
+}

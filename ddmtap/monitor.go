@@ -1,0 +1,560 @@
+package ddmtap
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// DDMState says whether a VM speaks DDM.
+type DDMState uint8
+
+const (
+	// DDMUnknown: not asked yet, or HELO not answered.
+	DDMUnknown DDMState = iota
+	// DDMYes: the VM answered HELO with a HELO chunk.
+	DDMYes
+	// DDMNo: the VM answered HELO with a JDWP error (HotSpot: 99); it gets
+	// no further DDM traffic.
+	DDMNo
+)
+
+func (s DDMState) String() string {
+	return [...]string{"unknown", "yes", "no"}[min(int(s), 2)]
+}
+
+// Support says whether a DDM feature answers.
+type Support uint8
+
+const (
+	// SupportUnknown: not probed yet.
+	SupportUnknown Support = iota
+	// Supported: the VM answered.
+	Supported
+	// Unsupported: the VM left a probe unanswered past its timeout (modern
+	// ART ignores heap and, on recent releases, thread requests).
+	Unsupported
+)
+
+func (s Support) String() string {
+	return [...]string{"unknown", "supported", "unsupported"}[min(int(s), 2)]
+}
+
+// Features the tap probes.
+const (
+	FeatThreadNotify = iota // THEN → THCR
+	FeatThreadStatus        // THST reply
+	FeatHeapInfo            // HPIF(1) → HPIF chunk
+	FeatHeapSegments        // HPSG → HPST..HPEN
+	FeatNativeHeap          // NHSG → NHST..NHEN
+	numFeatures
+)
+
+// FeatureNames are the Snapshot.Support keys by feature.
+var FeatureNames = [numFeatures]string{"thread_notify", "thread_status", "heap_info", "heap_segments", "native_heap"}
+
+// Identity is what HELO, APNM, WAIT and FEAT said about the VM.
+type Identity struct {
+	DDM                DDMState
+	ClientVersion      uint32
+	PID                uint32
+	VMIdent            string
+	AppName            string
+	PackageName        string
+	UserID             uint32
+	HasUserID          bool
+	ABI                string
+	JVMFlags           string
+	NativeDebuggable   bool
+	Stage              string
+	WaitingForDebugger bool
+	Features           []string
+}
+
+// Thread is one row of the thread table.
+type Thread struct {
+	ID         uint32 // DDM thread id (not a JDWP objectID)
+	Name       string
+	Status     uint8
+	StatusName string
+	TID        uint32
+	UTime      uint32 // clock ticks
+	STime      uint32
+	Daemon     bool
+	Alive      bool
+	Created    time.Time // when THCR (or the first THST) arrived
+	Died       time.Time // when THDE arrived; zero while alive
+	Updated    time.Time // last THCR/THNM/THST touching it
+	Stack      []StackFrame
+}
+
+// Snapshot is a copy of a Monitor's state; it shares nothing mutable with
+// the monitor.
+type Snapshot struct {
+	Name             string
+	Connected        bool
+	DebuggerAttached bool
+	Identity         Identity
+	Support          map[string]string
+	Threads          []Thread // live, by ID
+	DeadThreads      []Thread // most recent last, bounded
+	HeapInfo         []HeapSummary
+	HeapInfoTime     time.Time
+	Heap             *HeapMap // last complete Java heap walk, or nil
+	NativeHeap       *HeapMap // last complete native heap walk, or nil
+	Chunks           uint64
+	Errors           uint64
+	Version          uint64 // increases with every change
+}
+
+// StatusNames are the DDMS labels of THST status values (index = status).
+var StatusNames = []string{"zombie", "running", "timed-wait", "monitor", "wait", "init", "start", "native", "vmwait", "suspended"}
+
+// StatusName labels a THST status value.
+func StatusName(s uint8) string {
+	if int(s) < len(StatusNames) {
+		return StatusNames[s]
+	}
+	return "unknown"
+}
+
+const maxDeadThreads = 256
+
+// Monitor is the DDM state of one VM. It survives connections and
+// debugger sessions. Safe for concurrent use.
+type Monitor struct {
+	name    string
+	log     zerolog.Logger
+	metrics *Metrics
+
+	mu        sync.Mutex // guards everything below
+	connected bool
+	debugger  bool
+	id        Identity
+	support   [numFeatures]Support
+	threads   map[uint32]*Thread
+	epoch     uint64            // connection epoch; THCR stamps threads with it
+	seen      map[uint32]uint64 // thread id → epoch of its last THCR
+	dead      []Thread
+	heapInfo  []HeapSummary
+	heapTime  time.Time
+	java, nat heapBuilder
+	heap      *HeapMap
+	native    *HeapMap
+	chunks    uint64
+	errors    uint64
+	version   uint64
+	changed   chan struct{} // closed and replaced on every change
+	requester func() error  // asks the VM for heap data; nil when not connected
+	heapOn    bool          // RequestHeap was called: keep heap updates on across reconnects
+}
+
+// NewMonitor returns an empty monitor for the VM called name (its address).
+func NewMonitor(name string, log zerolog.Logger, m *Metrics) *Monitor {
+	return &Monitor{
+		name:    name,
+		log:     log.With().Str(relay.LogVM, name).Logger(),
+		metrics: m,
+		threads: make(map[uint32]*Thread),
+		seen:    make(map[uint32]uint64),
+		changed: make(chan struct{}),
+	}
+}
+
+// Name is the VM's name (address).
+func (m *Monitor) Name() string { return m.name }
+
+// bump records a change; m.mu must be held.
+func (m *Monitor) bump() {
+	m.version++
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// Snapshot returns a copy of the monitor's state.
+func (m *Monitor) Snapshot() Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := Snapshot{
+		Name: m.name, Connected: m.connected, DebuggerAttached: m.debugger,
+		Identity: m.id, HeapInfo: slices.Clone(m.heapInfo), HeapInfoTime: m.heapTime,
+		Heap: m.heap, NativeHeap: m.native, // HeapMaps are immutable once published
+		Chunks: m.chunks, Errors: m.errors, Version: m.version,
+		DeadThreads: slices.Clone(m.dead),
+		Support:     make(map[string]string, numFeatures),
+	}
+	s.Identity.Features = slices.Clone(m.id.Features)
+	for i, st := range m.support {
+		s.Support[FeatureNames[i]] = st.String()
+	}
+	s.Threads = make([]Thread, 0, len(m.threads))
+	for _, t := range m.threads {
+		c := *t
+		c.Stack = slices.Clone(t.Stack)
+		s.Threads = append(s.Threads, c)
+	}
+	slices.SortFunc(s.Threads, func(a, b Thread) int { return int(int64(a.ID) - int64(b.ID)) })
+	return s
+}
+
+// Wait blocks until cond holds for a snapshot or ctx ends; it returns the
+// last snapshot and ctx's error if it ended first.
+func (m *Monitor) Wait(ctx context.Context, cond func(Snapshot) bool) (Snapshot, error) {
+	for {
+		m.mu.Lock()
+		ch := m.changed
+		m.mu.Unlock()
+		s := m.Snapshot()
+		if cond(s) {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return m.Snapshot(), ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// ErrNotConnected is returned by RequestHeap when no DDM connection is up.
+var ErrNotConnected = errors.New("ddmtap: no DDM connection to the VM")
+
+// RequestHeap asks the VM for a heap summary now and heap segments at every
+// GC, and causes a GC so that the segments come. It does not wait; the
+// data shows up in later snapshots (or the features turn unsupported).
+func (m *Monitor) RequestHeap() error {
+	m.mu.Lock()
+	req := m.requester
+	m.mu.Unlock()
+	if req == nil {
+		return ErrNotConnected
+	}
+	return req()
+}
+
+func (m *Monitor) wantHeap() {
+	m.mu.Lock()
+	m.heapOn = true
+	m.mu.Unlock()
+}
+
+func (m *Monitor) heapWanted() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.heapOn
+}
+
+func (m *Monitor) setRequester(f func() error) {
+	m.mu.Lock()
+	m.requester = f
+	m.mu.Unlock()
+}
+
+func (m *Monitor) setConnected(up bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.connected = up
+	if up {
+		m.epoch++
+	}
+	m.bump()
+}
+
+func (m *Monitor) currentEpoch() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epoch
+}
+
+func (m *Monitor) setDebugger(attached bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.debugger == attached && !(attached && m.id.WaitingForDebugger) {
+		return
+	}
+	m.debugger = attached
+	if attached {
+		m.id.WaitingForDebugger = false // non-DDM traffic releases waitForDebugger
+	}
+	m.bump()
+}
+
+func (m *Monitor) setDDM(s DDMState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.id.DDM != s {
+		m.id.DDM = s
+		m.bump()
+	}
+}
+
+// DDM says whether the VM speaks DDM.
+func (m *Monitor) DDM() DDMState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.id.DDM
+}
+
+func (m *Monitor) setSupport(f int, s Support) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.support[f] != s {
+		m.support[f] = s
+		m.bump()
+	}
+}
+
+// supportOf reads a feature's state.
+func (m *Monitor) supportOf(f int) Support {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.support[f]
+}
+
+// countError counts and logs a DDM problem; never fatal.
+func (m *Monitor) countError(reason string, err error, msg string) {
+	m.metrics.error(reason)
+	m.mu.Lock()
+	m.errors++
+	m.mu.Unlock()
+	m.log.Warn().Err(err).Str(relay.LogReason, reason).Msg(msg)
+}
+
+// HandlePayload applies all chunks of a DDM packet body travelling in
+// direction d. Malformed or unknown chunks are counted and logged. It
+// returns the type of the first chunk (0 if none).
+func (m *Monitor) HandlePayload(d Direction, payload []byte) Type {
+	it := NewChunks(payload)
+	var first Type
+	for c, ok := it.Next(); ok; c, ok = it.Next() {
+		if first == 0 {
+			first = c.Type
+		}
+		m.HandleChunk(d, c)
+	}
+	if err := it.Err(); err != nil {
+		m.countError(ReasonChunkLength, err, "DDM packet with a bad chunk length; rest ignored")
+	}
+	return first
+}
+
+// HandleChunk decodes one chunk and applies it to the state.
+func (m *Monitor) HandleChunk(d Direction, c Chunk) {
+	m.metrics.chunk(d, c.Type)
+	m.mu.Lock()
+	m.chunks++
+	m.mu.Unlock()
+	if !c.Type.Known() {
+		m.countError(ReasonUnknownType, nil, "unknown DDM chunk type "+c.Type.String()+"; ignored")
+		return
+	}
+	p, err := Decode(d, c)
+	if err != nil {
+		m.countError(ReasonMalformed, err, "malformed DDM chunk; ignored")
+		return
+	}
+	if z, ok := p.(Inflated); ok {
+		p = z.Inner
+	}
+	if d == VMToHost {
+		m.apply(p)
+	}
+}
+
+// apply folds a VM→host payload into the state.
+func (m *Monitor) apply(p Payload) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch v := p.(type) {
+	case Hello:
+		m.id.DDM = DDMYes
+		m.id.ClientVersion, m.id.PID, m.id.VMIdent = v.ClientVersion, v.PID, v.VMIdent
+		m.setAppName(v.AppName)
+		if v.Optional > 0 {
+			m.id.UserID, m.id.HasUserID = v.UserID, true
+		}
+		if v.Optional > 1 {
+			m.id.ABI = v.ABI
+		}
+		if v.Optional > 2 {
+			m.id.JVMFlags = v.JVMFlags
+		}
+		if v.Optional > 3 {
+			m.id.NativeDebuggable = v.NativeDebuggable
+		}
+		if v.Optional > 4 && v.PackageName != "" {
+			m.id.PackageName = v.PackageName
+		}
+		if v.Optional > 5 {
+			m.id.Stage = v.Stage.String()
+		}
+	case StringList:
+		if v.T == TypeFEAT {
+			m.id.Features = v.Items
+		}
+	case AppName:
+		m.setAppName(v.Name)
+		if v.Optional > 0 {
+			m.id.UserID, m.id.HasUserID = v.UserID, true
+		}
+		if v.Optional > 1 && v.PackageName != "" {
+			m.id.PackageName = v.PackageName
+		}
+	case U1:
+		if v.T == TypeWAIT && v.V == 0 && !m.debugger {
+			m.id.WaitingForDebugger = true
+		}
+	case U4:
+		m.applyU4(v, now)
+	case ThreadName:
+		m.support[FeatThreadNotify] = Supported
+		t := m.threads[v.ID]
+		if t == nil {
+			if v.T == TypeTHNM {
+				break // rename of a thread we never saw created
+			}
+			t = &Thread{ID: v.ID, Alive: true, Created: now, Status: 5, StatusName: StatusName(5)}
+			m.threads[v.ID] = t
+			m.metrics.threadsAdd(1)
+		}
+		if v.T == TypeTHCR {
+			m.seen[v.ID] = m.epoch
+		}
+		t.Name, t.Updated = v.Name, now
+	case ThreadStatus:
+		m.support[FeatThreadStatus] = Supported
+		for _, e := range v.Threads {
+			t := m.threads[e.ID]
+			if t == nil {
+				if m.support[FeatThreadNotify] == Supported {
+					continue // like ddmlib: only threads learned via THCR
+				}
+				t = &Thread{ID: e.ID, Alive: true, Created: now}
+				m.threads[e.ID] = t
+				m.metrics.threadsAdd(1)
+			}
+			t.Status, t.StatusName = e.Status, StatusName(e.Status)
+			t.TID, t.UTime, t.STime, t.Daemon, t.Updated = e.TID, e.UTime, e.STime, e.Daemon, now
+		}
+	case StackTrace:
+		if t := m.threads[v.ThreadID]; t != nil {
+			t.Stack = v.Frames
+		}
+	case HeapInfo:
+		m.support[FeatHeapInfo] = Supported
+		m.heapInfo, m.heapTime = v.Heaps, now
+		if len(v.Heaps) > 0 {
+			m.metrics.heapSummary(v.Heaps[0])
+		}
+	case HeapSegment:
+		if v.T == TypeNHSG {
+			m.nat.add(v)
+		} else {
+			m.java.add(v)
+		}
+	case Fail:
+		m.errors++
+		m.metrics.error(ReasonFailChunk)
+		m.log.Info().Int32("fail_code", v.Code).Str("fail_message", v.Message).Msg("VM answered a DDM request with FAIL")
+	default:
+		return // replies and blobs the monitor does not keep
+	}
+	m.bump()
+}
+
+func (m *Monitor) setAppName(name string) {
+	if name != "" && name != "<pre-initialized>" {
+		m.id.AppName = name
+	}
+}
+
+func (m *Monitor) applyU4(v U4, now time.Time) {
+	switch v.T {
+	case TypeTHDE:
+		if t := m.threads[v.V]; t != nil {
+			m.buryLocked(t, now)
+		}
+	case TypeHPST:
+		m.support[FeatHeapSegments] = Supported
+		m.java.start(v.V)
+	case TypeHPEN:
+		m.heap = m.java.finish(false, now)
+		m.heap.HeapID = v.V
+	case TypeNHST:
+		m.support[FeatNativeHeap] = Supported
+		m.nat.start(v.V)
+	case TypeNHEN:
+		m.native = m.nat.finish(true, now)
+		m.native.HeapID = v.V
+	case TypeSTAG:
+		m.id.Stage = Type(v.V).String()
+	}
+}
+
+// buryLocked moves a live thread to the dead list; m.mu must be held.
+func (m *Monitor) buryLocked(t *Thread, now time.Time) {
+	delete(m.threads, t.ID)
+	delete(m.seen, t.ID)
+	m.metrics.threadsAdd(-1)
+	t.Alive, t.Died = false, now
+	if len(m.dead) >= maxDeadThreads {
+		m.dead = slices.Delete(m.dead, 0, len(m.dead)-maxDeadThreads+1)
+	}
+	m.dead = append(m.dead, *t)
+}
+
+// sweepThreads retires threads not re-announced by THCR since epoch began
+// (they died while no DDM connection was up). Called once the THCR burst
+// that follows THEN(1) on a new connection has had time to arrive.
+func (m *Monitor) sweepThreads(epoch uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.support[FeatThreadNotify] != Supported {
+		return
+	}
+	fresh := false
+	for _, e := range m.seen {
+		fresh = fresh || e >= epoch
+	}
+	if !fresh {
+		return // no THCR on this connection yet: nothing to compare with
+	}
+	now := time.Now()
+	changed := false
+	for id, t := range m.threads {
+		if m.seen[id] < epoch {
+			m.buryLocked(t, now)
+			changed = true
+		}
+	}
+	if changed {
+		m.bump()
+	}
+}
+
+// Registry lists the monitors of the VMs the proxy knows. Safe for
+// concurrent use.
+type Registry struct {
+	mu       sync.Mutex // guards monitors
+	monitors []*Monitor
+}
+
+// Add registers a monitor.
+func (r *Registry) Add(m *Monitor) {
+	r.mu.Lock()
+	r.monitors = append(r.monitors, m)
+	r.mu.Unlock()
+}
+
+// List returns the registered monitors in registration order.
+func (r *Registry) List() []*Monitor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.monitors)
+}

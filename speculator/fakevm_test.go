@@ -1,0 +1,350 @@
+package speculator
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+var sizes8 = jdwp.IDSizes{FieldID: 8, MethodID: 8, ObjectID: 8, ReferenceTypeID: 8, FrameID: 8}
+
+// fakeVM is a scripted JDWP agent: it answers commands one at a time in
+// arrival order (like libjdwp), with answers from handle, and can be held
+// so that commands queue up unanswered.
+type fakeVM struct {
+	t      *testing.T
+	conn   net.Conn
+	wmu    sync.Mutex // guards writes to conn
+	cmds   chan jdwp.Packet
+	seen   chan jdwp.Packet // every command received, for assertions
+	mu     sync.Mutex       // guards held, handle, log
+	cond   *sync.Cond
+	held   bool
+	handle func(p jdwp.Packet) (jdwp.ErrorCode, []byte)
+	log    []jdwp.Packet
+}
+
+func (vm *fakeVM) hold() { vm.mu.Lock(); vm.held = true; vm.mu.Unlock() }
+func (vm *fakeVM) release() {
+	vm.mu.Lock()
+	vm.held = false
+	vm.cond.Broadcast()
+	vm.mu.Unlock()
+}
+
+func (vm *fakeVM) setHandler(h func(p jdwp.Packet) (jdwp.ErrorCode, []byte)) {
+	vm.mu.Lock()
+	vm.handle = h
+	vm.mu.Unlock()
+}
+
+// count is how many commands c the VM received so far.
+func (vm *fakeVM) count(c jdwp.Cmd) int {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	n := 0
+	for _, p := range vm.log {
+		if p.Cmd() == c {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until the VM received a command c (after the ones already
+// consumed from seen).
+func (vm *fakeVM) waitFor(c jdwp.Cmd) jdwp.Packet {
+	vm.t.Helper()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case p := <-vm.seen:
+			if p.Cmd() == c {
+				return p
+			}
+		case <-timeout:
+			vm.t.Fatalf("VM never received %v", c)
+			return nil
+		}
+	}
+}
+
+func (vm *fakeVM) write(p jdwp.Packet) {
+	vm.wmu.Lock()
+	defer vm.wmu.Unlock()
+	if _, err := vm.conn.Write(p); err != nil && !errors.Is(err, net.ErrClosed) {
+		vm.t.Logf("fake VM write: %v", err)
+	}
+}
+
+func (vm *fakeVM) serve() {
+	br := bufio.NewReader(vm.conn)
+	if err := jdwp.ReadHandshake(br); err != nil {
+		return
+	}
+	if err := jdwp.WriteHandshake(vm.conn); err != nil {
+		return
+	}
+	go func() {
+		for p := range vm.cmds {
+			vm.mu.Lock()
+			for vm.held {
+				vm.cond.Wait()
+			}
+			h := vm.handle
+			vm.mu.Unlock()
+			code, body := jdwp.ErrorCode(0), []byte(nil)
+			if p.Cmd() == jdwp.CmdIDSizes {
+				body = jdwp.AppendIDSizes(nil, sizes8)
+			} else if h != nil {
+				code, body = h(p)
+			}
+			vm.write(jdwp.AppendReply(nil, p.ID(), code, body))
+		}
+	}()
+	r := jdwp.NewReader(br, 0)
+	defer close(vm.cmds)
+	for {
+		p, err := r.Next()
+		if err != nil {
+			return
+		}
+		c := p.Clone()
+		vm.mu.Lock()
+		vm.log = append(vm.log, c)
+		vm.mu.Unlock()
+		vm.seen <- c
+		vm.cmds <- c
+	}
+}
+
+// debugger is the test's side of the debugger connection.
+type debugger struct {
+	t    *testing.T
+	conn net.Conn
+	r    *jdwp.Reader
+}
+
+func (d *debugger) send(id uint32, c jdwp.Cmd, body []byte) {
+	d.t.Helper()
+	if _, err := d.conn.Write(jdwp.AppendCommand(nil, id, c, body)); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+func (d *debugger) read() jdwp.Packet {
+	d.t.Helper()
+	d.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	p, err := d.r.Next()
+	if err != nil {
+		d.t.Fatalf("debugger read: %v", err)
+	}
+	return p.Clone()
+}
+
+// call sends a command and reads packets until its reply; events read on
+// the way are returned too.
+func (d *debugger) call(id uint32, c jdwp.Cmd, body []byte) jdwp.Packet {
+	d.t.Helper()
+	d.send(id, c, body)
+	for {
+		p := d.read()
+		if p.IsReply() {
+			if p.ID() != id {
+				d.t.Fatalf("reply for %#x while waiting for %#x", p.ID(), id)
+			}
+			return p
+		}
+	}
+}
+
+// quiet asserts nothing more arrives for a short while.
+func (d *debugger) quiet() {
+	d.t.Helper()
+	d.conn.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	p, err := d.r.Next()
+	if err == nil {
+		d.t.Fatalf("unexpected packet to debugger: %v", p)
+	}
+}
+
+type rig struct {
+	vm  *fakeVM
+	dbg *debugger
+	sp  *Speculator
+}
+
+func newRig(t *testing.T, cfg Config) *rig {
+	t.Helper()
+	cfg.Enabled = true
+	if cfg.MinRTT == 0 {
+		cfg.MinRTT = -1 // always speculate in unit tests
+	}
+	log := zerolog.Nop()
+	if os.Getenv("SPEC_DEBUG") != "" {
+		log = zerolog.New(zerolog.NewConsoleWriter()).Level(zerolog.TraceLevel)
+	}
+	sp := New(cfg, log, nil)
+	vmLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := &fakeVM{t: t, cmds: make(chan jdwp.Packet, 1024), seen: make(chan jdwp.Packet, 4096)}
+	vm.cond = sync.NewCond(&vm.mu)
+	go func() {
+		c, err := vmLn.Accept()
+		vmLn.Close()
+		if err != nil {
+			return
+		}
+		vm.conn = c
+		vm.serve()
+	}()
+	srv := relay.NewServer(relay.Config{
+		DialVM:   relay.DialTCP(vmLn.Addr().String()),
+		Logger:   log,
+		NewHooks: sp.Hooks,
+	})
+	dbgLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		srv.Serve(ctx, dbgLn)
+		close(done)
+	}()
+	conn, err := net.Dial("tcp", dbgLn.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jdwp.WriteHandshake(conn); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	if err := jdwp.ReadHandshake(br); err != nil {
+		t.Fatal(err)
+	}
+	d := &debugger{t: t, conn: conn, r: jdwp.NewReader(br, 0)}
+	t.Cleanup(func() {
+		conn.Close()
+		cancel()
+		<-done
+		if vm.conn != nil {
+			vm.conn.Close()
+		}
+	})
+	r := &rig{vm: vm, dbg: d, sp: sp}
+	// Learn ID sizes as JDI does first.
+	if p := d.call(1, jdwp.CmdIDSizes, nil); p.ErrorCode() != 0 {
+		t.Fatal("IDSizes failed")
+	}
+	vm.waitFor(jdwp.CmdIDSizes)
+	// A few round trips so the RTT estimator has samples.
+	for i := uint32(2); i < 5; i++ {
+		d.call(i, jdwp.CmdVirtualMachineVersion, nil)
+	}
+	return r
+}
+
+func body(f func(w *jdwp.BodyWriter)) []byte {
+	w := jdwp.BodyWriter{Sizes: sizes8}
+	f(&w)
+	return w.Buf
+}
+
+func threadBody(t uint64) []byte { return body(func(w *jdwp.BodyWriter) { w.ObjectID(t) }) }
+
+// event sends a one-event composite from the fake VM.
+func (r *rig) event(policy jdwp.SuspendPolicy, e jdwp.Event) {
+	c := jdwp.Composite{SuspendPolicy: policy, Events: []jdwp.Event{e}}
+	r.vm.write(jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &c)))
+}
+
+// expectEvent reads the event the VM sent.
+func (r *rig) expectEvent() {
+	r.dbg.t.Helper()
+	p := r.dbg.read()
+	if p.IsReply() || p.Cmd() != jdwp.CmdComposite {
+		r.dbg.t.Fatalf("want event, got %v", p)
+	}
+}
+
+const thread1 = 0x51
+
+func bpEvent(thread uint64) jdwp.Event {
+	return jdwp.Event{Kind: jdwp.EventBreakpoint, RequestID: 3, Thread: thread,
+		Location: jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: 0x70, Method: 0x71, Index: 4}}
+}
+
+// frameState is a scripted VM state for the stop tests.
+type frameState struct {
+	mu     sync.Mutex
+	count  int32
+	values int32
+}
+
+func (fs *frameState) set(count, values int32) {
+	fs.mu.Lock()
+	fs.count, fs.values = count, values
+	fs.mu.Unlock()
+}
+
+func (fs *frameState) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	switch p.Cmd() {
+	case jdwp.CmdThreadReferenceFrameCount:
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(fs.count) })
+	case jdwp.CmdThreadReferenceFrames:
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(1)
+			w.FrameID(0xF0 + uint64(fs.count))
+			w.Location(jdwp.Location{TypeTag: 1, Class: 0x70, Method: 0x71, Index: 4})
+		})
+	case jdwp.CmdVirtualMachineAllThreads:
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.ObjectID(thread1) })
+	case jdwp.CmdThreadReferenceName:
+		return 0, body(func(w *jdwp.BodyWriter) { w.String("main") })
+	case jdwp.CmdThreadReferenceStatus:
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Int32(1) })
+	case jdwp.CmdMethodIsObsolete:
+		return 0, []byte{0}
+	case jdwp.CmdObjectReferenceGetValues, jdwp.CmdStackFrameGetValues:
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: uint64(fs.values)}) })
+	case jdwp.CmdVirtualMachineVersion:
+		return 0, body(func(w *jdwp.BodyWriter) { w.String("fake"); w.Int32(1); w.Int32(8); w.String("17"); w.String("fakevm") })
+	}
+	return 0, nil
+}
+
+func newStopRig(t *testing.T) (*rig, *frameState) {
+	fs := &frameState{count: 3, values: 10}
+	r := newRig(t, Config{})
+	r.vm.setHandler(fs.handler)
+	return r, fs
+}
+
+// waitStats polls the speculator's counters until cond holds: the
+// counters are the only signal that the relay has processed a debugger
+// command the speculator consumed.
+func (r *rig) waitStats(cond func(Stats) bool) {
+	r.dbg.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond(r.sp.Stats()) {
+		if time.Now().After(deadline) {
+			r.dbg.t.Fatalf("stats never reached the expected state: %+v", r.sp.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

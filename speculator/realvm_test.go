@@ -1,0 +1,239 @@
+package speculator
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+func realBuild(t testing.TB) *javavm.Build {
+	t.Helper()
+	javavm.RequireJDK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := javavm.Compile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// proxy is a relay with the speculator in front of a VM, optionally behind
+// an emulated slow link.
+type proxy struct {
+	addr string
+	sp   *Speculator
+}
+
+func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *proxy {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	target := vmAddr
+	var lk *link.Link
+	if rtt > 0 {
+		var err error
+		lk, err = link.Listen(ctx, "127.0.0.1:0", vmAddr, link.Config{RTT: rtt}, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		target = lk.Addr().String()
+	}
+	cfg.Enabled = true
+	log := zerolog.Nop()
+	if os.Getenv("SPEC_DEBUG") != "" {
+		log = zerolog.New(zerolog.NewConsoleWriter()).Level(zerolog.DebugLevel)
+	}
+	sp := New(cfg, log, nil)
+	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), Logger: log, NewHooks: sp.Hooks})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		srv.Serve(ctx, ln)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if lk != nil {
+			lk.Close()
+		}
+	})
+	return &proxy{addr: ln.Addr().String(), sp: sp}
+}
+
+// runDriver starts a fresh debuggee and runs the driver against it, direct
+// (rtt < 0) or through the speculating proxy with a link of the given RTT.
+func runDriver(t testing.TB, b *javavm.Build, opts javavm.DriverOptions, rtt time.Duration, cfg Config) (*javavm.DriverResult, *Speculator, error) {
+	vm, err := javavm.Start(context.Background(), b, opts.Debuggee, javavm.VMOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer vm.Stop()
+	opts.Addr = vm.Addr()
+	var sp *Speculator
+	if rtt >= 0 {
+		p := startProxy(t, vm.Addr(), rtt, cfg)
+		opts.Addr, sp = p.addr, p.sp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := javavm.RunDriver(ctx, b, opts)
+	if err != nil {
+		return nil, sp, fmt.Errorf("%w\nVM output:\n%s", err, vm.Output())
+	}
+	return res, sp, nil
+}
+
+// TestDigestsEqualDirect runs every workload directly and through the
+// speculating proxy behind a 6 ms link (speculation active) and requires
+// identical per-stop digests.
+func TestDigestsEqualDirect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real JVM")
+	}
+	b := realBuild(t)
+	cases := []struct {
+		name string
+		opts javavm.DriverOptions
+	}{
+		{"deep-idea", javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: 8}},
+		{"deep-idea-4threads", javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: 6, Threads: 4}},
+		{"deep-vscode", javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileVSCodeLike, Steps: 6}},
+		{"shallow-jdb", javavm.DriverOptions{Debuggee: javavm.Shallow, Profile: javavm.ProfileJDBMin, Steps: 6}},
+		{"shallow-transcript", javavm.DriverOptions{Debuggee: javavm.Shallow, Profile: javavm.ProfileTranscript, Steps: 6}},
+		{"newclasses-idea", javavm.DriverOptions{Debuggee: javavm.NewClasses, Profile: javavm.ProfileIdeaLike, Steps: 6}},
+		{"tostring-idea", javavm.DriverOptions{Debuggee: javavm.ToStringWatch, Profile: javavm.ProfileIdeaLike, Steps: 6}},
+		{"hotswap-idea", javavm.DriverOptions{Debuggee: javavm.HotSwap, Profile: javavm.ProfileIdeaLike, Steps: 10}},
+	}
+	var mu sync.Mutex
+	var total Stats
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.opts.Warmup = 1
+			direct, _, err := runDriver(t, b, tc.opts, -1, Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.opts.Dump = os.Getenv("SPEC_DUMP") != ""
+			prox, sp, err := runDriver(t, b, tc.opts, 6*time.Millisecond, Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := sp.Stats()
+			mu.Lock()
+			total.Hits += st.Hits
+			total.Belays += st.Belays
+			total.SpecSent += st.SpecSent
+			total.SpecUsed += st.SpecUsed
+			total.SpecWasted += st.SpecWasted
+			mu.Unlock()
+			t.Logf("hits %d misses %d belays %d spec sent %d used %d wasted %d", st.Hits, st.Misses, st.Belays, st.SpecSent, st.SpecUsed, st.SpecWasted)
+			if len(direct.Stops) != len(prox.Stops) {
+				t.Fatalf("direct %d stops, proxied %d", len(direct.Stops), len(prox.Stops))
+			}
+			for i := range direct.Stops {
+				if direct.Stops[i].Digest != prox.Stops[i].Digest {
+					t.Errorf("stop %d: digest differs (direct top %s, proxied top %s)\n%s", i, direct.Stops[i].Top, prox.Stops[i].Top, prox.Stops[i].Text)
+				}
+			}
+			if st.SpecSent == 0 && !strings.Contains(tc.name, "jdb") {
+				t.Errorf("no speculation happened")
+			}
+		})
+	}
+}
+
+// TestMeasureDeepIdea prints steady-state step times for Deep idea-like,
+// direct and through the speculating proxy, at several link RTTs. It is a
+// measurement, not a check: run with SPEC_MEASURE=1 (it takes minutes).
+func TestMeasureDeepIdea(t *testing.T) {
+	if os.Getenv("SPEC_MEASURE") == "" {
+		t.Skip("set SPEC_MEASURE=1 to measure")
+	}
+	b := realBuild(t)
+	rtts := []time.Duration{0, time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond}
+	if v := os.Getenv("SPEC_RTTS"); v != "" {
+		rtts = nil
+		for _, f := range strings.Split(v, ",") {
+			d, err := time.ParseDuration(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rtts = append(rtts, d)
+		}
+	}
+	var cfg Config
+	if v := os.Getenv("SPEC_MINRTT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MinRTT = d
+	}
+	type row struct{ direct, proxied time.Duration }
+	rows := map[time.Duration]row{}
+	for _, rtt := range rtts {
+		steps := 16
+		if rtt >= 30*time.Millisecond {
+			steps = 6
+		}
+		opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: steps, Warmup: 2}
+		// Direct: driver -> link -> VM.
+		vm, err := javavm.Start(context.Background(), b, opts.Debuggee, javavm.VMOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt}, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Addr = lk.Addr().String()
+		dres, err := javavm.RunDriver(ctx, b, opts)
+		lk.Close()
+		cancel()
+		vm.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pres, sp, err := runDriver(t, b, opts, rtt, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := sp.Stats()
+		rows[rtt] = row{dres.MedianStep(), pres.MedianStep()}
+		waste := 0.0
+		if st.SpecSent > 0 {
+			waste = float64(st.SpecWasted) / float64(st.SpecSent)
+		}
+		t.Logf("rtt %v: direct %v/step, proxied %v/step (%.1fx); hits %d belays %d misses %d; spec sent %d used %d wasted %d (%.0f%%)",
+			rtt, dres.MedianStep(), pres.MedianStep(), float64(dres.MedianStep())/float64(pres.MedianStep()),
+			st.Hits, st.Belays, st.Misses, st.SpecSent, st.SpecUsed, st.SpecWasted, 100*waste)
+	}
+	// Serial round trips per step: slope of step time against RTT.
+	slope := func(f func(row) time.Duration) float64 {
+		var sx, sy, sxx, sxy float64
+		n := 0.0
+		for _, rtt := range rtts {
+			x, y := float64(rtt), float64(f(rows[rtt]))
+			sx, sy, sxx, sxy, n = sx+x, sy+y, sxx+x*x, sxy+x*y, n+1
+		}
+		return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	}
+	t.Logf("serial round trips per step: direct %.1f, proxied %.1f",
+		slope(func(r row) time.Duration { return r.direct }), slope(func(r row) time.Duration { return r.proxied }))
+}

@@ -1,0 +1,251 @@
+package speculator
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/retag"
+)
+
+func isObsoleteBody(class, method uint64) []byte {
+	return body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(class); w.MethodID(method) })
+}
+
+func TestHitServedWithDebuggerIDAndIdenticalBody(t *testing.T) {
+	r, _ := newStopRig(t)
+	before := r.sp.Stats()
+	first := r.dbg.call(10, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
+	second := r.dbg.call(11, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
+	if second.ID() != 11 || !bytes.Equal(first.Body(), second.Body()) || second.ErrorCode() != first.ErrorCode() {
+		t.Fatalf("hit: %v body %x, want id 11 body %x", second, second.Body(), first.Body())
+	}
+	if n := r.vm.count(jdwp.CmdMethodIsObsolete); n != 1 {
+		t.Fatalf("VM saw IsObsolete %d times, want 1 (second is a hit)", n)
+	}
+	if st := r.sp.Stats(); st.Hits-before.Hits != 1 || st.Misses-before.Misses != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	// A different method is a different key.
+	r.dbg.call(12, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x72))
+	if n := r.vm.count(jdwp.CmdMethodIsObsolete); n != 2 {
+		t.Fatalf("VM saw IsObsolete %d times, want 2", n)
+	}
+}
+
+func TestRedefineInvalidatesClassFacts(t *testing.T) {
+	r, _ := newStopRig(t)
+	r.dbg.call(10, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
+	r.dbg.call(11, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x80, 0x81))
+	redef := body(func(w *jdwp.BodyWriter) { w.Int32(1); w.ReferenceTypeID(0x70); w.Int32(2); w.Uint8(0xCA); w.Uint8(0xFE) })
+	r.dbg.call(12, jdwp.CmdVirtualMachineRedefineClasses, redef)
+	r.dbg.call(13, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
+	r.dbg.call(14, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x80, 0x81))
+	if n := r.vm.count(jdwp.CmdMethodIsObsolete); n != 3 {
+		t.Fatalf("VM saw IsObsolete %d times, want 3 (redefined class re-asked, other class a hit)", n)
+	}
+}
+
+func TestClassUnloadInvalidatesBySignature(t *testing.T) {
+	r, _ := newStopRig(t)
+	prev := r.vm.handle
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdReferenceTypeSignature {
+			return 0, body(func(w *jdwp.BodyWriter) { w.String("LGone;") })
+		}
+		return prev(p)
+	})
+	r.dbg.call(10, jdwp.CmdReferenceTypeSignature, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x70) }))
+	r.dbg.call(11, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
+	r.dbg.call(12, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x80, 0x81)) // 0x80: signature unknown
+	r.dbg.call(13, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x90, 0x91))
+	r.dbg.call(14, jdwp.CmdReferenceTypeSignature, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x90) })) // "LGone;" too per the script, but learned after
+	r.event(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventClassUnload, RequestID: 1, Signature: []byte("LOther;")})
+	r.expectEvent()
+	// 0x70 has a known other signature: kept. 0x80 was unsigned: dropped.
+	r.dbg.call(15, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
+	r.dbg.call(16, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x80, 0x81))
+	if n := r.vm.count(jdwp.CmdMethodIsObsolete); n != 4 {
+		t.Fatalf("IsObsolete seen %d times, want 4", n)
+	}
+	r.event(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventClassUnload, RequestID: 1, Signature: []byte("LGone;")})
+	r.expectEvent()
+	r.dbg.call(17, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
+	r.dbg.call(18, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x90, 0x91))
+	if n := r.vm.count(jdwp.CmdMethodIsObsolete); n != 6 {
+		t.Fatalf("IsObsolete seen %d times, want 6 (both classes of LGone; re-asked)", n)
+	}
+}
+
+func TestSpeculationAndBelay(t *testing.T) {
+	r, _ := newStopRig(t)
+	before := r.sp.Stats()
+	r.vm.hold()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	spec := r.vm.waitFor(jdwp.CmdThreadReferenceFrameCount)
+	if !retag.InRange(spec.ID()) {
+		t.Fatalf("speculative command has ID %#x, not in the synthetic range", spec.ID())
+	}
+	r.vm.waitFor(jdwp.CmdThreadReferenceFrames)
+	// The debugger asks while the speculation is held at the VM: belay.
+	r.dbg.send(20, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	r.dbg.send(21, jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(-1) }))
+	r.waitStats(func(st Stats) bool { return st.Belays-before.Belays == 2 })
+	r.vm.release()
+	p := r.dbg.read()
+	if p.ID() != 20 || !p.IsReply() || be32(p.Body()) != 3 {
+		t.Fatalf("belayed FrameCount: %v body %x", p, p.Body())
+	}
+	if p := r.dbg.read(); p.ID() != 21 {
+		t.Fatalf("belayed Frames: %v", p)
+	}
+	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 1 {
+		t.Fatalf("VM saw FrameCount %d times; belay must not resend", n)
+	}
+	// Served again from the cache within the same stop.
+	if p := r.dbg.call(22, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1)); be32(p.Body()) != 3 {
+		t.Fatal("cached FrameCount")
+	}
+	r.dbg.quiet() // no synthetic reply leaked
+	st := r.sp.Stats()
+	if st.Belays-before.Belays != 2 || st.Hits-before.Hits != 1 || st.SpecSent == 0 || st.SpecUsed < 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestResumeInvalidatesSpeculationInFlight(t *testing.T) {
+	r, fs := newStopRig(t)
+	r.vm.hold()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.vm.waitFor(jdwp.CmdThreadReferenceFrameCount)
+	// The debugger resumes before the speculation is answered; the VM
+	// (FIFO) answers the speculation with the pre-resume state.
+	r.dbg.send(30, jdwp.CmdVirtualMachineResume, nil)
+	r.vm.waitFor(jdwp.CmdVirtualMachineResume)
+	r.vm.release()
+	if p := r.dbg.read(); p.ID() != 30 {
+		t.Fatalf("resume reply: %v", p)
+	}
+	fs.set(7, 11) // the VM ran
+	p := r.dbg.call(31, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	if got := be32(p.Body()); got != 7 {
+		t.Fatalf("after resume FrameCount = %d, want 7 (pre-resume speculation served)", got)
+	}
+	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 2 {
+		t.Fatalf("VM saw FrameCount %d times, want 2", n)
+	}
+	// The next stop is answered fresh and cached again.
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	p = r.dbg.call(32, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	if be32(p.Body()) != 7 {
+		t.Fatal("FrameCount at the second stop")
+	}
+	r.dbg.quiet()
+}
+
+func TestSuspendEventThreadScopesTheCache(t *testing.T) {
+	r, fs := newStopRig(t)
+	r.sp.cfg.MinRTT = 1 << 40 // organic caching only
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	fields := body(func(w *jdwp.BodyWriter) { w.ObjectID(0x99); w.Int32(1); w.FieldID(0x5) })
+	r.dbg.call(40, jdwp.CmdObjectReferenceGetValues, fields)
+	fs.set(3, 12) // another thread changes the field
+	p := r.dbg.call(41, jdwp.CmdObjectReferenceGetValues, fields)
+	v := jdwp.NewBodyReader(p.Body()[4:], sizes8).Value()
+	if v.Int() != 12 {
+		t.Fatalf("object field served from cache while other threads run: %v", v)
+	}
+	r.dbg.call(42, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	r.dbg.call(43, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 1 {
+		t.Fatalf("the stopped thread's frame count must be cached (VM saw %d)", n)
+	}
+	// Another thread's frame count is not stable.
+	r.dbg.call(44, jdwp.CmdThreadReferenceFrameCount, threadBody(0x52))
+	r.dbg.call(45, jdwp.CmdThreadReferenceFrameCount, threadBody(0x52))
+	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 3 {
+		t.Fatalf("a running thread's frame count was cached (VM saw %d, want 3)", n)
+	}
+}
+
+func TestInvokeInvalidatesAndRestoresSuspension(t *testing.T) {
+	r, fs := newStopRig(t)
+	r.sp.cfg.MinRTT = 1 << 40
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	fields := body(func(w *jdwp.BodyWriter) { w.ObjectID(0x99); w.Int32(1); w.FieldID(0x5) })
+	r.dbg.call(50, jdwp.CmdObjectReferenceGetValues, fields)
+	r.dbg.call(51, jdwp.CmdObjectReferenceGetValues, fields) // hit
+	fs.set(3, 13)                                            // toString has a side effect
+	r.dbg.call(52, jdwp.CmdObjectReferenceInvokeMethod, body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(0x99)
+		w.ObjectID(thread1)
+		w.ReferenceTypeID(0x70)
+		w.MethodID(0x72)
+		w.Int32(0)
+		w.Int32(1)
+	}))
+	p := r.dbg.call(53, jdwp.CmdObjectReferenceGetValues, fields)
+	if v := jdwp.NewBodyReader(p.Body()[4:], sizes8).Value(); v.Int() != 13 {
+		t.Fatalf("stale value after invoke: %v", v)
+	}
+	r.dbg.call(54, jdwp.CmdObjectReferenceGetValues, fields) // suspended again: a hit
+	if n := r.vm.count(jdwp.CmdObjectReferenceGetValues); n != 2 {
+		t.Fatalf("VM saw GetValues %d times, want 2", n)
+	}
+}
+
+func TestDebuggerIDInSyntheticRangeIsRemapped(t *testing.T) {
+	r, _ := newStopRig(t)
+	// Make a speculation hold the first synthetic ID.
+	r.vm.hold()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	syn := r.vm.waitFor(jdwp.CmdThreadReferenceFrameCount).ID()
+	r.dbg.send(syn, jdwp.CmdVirtualMachineAllClasses, nil)
+	got := r.vm.waitFor(jdwp.CmdVirtualMachineAllClasses)
+	if got.ID() == syn || !retag.InRange(got.ID()) {
+		t.Fatalf("debugger ID %#x reached the VM as %#x", syn, got.ID())
+	}
+	r.vm.release()
+	p := r.dbg.read()
+	if p.ID() != syn || !p.IsReply() {
+		t.Fatalf("reply %v, want ID %#x", p, syn)
+	}
+	// A stray in-range reply from the VM never reaches the debugger.
+	r.vm.write(jdwp.AppendReply(nil, 0xFFFFFFF0, 0, []byte("stray")))
+	r.dbg.quiet()
+}
+
+func TestUnknownCommandInvalidatesStopState(t *testing.T) {
+	r, _ := newStopRig(t)
+	r.sp.cfg.MinRTT = 1 << 40
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(60, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	r.dbg.call(61, jdwp.Cmd{Set: 99, Cmd: 1}, nil)
+	r.dbg.call(62, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	// Event requests do not change state.
+	r.dbg.call(63, jdwp.CmdEventRequestClear, body(func(w *jdwp.BodyWriter) { w.Uint8(1); w.Int32(3) }))
+	r.dbg.call(64, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 2 {
+		t.Fatalf("VM saw FrameCount %d times, want 2", n)
+	}
+}
+
+func TestErrorRepliesAreNotCached(t *testing.T) {
+	r, _ := newStopRig(t)
+	r.sp.cfg.MinRTT = 1 << 40
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) { return jdwp.ErrorThreadNotSuspended, nil })
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(70, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	r.dbg.call(71, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 2 {
+		t.Fatalf("an error reply was cached")
+	}
+}

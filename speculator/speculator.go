@@ -1,0 +1,183 @@
+// Package speculator owns jdwpaccel's speculative reply cache: a
+// relay.Interceptor per session that answers the debugger's read-only
+// commands from a cache of the VM's replies, sends predicted commands to
+// the VM ahead of the debugger (speculation), holds a debugger command
+// whose prediction is in flight until its reply arrives (belay), and
+// invalidates exactly when the VM's state may have changed.
+//
+// Validity (see keyable.Tier): VM-lifetime facts are kept for the session;
+// class-lifetime facts until the class is unloaded or redefined;
+// object-lifetime facts until the debugger disposes the object's ID;
+// stop-state facts only while nothing can have changed them — any resume,
+// invoke, mutation, redefinition or suspension change invalidates them,
+// and a fact about one thread is kept only while that thread is suspended,
+// a fact about anything else only while the whole VM is. Every command
+// records the invalidation generation when it is sent; its reply is stored
+// only if nothing invalidated it since, so a reply the VM computed before
+// a resume is never served after it.
+//
+// Speculation starts from each suspending event and chains through the
+// replies (frames, then frame values and this, then the objects found),
+// replaying what the debugger asked at the previous stop ("templates") and
+// dropping predictions the debugger does not use. It runs only when the
+// measured round trip makes it worth the VM time it costs.
+package speculator
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// Config configures the speculator.
+type Config struct {
+	// Enabled says whether to install the speculator at all; with false
+	// the caller installs nothing and the relay is pure pass-through.
+	Enabled bool
+	// CacheBytes bounds the reply bytes cached per session
+	// (DefaultCacheBytes when zero).
+	CacheBytes int64
+	// MaxEntries bounds the cached replies per session (DefaultMaxEntries
+	// when zero).
+	MaxEntries int
+	// MinRTT is the smallest measured round trip at which speculative
+	// commands are sent (DefaultMinRTT when zero; negative: always).
+	// Below it the cache serves only replies to the debugger's own
+	// commands, which costs the VM nothing.
+	MinRTT time.Duration
+	// MaxInFlight bounds speculative commands awaiting replies per session
+	// (DefaultMaxInFlight when zero).
+	MaxInFlight int
+}
+
+// Defaults.
+const (
+	DefaultCacheBytes  = 64 << 20
+	DefaultMaxEntries  = 200_000
+	DefaultMinRTT      = 2 * time.Millisecond
+	DefaultMaxInFlight = 128
+)
+
+func (c *Config) fill() {
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.MaxEntries <= 0 {
+		c.MaxEntries = DefaultMaxEntries
+	}
+	if c.MinRTT == 0 {
+		c.MinRTT = DefaultMinRTT
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+}
+
+// Stats is a snapshot of the speculator's counters over all sessions.
+type Stats struct {
+	Hits, Misses, Belays int64
+	// SpecSent, SpecUsed and SpecWasted count speculative commands: sent,
+	// whose reply served a debugger command, and whose reply was
+	// invalidated, evicted or errored before any use.
+	SpecSent, SpecUsed, SpecWasted int64
+	// RoundTripsSaved counts debugger commands that did not wait for a
+	// round trip of their own (hits and belays).
+	RoundTripsSaved int64
+	// Invalidations counts invalidations by reason (see Reasons).
+	Invalidations map[string]int64
+	CacheBytes    int64
+	CacheEntries  int64
+	// RTT and ServiceTime are the last estimates of any session.
+	RTT, ServiceTime time.Duration
+}
+
+// Speculator creates the per-session interceptors and aggregates stats.
+type Speculator struct {
+	cfg     Config
+	log     zerolog.Logger
+	metrics *Metrics
+
+	hits, misses, belays atomic.Int64
+	sent, used, wasted   atomic.Int64
+	inval                [numReasons]atomic.Int64
+	bytes, entries       atomic.Int64
+	lastRTT, lastService atomic.Int64
+}
+
+// New returns a Speculator; metrics may be nil.
+func New(cfg Config, log zerolog.Logger, metrics *Metrics) *Speculator {
+	cfg.fill()
+	return &Speculator{cfg: cfg, log: log, metrics: metrics}
+}
+
+// Config returns the configuration in effect (defaults filled in).
+func (sp *Speculator) Config() Config { return sp.cfg }
+
+// NewSession returns the interceptor for one relay session.
+func (sp *Speculator) NewSession(s *relay.Session) relay.Interceptor {
+	return newSession(sp, s)
+}
+
+// Hooks returns relay hooks holding only this speculator's interceptor,
+// for relay.Config.NewHooks.
+func (sp *Speculator) Hooks(s *relay.Session) relay.Hooks {
+	return relay.Hooks{Interceptors: []relay.Interceptor{sp.NewSession(s)}}
+}
+
+// Stats returns a snapshot of the counters.
+func (sp *Speculator) Stats() Stats {
+	st := Stats{
+		Hits: sp.hits.Load(), Misses: sp.misses.Load(), Belays: sp.belays.Load(),
+		SpecSent: sp.sent.Load(), SpecUsed: sp.used.Load(), SpecWasted: sp.wasted.Load(),
+		CacheBytes: sp.bytes.Load(), CacheEntries: sp.entries.Load(),
+		RTT: time.Duration(sp.lastRTT.Load()), ServiceTime: time.Duration(sp.lastService.Load()),
+		Invalidations: map[string]int64{},
+	}
+	st.RoundTripsSaved = st.Hits + st.Belays
+	for r := reason(0); r < numReasons; r++ {
+		st.Invalidations[r.String()] = sp.inval[r].Load()
+	}
+	return st
+}
+
+// Counting helpers: each updates the snapshot and the Prometheus metric.
+
+func (sp *Speculator) countRequest(r requestResult) {
+	switch r {
+	case resultHit:
+		sp.hits.Add(1)
+	case resultMiss:
+		sp.misses.Add(1)
+	case resultBelay:
+		sp.belays.Add(1)
+	}
+	sp.metrics.request(r)
+}
+
+func (sp *Speculator) countSpec(o specOutcome, n int) {
+	if n == 0 {
+		return
+	}
+	switch o {
+	case outcomeSent:
+		sp.sent.Add(int64(n))
+	case outcomeUsed:
+		sp.used.Add(int64(n))
+	case outcomeWasted:
+		sp.wasted.Add(int64(n))
+	}
+	sp.metrics.spec(o, n)
+}
+
+func (sp *Speculator) countInvalidation(r reason) {
+	sp.inval[r].Add(1)
+	sp.metrics.invalidation(r)
+}
+
+func (sp *Speculator) addCache(bytes, entries int64) {
+	sp.bytes.Add(bytes)
+	sp.entries.Add(entries)
+	sp.metrics.cache(bytes, entries)
+}

@@ -1,0 +1,210 @@
+package web
+
+import "time"
+
+// Source is what the page shows. The command wires adapters from the relay,
+// the DDM tap and the speculator to it; tests use [FakeSource].
+//
+// Every method must be safe for concurrent use: HTTP handlers call them from
+// their own goroutines. Returned slices belong to the caller (the handler
+// does not modify them, but may hold them after the call returns), so a
+// Source must hand out copies of anything it keeps changing.
+type Source interface {
+	// VMs are the VMs jdwpaccel is connected to, in a stable order.
+	VMs() []VM
+	// Threads are a VM's threads as the DDM thread monitor last saw them,
+	// or nil for an unknown VM or a VM without thread data.
+	Threads(vm string) []Thread
+	// Heap is a VM's last complete heap picture (HPIF + HPST..HPEN).
+	Heap(vm string) Heap
+	// Accel are the accelerator's (speculator's) figures since start.
+	Accel() AccelStats
+	// Sessions are the debugger sessions, open ones first.
+	Sessions() []Session
+}
+
+// VM is one debuggee.
+type VM struct {
+	// ID names the VM in URLs (/api/v1/vms/{id}/...); URL-safe, stable for
+	// the VM's lifetime.
+	ID string `json:"id"`
+	// Addr is where jdwpaccel reaches the VM's JDWP port.
+	Addr string `json:"addr"`
+	// Ident is the VM's self-description from the DDM HELO reply
+	// ("Dalvik v2.1.0"); empty when the VM is not DDM-aware.
+	Ident string `json:"ident,omitempty"`
+	// App is the process (application) name from HELO/APNM.
+	App string `json:"app,omitempty"`
+	// PID is the VM's process ID from HELO, 0 if unknown.
+	PID uint32 `json:"pid,omitempty"`
+	// DDM says whether the VM answered HELO (Android); false for HotSpot.
+	DDM bool `json:"ddm"`
+	// Debuggers are the remote addresses of the debuggers attached to the VM
+	// through jdwpaccel.
+	Debuggers []string `json:"debuggers"`
+	// Status is a short human-readable note ("thread updates not supported
+	// by this VM"), or empty.
+	Status string `json:"status,omitempty"`
+}
+
+// Thread is one row of the thread table (DDM THCR/THNM/THST).
+type Thread struct {
+	// ID is the DDM thread ID (ART's thin-lock ID; main = 1), not a JDWP
+	// object ID.
+	ID uint32 `json:"id"`
+	// TID is the Linux thread ID.
+	TID uint32 `json:"tid"`
+	// Name is the thread's name.
+	Name string `json:"name"`
+	// Status is the DDMS label of the thread's state: see [ThreadStatusLabel].
+	Status string `json:"status"`
+	// UTime and STime are user and system CPU time in clock ticks
+	// (USER_HZ, 100 per second on Android and Linux).
+	UTime uint32 `json:"utime"`
+	STime uint32 `json:"stime"`
+	// Daemon is the THST isDaemon flag.
+	Daemon bool `json:"daemon"`
+}
+
+// threadStatusLabels are DDMS's labels, indexed by the THST status byte.
+var threadStatusLabels = [...]string{"zombie", "running", "timed-wait", "monitor", "wait", "init", "start", "native", "vmwait", "suspended"}
+
+// ThreadStatusLabel is the DDMS label of a THST status byte ("running",
+// "wait", ...), "unknown" when out of range.
+func ThreadStatusLabel(status uint8) string {
+	if int(status) < len(threadStatusLabels) {
+		return threadStatusLabels[status]
+	}
+	return "unknown"
+}
+
+// HeapKind is the DDMS heap statistics bucket of an element: 1 for free
+// space, 2+kind for allocated space, as ddmuilib's heap panel keys them.
+// It is also the colour index of the heap map.
+type HeapKind uint8
+
+// Heap kinds, in DDMS order.
+const (
+	HeapExpansion HeapKind = iota // heap expansion area (not in any segment)
+	HeapFree                      // free
+	HeapObject                    // data object
+	HeapClass                     // class object
+	HeapArray1                    // 1-byte array (byte[], boolean[])
+	HeapArray2                    // 2-byte array (short[], char[])
+	HeapArray4                    // 4-byte array (Object[], int[], float[])
+	HeapArray8                    // 8-byte array (long[], double[])
+	HeapUnknown                   // unknown object
+	HeapNative                    // non-Java object
+	numHeapKinds
+)
+
+var heapKindLabels = [numHeapKinds]string{
+	"heap expansion area", "free", "data object", "class object",
+	"1-byte array", "2-byte array", "4-byte array", "8-byte array",
+	"unknown object", "non-Java object",
+}
+
+// String is the DDMS label of k.
+func (k HeapKind) String() string {
+	if k < numHeapKinds {
+		return heapKindLabels[k]
+	}
+	return "invalid"
+}
+
+// HeapKindOf maps an HPSG/HPSO state byte (bits 0-2 solidity, 3-5 kind,
+// bit 7 partial) to its DDMS bucket: free when the solidity is 0, else
+// kind+2.
+func HeapKindOf(state uint8) HeapKind {
+	if state&7 == 0 {
+		return HeapFree
+	}
+	return HeapKind((state>>3)&7) + HeapObject
+}
+
+// Heap is a VM's heap: the HPIF summary and the HPSG segment map.
+type Heap struct {
+	// Info is the last HPIF summary; zero Updated means none yet.
+	Info HeapInfo
+	// Generation changes with every completed segment map (HPEN); the page
+	// refetches the map when it does. 0 means no map yet.
+	Generation uint64
+	// Updated is when the current map was completed.
+	Updated time.Time
+	// Segments are the map's pieces in address order.
+	Segments []HeapSegment
+	// Stats and Histogram, when set, are the source's own figures over the
+	// map's elements (a source that merges adjacent runs of one kind must
+	// set them); otherwise SummarizeHeap derives them from Segments, taking
+	// each run as one element. Histogram counts are indexed by
+	// HistogramBin.
+	Stats     []HeapKindStats
+	Histogram []HeapHistoSeries
+	// Truncated says the source cut the map short; the statistics are
+	// whole.
+	Truncated bool
+}
+
+// HeapInfo is an HPIF heap summary. Sizes are bytes.
+type HeapInfo struct {
+	Updated   time.Time
+	MaxSize   uint64
+	Size      uint64
+	Allocated uint64
+	Objects   uint64
+}
+
+// HeapSegment is one HPSG piece: runs of allocation units from Start.
+type HeapSegment struct {
+	Start    uint64
+	UnitSize uint32 // bytes per allocation unit, usually 8
+	// Runs are the elements (objects and free gaps) in order, with partial
+	// (continued) runs already joined, so each run is one element.
+	Runs []HeapRun
+}
+
+// HeapRun is one element of a heap segment, or (see Heap.Stats) several
+// adjacent elements of one kind.
+type HeapRun struct {
+	Kind  HeapKind
+	Units uint32
+}
+
+// AccelStats are the speculative cache's figures since start.
+type AccelStats struct {
+	// Enabled says whether speculation is on.
+	Enabled bool
+	// Hits are debugger commands answered from the cache; Misses went to
+	// the VM.
+	Hits, Misses uint64
+	// Belays are speculative answers held back or withdrawn because the VM
+	// state changed under them.
+	Belays uint64
+	// RoundTripsSaved are VM round trips the debugger did not wait for.
+	RoundTripsSaved uint64
+	// Wasted are speculative commands whose replies were never used.
+	Wasted uint64
+	// Steps is how many debugger steps (resume to stop) were timed, and
+	// StepLatency their latency percentiles.
+	Steps       uint64
+	StepLatency Percentiles
+	// RecentSteps are the latest steps' latencies, oldest first (bounded by
+	// the source); may be nil, then the page charts the p50 history.
+	RecentSteps []time.Duration
+}
+
+// Percentiles summarise a latency distribution.
+type Percentiles struct {
+	P50, P90, P99, Max time.Duration
+}
+
+// Session is one debugger connection through jdwpaccel.
+type Session struct {
+	ID       uint64
+	Debugger string // the debugger's remote address
+	VM       string // the VM's ID (see VM.ID)
+	Started  time.Time
+	Ended    time.Time // zero while open
+	Packets  uint64    // packets relayed both ways
+	Bytes    uint64    // bytes relayed both ways
+}
