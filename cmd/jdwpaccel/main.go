@@ -35,6 +35,7 @@ type subcommand struct {
 func subcommands() []subcommand {
 	return []subcommand{
 		{"proxy", "relay a debugger to a VM, accelerating it", cmdProxy},
+		{"demo", "step a bundled deep program over a slow link, directly and through jdwpaccel", cmdDemo},
 		{"bench", "measure step times directly and through jdwpaccel over emulated links", cmdBench},
 		{"link", "emulate a slow link (RTT, jitter, bandwidth) in front of a TCP service", cmdLink},
 		{"fakevm", "serve a fake DDM VM (design2007, dalvik or art) for demos and tests", cmdFakeVM},

@@ -167,3 +167,19 @@ func TestRealJDI(t *testing.T) {
 		})
 	}
 }
+
+// TestDemo runs the README's main command, shortened: both sides must run
+// and the digest check must pass.
+func TestDemo(t *testing.T) {
+	testBuild(t)
+	var out, errOut lockedBuffer
+	code := run(testCtx(t), []string{"demo", "--rtt", "5ms", "--steps", "2"}, &env{stdout: &out, stderr: &errOut})
+	if code != exitOK {
+		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"live monitor", "speedup per step:", "digest check: OK", "Remote JVM Debug"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

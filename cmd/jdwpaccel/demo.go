@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+const demoExamples = `
+Examples:
+  jdwpaccel demo                 # about a minute; prints the side-by-side result
+  jdwpaccel demo --rtt 100ms     # a cross-region link
+  jdwpaccel demo --keep          # then keeps VM, link and proxy up for your IDE
+`
+
+// demoRun is one side of the comparison.
+type demoRun struct {
+	name    string
+	res     *javavm.DriverResult
+	elapsed time.Duration
+}
+
+func cmdDemo(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	rtt := fs.Duration("rtt", 30*time.Millisecond, "round-trip time of the emulated link")
+	steps := fs.Int("steps", 6, "steps to measure on each side (after one warm-up stop)")
+	workload := fs.String("profile", javavm.ProfileIdeaLike, "driver `profile`: jdb-min, idea-like or vscode-like")
+	httpAddr := fs.String("http-addr", "127.0.0.1:0", "serve the live monitor page at `ADDR` (empty: off)")
+	keep := fs.Bool("keep", false, "after the comparison, keep a VM, the link and the proxy running so you can attach an IDE")
+	listen := fs.String("listen", "127.0.0.1:8700", "with --keep, where the proxy listens for your IDE")
+	var lf logFlags
+	lf.register(fs)
+	lf.level = "warn"
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel demo [flags]\n\nBuild the bundled deep debuggee (27 frames, 26 threads), put an emulated slow link in front of it, and\nstep it with an IntelliJ-like JDI client directly and through jdwpaccel, side by side.\n\nFlags:\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), demoExamples)
+	}
+	if code, ok := parseFlags(fs, args, e); !ok {
+		return code
+	}
+	log, err := lf.logger(e.stderr)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
+		return exitUsage
+	}
+	if *httpAddr != "" {
+		if err := checkListen("--http-addr", *httpAddr, false, log); err != nil {
+			fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
+			return exitUsage
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := e.stdout
+	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
+
+	say("jdwpaccel demo: an IDE-like debugger (%s) stepping a 27-frame, 26-thread program over a %v link.", *workload, *rtt)
+	say("building the bundled debuggees and the JDI driver (javac)...")
+	build, err := javavm.Compile(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n(the demo needs a JDK: sudo apt-get install -y openjdk-17-jdk-headless)\n", err)
+		return exitError
+	}
+
+	// The accelerated side: one proxy stack, with the live page. The VM
+	// address is filled in per run.
+	pf := proxyFlags{speculate: true, maxPacket: 0, minRTT: "2ms", journalRaw: 4096}
+	pf.vm = "127.0.0.1:0" // each run dials its own link (demoChain)
+	st, err := buildStack(ctx, &pf, log)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
+		return exitError
+	}
+	st.tracker.VMOf = func(*relay.Session) string { return "Deep (OpenJDK)" }
+	// HotSpot speaks no DDM, so the page's thread and heap views are fed by
+	// a fake Android VM (no real ART runs here), watched by a real DDM tap.
+	if mon, err := startFakeAndroid(ctx, log, st); err != nil {
+		log.Warn().Err(err).Msg("no fake Android VM for the page")
+	} else {
+		st.holder = mon
+	}
+	if *httpAddr != "" {
+		pf.httpAddr = *httpAddr
+		url, err := st.serve(ctx, &pf, log)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
+			return exitError
+		}
+		say("live monitor (threads, heap, accelerator): %s", url)
+	}
+
+	side := func(name string, viaProxy bool) (*demoRun, error) {
+		say("%-10s starting a fresh JVM, a %v link in front of it%s...", name+":", *rtt, map[bool]string{true: " and jdwpaccel in front of that"}[viaProxy])
+		addr, stop, err := demoChain(ctx, build, *rtt, viaProxy, st, log)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		start := time.Now()
+		res, err := javavm.RunDriver(ctx, build, javavm.DriverOptions{
+			Addr: addr, Profile: *workload, Debuggee: javavm.Deep, Steps: *steps, Warmup: 1,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &demoRun{name: name, res: res, elapsed: time.Since(start)}, nil
+	}
+	direct, err := side("direct", false)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel demo: direct run: %v\n", err)
+		return exitError
+	}
+	before := st.spec.Stats()
+	accel, err := side("jdwpaccel", true)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel demo: proxied run: %v\n", err)
+		return exitError
+	}
+	after := st.spec.Stats()
+
+	say("")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tmedian step\tp95 step\twhole run\t")
+	for _, r := range []*demoRun{direct, accel} {
+		ms := stepTimes(r.res)
+		fmt.Fprintf(tw, "%s\t%.0f ms\t%.0f ms\t%.1f s\t\n", r.name, quantileMS(ms, 0.5), quantileMS(ms, 0.95), r.elapsed.Seconds())
+	}
+	tw.Flush()
+	d, a := quantileMS(stepTimes(direct.res), 0.5), quantileMS(stepTimes(accel.res), 0.5)
+	say("")
+	if a > 0 {
+		say("speedup per step: %.1fx", d/a)
+	}
+	hits, belays, misses := after.Hits-before.Hits, after.Belays-before.Belays, after.Misses-before.Misses
+	sent, wasted := after.SpecSent-before.SpecSent, after.SpecWasted-before.SpecWasted
+	say("cache: %d hits, %d belays, %d misses; %d speculative commands, %d wasted", hits, belays, misses, sent, wasted)
+	if slices.Equal(direct.res.Digests(), accel.res.Digests()) {
+		say("digest check: OK, the debugger saw identical values at all %d stops", len(direct.res.Stops))
+	} else {
+		say("digest check: FAILED, the debugger saw different values through jdwpaccel")
+		return exitError
+	}
+	say("")
+	if !*keep {
+		printAttachHelp(out, build, *rtt, *listen, false)
+		return exitOK
+	}
+	return demoKeep(ctx, out, build, *rtt, *listen, st, log)
+}
+
+func stepTimes(r *javavm.DriverResult) []float64 {
+	var ms []float64
+	for _, s := range r.Steady() {
+		ms = append(ms, s.MS)
+	}
+	return ms
+}
+
+func quantileMS(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[min(len(v)-1, int(q*float64(len(v))))]
+}
+
+// demoChain starts a Deep VM behind a link, and the proxy in front of the
+// link when viaProxy; it returns where the debugger should connect.
+func demoChain(ctx context.Context, build *javavm.Build, rtt time.Duration, viaProxy bool, st *stack, log zerolog.Logger) (string, func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	vm, err := javavm.Start(ctx, build, javavm.Deep, javavm.VMOptions{})
+	if err != nil {
+		cancel()
+		return "", nil, err
+	}
+	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, log)
+	if err != nil {
+		vm.Stop()
+		cancel()
+		return "", nil, err
+	}
+	stop := func() { cancel(); lk.Close(); vm.Stop() }
+	if !viaProxy {
+		return lk.Addr().String(), stop, nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	cfg := st.cfg
+	cfg.DialVM = relay.DialTCP(lk.Addr().String())
+	cfg.VMHandshakeDone = false
+	done := make(chan struct{})
+	go func() { relay.NewServer(cfg).Serve(ctx, ln); close(done) }() //nolint:errcheck // ends with ctx
+	return ln.Addr().String(), func() { stop(); <-done }, nil
+}
+
+// startFakeAndroid serves a fake Dalvik VM with thread churn and a DDM
+// holder watching it, for the page.
+func startFakeAndroid(ctx context.Context, log zerolog.Logger, st *stack) (*ddmtap.Holder, error) {
+	vm, err := fakevm.Listen("127.0.0.1:0", fakevm.Config{
+		Profile: fakevm.Dalvik, Seed: 7, Threads: 12, AppName: "com.example.demo",
+		ChurnInterval: 700 * time.Millisecond, GCInterval: 3 * time.Second, HeapObjects: 4000, Logger: zerolog.Nop(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	go vm.Serve(ctx) //nolint:errcheck // ends with ctx
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{
+		Addr: vm.Addr(), Logger: log, Metrics: ddmtap.NewMetrics(st.reg),
+		Options: ddmtap.Options{PollInterval: time.Second, ReplyTimeout: 3 * time.Second},
+	})
+	go h.Run(ctx) //nolint:errcheck // ends with ctx
+	go func() {
+		t := time.NewTicker(3 * time.Second)
+		defer t.Stop()
+		for {
+			h.Monitor().RequestHeap() //nolint:errcheck // unsupported features are shown as such
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return h, nil
+}
+
+func printAttachHelp(out io.Writer, build *javavm.Build, rtt time.Duration, listen string, running bool) {
+	if running {
+		fmt.Fprintf(out, "The deep debuggee is waiting behind a %v link and jdwpaccel listens on %s. Attach your IDE there:\n", rtt, listen)
+	} else {
+		fmt.Fprintf(out, "To try it with your IDE, run \"jdwpaccel demo --keep\", or set it up by hand:\n")
+		fmt.Fprintf(out, "  java -agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:5005 -cp %s Deep\n", build.Classes)
+		fmt.Fprintf(out, "  jdwpaccel link --listen 127.0.0.1:5006 --to 127.0.0.1:5005 --rtt %v\n", rtt)
+		fmt.Fprintf(out, "  jdwpaccel proxy --vm 127.0.0.1:5006 --listen %s --http-addr 127.0.0.1:8780\n", listen)
+		fmt.Fprintf(out, "then attach your IDE to %s:\n", listen)
+	}
+	host, port, _ := net.SplitHostPort(listen)
+	fmt.Fprintf(out, "  jdb:      jdb -connect com.sun.jdi.SocketAttach:hostname=%s,port=%s\n", host, port)
+	fmt.Fprintf(out, "  IntelliJ / Android Studio: Run > Edit Configurations > + > Remote JVM Debug, host %s, port %s\n", host, port)
+	fmt.Fprintf(out, "  VS Code:  launch.json {\"type\": \"java\", \"request\": \"attach\", \"hostName\": %q, \"port\": %s}\n", host, port)
+	fmt.Fprintf(out, "  and set a breakpoint at Deep.java line %d (the source is in %s).\n", mustLine(javavm.Deep), build.Source)
+}
+
+func mustLine(debuggee string) int {
+	n, _ := javavm.BreakpointLine(debuggee)
+	return n
+}
+
+// demoKeep keeps a Deep VM, the link and the proxy running on listen until
+// the user interrupts.
+func demoKeep(ctx context.Context, out io.Writer, build *javavm.Build, rtt time.Duration, listen string, st *stack, log zerolog.Logger) int {
+	vm, err := javavm.Start(ctx, build, javavm.Deep, javavm.VMOptions{})
+	if err != nil {
+		fmt.Fprintf(out, "cannot start the debuggee: %v\n", err)
+		return exitError
+	}
+	defer vm.Stop()
+	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, log)
+	if err != nil {
+		fmt.Fprintf(out, "cannot start the link: %v\n", err)
+		return exitError
+	}
+	defer lk.Close()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintf(out, "cannot listen on %s: %v\n", listen, err)
+		return exitError
+	}
+	printAttachHelp(out, build, rtt, ln.Addr().String(), true)
+	fmt.Fprintln(out, "Press Ctrl-C to stop.")
+	cfg := st.cfg
+	cfg.DialVM = relay.DialTCP(lk.Addr().String())
+	cfg.VMHandshakeDone = false
+	if err := relay.NewServer(cfg).Serve(ctx, ln); err != nil {
+		return exitError
+	}
+	return exitOK
+}
