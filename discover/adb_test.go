@@ -130,6 +130,7 @@ func TestADBSource(t *testing.T) {
 	s.AddDevice("emu-1", "device")
 	s.AddProcess("emu-1", fakeProc(t, 101, "com.example.a"))
 	s.AddProcess("emu-1", fakeProc(t, 102, "com.example.b"))
+	p201 := fakeProc(t, 201, "com.example.c") // for later; counted in the baseline
 	sel := listenLocal(t)
 	g0, f0 := runtime.NumGoroutine(), countFDs(t)
 	src := &ADB{Client: &ADBClient{Addr: s.Addr()}, Retry: 50 * time.Millisecond, Logger: zerolog.Nop()}
@@ -162,7 +163,7 @@ func TestADBSource(t *testing.T) {
 	}
 	// A device is plugged in, then unplugged.
 	s.AddDevice("emu-2", "device")
-	s.AddProcess("emu-2", fakeProc(t, 201, "com.example.c"))
+	s.AddProcess("emu-2", p201)
 	waitState(t, m, "emu-2", func(s Snapshot) bool { _, ok := statusOf(s, "adb:emu-2:201"); return ok })
 	s.RemoveDevice("emu-2")
 	waitState(t, m, "emu-2 gone", func(s Snapshot) bool { return len(s.VMs) == 1 })

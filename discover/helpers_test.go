@@ -303,6 +303,15 @@ func waitCount(t testing.TB, what string, want int, f func() int) {
 				buf := make([]byte, 1<<20)
 				t.Logf("%s", buf[:runtime.Stack(buf, true)])
 			}
+			if what == "fds" {
+				ents, _ := os.ReadDir("/proc/self/fd")
+				for _, e := range ents {
+					l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+					t.Logf("fd %s -> %s", e.Name(), l)
+				}
+				b, _ := os.ReadFile("/proc/net/tcp")
+				t.Logf("%s", b)
+			}
 			t.Fatalf("%s: %d, want <= %d", what, got, want)
 		}
 		time.Sleep(20 * time.Millisecond)

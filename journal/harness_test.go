@@ -138,14 +138,19 @@ func newToySpeculator() *toySpeculator {
 	return &toySpeculator{next: synthBase, synth: map[uint32]jdwp.Cmd{}, belayed: map[uint32]uint32{}}
 }
 
-func (t *toySpeculator) send(s *relay.Session, c jdwp.Cmd, body []byte) uint32 {
+// send sends a synthetic command; a debugger command belayed behind it
+// (belayFor, 0 for none) is registered before it goes, since its reply can
+// come back before SendToVM returns.
+func (t *toySpeculator) send(s *relay.Session, c jdwp.Cmd, body []byte, belayFor uint32, belay bool) {
 	t.mu.Lock()
 	t.next++
 	id := t.next
 	t.synth[id] = c
+	if belay {
+		t.belayed[id] = belayFor
+	}
 	t.mu.Unlock()
 	s.SendToVM(jdwp.AppendCommand(nil, id, c, body), relay.Synthetic) //nolint:errcheck // the session ending is fine
-	return id
 }
 
 func (t *toySpeculator) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
@@ -163,13 +168,9 @@ func (t *toySpeculator) FromDebugger(s *relay.Session, f *relay.Frame) relay.Act
 			return relay.Consume
 		}
 	case jdwp.CmdVirtualMachineAllThreads:
-		t.send(s, jdwp.CmdVirtualMachineVersion, nil)
+		t.send(s, jdwp.CmdVirtualMachineVersion, nil, 0, false)
 	case jdwp.CmdThreadReferenceName:
-		dbgID := f.ID
-		id := t.send(s, jdwp.CmdThreadReferenceName, f.Packet.Body())
-		t.mu.Lock()
-		t.belayed[id] = dbgID
-		t.mu.Unlock()
+		t.send(s, jdwp.CmdThreadReferenceName, f.Packet.Body(), f.ID, true)
 		f.Origin = relay.Belay
 		return relay.Consume
 	}

@@ -392,3 +392,34 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// TestReplyBeforeCommandIsReordered: the relay can observe a belayed
+// command's answer before the command itself (the answer is sent from the
+// VM's goroutine while the debugger's goroutine is still in the
+// interceptor); the journal writes the command first.
+func TestReplyBeforeCommandIsReordered(t *testing.T) {
+	var buf bytes.Buffer
+	j := &Journal{opts: Options{RawLimit: defaultRawLimit, Version: "t"}, start: time.Now(), keep: defaultRawLimit, metrics: newMetrics(nil)}
+	w := newWriter(j, newWriterSink(&buf))
+	t0 := time.Now()
+	cmd := jdwp.AppendCommand(nil, 5, jdwp.CmdThreadReferenceName, threadBody(1))
+	reply := jdwp.AppendReply(nil, 5, 0, []byte{0, 0, 0, 0})
+	w.slot(&slot{typ: slotSessionStart, session: 1, time: t0})
+	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(reply), time: t0.Add(2 * time.Millisecond), buf: reply})
+	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToVM, kind: relay.KindCommand, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(cmd), time: t0.Add(time.Millisecond), buf: cmd})
+	// A reply whose command never comes is still written, at the end.
+	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.CacheHit, id: 9, wireID: 9, length: len(reply), time: t0.Add(3 * time.Millisecond), buf: reply})
+	w.slot(&slot{typ: slotSessionEnd, session: 1, time: t0.Add(4 * time.Millisecond)})
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := readAll(t, buf.Bytes())
+	dv := DebuggerView(recs)
+	if len(dv) != 3 || dv[0].Kind != KindCommand || dv[1].Kind != KindReply || dv[1].LatencyNs != int64(time.Millisecond) || dv[2].ID != 9 {
+		t.Fatalf("debugger view %v: want the command, its reply 1ms later, then the stray reply", dv)
+	}
+	rep := Check(recs)
+	if len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "no command of its own") {
+		t.Errorf("violations %q: want only the stray reply", rep.Violations)
+	}
+}

@@ -66,7 +66,7 @@ func (e *pcapngEncoder) begin(dst []byte, w *writer) []byte {
 	dst = le32(dst, 0x1A2B3C4D)
 	dst = le16(dst, 1)
 	dst = le16(dst, 0)
-	dst = le64(dst, ^uint64(0)) // section length unknown
+	dst = le64(dst, ^uint64(0))                                     // section length unknown
 	dst = pcapOption(dst, 4, []byte("jdwpaccel "+w.j.opts.Version)) // shb_userappl
 	dst = pcapOption(dst, 1, []byte("jdwpaccel journal, debugger view; started "+w.j.start.UTC().Format(rfc3339Nano)))
 	dst = le32(dst, 0) // opt_endofopt

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
@@ -37,6 +38,13 @@ func realSession(t *testing.T, ctx context.Context, b *javavm.Build, spec bool) 
 	})
 	res, err := javavm.RunDriver(ctx, b, javavm.DriverOptions{Addr: addr, Debuggee: javavm.Shallow, Profile: javavm.ProfileIdeaLike, Steps: 3, Warmup: 1})
 	if err != nil {
+		stop()
+		j.Close()
+		recs, _ := Read(bytes.NewReader(buf.Bytes()))
+		for _, r := range recs[max(0, len(recs)-12):] {
+			r.Bytes = nil
+			t.Log(r)
+		}
 		t.Fatal(err)
 	}
 	select {

@@ -145,25 +145,25 @@ type Record struct {
 	IDSizes *IDSizesRecord `json:"id_sizes,omitempty"`
 
 	// Packets.
-	View          string   `json:"view,omitempty"`
-	Dir           string   `json:"dir,omitempty"`
-	Kind          string   `json:"kind,omitempty"`
-	ID            uint32   `json:"id,omitempty"`
-	WireID        *uint32  `json:"wire_id,omitempty"`
-	Name          string   `json:"name,omitempty"`
-	Set           uint8    `json:"set,omitempty"`
-	Cmd           uint8    `json:"cmd,omitempty"`
-	Error         uint16   `json:"error,omitempty"`
-	ErrorName     string   `json:"error_name,omitempty"`
-	Len           int      `json:"len,omitempty"`
-	Served        string   `json:"served,omitempty"`
-	LatencyNs     int64    `json:"latency_ns,omitempty"`
-	VMLatencyNs   int64    `json:"vm_latency_ns,omitempty"`
-	Thread        *Uint64  `json:"thread,omitempty"`
-	Events        []string `json:"events,omitempty"`
-	Bytes         []byte   `json:"bytes,omitempty"` // base64 in JSON
-	Truncated     bool     `json:"truncated,omitempty"`
-	Chunk         string   `json:"chunk,omitempty"`
+	View        string   `json:"view,omitempty"`
+	Dir         string   `json:"dir,omitempty"`
+	Kind        string   `json:"kind,omitempty"`
+	ID          uint32   `json:"id,omitempty"`
+	WireID      *uint32  `json:"wire_id,omitempty"`
+	Name        string   `json:"name,omitempty"`
+	Set         uint8    `json:"set,omitempty"`
+	Cmd         uint8    `json:"cmd,omitempty"`
+	Error       uint16   `json:"error,omitempty"`
+	ErrorName   string   `json:"error_name,omitempty"`
+	Len         int      `json:"len,omitempty"`
+	Served      string   `json:"served,omitempty"`
+	LatencyNs   int64    `json:"latency_ns,omitempty"`
+	VMLatencyNs int64    `json:"vm_latency_ns,omitempty"`
+	Thread      *Uint64  `json:"thread,omitempty"`
+	Events      []string `json:"events,omitempty"`
+	Bytes       []byte   `json:"bytes,omitempty"` // base64 in JSON
+	Truncated   bool     `json:"truncated,omitempty"`
+	Chunk       string   `json:"chunk,omitempty"`
 
 	// Session start: Continued marks a session re-announced at the top of
 	// a rotated file (it started in an earlier file).

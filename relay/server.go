@@ -208,27 +208,19 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 }
 
 // readDebugger and readVM are named so that stack dumps say which side a
-// goroutine serves.
+// goroutine serves. An error caused by the session closing is no error.
 func (s *Session) readDebugger(r *jdwp.Reader) error {
 	err := s.relayDebuggerToVM(r)
-	if err != nil && classify(err) != "" && !s.closed.Load() {
-		return fmt.Errorf("from debugger: %w", err)
+	if classify(err) == "" || s.closed.Load() {
+		return nil
 	}
-	return normalEnd(err)
+	return fmt.Errorf("from debugger: %w", err)
 }
 
 func (s *Session) readVM(r *jdwp.Reader) error {
 	err := s.relayVMToDebugger(r)
-	if err != nil && classify(err) != "" && !s.closed.Load() {
-		return fmt.Errorf("from VM: %w", err)
-	}
-	return normalEnd(err)
-}
-
-// normalEnd turns the error of a reader stopped by a close into nil.
-func normalEnd(err error) error {
-	if classify(err) == "" {
+	if classify(err) == "" || s.closed.Load() {
 		return nil
 	}
-	return err
+	return fmt.Errorf("from VM: %w", err)
 }
