@@ -218,7 +218,7 @@ func start(opts Options, s sink) *Journal {
 	keep := max(opts.RawLimit, minCopy)
 	j := &Journal{
 		opts:    opts,
-		log:     opts.Logger.With().Str("component", "journal").Logger(),
+		log:     opts.Logger,
 		start:   time.Now(),
 		keep:    keep,
 		metrics: newMetrics(opts.Registerer),

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"os"
 	"context"
 	"slices"
 	"testing"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 // realSession runs the IDE-like JDI driver against a real JVM through a
@@ -16,7 +20,7 @@ import (
 // and belays are correct for any VM: Version never changes, and a belayed
 // Name gets the VM's own answer), and returns the journal and the driver's
 // result.
-func realSession(t *testing.T, ctx context.Context, b *javavm.Build, spec bool) ([]Record, *javavm.DriverResult) {
+func realSession(t *testing.T, ctx context.Context, b *javavm.Build, spec func(*relay.Session) relay.Interceptor) ([]Record, *javavm.DriverResult) {
 	t.Helper()
 	vm, err := javavm.Start(ctx, b, javavm.Shallow, javavm.VMOptions{})
 	if err != nil {
@@ -29,10 +33,10 @@ func realSession(t *testing.T, ctx context.Context, b *javavm.Build, spec bool) 
 		t.Fatal(err)
 	}
 	ended := make(chan struct{})
-	addr, stop := startProxy(t, vm.Addr(), func(*relay.Session) relay.Hooks {
+	addr, stop := startProxy(t, vm.Addr(), func(s *relay.Session) relay.Hooks {
 		h := relay.Hooks{Observers: []relay.Observer{j, endSignal(ended)}}
-		if spec {
-			h.Interceptors = []relay.Interceptor{newToySpeculator()}
+		if spec != nil {
+			h.Interceptors = []relay.Interceptor{spec(s)}
 		}
 		return h
 	})
@@ -41,9 +45,15 @@ func realSession(t *testing.T, ctx context.Context, b *javavm.Build, spec bool) 
 		stop()
 		j.Close()
 		recs, _ := Read(bytes.NewReader(buf.Bytes()))
-		for _, r := range recs[max(0, len(recs)-12):] {
+		for _, r := range recs[max(0, len(recs)-6):] {
 			r.Bytes = nil
 			t.Log(r)
+		}
+		if err := Check(recs).Err(); err != nil {
+			t.Log(err)
+		}
+		if p := os.Getenv("JOURNAL_DUMP"); p != "" {
+			os.WriteFile(p, buf.Bytes(), 0o644) //nolint:errcheck // debugging aid
 		}
 		t.Fatal(err)
 	}
@@ -85,9 +95,12 @@ func TestRealVMJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, dres := realSession(t, ctx, b, false)
-	proxied, pres := realSession(t, ctx, b, true)
-	for name, recs := range map[string][]Record{"transparent": direct, "speculating": proxied} {
+	toy := func(*relay.Session) relay.Interceptor { return newToySpeculator() }
+	sp := speculator.New(speculator.Config{Enabled: true, MinRTT: -1}, zerolog.Nop(), speculator.NewMetrics(prometheus.NewRegistry()))
+	direct, dres := realSession(t, ctx, b, nil)
+	proxied, pres := realSession(t, ctx, b, toy)
+	real, rres := realSession(t, ctx, b, sp.NewSession)
+	for name, recs := range map[string][]Record{"transparent": direct, "toy speculator": proxied, "speculator": real} {
 		rep := Check(recs)
 		if err := rep.Err(); err != nil {
 			t.Errorf("%s session: %v", name, err)
@@ -110,6 +123,15 @@ func TestRealVMJournal(t *testing.T) {
 		t.Errorf("the debugger saw different stops:\n%v\n%v", dres.Digests(), pres.Digests())
 	}
 	if d, p := commandSequence(direct), commandSequence(proxied); !slices.Equal(d, p) {
-		t.Errorf("the debugger sent %d commands directly and %d through the speculator, or in another order", len(d), len(p))
+		t.Errorf("the debugger sent %d commands directly and %d through the toy speculator, or in another order", len(d), len(p))
+	}
+	// The real speculator: same stops seen; its journal is checked above.
+	if !slices.Equal(dres.Digests(), rres.Digests()) {
+		t.Errorf("the debugger saw different stops through the speculator:\n%v\n%v", dres.Digests(), rres.Digests())
+	}
+	rst := ComputeStats(real)
+	t.Logf("speculator: %d debugger commands, %d hits, %d belays, %d speculative commands", rst.Commands, rst.CacheHits, rst.Belays, rst.Synthetic)
+	if d, r := commandSequence(direct), commandSequence(real); !slices.Equal(d, r) {
+		t.Logf("note: the debugger's command sequence differs through the speculator (%d against %d commands)", len(d), len(r))
 	}
 }

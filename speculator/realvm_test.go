@@ -51,7 +51,7 @@ func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *pro
 	cfg.Enabled = true
 	log := zerolog.Nop()
 	if os.Getenv("SPEC_DEBUG") != "" {
-		log = zerolog.New(zerolog.NewConsoleWriter()).Level(zerolog.DebugLevel)
+		log = zerolog.New(os.Stderr).Level(zerolog.TraceLevel)
 	}
 	sp := New(cfg, log, nil)
 	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), Logger: log, NewHooks: sp.Hooks})

@@ -94,7 +94,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	}
 	if *httpAddr != "" {
 		pf.httpAddr = *httpAddr
-		url, err := st.serve(ctx, &pf, log)
+		url, err := st.serve(ctx, &pf, log, nil)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
 			return exitError

@@ -40,6 +40,8 @@ func subcommands() []subcommand {
 		{"link", "emulate a slow link (RTT, jitter, bandwidth) in front of a TCP service", cmdLink},
 		{"fakevm", "serve a fake DDM VM (design2007, dalvik or art) for demos and tests", cmdFakeVM},
 		{"journal", "show or summarise a journal written by proxy --journal", cmdJournal},
+		{"vms", "list the VMs a running proxy found (--vm scan: or adb:)", cmdVMs},
+		{"select", "choose the VM that the proxy's --listen port reaches", cmdSelect},
 		{"version", "print the version and build information", cmdVersion},
 	}
 }

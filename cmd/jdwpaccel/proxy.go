@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -35,15 +36,18 @@ type proxyFlags struct {
 	journalRaw  int
 
 	ddm ddmFlags
+	vms vmFlags
 	log logFlags
+
+	httpDefault bool // --http-addr was not given: a busy default port only warns
 }
 
 func (p *proxyFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.vm, "vm", "", "the VM's JDWP address, `HOST:PORT` (required)")
+	fs.StringVar(&p.vm, "vm", "", vmSpecHelp)
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:8700", "where debuggers connect, `ADDR` (port 0 picks a free port and logs it)")
 	fs.BoolVar(&p.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (anyone who connects controls the VM)")
 	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (loopback unless --allow-remote)")
-	fs.StringVar(&p.httpAddr, "http-addr", "", "serve the live monitor page, JSON API and /metrics at http://`ADDR`/ (loopback unless --allow-remote)")
+	fs.StringVar(&p.httpAddr, "http-addr", vmsDefaultHTTPAddr, "serve the live monitor page, JSON API (also used by \"jdwpaccel vms\" and \"select\") and /metrics at http://`ADDR`/ (loopback unless --allow-remote; empty: off)")
 	fs.IntVar(&p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes`")
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
@@ -53,6 +57,7 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
 	fs.IntVar(&p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (negative: none)")
 	p.ddm.register(fs)
+	p.vms.register(fs)
 	p.log.register(fs)
 }
 
@@ -65,9 +70,15 @@ Examples:
   # with the live monitor page and a journal for Perfetto
   jdwpaccel proxy --vm 127.0.0.1:5005 --http-addr 127.0.0.1:8780 --journal session.perfetto.json
 
-  # an Android app: forward its JDWP port with adb first
-  adb forward tcp:8600 jdwp:$(adb shell pidof -s com.example.app)
-  jdwpaccel proxy --vm 127.0.0.1:8600 --metrics-addr 127.0.0.1:9464
+  # every JVM with a JDWP agent on this machine: each gets a port from 8701,
+  # and 8700 reaches the one chosen with "jdwpaccel select" (or the only one)
+  jdwpaccel proxy --vm scan:
+  jdwpaccel vms
+
+  # the debuggable apps of an Android device, through the local adb server
+  jdwpaccel proxy --vm adb:
+  # or one app: adb forward tcp:8600 jdwp:$(adb shell pidof -s com.example.app)
+  jdwpaccel proxy --vm 127.0.0.1:8600
 `
 
 // stack is a relay configuration with every feature the flags ask for.
@@ -130,6 +141,12 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		h.Observers = append(h.Observers, st.tracker)
 		return h
 	}
+	if isDiscoverySpec(pf.vm) {
+		if pf.ddm.enabled {
+			log.Info().Msg("DDM monitoring watches a single --vm HOST:PORT; with discovery it is off for now")
+		}
+		return st, nil
+	}
 	st.holder = setupDDM(ctx, log.With().Str("component", "ddm").Logger(), st.reg, pf.vm, pf.ddm, &st.cfg)
 	return st, nil
 }
@@ -154,16 +171,25 @@ func (st *stack) monitorSource() *web.DDMSource {
 
 // serve starts the metrics and monitor HTTP servers the flags ask for and
 // returns the monitor's URL ("" without one).
-func (st *stack) serve(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (string, error) {
+func (st *stack) serve(ctx context.Context, pf *proxyFlags, log zerolog.Logger, extra map[string]http.Handler) (string, error) {
 	var url string
 	if pf.httpAddr != "" {
 		h := web.NewHandler(st.monitorSource(), st.reg, log)
 		context.AfterFunc(ctx, h.Close)
-		addr, err := serveHTTP(ctx, pf.httpAddr, h, log, "monitor")
-		if err != nil {
-			return "", err
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		for pattern, eh := range extra {
+			mux.Handle(pattern, eh)
 		}
-		url = "http://" + addr.String() + "/"
+		addr, err := serveHTTP(ctx, pf.httpAddr, mux, log, "monitor")
+		switch {
+		case err != nil && pf.httpDefault:
+			log.Warn().Err(err).Str("addr", pf.httpAddr).Msg("cannot serve the live monitor on its default address; going on without it (set --http-addr)")
+		case err != nil:
+			return "", err
+		default:
+			url = "http://" + addr.String() + "/"
+		}
 	}
 	if pf.metricsAddr != "" && pf.metricsAddr != pf.httpAddr {
 		mux := http.NewServeMux()
@@ -187,6 +213,12 @@ func cmdProxy(ctx context.Context, e *env, args []string) int {
 	if code, ok := parseFlags(fs, args, e); !ok {
 		return code
 	}
+	pf.httpDefault = true
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "http-addr" {
+			pf.httpDefault = false
+		}
+	})
 	log, err := pf.log.logger(e.stderr)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
@@ -221,7 +253,7 @@ func (pf *proxyFlags) check(log zerolog.Logger) error {
 	if pf.vm == "" {
 		return errors.New("--vm HOST:PORT is required")
 	}
-	if _, _, err := net.SplitHostPort(pf.vm); err != nil {
+	if _, _, err := net.SplitHostPort(pf.vm); err != nil && !isDiscoverySpec(pf.vm) {
 		return fmt.Errorf("bad --vm %q: %v", pf.vm, err)
 	}
 	for _, a := range []struct{ name, addr string }{{"--listen", pf.listen}, {"--metrics-addr", pf.metricsAddr}, {"--http-addr", pf.httpAddr}} {
@@ -236,22 +268,39 @@ func (pf *proxyFlags) check(log zerolog.Logger) error {
 }
 
 func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger, e *env) int {
-	url, err := st.serve(ctx, pf, log)
-	if err != nil {
-		log.Error().Err(err).Msg("cannot serve HTTP")
-		return exitError
-	}
-	if url != "" {
-		fmt.Fprintf(e.stderr, "live monitor: %s\n", url)
-	}
 	ln, err := net.Listen("tcp", pf.listen)
 	if err != nil {
 		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
 		return exitError
 	}
+	var manager *discover.Manager
+	extra := map[string]http.Handler{}
+	if isDiscoverySpec(pf.vm) {
+		manager, err = newVMManager(pf.vm, pf.vms, ln, relayServeFunc(st.cfg, nil), nil, log, st.reg)
+		if err != nil {
+			ln.Close()
+			fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
+			return exitUsage
+		}
+		extra[discover.APIPrefix] = discover.Handler(manager)
+	}
+	url, err := st.serve(ctx, pf, log, extra)
+	if err != nil {
+		ln.Close()
+		log.Error().Err(err).Msg("cannot serve HTTP")
+		return exitError
+	}
+	if url != "" {
+		log.Info().Str("url", url).Msg("live monitor")
+	}
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("speculate", pf.speculate).
 		Msg("proxy listening; attach the debugger here")
-	if err := relay.NewServer(st.cfg).Serve(ctx, ln); err != nil {
+	if manager != nil {
+		err = manager.Run(ctx)
+	} else {
+		err = relay.NewServer(st.cfg).Serve(ctx, ln)
+	}
+	if err != nil {
 		log.Error().Err(err).Msg("proxy stopped")
 		return exitError
 	}

@@ -40,7 +40,7 @@ func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	logs = &lockedBuffer{}
-	args := append([]string{"proxy", "--vm", vmAddr, "--listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	args := append([]string{"proxy", "--vm", vmAddr, "--listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json"}, extra...)
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, args, &env{stdout: io.Discard, stderr: pw})
