@@ -423,3 +423,54 @@ func TestReplyBeforeCommandIsReordered(t *testing.T) {
 		t.Errorf("violations %q: want only the stray reply", rep.Violations)
 	}
 }
+
+func TestStatsAndShow(t *testing.T) {
+	recs := readAll(t, session(t, Options{}, true, script))
+	st := ComputeStats(recs)
+	if st.Commands != 8 || st.CacheHits != 1 || st.Belays != 1 || st.Forwarded != 6 || st.RoundTripsSaved != 2 || st.Synthetic != 2 || st.Events != 1 || st.Sessions != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	var version *CommandStats
+	for i := range st.PerCommand {
+		if st.PerCommand[i].Name == "VirtualMachine.Version" {
+			version = &st.PerCommand[i]
+		}
+	}
+	if version == nil || version.Count != 2 || version.CacheHits != 1 || version.Synthetic != 1 || version.Latency.N != 2 || version.Latency.Max < version.Latency.P50 {
+		t.Errorf("Version stats %+v", version)
+	}
+	var text bytes.Buffer
+	if err := st.WriteText(&text); err != nil || !strings.Contains(text.String(), "round trips saved 2") {
+		t.Errorf("stats text:\n%s", text.String())
+	}
+
+	sets, err := ParseSets("ThreadReference, 64")
+	if err != nil || len(sets) != 2 || sets[0] != 11 || sets[1] != 64 {
+		t.Fatalf("ParseSets = %v, %v", sets, err)
+	}
+	if _, err := ParseSets("Nope"); err == nil {
+		t.Error("ParseSets(Nope) succeeded")
+	}
+	threads, err := ParseThreads("0x1234")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byThread := (&Filter{Threads: threads}).Apply(recs)
+	// Name (belay) and Frames: command and reply each; and the event.
+	if len(byThread) != 5 {
+		t.Errorf("thread filter kept %d records, want 5: %v", len(byThread), byThread)
+	}
+	wire := (&Filter{View: ViewWire, Served: []string{ServedSynthetic}}).Apply(recs)
+	if len(wire) != 4 {
+		t.Errorf("wire synthetic filter kept %d records, want 4", len(wire))
+	}
+	if n := len((&Filter{Sets: sets, Since: time.Hour}).Apply(recs)); n != 0 {
+		t.Errorf("--since 1h kept %d records", n)
+	}
+	for _, r := range byThread {
+		line := FormatRecord(&r, FormatOptions{Hex: true})
+		if !strings.Contains(line, "thread=0x1234") || !strings.Contains(line, r.Served) || !strings.Contains(line, "00000000") {
+			t.Errorf("FormatRecord: %q", line)
+		}
+	}
+}

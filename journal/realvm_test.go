@@ -2,8 +2,8 @@ package journal
 
 import (
 	"bytes"
-	"os"
 	"context"
+	"os"
 	"slices"
 	"testing"
 	"time"

@@ -51,7 +51,7 @@ func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *pro
 	cfg.Enabled = true
 	log := zerolog.Nop()
 	if os.Getenv("SPEC_DEBUG") != "" {
-		log = zerolog.New(os.Stderr).Level(zerolog.TraceLevel)
+		log = zerolog.New(&debugLog).Level(zerolog.TraceLevel)
 	}
 	sp := New(cfg, log, nil)
 	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), Logger: log, NewHooks: sp.Hooks})
@@ -74,6 +74,22 @@ func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *pro
 	return &proxy{addr: ln.Addr().String(), sp: sp}
 }
 
+// debugLog collects the proxy's log when SPEC_DEBUG is set; it is written
+// to /tmp/spec_fail.log when a proxied driver run fails.
+var debugLog lockedBuf
+
+type lockedBuf struct {
+	mu sync.Mutex // guards b
+	b  []byte
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.b = append(l.b, p...)
+	l.mu.Unlock()
+	return len(p), nil
+}
+
 // runDriver starts a fresh debuggee and runs the driver against it, direct
 // (rtt < 0) or through the speculating proxy with a link of the given RTT.
 func runDriver(t testing.TB, b *javavm.Build, opts javavm.DriverOptions, rtt time.Duration, cfg Config) (*javavm.DriverResult, *Speculator, error) {
@@ -88,9 +104,14 @@ func runDriver(t testing.TB, b *javavm.Build, opts javavm.DriverOptions, rtt tim
 		p := startProxy(t, vm.Addr(), rtt, cfg)
 		opts.Addr, sp = p.addr, p.sp
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := javavm.RunDriver(ctx, b, opts)
+	if err != nil && os.Getenv("SPEC_DEBUG") != "" {
+		debugLog.mu.Lock()
+		os.WriteFile("/tmp/spec_fail.log", debugLog.b, 0o644)
+		debugLog.mu.Unlock()
+	}
 	if err != nil {
 		return nil, sp, fmt.Errorf("%w\nVM output:\n%s", err, vm.Output())
 	}

@@ -34,6 +34,7 @@ type proxyFlags struct {
 	journalFmt  string
 	journalMax  int64
 	journalRaw  int
+	journalQ    int
 
 	ddm ddmFlags
 	vms vmFlags
@@ -56,6 +57,7 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format`: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
 	fs.IntVar(&p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (negative: none)")
+	fs.IntVar(&p.journalQ, "journal-queue", 8192, "journal records buffered between the relay and the file; beyond it records are dropped, counted and reported")
 	p.ddm.register(fs)
 	p.vms.register(fs)
 	p.log.register(fs)
@@ -122,7 +124,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		}
 		v, _ := version()
 		j, err := journal.Open(journal.Options{
-			Path: pf.journalPath, Format: format, MaxBytes: pf.journalMax, RawLimit: pf.journalRaw,
+			Path: pf.journalPath, Format: format, MaxBytes: pf.journalMax, RawLimit: pf.journalRaw, QueueSize: pf.journalQ,
 			Version: v, Logger: log.With().Str("component", "journal").Logger(), Registerer: st.reg,
 		})
 		if err != nil {
