@@ -508,3 +508,24 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, values ...stri
 	t.Fatalf("no counter %s%v", name, values)
 	return 0
 }
+
+// TestFlushWhenBurstEndsConsumed: a forwarded packet followed, in the same
+// read, by one an interceptor consumes must still be flushed to its peer.
+func TestFlushWhenBurstEndsConsumed(t *testing.T) {
+	ans := &answerer{closed: make(chan struct{})}
+	r := newRig(t, func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Interceptors: []relay.Interceptor{ans}}
+	})
+	dbg, vm := r.connect()
+	dbg.Write(jdwp.AppendCommand(nil, 6, jdwp.CmdIDSizes, nil))
+	if p, err := jdwp.NewReader(vm, 0).Next(); err != nil || p.ID() != 6 {
+		t.Fatalf("VM got %v, %v", p, err)
+	}
+	burst := jdwp.AppendReply(nil, 6, 0, nil)
+	burst = append(burst, jdwp.AppendReply(nil, 0xA0000001, 0, []byte("consumed"))...)
+	vm.Write(burst)
+	dbg.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if p, err := jdwp.NewReader(dbg, 0).Next(); err != nil || p.ID() != 6 {
+		t.Fatalf("debugger got %v, %v; want reply 6, flushed although the burst's last packet was consumed", p, err)
+	}
+}

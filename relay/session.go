@@ -44,6 +44,19 @@ func (w *sideWriter) write(p []byte, flush bool) error {
 	return nil
 }
 
+// flush writes out anything buffered. A reader calls it when no whole
+// packet is waiting in its input, so a burst goes out in one write, and
+// nothing stays buffered when later packets of the burst were consumed by
+// an interceptor instead of forwarded.
+func (w *sideWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.bw.Buffered() == 0 {
+		return nil
+	}
+	return w.bw.Flush()
+}
+
 // Session is one debugger connection and its VM connection.
 type Session struct {
 	// ID numbers sessions in the order the server accepted them.
@@ -201,12 +214,17 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 		}
 		s.observe(f)
 		if action == Forward {
-			if err := s.writeToVM(f, !r.HasPacket()); err != nil {
+			if err := s.writeToVM(f, false); err != nil {
 				return fmt.Errorf("write to VM: %w", err)
 			}
 		} else if f.Answer != nil {
 			if err := s.SendToDebugger(f.Answer, f.Origin, f.Cmd); err != nil {
 				return fmt.Errorf("write to debugger: %w", err)
+			}
+		}
+		if !r.HasPacket() {
+			if err := s.toVM.flush(); err != nil {
+				return fmt.Errorf("write to VM: %w", err)
 			}
 		}
 	}
@@ -255,7 +273,12 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		}
 		s.observe(f)
 		if action == Forward {
-			if err := s.toDbg.write(p, !r.HasPacket()); err != nil {
+			if err := s.toDbg.write(p, false); err != nil {
+				return fmt.Errorf("write to debugger: %w", err)
+			}
+		}
+		if !r.HasPacket() {
+			if err := s.toDbg.flush(); err != nil {
 				return fmt.Errorf("write to debugger: %w", err)
 			}
 		}
