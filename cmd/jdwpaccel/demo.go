@@ -77,7 +77,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 
 	// The accelerated side: one proxy stack, with the live page. The VM
 	// address is filled in per run.
-	pf := proxyFlags{speculate: true, maxPacket: 0, minRTT: "2ms", journalRaw: 4096}
+	pf := proxyFlags{speculate: true, maxPacket: 0, minRTT: "0s", journalRaw: 4096}
 	pf.vm = "127.0.0.1:0" // each run dials its own link (demoChain)
 	st, err := buildStack(ctx, &pf, log)
 	if err != nil {

@@ -52,7 +52,7 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes`")
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
-	fs.StringVar(&p.minRTT, "speculate-min-rtt", speculator.DefaultMinRTT.String(), "send speculative commands only when the measured round trip is at least this `duration` (cached replies are served at any RTT)")
+	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
 	fs.StringVar(&p.journalPath, "journal", "", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng)")
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format`: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
