@@ -95,20 +95,39 @@ func (vm *fakeVM) serve() {
 		return
 	}
 	go func() {
+		// Replies to every command already queued go out in one write, as
+		// a busy agent's would share TCP segments.
 		for p := range vm.cmds {
+			batch := []jdwp.Packet{p}
+		more:
+			for {
+				select {
+				case q, ok := <-vm.cmds:
+					if !ok {
+						break more
+					}
+					batch = append(batch, q)
+				default:
+					break more
+				}
+			}
 			vm.mu.Lock()
 			for vm.held {
 				vm.cond.Wait()
 			}
 			h := vm.handle
 			vm.mu.Unlock()
-			code, body := jdwp.ErrorCode(0), []byte(nil)
-			if p.Cmd() == jdwp.CmdIDSizes {
-				body = jdwp.AppendIDSizes(nil, sizes8)
-			} else if h != nil {
-				code, body = h(p)
+			var out []byte
+			for _, p := range batch {
+				code, body := jdwp.ErrorCode(0), []byte(nil)
+				if p.Cmd() == jdwp.CmdIDSizes {
+					body = jdwp.AppendIDSizes(nil, sizes8)
+				} else if h != nil {
+					code, body = h(p)
+				}
+				out = jdwp.AppendReply(out, p.ID(), code, body)
 			}
-			vm.write(jdwp.AppendReply(nil, p.ID(), code, body))
+			vm.write(out)
 		}
 	}()
 	r := jdwp.NewReader(br, 0)

@@ -93,6 +93,7 @@ type learner struct {
 	valueDepth uint64
 	thisDepth  uint64
 	ratio      [numKinds]float64 // smoothed used/sent per kind
+	waste      float64           // smoothed wasted/sent of stop-state speculation
 }
 
 func newLearner() learner {
@@ -157,6 +158,9 @@ func (ss *session) endEpisode() {
 	}
 	ss.queue = ss.queue[:0]
 	ss.sp.countSpec(outcomeWasted, wasted)
+	if stopSent := countStopSent(ep.specs); stopSent > 0 {
+		ss.learn.waste = ss.learn.waste/2 + float64(wasted)/float64(stopSent)/2
+	}
 	for k := range ep.sentKind {
 		if n := ep.sentKind[k]; n > 0 {
 			ss.learn.ratio[k] = ss.learn.ratio[k]/2 + float64(ep.usedKind[k])/float64(n)/2
@@ -188,6 +192,16 @@ func (ss *session) endEpisode() {
 		ss.learn.thisDepth = ep.thisDepth
 	}
 	*ep = episode{}
+}
+
+func countStopSent(specs []*spec) int {
+	n := 0
+	for _, s := range specs {
+		if s.sent && !s.cancelled && s.info.Tier == keyable.TierStop {
+			n++
+		}
+	}
+	return n
 }
 
 // learnCommand records what the debugger asks during a stop.

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +107,7 @@ func runDriver(t testing.TB, b *javavm.Build, opts javavm.DriverOptions, rtt tim
 		p := startProxy(t, vm.Addr(), rtt, cfg)
 		opts.Addr, sp = p.addr, p.sp
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	res, err := javavm.RunDriver(ctx, b, opts)
 	if err != nil && os.Getenv("SPEC_DEBUG") != "" {
@@ -257,4 +260,67 @@ func TestMeasureDeepIdea(t *testing.T) {
 	}
 	t.Logf("serial round trips per step: direct %.1f, proxied %.1f",
 		slope(func(r row) time.Duration { return r.direct }), slope(func(r row) time.Duration { return r.proxied }))
+}
+
+// TestSuspendEventThreadWhileOthersRun stops one thread with
+// SUSPEND_EVENT_THREAD breakpoints while other threads keep changing shared
+// state; the JDI program in testdata/threadstop checks at every stop that
+// the stopped thread's state is current and running state is never stale.
+// It runs direct (to validate the checker) and through the speculating
+// proxy behind a 6 ms link.
+func TestSuspendEventThreadWhileOthersRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real JVM")
+	}
+	realBuild(t) // skips without a JDK (fails under CI=true)
+	dir := t.TempDir()
+	src, err := filepath.Glob("testdata/threadstop/*.java")
+	if err != nil || len(src) != 2 {
+		t.Fatalf("sources: %v %v", src, err)
+	}
+	if out, err := exec.Command("javac", append([]string{"-g", "-d", dir}, src...)...).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile("testdata/threadstop/ThreadStop.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bpLine := 0
+	for n, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "// @bp") {
+			bpLine = n + 1
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		rtt  time.Duration
+	}{{"direct", -1}, {"proxied", 6 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			vm, err := javavm.Start(context.Background(), &javavm.Build{Classes: dir}, "ThreadStop", javavm.VMOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer vm.Stop()
+			addr := vm.Addr()
+			var sp *Speculator
+			if tc.rtt >= 0 {
+				p := startProxy(t, addr, tc.rtt, Config{})
+				addr, sp = p.addr, p.sp
+			}
+			_, port, _ := net.SplitHostPort(addr)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "java", "-cp", dir, "ThreadDbg", port, strconv.Itoa(bpLine), "12").CombinedOutput()
+			if err != nil || !strings.HasPrefix(string(out), "OK") {
+				t.Fatalf("debugger: %v\n%s", err, out)
+			}
+			if sp != nil {
+				st := sp.Stats()
+				t.Logf("hits %d misses %d belays %d spec sent %d used %d wasted %d", st.Hits, st.Misses, st.Belays, st.SpecSent, st.SpecUsed, st.SpecWasted)
+				if st.Hits+st.Belays == 0 {
+					t.Error("nothing was served by the proxy: the test does not exercise the cache")
+				}
+			}
+		})
+	}
 }

@@ -759,16 +759,27 @@ func (r *rttEstimator) min() time.Duration {
 	return m
 }
 
+// LowRTT is the round trip under which wasted speculation costs about as
+// much VM time as used speculation saves; there, speculation pauses while
+// more than maxWaste of it goes unused (probing again every 8th stop).
+const (
+	LowRTT   = 2 * time.Millisecond
+	maxWaste = 0.3
+)
+
 // speculating reports whether speculative commands are worth sending now.
 func (ss *session) speculating() bool {
 	if ss.closed {
 		return false
 	}
-	if ss.sp.cfg.MinRTT < 0 {
-		return true
-	}
 	rtt := ss.rtt.min()
-	return rtt > 0 && rtt >= ss.sp.cfg.MinRTT
+	if floor := ss.sp.cfg.MinRTT; floor > 0 && rtt < floor {
+		return false
+	}
+	if ss.learn.waste > maxWaste && rtt < LowRTT && ss.ep.serial%8 != 0 {
+		return false
+	}
+	return true
 }
 
 // putID writes a size-byte big-endian ID at b[0:size].

@@ -37,7 +37,13 @@ func TestRedefineInvalidatesClassFacts(t *testing.T) {
 	r, _ := newStopRig(t)
 	r.dbg.call(10, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
 	r.dbg.call(11, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x80, 0x81))
-	redef := body(func(w *jdwp.BodyWriter) { w.Int32(1); w.ReferenceTypeID(0x70); w.Int32(2); w.Uint8(0xCA); w.Uint8(0xFE) })
+	redef := body(func(w *jdwp.BodyWriter) {
+		w.Int32(1)
+		w.ReferenceTypeID(0x70)
+		w.Int32(2)
+		w.Uint8(0xCA)
+		w.Uint8(0xFE)
+	})
 	r.dbg.call(12, jdwp.CmdVirtualMachineRedefineClasses, redef)
 	r.dbg.call(13, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
 	r.dbg.call(14, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x80, 0x81))
@@ -247,5 +253,22 @@ func TestErrorRepliesAreNotCached(t *testing.T) {
 	r.dbg.call(71, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
 	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 2 {
 		t.Fatalf("an error reply was cached")
+	}
+}
+
+// TestConsumedReplyDoesNotStallForwardedOne: the VM's reply to a debugger
+// command shares a TCP segment with synthetic replies the speculator
+// absorbs; the debugger's reply must still be delivered (flushed).
+func TestConsumedReplyDoesNotStallForwardedOne(t *testing.T) {
+	r, _ := newStopRig(t)
+	r.vm.hold()
+	r.dbg.send(80, jdwp.CmdVirtualMachineAllClasses, nil)
+	r.vm.waitFor(jdwp.CmdVirtualMachineAllClasses)
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.vm.waitFor(jdwp.CmdThreadReferenceStatus) // the last default speculation
+	r.vm.release()
+	if p := r.dbg.read(); p.ID() != 80 || !p.IsReply() {
+		t.Fatalf("got %v, want the reply to 80", p)
 	}
 }

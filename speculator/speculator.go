@@ -43,9 +43,10 @@ type Config struct {
 	// when zero).
 	MaxEntries int
 	// MinRTT is the smallest measured round trip at which speculative
-	// commands are sent (DefaultMinRTT when zero; negative: always).
-	// Below it the cache serves only replies to the debugger's own
-	// commands, which costs the VM nothing.
+	// commands are sent; zero (the default) means at any RTT. Below it
+	// the cache serves only replies to the debugger's own commands, which
+	// costs the VM nothing. Independently, speculation pauses on links
+	// under LowRTT while most of it goes unused (see speculating).
 	MinRTT time.Duration
 	// MaxInFlight bounds speculative commands awaiting replies per session
 	// (DefaultMaxInFlight when zero).
@@ -56,7 +57,6 @@ type Config struct {
 const (
 	DefaultCacheBytes  = 64 << 20
 	DefaultMaxEntries  = 200_000
-	DefaultMinRTT      = 2 * time.Millisecond
 	DefaultMaxInFlight = 128
 )
 
@@ -66,9 +66,6 @@ func (c *Config) fill() {
 	}
 	if c.MaxEntries <= 0 {
 		c.MaxEntries = DefaultMaxEntries
-	}
-	if c.MinRTT == 0 {
-		c.MinRTT = DefaultMinRTT
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
