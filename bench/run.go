@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"slices"
@@ -27,6 +28,9 @@ type Mode struct {
 	Name string
 	// Direct connects the driver straight to the link, without the relay.
 	Direct bool
+	// Copy puts a plain TCP byte copy where the relay would be: what any
+	// extra hop costs, the floor for the relay's pass-through overhead.
+	Copy bool
 	// NewHooks gives each relay session its hooks; nil is pass-through.
 	NewHooks func(*relay.Session) relay.Hooks
 	// Stats, when set, returns the accelerator's counters accumulated
@@ -178,11 +182,14 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	}
 	defer lk.Close()
 	addr := lk.Addr().String()
-	if !m.Direct {
+	switch {
+	case m.Copy:
+		addr, err = startCopy(ctx, addr)
+	case !m.Direct:
 		addr, err = startRelay(ctx, addr, m.NewHooks, cfg.Log)
-		if err != nil {
-			return nil, err
-		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	res, err := javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
 		Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps, Warmup: cfg.Warmup,
@@ -213,6 +220,43 @@ func startRelay(ctx context.Context, target string, hooks func(*relay.Session) r
 	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), NewHooks: hooks, Logger: log})
 	go srv.Serve(ctx, ln) //nolint:errcheck // ends with ctx
 	return ln.Addr().String(), nil
+}
+
+// startCopy runs a plain TCP byte-copy proxy in front of target until ctx
+// ends.
+func startCopy(ctx context.Context, target string) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	context.AfterFunc(ctx, func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go copyConn(ctx, c, target)
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+func copyConn(ctx context.Context, c net.Conn, target string) {
+	defer c.Close()
+	var d net.Dialer
+	u, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close(); u.Close() })
+	defer stop()
+	done := make(chan struct{})
+	go func() { io.Copy(u, c); u.Close(); close(done) }() //nolint:errcheck // ends with either side
+	io.Copy(c, u)                                         //nolint:errcheck
+	c.Close()
+	<-done
 }
 
 // quantile is the q-quantile by nearest rank of v (which it sorts).

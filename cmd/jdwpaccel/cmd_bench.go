@@ -29,6 +29,8 @@ func benchModes(list string, log zerolog.Logger) ([]bench.Mode, error) {
 	all := map[string]func() bench.Mode{
 		"direct": func() bench.Mode { return bench.Mode{Name: "direct", Direct: true} },
 		"proxy":  func() bench.Mode { return bench.Mode{Name: "proxy"} },
+		// tcp-copy is a plain byte-copy hop: the floor for any proxy.
+		"tcp-copy": func() bench.Mode { return bench.Mode{Name: "tcp-copy", Copy: true} },
 	}
 	if speculateMode != nil {
 		all["speculate"] = func() bench.Mode { return speculateMode(log) }
@@ -96,7 +98,7 @@ func progressBar(w io.Writer) func(done, total int, label string) {
 func cmdBench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
-	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, proxy (speculation off), speculate")
+	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), speculate")
 	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap; profiles: jdb-min, idea-like, vscode-like)")
 	steps := fs.Int("steps", 8, "measured steps per cell")
 	warmup := fs.Int("warmup", 2, "warm-up stops per cell, not measured")

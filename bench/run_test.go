@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// corrupter changes one letter of every thread name the VM reports: a
+// proxy that serves a wrong value.
+type corrupter struct{}
+
+var cmdThreadName = jdwp.Cmd{Set: jdwp.SetThreadReference, Cmd: 1}
+
+func (corrupter) FromDebugger(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (corrupter) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindReply && f.Cmd == cmdThreadName && len(f.Packet) > jdwp.HeaderSize+4 {
+		f.Packet[len(f.Packet)-1] ^= 0x20 // flips the case of the name's last letter
+	}
+	return relay.Forward
+}
+func (corrupter) Close(*relay.Session) {}
+
+// TestDigestCheck runs a small matrix against real JVMs: the pass-through
+// proxy must match the direct run, and a proxy that serves a wrong value
+// must make the run fail with ErrDigestMismatch.
+func TestDigestCheck(t *testing.T) {
+	javavm.RequireJDK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := javavm.Compile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		RTTs:      []time.Duration{0},
+		Workloads: []Workload{{Profile: javavm.ProfileJDBMin, Debuggee: javavm.Shallow}},
+		Steps:     2, Warmup: 1, Build: b, Log: zerolog.Nop(),
+		Modes: []Mode{
+			{Name: "direct", Direct: true},
+			{Name: "proxy"},
+			{Name: "corrupt", NewHooks: func(*relay.Session) relay.Hooks {
+				return relay.Hooks{Interceptors: []relay.Interceptor{corrupter{}}}
+			}},
+		},
+	}
+	rep, err := Run(ctx, cfg)
+	if !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("Run = %v, want ErrDigestMismatch from the corrupting proxy", err)
+	}
+	if len(rep.Cells) != 3 {
+		t.Fatalf("%d cells, want 3", len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		want := c.Mode != "corrupt"
+		if c.DigestsMatch != want || c.Stops != 2 {
+			t.Errorf("cell %s: digests match %v over %d stops, want %v over 2", c.Mode, c.DigestsMatch, c.Stops, want)
+		}
+	}
+	if len(rep.Mismatches) != 1 || !strings.Contains(rep.Mismatches[0], "corrupt") {
+		t.Errorf("mismatches %q, want exactly the corrupting mode", rep.Mismatches)
+	}
+	var table, svg bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "MISMATCH") {
+		t.Errorf("table (%v) does not flag the mismatch:\n%s", err, table.String())
+	}
+	if err := rep.WriteSVG(&svg); err != nil || !strings.Contains(svg.String(), "<polyline") {
+		t.Errorf("chart (%v) has no lines", err)
+	}
+}
+
+// TestSlopes: the slope of step time against RTT is the number of serial
+// round trips per step.
+func TestSlopes(t *testing.T) {
+	var cells []Cell
+	for _, rtt := range []float64{0, 1, 10, 30, 100} {
+		cells = append(cells,
+			Cell{Workload: "w", Mode: "direct", RTTMS: rtt, MedianMS: 5 + 80*rtt},
+			Cell{Workload: "w", Mode: "fast", RTTMS: rtt, MedianMS: 7 + 4*rtt})
+	}
+	got := slopes(cells)
+	if len(got) != 2 {
+		t.Fatalf("got %d slopes", len(got))
+	}
+	for i, want := range []struct{ rt, icpt float64 }{{80, 5}, {4, 7}} {
+		if math.Abs(got[i].RoundTrips-want.rt) > 1e-9 || math.Abs(got[i].InterceptMS-want.icpt) > 1e-9 {
+			t.Errorf("slope %d = %+v, want %v round trips, intercept %v", i, got[i], want.rt, want.icpt)
+		}
+	}
+	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.5); q != 3 {
+		t.Errorf("median = %v, want 3", q)
+	}
+}
