@@ -94,10 +94,15 @@ type learner struct {
 	thisDepth  uint64
 	ratio      [numKinds]float64 // smoothed used/sent per kind
 	waste      float64           // smoothed wasted/sent of stop-state speculation
+	// asked is the last episode in which the debugger sent each cacheable
+	// command (any parameters); rules derived from replies predict only
+	// commands the debugger sends in this workload.
+	asked map[jdwp.Cmd]uint64
 }
 
 func newLearner() learner {
-	l := learner{byKey: map[keyable.Key]*template{}, slots: map[methodKey][]byte{}, fields: map[uint64][]byte{}}
+	l := learner{byKey: map[keyable.Key]*template{}, slots: map[methodKey][]byte{},
+		fields: map[uint64][]byte{}, asked: map[jdwp.Cmd]uint64{}}
 	for i := range l.ratio {
 		l.ratio[i] = 1
 	}
@@ -112,11 +117,20 @@ const (
 	maxDepth       = 64
 )
 
-// kindAllowed gates prediction rules whose speculation went unused, with
-// an occasional probe so a rule can come back.
-func (ss *session) kindAllowed(k kind) bool {
-	if k == kTemplate {
+// askedWindow is how many stops a command the debugger stopped sending
+// stays predicted by the derived rules.
+const askedWindow = 2
+
+// kindAllowed gates prediction rules: a derived rule (not a template or the
+// first-stop default) predicts command c only if the debugger sent c at
+// this stop or one of the last askedWindow stops, and only while most of
+// its speculation gets used (with an occasional probe so it can come back).
+func (ss *session) kindAllowed(k kind, c jdwp.Cmd) bool {
+	if k == kTemplate || k == kDefault {
 		return true
+	}
+	if a := ss.learn.asked[c]; a == 0 || a+askedWindow < ss.ep.serial {
+		return false
 	}
 	return ss.learn.ratio[k] >= 0.3 || ss.ep.serial%8 == 0
 }
@@ -145,6 +159,7 @@ func (ss *session) endEpisode() {
 			ep.usedKind[s.kind]++
 		} else if s.info.Tier == keyable.TierStop && !s.done {
 			s.done = true
+			dbgSpec(s, outcomeWasted, ep.serial)
 			wasted++
 		}
 		if t := s.tmpl; t != nil && !t.removed {
@@ -211,6 +226,7 @@ func (ss *session) learnCommand(key *keyable.Key, info keyable.Info, scopeID uin
 		return
 	}
 	c := key.Cmd()
+	ss.learn.asked[c] = ep.serial
 	params := key.Params()
 	switch c {
 	case jdwp.CmdStackFrameGetValues, jdwp.CmdStackFrameThisObject:
@@ -361,7 +377,7 @@ func (ss *session) specFrames(rs *relay.Session, sizes jdwp.IDSizes, thread uint
 // suspended, or the stop's budget is spent.
 func (ss *session) specParams(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
 	ep := &ss.ep
-	if !ep.active || len(ep.specs) >= maxSpecPerStop || !ss.kindAllowed(k) {
+	if !ep.active || len(ep.specs) >= maxSpecPerStop || !ss.kindAllowed(k, c) {
 		return
 	}
 	s := &spec{kind: k, tmpl: tp, level: level}
@@ -399,6 +415,7 @@ func (ss *session) send(rs *relay.Session, s *spec) {
 	ss.ep.sentKind[s.kind]++
 	ss.trig.Track(s.id, s.key.Cmd(), cmdData{spec: s})
 	ss.sendBuf = s.key.AppendCommand(ss.sendBuf[:0], s.id)
+	dbgSpec(s, outcomeSent, ss.ep.serial)
 	ss.sp.countSpec(outcomeSent, 1)
 	if err := rs.SendToVM(ss.sendBuf, relay.Synthetic); err != nil {
 		ss.log.Debug().Err(err).Msg("cannot send a speculative command")

@@ -217,6 +217,7 @@ func (ss *session) evicted(_ keyable.Key, e *entry) {
 	ss.sp.addCache(-size, -1)
 	if r := e.rec; r != nil && !r.used && !r.done {
 		r.done = true
+		dbgSpec(r, outcomeWasted, 999)
 		ss.sp.countSpec(outcomeWasted, 1)
 	}
 }
@@ -273,6 +274,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 				delete(ss.inflight, d.key)
 			}
 		}
+		dbgMiss(&d.key, ss.ep.serial)
 		ss.sp.countRequest(resultMiss)
 	} else {
 		ss.applyEffect(p, sizes, &d)
@@ -488,6 +490,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 		}
 	} else if !s.used && !s.done {
 		s.done = true
+		dbgSpec(s, outcomeWasted, ss.ep.serial)
 		ss.sp.countSpec(outcomeWasted, 1)
 	}
 	ss.drain(rs)
@@ -500,6 +503,7 @@ func (ss *session) markUsed(s *spec) {
 	}
 	s.used = true
 	if !s.done {
+		dbgSpec(s, outcomeUsed, ss.ep.serial)
 		ss.sp.countSpec(outcomeUsed, 1)
 	}
 }

@@ -149,7 +149,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		}
 		return st, nil
 	}
-	st.holder = setupDDM(ctx, log.With().Str("component", "ddm").Logger(), st.reg, pf.vm, pf.ddm, &st.cfg)
+	st.holder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
 	return st, nil
 }
 
