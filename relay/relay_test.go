@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -527,5 +528,60 @@ func TestFlushWhenBurstEndsConsumed(t *testing.T) {
 	dbg.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if p, err := jdwp.NewReader(dbg, 0).Next(); err != nil || p.ID() != 6 {
 		t.Fatalf("debugger got %v, %v; want reply 6, flushed although the burst's last packet was consumed", p, err)
+	}
+}
+
+// belayer holds every Version command and answers it from another
+// goroutine at once, racing the relay's observation of the command.
+type belayer struct{ wg sync.WaitGroup }
+
+func (b *belayer) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind != relay.KindCommand || f.Cmd != cmdVersion {
+		return relay.Forward
+	}
+	answer := jdwp.AppendReply(nil, f.ID, 0, []byte("belayed"))
+	started := make(chan struct{})
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		close(started)
+		s.SendToDebugger(answer, relay.Belay, cmdVersion)
+	}()
+	<-started
+	runtime.Gosched()
+	f.Origin = relay.Belay
+	return relay.Consume
+}
+func (b *belayer) FromVM(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (b *belayer) Close(*relay.Session)                              { b.wg.Wait() }
+
+// TestBelayObservedAfterCommand: observers see a belayed command before
+// its answer, however fast the answer comes.
+func TestBelayObservedAfterCommand(t *testing.T) {
+	rec := &recorder{ended: make(chan struct{})}
+	bel := &belayer{}
+	r := newRig(t, func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Interceptors: []relay.Interceptor{bel}, Observers: []relay.Observer{rec}}
+	})
+	dbg, _ := r.connect()
+	dr := jdwp.NewReader(dbg, 0)
+	const n = 300
+	for i := range n {
+		dbg.Write(jdwp.AppendCommand(nil, uint32(i), cmdVersion, nil))
+		if p, err := dr.Next(); err != nil || p.ID() != uint32(i) {
+			t.Fatalf("answer %d: %v, %v", i, p, err)
+		}
+	}
+	dbg.Close()
+	<-rec.ended
+	frames := rec.snapshot()
+	if len(frames) != 2*n {
+		t.Fatalf("observed %d frames, want %d", len(frames), 2*n)
+	}
+	for i := 0; i < len(frames); i += 2 {
+		if frames[i].Kind != relay.KindCommand || frames[i+1].Kind != relay.KindReply || frames[i].ID != frames[i+1].ID {
+			t.Fatalf("frames %d,%d: %v id=%d then %v id=%d; want each command observed before its answer",
+				i, i+1, frames[i].Kind, frames[i].ID, frames[i+1].Kind, frames[i+1].ID)
+		}
 	}
 }

@@ -157,6 +157,7 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 		vmPending:  make(map[uint32]pending, 64),
 		dbgPending: make(map[uint32]pending, 8),
 	}
+	s.inFlightCond = sync.NewCond(&s.inFlightMu)
 	if srv.cfg.NewHooks != nil {
 		s.hooks = srv.cfg.NewHooks(s)
 	}

@@ -79,6 +79,15 @@ type Session struct {
 
 	dbgFrame, vmFrame Frame // reused by each reader goroutine
 
+	// The debugger's command being intercepted and not yet observed. An
+	// answer to it sent from another goroutine (a belay served when the
+	// speculation's reply arrives) waits until the command itself has been
+	// observed, so observers always see a command before its answer.
+	inFlightMu   sync.Mutex // guards inFlight and inFlightID
+	inFlightCond *sync.Cond // signalled when inFlight becomes false
+	inFlight     bool
+	inFlightID   uint32
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -135,10 +144,16 @@ func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
 // SendToDebugger injects a whole packet towards the debugger: an answer to
 // one of its commands (cmd is the command answered, origin CacheHit or
 // Belay) or a VM-originated packet the proxy held back. Safe from any
-// goroutine. The caller keeps ownership of p.
+// goroutine. The caller keeps ownership of p. A Belay answer waits until
+// its command has been observed, so observers see the command first; an
+// interceptor answers synchronously through Frame.Answer, never by a Belay
+// SendToDebugger from inside FromDebugger.
 func (s *Session) SendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd) error {
 	if s.closed.Load() {
 		return ErrSessionClosed
+	}
+	if origin == Belay {
+		s.waitObserved(p.ID())
 	}
 	f := framePool.Get().(*Frame)
 	*f = Frame{Dir: ToDebugger, Origin: origin, Packet: p, ID: p.ID(), Cmd: cmd, Time: time.Now()}
@@ -153,6 +168,28 @@ func (s *Session) SendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd) err
 	*f = Frame{}
 	framePool.Put(f)
 	return err
+}
+
+// waitObserved returns once the debugger command with this ID is not
+// between interception and observation. It never waits on the debugger
+// reader's own goroutine: that one observes before it answers.
+func (s *Session) waitObserved(id uint32) {
+	s.inFlightMu.Lock()
+	for s.inFlight && s.inFlightID == id && !s.closed.Load() {
+		s.inFlightCond.Wait()
+	}
+	s.inFlightMu.Unlock()
+}
+
+// setInFlight marks the debugger command with id as intercepted and not yet
+// observed (on true) or observed (on false).
+func (s *Session) setInFlight(on bool, id uint32) {
+	s.inFlightMu.Lock()
+	s.inFlight, s.inFlightID = on, id
+	s.inFlightMu.Unlock()
+	if !on {
+		s.inFlightCond.Broadcast()
+	}
 }
 
 func vmCommandKind(c jdwp.Cmd) Kind {
@@ -207,12 +244,18 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Int(LogLength, len(p)).Msg("from debugger")
 		}
 		action := Forward
-		for _, ic := range s.hooks.Interceptors {
-			if action = ic.FromDebugger(s, f); action == Consume {
-				break
+		if len(s.hooks.Interceptors) > 0 {
+			s.setInFlight(true, f.ID)
+			for _, ic := range s.hooks.Interceptors {
+				if action = ic.FromDebugger(s, f); action == Consume {
+					break
+				}
 			}
 		}
 		s.observe(f)
+		if len(s.hooks.Interceptors) > 0 {
+			s.setInFlight(false, 0)
+		}
 		if action == Forward {
 			if err := s.writeToVM(f, false); err != nil {
 				return fmt.Errorf("write to VM: %w", err)
@@ -301,6 +344,9 @@ func (s *Session) learnIDSizes(body []byte) {
 func (s *Session) close() {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.inFlightMu.Lock()
+		s.inFlightCond.Broadcast() // release any waitObserved
+		s.inFlightMu.Unlock()
 		s.debugger.Close()
 		s.vm.Close()
 	})
