@@ -1,6 +1,8 @@
 package speculator
 
 import (
+	"slices"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -11,17 +13,24 @@ import (
 type kind uint8
 
 const (
-	kTemplate    kind = iota // replay of a command the debugger sent at the last stop
-	kDefault                 // first-stop guesses: frame count, frames, threads
-	kThreadInfo              // name and status of each thread of an AllThreads reply
-	kObsolete                // Method.IsObsolete of each frame's method
-	kThis                    // StackFrame.ThisObject at learned depths
-	kFrameValues             // StackFrame.GetValues with the learned slots
-	kRefType                 // ObjectReference.ReferenceType of objects found
-	kString                  // StringReference.Value of strings found
-	kArrayLength             // ArrayReference.Length of arrays found
-	kArrayValues             // ArrayReference.GetValues with the learned range
-	kFields                  // ObjectReference.GetValues with the learned fields
+	kTemplate     kind = iota // replay of a command the debugger sent at the last stop
+	kDefault                  // first-stop guesses: frame count, frames, threads
+	kThreadName               // name of each thread of an AllThreads reply
+	kThreadStatus             // status of each thread of an AllThreads reply
+	kObsolete                 // Method.IsObsolete of each frame's method
+	kThis                     // StackFrame.ThisObject at learned depths
+	kFrameValues              // StackFrame.GetValues with the learned slots
+	kRefType                  // ObjectReference.ReferenceType of objects found
+	kString                   // StringReference.Value of strings found
+	kArrayLength              // ArrayReference.Length of arrays found
+	kArrayValues              // ArrayReference.GetValues with the learned range
+	kFields                   // ObjectReference.GetValues with the learned fields
+	kFrames                   // ThreadReference.Frames sized by the learned rule from the frame count
+	kClassSource              // ReferenceType.SourceFile and SourceDebugExtension of frame classes
+	kClassMembers             // ReferenceType.Methods(WithGeneric) of frame classes
+	kClassInfo                // fields, interfaces, superclass of object types and their superclasses
+	kLineTable                // Method.LineTable of frame methods
+	kVarTable                 // Method.VariableTable(WithGeneric) of frame methods at learned depths
 	numKinds
 )
 
@@ -72,8 +81,11 @@ type episode struct {
 	frames     map[uint64]frameInfo // frame ID -> depth and location
 	requested  []*template          // templates the debugger sent, in order
 	specs      []*spec
+	frameCount int32  // the stopped thread's frame count, 0 until seen
 	valueDepth uint64 // depths whose values the debugger asked (bit set)
 	thisDepth  uint64
+	threads    []uint64         // the VM's threads, from this stop's AllThreads reply
+	expanded   [numKinds]bool   // rules already widened by expandSiblings
 	wantFields map[uint64]uint8 // objects awaiting their type before fields
 	wantArray  map[uint64]bool  // arrays awaiting their length before values
 	sentKind   [numKinds]int
@@ -82,21 +94,24 @@ type episode struct {
 
 // learner is what the session learned about the debugger across stops.
 type learner struct {
-	serial     uint64
-	templates  []*template
-	byKey      map[keyable.Key]*template
-	slots      map[methodKey][]byte // SF.GetValues parameters after the frame ID
-	fields     map[uint64][]byte    // reference type -> OR.GetValues parameters after the object ID
-	arrFirst   int32
-	arrLen     int32
-	arrKnown   bool
+	serial    uint64
+	templates []*template
+	byKey     map[keyable.Key]*template
+	slots     map[methodKey][]byte // SF.GetValues parameters after the frame ID
+	fields    map[uint64][]byte    // reference type -> OR.GetValues parameters after the object ID
+	arrFirst  int32
+	arrLen    int32
+	arrKnown  bool
+	// framesRule is how many top frames the debugger asks after the
+	// frame count: 0 unknown, -1 all of them, n > 0 at most n.
+	framesRule int32
 	valueDepth uint64
 	thisDepth  uint64
 	ratio      [numKinds]float64 // smoothed used/sent per kind
 	waste      float64           // smoothed wasted/sent of stop-state speculation
-	// asked is the last episode in which the debugger sent each cacheable
-	// command (any parameters); rules derived from replies predict only
-	// commands the debugger sends in this workload.
+	// asked is the last episode (at least 1) in which the debugger sent
+	// each cacheable command (any parameters); rules derived from replies
+	// predict only commands the debugger sends in this workload.
 	asked map[jdwp.Cmd]uint64
 }
 
@@ -117,19 +132,17 @@ const (
 	maxDepth       = 64
 )
 
-// askedWindow is how many stops a command the debugger stopped sending
-// stays predicted by the derived rules.
-const askedWindow = 2
-
 // kindAllowed gates prediction rules: a derived rule (not a template or the
-// first-stop default) predicts command c only if the debugger sent c at
-// this stop or one of the last askedWindow stops, and only while most of
-// its speculation gets used (with an occasional probe so it can come back).
+// first-stop default) predicts command c only if the debugger has sent c
+// (with any parameters) in this session, and only while most of its
+// speculation gets used (with an occasional probe so it can come back).
+// The debugger not sending c at a stop is no evidence against the rule:
+// the stop may have had nothing to ask it about (no string, no new class).
 func (ss *session) kindAllowed(k kind, c jdwp.Cmd) bool {
 	if k == kTemplate || k == kDefault {
 		return true
 	}
-	if a := ss.learn.asked[c]; a == 0 || a+askedWindow < ss.ep.serial {
+	if ss.learn.asked[c] == 0 {
 		return false
 	}
 	return ss.learn.ratio[k] >= 0.3 || ss.ep.serial%8 == 0
@@ -159,7 +172,7 @@ func (ss *session) endEpisode() {
 			ep.usedKind[s.kind]++
 		} else if s.info.Tier == keyable.TierStop && !s.done {
 			s.done = true
-			dbgSpec(s, outcomeWasted, ep.serial)
+			traceSpec(s, outcomeWasted, ep.serial)
 			wasted++
 		}
 		if t := s.tmpl; t != nil && !t.removed {
@@ -222,11 +235,11 @@ func countStopSent(specs []*spec) int {
 // learnCommand records what the debugger asks during a stop.
 func (ss *session) learnCommand(key *keyable.Key, info keyable.Info, scopeID uint64, sizes jdwp.IDSizes) {
 	ep := &ss.ep
+	c := key.Cmd()
+	ss.learn.asked[c] = max(ss.learn.serial, 1)
 	if !ep.active {
 		return
 	}
-	c := key.Cmd()
-	ss.learn.asked[c] = ep.serial
 	params := key.Params()
 	switch c {
 	case jdwp.CmdStackFrameGetValues, jdwp.CmdStackFrameThisObject:
@@ -255,6 +268,16 @@ func (ss *session) learnCommand(key *keyable.Key, info keyable.Info, scopeID uin
 				clear(ss.learn.fields)
 			}
 			ss.learn.fields[t] = setBytes(ss.learn.fields[t], params[sizes.ObjectID:])
+		}
+	case jdwp.CmdThreadReferenceFrames:
+		n, cnt := be32(params[sizes.ObjectID+4:]), ep.frameCount
+		if scopeOrFirst(key, sizes) == ep.thread && be32(params[sizes.ObjectID:]) == 0 && n > 0 && cnt > 0 {
+			switch {
+			case n < cnt:
+				ss.learn.framesRule = n
+			case n == cnt && (ss.learn.framesRule <= 0 || n > ss.learn.framesRule):
+				ss.learn.framesRule = -1
+			}
 		}
 	case jdwp.CmdArrayReferenceGetValues:
 		ss.learn.arrFirst = be32(params[sizes.ObjectID:])
@@ -415,7 +438,7 @@ func (ss *session) send(rs *relay.Session, s *spec) {
 	ss.ep.sentKind[s.kind]++
 	ss.trig.Track(s.id, s.key.Cmd(), cmdData{spec: s})
 	ss.sendBuf = s.key.AppendCommand(ss.sendBuf[:0], s.id)
-	dbgSpec(s, outcomeSent, ss.ep.serial)
+	traceSpec(s, outcomeSent, ss.ep.serial)
 	ss.sp.countSpec(outcomeSent, 1)
 	if err := rs.SendToVM(ss.sendBuf, relay.Synthetic); err != nil {
 		ss.log.Debug().Err(err).Msg("cannot send a speculative command")
@@ -449,10 +472,14 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen uint64, p jdwp
 	switch key.Cmd() {
 	case jdwp.CmdVirtualMachineAllThreads:
 		n := r.Count(sizes.ObjectID)
+		ss.ep.threads = ss.ep.threads[:0]
 		for i := 0; i < n && r.Err() == nil; i++ {
 			t := r.ObjectID()
-			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceName, t, kThreadInfo)
-			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceStatus, t, kThreadInfo)
+			if len(ss.ep.threads) < maxSpecPerStop {
+				ss.ep.threads = append(ss.ep.threads, t)
+			}
+			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
+			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
 		}
 	case jdwp.CmdThreadReferenceFrames:
 		thread := readID(params, sizes.ObjectID)
@@ -474,6 +501,7 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen uint64, p jdwp
 			w.MethodID(loc.Method)
 			ss.pbuf = w.Buf
 			ss.specParams(rs, sizes, jdwp.CmdMethodIsObsolete, ss.pbuf, kObsolete, nil, 0)
+			ss.specClassMeta(rs, sizes, loc, d)
 			if d >= maxDepth {
 				continue
 			}
@@ -498,6 +526,22 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen uint64, p jdwp
 					ss.specParams(rs, sizes, jdwp.CmdStackFrameGetValues, ss.pbuf, kFrameValues, nil, 0)
 				}
 			}
+		}
+	case jdwp.CmdThreadReferenceFrameCount:
+		// The debugger sizes its frames request by the count: when the
+		// count changed since the last stop, the replayed template asks
+		// the wrong number of frames.
+		thread := readID(params, sizes.ObjectID)
+		n := r.Int32()
+		if r.Err() != nil || thread != ss.ep.thread || n <= 0 {
+			return
+		}
+		ss.ep.frameCount = n
+		if rule := ss.learn.framesRule; rule != 0 {
+			if rule > 0 {
+				n = min(n, rule)
+			}
+			ss.specFrames(rs, sizes, thread, 0, n, kFrames)
 		}
 	case jdwp.CmdStackFrameThisObject:
 		v := r.TaggedObjectID()
@@ -536,9 +580,15 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen uint64, p jdwp
 			return
 		}
 		ss.setObjType(obj, t)
+		ss.specTypeInfo(rs, sizes, t)
 		if lvl, ok := ss.ep.wantFields[obj]; ok {
 			delete(ss.ep.wantFields, obj)
 			ss.specFields(rs, sizes, obj, t, lvl)
+		}
+	case jdwp.CmdClassTypeSuperclass:
+		sup := r.ReferenceTypeID()
+		if r.Err() == nil {
+			ss.specTypeInfo(rs, sizes, sup)
 		}
 	case jdwp.CmdArrayReferenceLength:
 		arr := readID(params, sizes.ObjectID)
@@ -546,6 +596,64 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen uint64, p jdwp
 		if r.Err() == nil && ss.ep.wantArray[arr] {
 			delete(ss.ep.wantArray, arr)
 			ss.specArrayValues(rs, sizes, arr, n, level)
+		}
+	}
+}
+
+// expandSiblings widens a miss: the debugger asked a thread's name or
+// status, or a frame method's IsObsolete, that no rule predicted (the
+// first time it asks it, typically at the first stop); it will ask the
+// same of every thread listed, or every frame, so those are speculated now
+// (sent ahead of the debugger's own command).
+func (ss *session) expandSiblings(rs *relay.Session, sizes jdwp.IDSizes, key *keyable.Key) {
+	ep := &ss.ep
+	if !ep.active || !ss.speculating() {
+		return
+	}
+	c := key.Cmd()
+	switch c {
+	case jdwp.CmdThreadReferenceName, jdwp.CmdThreadReferenceStatus:
+		k := kThreadName
+		if c == jdwp.CmdThreadReferenceStatus {
+			k = kThreadStatus
+		}
+		own := readID(key.Params(), sizes.ObjectID)
+		if ep.expanded[k] || !slices.Contains(ep.threads, own) {
+			return
+		}
+		ep.expanded[k] = true
+		for _, t := range ep.threads {
+			if t != own {
+				ss.specThread(rs, sizes, c, t, k)
+			}
+		}
+	case jdwp.CmdMethodIsObsolete:
+		params := key.Params()
+		class := readID(params, sizes.ReferenceTypeID)
+		method := readID(params[sizes.ReferenceTypeID:], sizes.MethodID)
+		if ep.expanded[kObsolete] {
+			return
+		}
+		found := false
+		for _, fi := range ep.frames {
+			if fi.loc.Class == class && fi.loc.Method == method {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return
+		}
+		ep.expanded[kObsolete] = true
+		for _, fi := range ep.frames {
+			if fi.loc.Class == class && fi.loc.Method == method {
+				continue
+			}
+			w := jdwp.BodyWriter{Buf: ss.pbuf[:0], Sizes: sizes}
+			w.ReferenceTypeID(fi.loc.Class)
+			w.MethodID(fi.loc.Method)
+			ss.pbuf = w.Buf
+			ss.specParams(rs, sizes, c, ss.pbuf, kObsolete, nil, 0)
 		}
 	}
 }
@@ -589,6 +697,73 @@ func (ss *session) values(rs *relay.Session, sizes jdwp.IDSizes, level uint8, v 
 			ss.ep.wantFields[o] = level
 		}
 		ss.specParams(rs, sizes, jdwp.CmdObjectReferenceReferenceType, ss.pbuf, kRefType, nil, level)
+	}
+}
+
+// classMetaCmds are the class-lifetime facts the debugger may ask about a
+// frame's class when it first meets it, with the rule that predicts each.
+var classMetaCmds = [...]struct {
+	c jdwp.Cmd
+	k kind
+}{
+	{jdwp.CmdReferenceTypeSourceFile, kClassSource},
+	{jdwp.CmdReferenceTypeSourceDebugExtension, kClassSource},
+	{jdwp.CmdReferenceTypeMethodsWithGeneric, kClassMembers},
+	{jdwp.CmdReferenceTypeMethods, kClassMembers},
+}
+
+// typeInfoCmds are the class-lifetime facts the debugger asks about an
+// object's type to list its fields (visible fields need the superclasses
+// and interfaces too).
+var typeInfoCmds = [...]jdwp.Cmd{
+	jdwp.CmdReferenceTypeFieldsWithGeneric, jdwp.CmdReferenceTypeFields,
+	jdwp.CmdReferenceTypeInterfaces, jdwp.CmdClassTypeSuperclass,
+}
+
+// specTypeInfo speculates the type facts the debugger asked for types
+// before (cached, so nothing is sent, for a type seen before).
+func (ss *session) specTypeInfo(rs *relay.Session, sizes jdwp.IDSizes, t uint64) {
+	if t == 0 {
+		return
+	}
+	for _, c := range typeInfoCmds {
+		if ss.learn.asked[c] == 0 {
+			continue
+		}
+		w := jdwp.BodyWriter{Buf: ss.pbuf[:0], Sizes: sizes}
+		w.ReferenceTypeID(t)
+		ss.pbuf = w.Buf
+		ss.specParams(rs, sizes, c, ss.pbuf, kClassInfo, nil, 0)
+	}
+}
+
+// specClassMeta speculates the class metadata of a frame's class and
+// method that the debugger asked for classes before (already cached for a
+// class seen before, so this sends nothing for it): class-lifetime facts,
+// valid until the class is unloaded or redefined.
+func (ss *session) specClassMeta(rs *relay.Session, sizes jdwp.IDSizes, loc jdwp.Location, depth int) {
+	for _, m := range classMetaCmds {
+		if ss.learn.asked[m.c] == 0 {
+			continue
+		}
+		w := jdwp.BodyWriter{Buf: ss.pbuf[:0], Sizes: sizes}
+		w.ReferenceTypeID(loc.Class)
+		ss.pbuf = w.Buf
+		ss.specParams(rs, sizes, m.c, ss.pbuf, m.k, nil, 0)
+	}
+	w := jdwp.BodyWriter{Buf: ss.pbuf[:0], Sizes: sizes}
+	w.ReferenceTypeID(loc.Class)
+	w.MethodID(loc.Method)
+	ss.pbuf = w.Buf
+	if ss.learn.asked[jdwp.CmdMethodLineTable] != 0 {
+		ss.specParams(rs, sizes, jdwp.CmdMethodLineTable, ss.pbuf, kLineTable, nil, 0)
+	}
+	if depth < maxDepth && ss.learn.valueDepth&(1<<depth) != 0 {
+		for _, c := range [...]jdwp.Cmd{jdwp.CmdMethodVariableTableWithGeneric, jdwp.CmdMethodVariableTable} {
+			if ss.learn.asked[c] != 0 {
+				ss.specParams(rs, sizes, c, ss.pbuf, kVarTable, nil, 0)
+			}
+		}
 	}
 }
 

@@ -217,7 +217,7 @@ func (ss *session) evicted(_ keyable.Key, e *entry) {
 	ss.sp.addCache(-size, -1)
 	if r := e.rec; r != nil && !r.used && !r.done {
 		r.done = true
-		dbgSpec(r, outcomeWasted, 999)
+		traceSpec(r, outcomeWasted, 999)
 		ss.sp.countSpec(outcomeWasted, 1)
 	}
 }
@@ -274,8 +274,9 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 				delete(ss.inflight, d.key)
 			}
 		}
-		dbgMiss(&d.key, ss.ep.serial)
+		traceMiss(d.key.Cmd(), ss.ep.serial)
 		ss.sp.countRequest(resultMiss)
+		ss.expandSiblings(rs, sizes, &d.key)
 	} else {
 		ss.applyEffect(p, sizes, &d)
 	}
@@ -490,7 +491,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 		}
 	} else if !s.used && !s.done {
 		s.done = true
-		dbgSpec(s, outcomeWasted, ss.ep.serial)
+		traceSpec(s, outcomeWasted, ss.ep.serial)
 		ss.sp.countSpec(outcomeWasted, 1)
 	}
 	ss.drain(rs)
@@ -503,7 +504,7 @@ func (ss *session) markUsed(s *spec) {
 	}
 	s.used = true
 	if !s.done {
-		dbgSpec(s, outcomeUsed, ss.ep.serial)
+		traceSpec(s, outcomeUsed, ss.ep.serial)
 		ss.sp.countSpec(outcomeUsed, 1)
 	}
 }
@@ -713,6 +714,26 @@ func (ss *session) Close(*relay.Session) {
 	ss.cache.Purge() // evicted() returns the bytes and counts unused speculation
 	ss.sp.lastRTT.Store(int64(ss.rtt.min()))
 	ss.sp.lastService.Store(int64(ss.rtt.service))
+}
+
+// specTracer, when set (only by tests, before any session starts), is
+// told each speculation's outcome and each miss, with the stop's serial
+// (999 for speculation wasted at eviction).
+var specTracer interface {
+	spec(s *spec, o specOutcome, serial uint64)
+	miss(c jdwp.Cmd, serial uint64)
+}
+
+func traceSpec(s *spec, o specOutcome, serial uint64) {
+	if specTracer != nil {
+		specTracer.spec(s, o, serial)
+	}
+}
+
+func traceMiss(c jdwp.Cmd, serial uint64) {
+	if specTracer != nil {
+		specTracer.miss(c, serial)
+	}
 }
 
 // ---- round-trip estimation ------------------------------------------------

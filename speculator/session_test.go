@@ -272,3 +272,61 @@ func TestConsumedReplyDoesNotStallForwardedOne(t *testing.T) {
 		t.Fatalf("got %v, want the reply to 80", p)
 	}
 }
+
+// TestDerivedRulesPredictOnlyAskedCommands checks that rules derived from
+// replies predict only commands the debugger has sent: Method.IsObsolete
+// and Method.LineTable of each frame are not speculated until the
+// debugger asks them once, and then are for a frame method never seen.
+func TestDerivedRulesPredictOnlyAskedCommands(t *testing.T) {
+	r, fs := newStopRig(t)
+	method := func() uint64 { fs.mu.Lock(); defer fs.mu.Unlock(); return 0x100 + uint64(fs.count) }
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdThreadReferenceFrames {
+			m := method()
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(1)
+				w.FrameID(0xF0 + m)
+				w.Location(jdwp.Location{TypeTag: 1, Class: 0x70, Method: m, Index: 4})
+			})
+		}
+		return fs.handler(p)
+	})
+	framesBody := body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(-1) })
+	methodBody := func(m uint64) []byte {
+		return body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x70); w.MethodID(m) })
+	}
+	other := threadBody(0x99)
+
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// The debugger uses the first-stop guesses, so speculation stays on.
+	r.dbg.call(16, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	r.dbg.call(17, jdwp.CmdVirtualMachineAllThreads, nil)
+	r.dbg.call(18, jdwp.CmdThreadReferenceName, threadBody(thread1))
+	r.dbg.call(19, jdwp.CmdThreadReferenceStatus, threadBody(thread1))
+	r.dbg.call(20, jdwp.CmdThreadReferenceFrames, framesBody)
+	// A command the VM answers after any speculation the Frames reply
+	// started (the VM answers in arrival order).
+	r.dbg.call(21, jdwp.CmdThreadReferenceStatus, other)
+	if n, m := r.vm.count(jdwp.CmdMethodIsObsolete), r.vm.count(jdwp.CmdMethodLineTable); n != 0 || m != 0 {
+		t.Fatalf("never-asked commands speculated: IsObsolete %d, LineTable %d", n, m)
+	}
+	r.dbg.call(22, jdwp.CmdMethodIsObsolete, methodBody(method()))
+	r.dbg.call(23, jdwp.CmdMethodLineTable, methodBody(method()))
+	r.dbg.call(24, jdwp.CmdVirtualMachineResume, nil)
+
+	fs.set(4, 10) // a new top method at the next stop
+	before := r.sp.Stats()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(25, jdwp.CmdThreadReferenceFrames, framesBody)
+	r.dbg.call(26, jdwp.CmdMethodIsObsolete, methodBody(method()))
+	r.dbg.call(27, jdwp.CmdMethodLineTable, methodBody(method()))
+	st := r.sp.Stats()
+	if saved := st.RoundTripsSaved - before.RoundTripsSaved; saved != 3 {
+		t.Errorf("%d of Frames, IsObsolete, LineTable served by speculation, want 3 (stats %+v)", saved, st)
+	}
+	if n, m := r.vm.count(jdwp.CmdMethodIsObsolete), r.vm.count(jdwp.CmdMethodLineTable); n != 2 || m != 2 {
+		t.Errorf("VM saw IsObsolete %d, LineTable %d times; want 2 each (asked once, speculated once)", n, m)
+	}
+}
