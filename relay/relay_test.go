@@ -553,7 +553,7 @@ func (b *belayer) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
 	return relay.Consume
 }
 func (b *belayer) FromVM(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
-func (b *belayer) Close(*relay.Session)                              { b.wg.Wait() }
+func (b *belayer) Close(*relay.Session)                             { b.wg.Wait() }
 
 // TestBelayObservedAfterCommand: observers see a belayed command before
 // its answer, however fast the answer comes.
