@@ -58,6 +58,11 @@ func TestSessionTracker(t *testing.T) {
 		}()
 	}()
 
+	// Before the debugger's handshake no session can have started; after
+	// it, one may have at any moment.
+	if ss := tr.Sessions(); len(ss) != 0 {
+		t.Fatalf("sessions before start: %+v", ss)
+	}
 	if err := jdwp.WriteHandshake(dbgConn); err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +83,6 @@ func TestSessionTracker(t *testing.T) {
 		if _, err := dbgConn.Write(jdwp.AppendCommand(nil, id, c, nil)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if ss := tr.Sessions(); len(ss) != 0 {
-		t.Fatalf("sessions before start: %+v", ss)
 	}
 	send(1, jdwp.CmdVirtualMachineResume)
 	if p := next(); !p.IsReply() || p.ID() != 1 {
