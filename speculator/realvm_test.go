@@ -148,11 +148,11 @@ func TestDigestsEqualDirect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.opts.Warmup = 1
+			tc.opts.Dump = true // the texts explain a mismatch
 			direct, _, err := runDriver(t, b, tc.opts, -1, Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.opts.Dump = os.Getenv("SPEC_DUMP") != ""
 			prox, sp, err := runDriver(t, b, tc.opts, 6*time.Millisecond, Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -171,7 +171,7 @@ func TestDigestsEqualDirect(t *testing.T) {
 			}
 			for i := range direct.Stops {
 				if direct.Stops[i].Digest != prox.Stops[i].Digest {
-					t.Errorf("stop %d: digest differs (direct top %s, proxied top %s)\n%s", i, direct.Stops[i].Top, prox.Stops[i].Top, prox.Stops[i].Text)
+					t.Errorf("stop %d: digest differs (direct top %s, proxied top %s):\n%s", i, direct.Stops[i].Top, prox.Stops[i].Top, lineDiff(direct.Stops[i].Text, prox.Stops[i].Text))
 				}
 			}
 			if st.SpecSent == 0 && !strings.Contains(tc.name, "jdb") {
@@ -323,4 +323,23 @@ func TestSuspendEventThreadWhileOthersRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lineDiff lists the lines of two dumps that differ, position by position.
+func lineDiff(direct, proxied string) string {
+	d, p := strings.Split(direct, "\n"), strings.Split(proxied, "\n")
+	var out strings.Builder
+	for i := range max(len(d), len(p)) {
+		var a, b string
+		if i < len(d) {
+			a = d[i]
+		}
+		if i < len(p) {
+			b = p[i]
+		}
+		if a != b {
+			fmt.Fprintf(&out, "line %d\n  direct:  %s\n  proxied: %s\n", i, a, b)
+		}
+	}
+	return out.String()
 }

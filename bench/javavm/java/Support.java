@@ -32,6 +32,27 @@ final class Support {
                 Thread.onSpinWait();
             }
         }
+        settleSystemThreads();
+    }
+
+    /**
+     * Waits (at most 5 s) until the JVM's own waiting threads have reached
+     * their wait: right after start-up Common-Cleaner or Finalizer can
+     * still be running, and a digest taken at the first stop would then
+     * differ from run to run.
+     */
+    static void settleSystemThreads() {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            String name = t.getName();
+            if (!name.equals("Common-Cleaner") && !name.equals("Finalizer")) {
+                continue;
+            }
+            while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING
+                    && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+        }
     }
 
     private static void parkForever() {

@@ -11,6 +11,7 @@ public class Transcript {
     static long created = 42L;
 
     public static void main(String[] args) {
+        Support.settleSystemThreads();
         new Transcript().loop(3);
     }
 
