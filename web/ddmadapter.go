@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -63,6 +64,16 @@ func (d *DDMSource) Heap(vm string) Heap {
 		return HeapFromDDM(m.Snapshot())
 	}
 	return Heap{}
+}
+
+// RequestHeap implements HeapRequester: the VM's DDM monitor asks for a
+// heap summary now and heap segments after each collection.
+func (d *DDMSource) RequestHeap(vm string) error {
+	m := d.monitor(vm)
+	if m == nil {
+		return fmt.Errorf("no DDM monitor for VM %q", vm)
+	}
+	return m.RequestHeap()
 }
 
 // Accel implements Source.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +106,7 @@ func NewHandler(src Source, reg *prometheus.Registry, log zerolog.Logger, opts .
 	m.HandleFunc("GET /api/v1/vms/{vm}/threads", h.threads)
 	m.HandleFunc("GET /api/v1/vms/{vm}/heap", h.heap)
 	m.HandleFunc("GET /api/v1/vms/{vm}/heap/segments", h.segments)
+	m.HandleFunc("POST /api/v1/vms/{vm}/heap/request", h.requestHeap)
 	m.HandleFunc("GET /api/v1/snapshot", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(h.snapshot(time.Now())) //nolint:errcheck // the client went away
@@ -432,4 +434,24 @@ func writeEvent(w http.ResponseWriter, name string, data []byte) error {
 	}
 	_, err := w.Write([]byte("\n\n"))
 	return err
+}
+
+// requestHeap asks a VM for a heap picture. It takes only a JSON POST, which
+// a page of another origin cannot send without a preflight this server
+// never answers.
+func (h *Handler) requestHeap(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, "want Content-Type: application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	hr, ok := h.src.(HeapRequester)
+	if !ok {
+		http.Error(w, "heap requests are not supported here", http.StatusNotImplemented)
+		return
+	}
+	if err := hr.RequestHeap(r.PathValue("vm")); err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
 }

@@ -9,6 +9,13 @@ import "time"
 // their own goroutines. Returned slices belong to the caller (the handler
 // does not modify them, but may hold them after the call returns), so a
 // Source must hand out copies of anything it keeps changing.
+// HeapRequester is optionally implemented by a Source whose VMs can be
+// asked for a heap picture (DDM HPIF and HPSG); the page shows a button
+// for it.
+type HeapRequester interface {
+	RequestHeap(vm string) error
+}
+
 type Source interface {
 	// VMs are the VMs jdwpaccel is connected to, in a stable order.
 	VMs() []VM

@@ -364,6 +364,15 @@
     for (const r of state.threadRows.values()) r.tr.remove();
     state.threadRows.clear();
   });
+  $("heap-request").addEventListener("click", () => {
+    if (!state.vm) return;
+    const msg = $("heap-request-msg");
+    fetch("api/v1/vms/" + encodeURIComponent(state.vm) + "/heap/request", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: "{}",
+    }).then((r) => r.ok ? "requested" : r.text())
+      .then((t) => { msg.textContent = t.trim(); })
+      .catch((e) => { msg.textContent = String(e); });
+  });
   window.addEventListener("resize", () => { state.heapKey = ""; });
   connect();
 })();
