@@ -4,10 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -28,13 +32,9 @@ func (f *ddmFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.reconnect, "ddm-reconnect-delay", time.Second, "pause before reconnecting to a DDM VM after a debugger detaches")
 }
 
-// setupDDM starts the DDM holder for the VM at vmAddr and wires it into cfg:
-// cfg.DialVM hands the held VM connection to each debugger
-// (cfg.VMHandshakeDone becomes true) and cfg.NewHooks gets the DDM
-// interceptor first, ahead of whatever hooks cfg already had, so that the
-// proxy's own DDM traffic is consumed before other interceptors see it.
-// The holder runs until ctx ends. With DDM disabled it changes nothing and
-// returns nil.
+// setupDDM starts the DDM holder for the VM at vmAddr and wires it into cfg
+// (see wireDDM). The holder runs until ctx ends. With DDM disabled it
+// changes nothing and returns nil.
 func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) *ddmtap.Holder {
 	if !f.enabled {
 		return nil
@@ -47,6 +47,17 @@ func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer
 		ReconnectDelay:   f.reconnect,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
+	wireDDM(h, cfg)
+	go h.Run(ctx) //nolint:errcheck // Run returns nil when ctx ends
+	return h
+}
+
+// wireDDM makes cfg use the holder h: cfg.DialVM hands the held VM
+// connection to each debugger (cfg.VMHandshakeDone becomes true) and
+// cfg.NewHooks gets the DDM interceptor first, ahead of whatever hooks cfg
+// already had, so that the proxy's own DDM traffic is consumed before other
+// interceptors see it.
+func wireDDM(h *ddmtap.Holder, cfg *relay.Config) {
 	cfg.DialVM = h.DialVM
 	cfg.VMHandshakeDone = true
 	prev := cfg.NewHooks
@@ -59,8 +70,114 @@ func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer
 		}
 		return hooks
 	}
-	go h.Run(ctx) //nolint:errcheck // Run returns nil when ctx ends
-	return h
+}
+
+// vmMonitors are the DDM monitors of the VMs discovery found, by VM key
+// (each monitor is named by its VM's key, which is also its ID on the live
+// page). It lists them for the page and names VMs for the discover.Manager
+// (discover.AppNamer). Safe for concurrent use.
+type vmMonitors struct {
+	mu    sync.Mutex // guards byKey
+	byKey map[string]*ddmtap.Monitor
+}
+
+func newVMMonitors() *vmMonitors {
+	return &vmMonitors{byKey: map[string]*ddmtap.Monitor{}}
+}
+
+func (r *vmMonitors) add(key string, m *ddmtap.Monitor) {
+	r.mu.Lock()
+	r.byKey[key] = m
+	r.mu.Unlock()
+}
+
+// remove drops key's monitor if it is still m (a VM that came back under
+// the same key may already have a new one).
+func (r *vmMonitors) remove(key string, m *ddmtap.Monitor) {
+	r.mu.Lock()
+	if r.byKey[key] == m {
+		delete(r.byKey, key)
+	}
+	r.mu.Unlock()
+}
+
+// List returns the monitors sorted by VM key; the slice is the caller's.
+func (r *vmMonitors) List() []*ddmtap.Monitor {
+	r.mu.Lock()
+	keys := slices.Sorted(maps.Keys(r.byKey))
+	out := make([]*ddmtap.Monitor, len(keys))
+	for i, k := range keys {
+		out[i] = r.byKey[k]
+	}
+	r.mu.Unlock()
+	return out
+}
+
+// AppName implements discover.AppNamer: the application name the VM's
+// DDM HELO/APNM gave (else its package name), "" when not known.
+func (r *vmMonitors) AppName(vmKey string) string {
+	r.mu.Lock()
+	m := r.byKey[vmKey]
+	r.mu.Unlock()
+	if m == nil {
+		return ""
+	}
+	id := m.Snapshot().Identity
+	if id.AppName != "" {
+		return id.AppName
+	}
+	return id.PackageName
+}
+
+// ddmVMs gives each VM discovery finds its own DDM holder and monitor.
+type ddmVMs struct {
+	flags   ddmFlags
+	metrics *ddmtap.Metrics // shared by every VM's monitor (no per-VM labels)
+	mons    *vmMonitors
+	// noScanHolders: the scan finds VMs by connecting (--scan-connect), so
+	// a held HotSpot connection would hide the VM from the scan, which
+	// would then drop it and its connection, resuming a suspend=y VM; such
+	// VMs get no holder.
+	noScanHolders bool
+}
+
+func newDDMVMs(f ddmFlags, reg prometheus.Registerer, connectProbe bool) *ddmVMs {
+	return &ddmVMs{flags: f, metrics: ddmtap.NewMetrics(reg), mons: newVMMonitors(), noScanHolders: connectProbe}
+}
+
+// start creates vm's holder dialling with dial, wires it into cfg (see
+// wireDDM), registers its monitor and runs it until ctx ends. stop ends
+// the holder (disabling the DDM features it enabled on a held connection
+// and closing it), waits for it and unregisters the monitor; call it once
+// the VM's relay server has returned. start returns a no-op stop and leaves
+// cfg alone when the VM gets no holder.
+func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFunc, cfg *relay.Config) (stop func()) {
+	if d.noScanHolders && vm.Kind == discover.KindScan {
+		cfg.Logger.Info().Msg("no DDM monitor for this VM: with --scan-connect, holding its connection would hide it from the scan")
+		return func() {}
+	}
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{
+		Addr:             vm.Key,
+		Dial:             dial,
+		Logger:           cfg.Logger,
+		Metrics:          d.metrics,
+		Options:          ddmtap.Options{PollInterval: d.flags.poll, ReplyTimeout: d.flags.timeout},
+		ReconnectDelay:   d.flags.reconnect,
+		HandshakeTimeout: cfg.HandshakeTimeout,
+	})
+	wireDDM(h, cfg)
+	d.mons.add(vm.Key, h.Monitor())
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Run(hctx) //nolint:errcheck // Run returns nil when hctx ends
+	}()
+	return func() {
+		cancel()
+		<-done
+		d.mons.remove(vm.Key, h.Monitor())
+	}
 }
 
 const fakeVMExamples = `

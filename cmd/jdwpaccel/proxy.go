@@ -88,7 +88,9 @@ type stack struct {
 	cfg     relay.Config
 	reg     *prometheus.Registry
 	spec    *speculator.Speculator // nil with --speculate=false
-	holder  *ddmtap.Holder         // nil with --ddm=false
+	holder  *ddmtap.Holder         // nil with --ddm=false or discovery
+	vmDDM   *ddmVMs                // with discovery: per-VM holders; nil with --ddm=false
+	sessVMs *sessionVMs            // with discovery: each session's VM
 	journal *journal.Journal       // nil without --journal
 	tracker *web.SessionTracker
 }
@@ -144,8 +146,12 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		return h
 	}
 	if isDiscoverySpec(pf.vm) {
+		// Each VM found gets its own relay server, and DDM holder and
+		// monitor (see relayServeFunc, started by runProxy).
+		st.sessVMs = newSessionVMs()
+		st.tracker.VMOf = st.sessVMs.VMOf
 		if pf.ddm.enabled {
-			log.Info().Msg("DDM monitoring watches a single --vm HOST:PORT; with discovery it is off for now")
+			st.vmDDM = newDDMVMs(pf.ddm, st.reg, pf.vms.connectProbe)
 		}
 		return st, nil
 	}
@@ -157,10 +163,13 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 func (st *stack) monitorSource() *web.DDMSource {
 	return &web.DDMSource{
 		Monitors: func() []*ddmtap.Monitor {
-			if st.holder == nil {
-				return nil
+			switch {
+			case st.holder != nil:
+				return []*ddmtap.Monitor{st.holder.Monitor()}
+			case st.vmDDM != nil:
+				return st.vmDDM.mons.List()
 			}
-			return []*ddmtap.Monitor{st.holder.Monitor()}
+			return nil
 		},
 		AccelFunc: func() web.AccelStats {
 			a := web.AccelFromGatherer(st.reg)
@@ -278,7 +287,11 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 	var manager *discover.Manager
 	extra := map[string]http.Handler{}
 	if isDiscoverySpec(pf.vm) {
-		manager, err = newVMManager(pf.vm, pf.vms, ln, relayServeFunc(st.cfg, nil), nil, log, st.reg)
+		var namer discover.AppNamer
+		if st.vmDDM != nil {
+			namer = st.vmDDM.mons
+		}
+		manager, err = newVMManager(pf.vm, pf.vms, ln, relayServeFunc(st.cfg, st.sessVMs, st.vmDDM), namer, log, st.reg)
 		if err != nil {
 			ln.Close()
 			fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
