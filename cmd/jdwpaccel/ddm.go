@@ -134,15 +134,10 @@ type ddmVMs struct {
 	flags   ddmFlags
 	metrics *ddmtap.Metrics // shared by every VM's monitor (no per-VM labels)
 	mons    *vmMonitors
-	// noScanHolders: the scan finds VMs by connecting (--scan-connect), so
-	// a held HotSpot connection would hide the VM from the scan, which
-	// would then drop it and its connection, resuming a suspend=y VM; such
-	// VMs get no holder.
-	noScanHolders bool
 }
 
-func newDDMVMs(f ddmFlags, reg prometheus.Registerer, connectProbe bool) *ddmVMs {
-	return &ddmVMs{flags: f, metrics: ddmtap.NewMetrics(reg), mons: newVMMonitors(), noScanHolders: connectProbe}
+func newDDMVMs(f ddmFlags, reg prometheus.Registerer) *ddmVMs {
+	return &ddmVMs{flags: f, metrics: ddmtap.NewMetrics(reg), mons: newVMMonitors()}
 }
 
 // start creates vm's holder dialling with dial, wires it into cfg (see
@@ -152,8 +147,11 @@ func newDDMVMs(f ddmFlags, reg prometheus.Registerer, connectProbe bool) *ddmVMs
 // the VM's relay server has returned. start returns a no-op stop and leaves
 // cfg alone when the VM gets no holder.
 func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFunc, cfg *relay.Config) (stop func()) {
-	if d.noScanHolders && vm.Kind == discover.KindScan {
-		cfg.Logger.Info().Msg("no DDM monitor for this VM: with --scan-connect, holding its connection would hide it from the scan")
+	if vm.Kind == discover.KindScan {
+		// Scanned VMs are local JVMs with a dt_socket agent, which never
+		// speak DDM. A held connection would gain nothing, and would
+		// release a suspend=y VM if the proxy exited before any debugger
+		// came: scanning must leave VMs alone.
 		return func() {}
 	}
 	h := ddmtap.NewHolder(ddmtap.HolderConfig{

@@ -274,26 +274,23 @@ func TestBuildStackDiscoveryDDM(t *testing.T) {
 	}
 }
 
-// TestDDMVMsStart: a discovered VM's holder is wired into its relay
-// configuration and registered until stop; with --scan-connect a scanned
-// VM gets none.
+// TestDDMVMsStart: an adb VM's holder is wired into its relay
+// configuration and registered until stop; a scanned local JVM gets none.
 func TestDDMVMsStart(t *testing.T) {
 	dial := func(ctx context.Context) (net.Conn, error) { return nil, context.Canceled }
 	for _, c := range []struct {
-		kind        string
-		probe, want bool
+		kind string
+		want bool
 	}{
-		{discover.KindADB, false, true},
-		{discover.KindScan, false, true},
-		{discover.KindADB, true, true},
-		{discover.KindScan, true, false},
+		{discover.KindADB, true},
+		{discover.KindScan, false},
 	} {
-		d := newDDMVMs(ddmFlags{enabled: true}, prometheus.NewRegistry(), c.probe)
+		d := newDDMVMs(ddmFlags{enabled: true}, prometheus.NewRegistry())
 		vm := discover.VM{Key: c.kind + ":1", Kind: c.kind, Dial: dial}
 		var cfg relay.Config
 		stop := d.start(context.Background(), vm, dial, &cfg)
 		if got := len(d.mons.List()) == 1; got != c.want || cfg.VMHandshakeDone != c.want || (cfg.NewHooks != nil) != c.want {
-			t.Errorf("%s, --scan-connect=%v: holder %v (handshake done %v), want %v", c.kind, c.probe, got, cfg.VMHandshakeDone, c.want)
+			t.Errorf("%s: holder %v (handshake done %v), want %v", c.kind, got, cfg.VMHandshakeDone, c.want)
 		}
 		stop()
 		if n := len(d.mons.List()); n != 0 {

@@ -151,7 +151,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		st.sessVMs = newSessionVMs()
 		st.tracker.VMOf = st.sessVMs.VMOf
 		if pf.ddm.enabled {
-			st.vmDDM = newDDMVMs(pf.ddm, st.reg, pf.vms.connectProbe)
+			st.vmDDM = newDDMVMs(pf.ddm, st.reg)
 		}
 		return st, nil
 	}
