@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -58,24 +57,6 @@ func TestParseRate(t *testing.T) {
 	}
 }
 
-// linkLogBuffer collects log lines safely.
-type linkLogBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *linkLogBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *linkLogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestCmdLinkRuns: the command logs its bound address, relays to --to with
 // the delay, and exits 0 when its context is cancelled.
 func TestCmdLinkRuns(t *testing.T) {
@@ -102,7 +83,7 @@ func TestCmdLinkRuns(t *testing.T) {
 			[]string{"--to", ln.Addr().String(), "--rtt", "20ms", "--log-format", "json"})
 		pw.Close()
 	}()
-	logs := &linkLogBuffer{}
+	logs := &lockedBuffer{}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
