@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/bench"
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
@@ -24,13 +26,6 @@ Examples:
   jdwpaccel demo --rtt 100ms     # a cross-region link
   jdwpaccel demo --keep          # then keeps VM, link and proxy up for your IDE
 `
-
-// demoRun is one side of the comparison.
-type demoRun struct {
-	name    string
-	res     *javavm.DriverResult
-	elapsed time.Duration
-}
 
 func cmdDemo(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -78,7 +73,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	// The accelerated side: one proxy stack, with the live page. The VM
 	// address is filled in per run.
 	pf := proxyFlags{speculate: true, maxPacket: 0, minRTT: "0s", journalRaw: 4096}
-	pf.vm = "127.0.0.1:0" // each run dials its own link (demoChain)
+	pf.vm = "127.0.0.1:0" // every run dials its own link (bench.Run, demoKeep)
 	st, err := buildStack(ctx, &pf, log)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
@@ -102,112 +97,51 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 		say("live monitor (threads, heap, accelerator): %s", url)
 	}
 
-	side := func(name string, viaProxy bool) (*demoRun, error) {
-		say("%-10s starting a fresh JVM, a %v link in front of it%s...", name+":", *rtt, map[bool]string{true: " and jdwpaccel in front of that"}[viaProxy])
-		addr, stop, err := demoChain(ctx, build, *rtt, viaProxy, st, log)
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
-		start := time.Now()
-		res, err := javavm.RunDriver(ctx, build, javavm.DriverOptions{
-			Addr: addr, Profile: *workload, Debuggee: javavm.Deep, Steps: *steps, Warmup: 1,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return &demoRun{name: name, res: res, elapsed: time.Since(start)}, nil
-	}
-	direct, err := side("direct", false)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel demo: direct run: %v\n", err)
+	// The comparison is one row of the benchmark: the same chain, the same
+	// statistics, the same digest check. The accelerated side uses this
+	// stack's hooks, so the page shows its sessions and figures.
+	rep, err := bench.Run(ctx, bench.Config{
+		RTTs:      []time.Duration{*rtt},
+		Workloads: []bench.Workload{{Profile: *workload, Debuggee: javavm.Deep}},
+		Modes: []bench.Mode{
+			{Name: "direct", Direct: true},
+			{Name: "jdwpaccel", NewHooks: st.cfg.NewHooks, Stats: statsDelta(st.spec)},
+		},
+		Steps: *steps, Warmup: 1, Build: build, Log: log,
+		Progress: func(done, total int, label string) {
+			if done < total {
+				say("run %d of %d: a fresh JVM behind a %v link, %s", done+1, total, *rtt, label)
+			}
+		},
+	})
+	if err != nil && !errors.Is(err, bench.ErrDigestMismatch) {
+		fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
 		return exitError
 	}
-	before := st.spec.Stats()
-	accel, err := side("jdwpaccel", true)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel demo: proxied run: %v\n", err)
-		return exitError
-	}
-	after := st.spec.Stats()
-
+	direct, accel := rep.Cells[0], rep.Cells[1]
 	say("")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tmedian step\tp95 step\twhole run\t")
-	for _, r := range []*demoRun{direct, accel} {
-		ms := stepTimes(r.res)
-		fmt.Fprintf(tw, "%s\t%.0f ms\t%.0f ms\t%.1f s\t\n", r.name, quantileMS(ms, 0.5), quantileMS(ms, 0.95), r.elapsed.Seconds())
+	fmt.Fprintln(tw, "\tmedian step\tp95 step\t")
+	for _, c := range rep.Cells {
+		fmt.Fprintf(tw, "%s\t%.0f ms\t%.0f ms\t\n", c.Mode, c.MedianMS, c.P95MS)
 	}
 	tw.Flush()
-	d, a := quantileMS(stepTimes(direct.res), 0.5), quantileMS(stepTimes(accel.res), 0.5)
 	say("")
-	if a > 0 {
-		say("speedup per step: %.1fx", d/a)
-	}
-	hits, belays, misses := after.Hits-before.Hits, after.Belays-before.Belays, after.Misses-before.Misses
-	sent, wasted := after.SpecSent-before.SpecSent, after.SpecWasted-before.SpecWasted
-	say("cache: %d hits, %d belays, %d misses; %d speculative commands, %d wasted", hits, belays, misses, sent, wasted)
-	if slices.Equal(direct.res.Digests(), accel.res.Digests()) {
-		say("digest check: OK, the debugger saw identical values at all %d stops", len(direct.res.Stops))
-	} else {
-		say("digest check: FAILED, the debugger saw different values through jdwpaccel")
+	say("speedup per step: %.1fx", accel.Speedup)
+	a := accel.Stats
+	say("cache: %.0f hits, %.0f belays, %.0f misses; %.0f speculative commands, %.0f wasted",
+		a["hits"], a["belays"], a["misses"], a["speculative_sent"], a["speculative_wasted"])
+	if !accel.DigestsMatch {
+		say("digest check: FAILED, the debugger saw different values through jdwpaccel: %s", strings.Join(rep.Mismatches, "; "))
 		return exitError
 	}
+	say("digest check: OK, the debugger saw identical values at all %d stops", len(direct.Digests))
 	say("")
 	if !*keep {
 		printAttachHelp(out, build, *rtt, *listen, false)
 		return exitOK
 	}
 	return demoKeep(ctx, out, build, *rtt, *listen, st, log)
-}
-
-func stepTimes(r *javavm.DriverResult) []float64 {
-	var ms []float64
-	for _, s := range r.Steady() {
-		ms = append(ms, s.MS)
-	}
-	return ms
-}
-
-func quantileMS(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	v = slices.Clone(v)
-	slices.Sort(v)
-	return v[min(len(v)-1, int(q*float64(len(v))))]
-}
-
-// demoChain starts a Deep VM behind a link, and the proxy in front of the
-// link when viaProxy; it returns where the debugger should connect.
-func demoChain(ctx context.Context, build *javavm.Build, rtt time.Duration, viaProxy bool, st *stack, log zerolog.Logger) (string, func(), error) {
-	ctx, cancel := context.WithCancel(ctx)
-	vm, err := javavm.Start(ctx, build, javavm.Deep, javavm.VMOptions{})
-	if err != nil {
-		cancel()
-		return "", nil, err
-	}
-	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, log)
-	if err != nil {
-		vm.Stop()
-		cancel()
-		return "", nil, err
-	}
-	stop := func() { cancel(); lk.Close(); vm.Stop() }
-	if !viaProxy {
-		return lk.Addr().String(), stop, nil
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		stop()
-		return "", nil, err
-	}
-	cfg := st.cfg
-	cfg.DialVM = relay.DialTCP(lk.Addr().String())
-	cfg.VMHandshakeDone = false
-	done := make(chan struct{})
-	go func() { relay.NewServer(cfg).Serve(ctx, ln); close(done) }() //nolint:errcheck // ends with ctx
-	return ln.Addr().String(), func() { stop(); <-done }, nil
 }
 
 // startFakeAndroid serves a fake Dalvik VM with thread churn and a DDM
