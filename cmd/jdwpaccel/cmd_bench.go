@@ -9,10 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
 
@@ -25,17 +29,41 @@ Examples:
 `
 
 // benchModes returns the modes named in list, the direct baseline first.
-func benchModes(list string, log zerolog.Logger) ([]bench.Mode, error) {
-	all := map[string]func() bench.Mode{
-		"direct": func() bench.Mode { return bench.Mode{Name: "direct", Direct: true} },
-		"proxy":  func() bench.Mode { return bench.Mode{Name: "proxy"} },
+// The journal mode writes every session it relays to journalPath; call
+// closeAll after the run to flush it.
+func benchModes(list, journalPath string, log zerolog.Logger) (modes []bench.Mode, closeAll func() error, err error) {
+	var jr *journal.Journal
+	closeAll = func() error {
+		if jr == nil {
+			return nil
+		}
+		if n := jr.Dropped(); n > 0 {
+			log.Warn().Uint64("dropped", n).Msg("the journal could not keep up")
+		}
+		return jr.Close()
+	}
+	all := map[string]func() (bench.Mode, error){
+		"direct": func() (bench.Mode, error) { return bench.Mode{Name: "direct", Direct: true}, nil },
+		"proxy":  func() (bench.Mode, error) { return bench.Mode{Name: "proxy"}, nil },
 		// tcp-copy is a plain byte-copy hop: the floor for any proxy.
-		"tcp-copy": func() bench.Mode { return bench.Mode{Name: "tcp-copy", Copy: true} },
+		"tcp-copy": func() (bench.Mode, error) { return bench.Mode{Name: "tcp-copy", Copy: true}, nil },
+		"speculate": func() (bench.Mode, error) {
+			sp := speculator.New(speculator.Config{Enabled: true}, log, nil)
+			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: statsDelta(sp)}, nil
+		},
+		// journal is the pass-through proxy with the journal on: against
+		// "proxy", what journaling costs the relay.
+		"journal": func() (bench.Mode, error) {
+			var err error
+			if jr, err = journal.Open(journal.Options{Path: journalPath, Logger: log}); err != nil {
+				return bench.Mode{}, err
+			}
+			return bench.Mode{Name: "journal", NewHooks: func(*relay.Session) relay.Hooks {
+				return relay.Hooks{Observers: []relay.Observer{jr}}
+			}}, nil
+		},
 	}
-	if speculateMode != nil {
-		all["speculate"] = func() bench.Mode { return speculateMode(log) }
-	}
-	modes := []bench.Mode{all["direct"]()}
+	modes = []bench.Mode{{Name: "direct", Direct: true}}
 	for _, n := range strings.Split(list, ",") {
 		n = strings.TrimSpace(n)
 		if n == "direct" || n == "" {
@@ -43,16 +71,39 @@ func benchModes(list string, log zerolog.Logger) ([]bench.Mode, error) {
 		}
 		mk, ok := all[n]
 		if !ok {
-			return nil, fmt.Errorf("unknown mode %q", n)
+			return nil, closeAll, fmt.Errorf("unknown mode %q", n)
 		}
-		modes = append(modes, mk())
+		m, err := mk()
+		if err != nil {
+			return nil, closeAll, err
+		}
+		modes = append(modes, m)
 	}
-	return modes, nil
+	return modes, closeAll, nil
 }
 
-// speculateMode builds the bench mode with speculation on; set by the
-// speculator wiring.
-var speculateMode func(log zerolog.Logger) bench.Mode
+// statsDelta returns a function that reports the speculator's counters
+// accumulated since its previous call.
+func statsDelta(sp *speculator.Speculator) func() map[string]float64 {
+	var mu sync.Mutex // guards prev
+	var prev speculator.Stats
+	return func() map[string]float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		cur := sp.Stats()
+		d := map[string]float64{
+			"hits":               float64(cur.Hits - prev.Hits),
+			"misses":             float64(cur.Misses - prev.Misses),
+			"belays":             float64(cur.Belays - prev.Belays),
+			"speculative_sent":   float64(cur.SpecSent - prev.SpecSent),
+			"speculative_used":   float64(cur.SpecUsed - prev.SpecUsed),
+			"speculative_wasted": float64(cur.SpecWasted - prev.SpecWasted),
+			"round_trips_saved":  float64(cur.RoundTripsSaved - prev.RoundTripsSaved),
+		}
+		prev = cur
+		return d
+	}
+}
 
 func parseRTTs(s string) ([]time.Duration, error) {
 	var out []time.Duration
@@ -98,7 +149,8 @@ func progressBar(w io.Writer) func(done, total int, label string) {
 func cmdBench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
-	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), speculate")
+	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate")
+	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
 	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap; profiles: jdb-min, idea-like, vscode-like)")
 	steps := fs.Int("steps", 8, "measured steps per cell")
 	warmup := fs.Int("warmup", 2, "warm-up stops per cell, not measured")
@@ -122,7 +174,13 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Log: log, Progress: progressBar(e.stderr)}
 	if cfg.RTTs, err = parseRTTs(*rtts); err == nil {
 		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil {
-			cfg.Modes, err = benchModes(*modes, log)
+			var closeJournal func() error
+			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, log)
+			defer func() {
+				if err := closeJournal(); err != nil {
+					log.Error().Err(err).Msg("journal not written completely")
+				}
+			}()
 		}
 	}
 	if err != nil {
