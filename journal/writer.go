@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"slices"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -21,25 +20,18 @@ type pend struct {
 // sessState is what the writer knows about one session. Only the writer
 // goroutine touches it.
 type sessState struct {
-	id           uint64
-	debugger, vm string
-	startT       int64
-	sizes        jdwp.IDSizes
-	dbgPending   map[uint32]pend // debugger-view commands by debugger ID
-	wirePending  map[uint32]pend // synthetic commands by wire ID
-	vmCmdPending map[uint32]pend // VM-originated commands by ID
-	dbgLanes     []bool          // Perfetto lanes in use, debugger view
-	wireLanes    []bool          // Perfetto lanes in use, synthetic traffic
-	matched      pend            // the command the record being encoded answers
-	hasMatched   bool
-	packets      uint64
-	// orphans are replies to the debugger observed before their command.
-	// The relay observes a debugger command after its interceptors ran, so
-	// an answer an interceptor sends from another goroutine (a belay
-	// served as soon as the speculation's reply arrives) can be observed
-	// first; the writer holds such a reply until its command is written.
-	orphans       map[uint32]*slot
-	flushing      bool         // writing orphans out: hold none
+	id            uint64
+	debugger, vm  string
+	startT        int64
+	sizes         jdwp.IDSizes
+	dbgPending    map[uint32]pend // debugger-view commands by debugger ID
+	wirePending   map[uint32]pend // synthetic commands by wire ID
+	vmCmdPending  map[uint32]pend // VM-originated commands by ID
+	dbgLanes      []bool          // Perfetto lanes in use, debugger view
+	wireLanes     []bool          // Perfetto lanes in use, synthetic traffic
+	matched       pend            // the command the record being encoded answers
+	hasMatched    bool
+	packets       uint64
 	perfettoNamed map[int]bool // Perfetto tids named in the current file
 	tcp           tcpState     // pcapng flow state
 }
@@ -51,7 +43,6 @@ func newSessState(id uint64) *sessState {
 		wirePending:   make(map[uint32]pend, 16),
 		vmCmdPending:  make(map[uint32]pend, 4),
 		perfettoNamed: make(map[int]bool, 8),
-		orphans:       make(map[uint32]*slot),
 	}
 }
 
@@ -235,7 +226,6 @@ func (w *writer) slot(sl *slot) {
 		w.emit(w.enc.record(w.buf[:0], w, s, &w.rec))
 	case slotSessionEnd:
 		s := w.session(sl.session)
-		w.flushOrphans(s)
 		w.rec = Record{Type: TypeSessionEnd, Session: sl.session, T: t, Err: sl.err,
 			PacketsLogged: s.packets, Unanswered: len(s.dbgPending)}
 		w.emit(w.enc.record(w.buf[:0], w, s, &w.rec))
@@ -309,15 +299,6 @@ func (w *writer) packet(sl *slot, t int64) {
 			s.dbgPending[sl.id] = p
 		}
 	case sl.kind == relay.KindReply:
-		if _, ok := s.dbgPending[sl.id]; !ok && !synthetic && !s.flushing && len(s.orphans) < maxOrphans {
-			if _, dup := s.orphans[sl.id]; !dup {
-				o := *sl
-				o.buf = append([]byte(nil), sl.buf...)
-				s.orphans[sl.id] = &o
-				s.packets--
-				return
-			}
-		}
 		m := s.dbgPending
 		lanes := s.dbgLanes
 		if synthetic {
@@ -362,12 +343,6 @@ func (w *writer) packet(sl *slot, t int64) {
 	}
 	w.emit(w.enc.record(w.buf[:0], w, s, r))
 	w.events = r.Events[:0]
-	if sl.kind == relay.KindCommand && !synthetic {
-		if o, ok := s.orphans[sl.id]; ok {
-			delete(s.orphans, sl.id)
-			w.packet(o, o.time.Sub(w.j.start).Nanoseconds())
-		}
-	}
 
 	// The VM's IDSizes reply: learn the sizes and say so.
 	if isReply && cmd == jdwp.CmdIDSizes && r.Error == 0 && len(body) >= 20 && !s.sizes.Known() {
@@ -377,28 +352,6 @@ func (w *writer) packet(sl *slot, t int64) {
 			w.emit(w.enc.record(w.buf[:0], w, s, &w.rec))
 		}
 	}
-}
-
-// maxOrphans bounds the replies held for a command not yet seen; beyond
-// it replies are written where they come.
-const maxOrphans = 256
-
-// flushOrphans writes the replies whose command never came.
-func (w *writer) flushOrphans(s *sessState) {
-	if len(s.orphans) == 0 {
-		return
-	}
-	held := make([]*slot, 0, len(s.orphans))
-	for _, o := range s.orphans {
-		held = append(held, o)
-	}
-	clear(s.orphans)
-	slices.SortFunc(held, func(a, b *slot) int { return a.time.Compare(b.time) })
-	s.flushing = true
-	for _, o := range held {
-		w.packet(o, o.time.Sub(w.j.start).Nanoseconds())
-	}
-	s.flushing = false
 }
 
 // maxEventNames bounds the event kinds listed for one composite.
@@ -470,9 +423,6 @@ func threadOf(c jdwp.Cmd, body []byte, z jdwp.IDSizes) (uint64, bool) {
 // close ends the file: records for sessions still open, the trailer, and
 // a flush and sync.
 func (w *writer) close() error {
-	for _, id := range w.order {
-		w.flushOrphans(w.sessions[id])
-	}
 	w.emit(w.enc.end(w.buf[:0], w, true))
 	if err := w.sink.Close(); err != nil {
 		w.writeFailed(err)
