@@ -117,9 +117,6 @@ func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
 // VMAddr is the VM's address.
 func (s *Session) VMAddr() net.Addr { return s.vm.RemoteAddr() }
 
-// Closed reports whether the session has ended.
-func (s *Session) Closed() bool { return s.closed.Load() }
-
 // SendToVM injects a whole command packet towards the VM, with the given
 // origin (Synthetic for the proxy's own commands). Safe from any goroutine.
 // The caller keeps ownership of p; it is written before SendToVM returns.
