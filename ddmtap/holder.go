@@ -32,19 +32,33 @@ type HolderConfig struct {
 	HandshakeTimeout time.Duration
 	// MaxHeld bounds the non-DDM bytes kept for the next debugger (4 MiB).
 	MaxHeld int
+	// KnownDDM says the VM is known to speak DDM (found through adb, or
+	// the user said --ddm=force): the holder connects at once and sends
+	// HELO. Otherwise it sends nothing and holds nothing until the VM's
+	// reply to a debugger's VirtualMachine.Version names an Android
+	// runtime.
+	KnownDDM bool
 }
 
 // Holder keeps a connection to one VM while no debugger is attached, so
 // that the Monitor runs before and between debuggers, and hands that same
 // connection to the next debugger.
 //
+// Which VMs are held: only VMs known to speak DDM (HolderConfig.KnownDDM,
+// or a VM that answered HELO in an earlier session). A VM not known yet is
+// not connected to before a debugger arrives; the VM's reply to the
+// debugger's own VirtualMachine.Version decides whether it gets DDM (an
+// Android runtime) or never any (HotSpot, OpenJ9, anything else; see
+// link.begin for why). A VM that dies with HELO unanswered is never sent
+// it again.
+//
 // How the VM stays clean: while holding, the proxy sends nothing but DDM
-// (HELO, and for DDM VMs FEAT, THEN, THST, heap requests), so an Android VM
-// never thinks a debugger is attached, and keeps every non-DDM packet the
-// VM sends (HotSpot's VM_START after suspend=y) to replay to the debugger
-// before anything else. A held connection is never dropped before a
-// debugger arrives (closing it would make HotSpot resume a suspend=y VM),
-// except when the proxy shuts down. When the debugger leaves, the relay
+// (HELO, and for VMs that answer it FEAT, THEN, THST, heap requests), so an
+// Android VM never thinks a debugger is attached, and keeps every non-DDM
+// packet the VM sends to replay to the debugger before anything else. A
+// held connection is never dropped before a debugger arrives (a VM may
+// resume itself when its debugger leaves), except when the proxy shuts
+// down. When the debugger leaves, the relay
 // closes the VM connection: the VM resets its debugging state (event
 // requests, suspensions, held objects) exactly as after a direct detach.
 // The holder then reconnects, after ReconnectDelay, only if the VM speaks
@@ -146,7 +160,13 @@ func (h *Holder) wantConn() bool {
 	if h.held != nil || h.lent > 0 || h.dialing != nil {
 		return false
 	}
-	return !h.connected || h.mon.DDM() == DDMYes
+	switch h.mon.DDM() {
+	case DDMYes:
+		return true
+	case DDMUnknown:
+		return h.cfg.KnownDDM && !h.connected
+	}
+	return false
 }
 
 // dial opens and handshakes a VM connection, marking the holder as
@@ -202,7 +222,7 @@ func (h *Holder) hold(ctx context.Context) error {
 		return err
 	}
 	w := &connWriter{conn: conn}
-	l := newLink(h.mon, h.log, h.cfg.Options, &h.ids)
+	l := h.newLink()
 	l.setSend(w.write)
 	hc := &heldConn{h: h, conn: conn, w: w, l: l, done: make(chan struct{})}
 	h.mu.Lock()
@@ -281,7 +301,7 @@ func (h *Holder) dialFresh(ctx context.Context) (net.Conn, error) {
 		return &lentConn{Conn: conn, h: h}, nil
 	}
 	w := &connWriter{conn: conn}
-	l := newLink(h.mon, h.log, h.cfg.Options, &h.ids)
+	l := h.newLink()
 	l.setSend(w.write)
 	l.begin()
 	return &lentConn{Conn: conn, h: h, l: l, w: w}, nil
@@ -319,9 +339,25 @@ func (h *Holder) take() net.Conn {
 	return &lentConn{Conn: hc.conn, h: h, l: hc.l, prefix: prefix}
 }
 
+func (h *Holder) newLink() *link {
+	return newLink(h.mon, h.log, h.cfg.Options, &h.ids, h.cfg.KnownDDM)
+}
+
+// lost is called when a VM connection ended: if HELO was still
+// unanswered, it may be what ended it, so the VM is never sent it again.
+func (h *Holder) lost(l *link, err error) {
+	if !l.probePending() {
+		return
+	}
+	l.mon.setDDM(DDMNo)
+	h.cfg.Metrics.error(ReasonProbeLost)
+	h.log.Warn().Err(err).Str(relay.LogVM, h.cfg.Addr).Msg("VM closed the connection before answering the proxy's DDM HELO; no DDM traffic to it again (if it crashed, start it again; --ddm=false avoids DDM altogether)")
+}
+
 // release is called once when a lent connection is closed.
 func (h *Holder) release(c *lentConn) {
 	if c.l != nil {
+		h.lost(c.l, nil)
 		c.l.close()
 	}
 	h.mu.Lock()
@@ -403,6 +439,7 @@ func (hc *heldConn) read() {
 					h.held = nil
 					h.mu.Unlock()
 					hc.conn.Close()
+					h.lost(hc.l, err)
 					go hc.l.close()
 					h.log.Info().Err(err).Msg("VM closed the held connection")
 					h.poke()

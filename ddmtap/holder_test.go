@@ -32,7 +32,7 @@ func startVM(t *testing.T, cfg fakevm.Config) *fakevm.VM {
 
 func startHolder(t *testing.T, addr string, m *ddmtap.Metrics) *ddmtap.Holder {
 	t.Helper()
-	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: addr, Logger: zerolog.Nop(), Metrics: m, Options: testOpts, ReconnectDelay: 10 * time.Millisecond})
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: addr, KnownDDM: true, Logger: zerolog.Nop(), Metrics: m, Options: testOpts, ReconnectDelay: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.Run(ctx); close(done) }()
@@ -306,4 +306,88 @@ func TestDebuggerSpeakingDDM(t *testing.T) {
 	vm.Churn()
 	d.send(jdwp.AppendCommand(nil, 0x40000003, jdwp.CmdIDSizes, nil))
 	d.next("IDSizes reply", replyTo(0x40000003), threads)
+}
+
+// TestAndroidFoundFromDebuggersVersion: a DDM VM at a plain address (not
+// known to speak DDM) gets nothing before a debugger arrives; the VM's
+// reply to the debugger's VirtualMachine.Version names an Android runtime,
+// which starts monitoring, and the holder keeps it up after the debugger
+// leaves.
+func TestAndroidFoundFromDebuggersVersion(t *testing.T) {
+	vm := startVM(t, fakevm.Config{Profile: fakevm.Dalvik, Threads: 2})
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: vm.Addr(), Logger: zerolog.Nop(), Options: testOpts, ReconnectDelay: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	p := proxy(t, h)
+	d := attach(t, p)
+	if st := vm.Stats(); st.Connections > 1 || len(st.DDMRequests) != 0 {
+		t.Fatalf("before the debugger's first command: %+v, want no connection but the debugger's and no DDM", st)
+	}
+	d.send(jdwp.AppendCommand(nil, 1, jdwp.CmdVirtualMachineVersion, nil))
+	d.next("Version", replyTo(1), nil)
+	wait(t, h.Monitor(), "DDM after the Version reply", func(s ddmtap.Snapshot) bool {
+		return s.Identity.DDM == ddmtap.DDMYes && len(s.Threads) == 3
+	})
+	d.c.Close()
+	// The VM is now known: the holder reconnects and keeps monitoring.
+	wait(t, h.Monitor(), "held again after the debugger left", func(s ddmtap.Snapshot) bool {
+		return s.Connected && !s.DebuggerAttached
+	})
+}
+
+// TestVMDyingOnHELOIsNeverProbedAgain: a VM that closes the connection with
+// HELO unanswered (as a HotSpot crashing on command set 199 does) is
+// marked and gets no DDM again, neither held nor in later sessions.
+func TestVMDyingOnHELOIsNeverProbedAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	helos := make(chan int, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if jdwp.ReadHandshake(c) != nil || jdwp.WriteHandshake(c) != nil {
+					return
+				}
+				r := jdwp.NewReader(c, 0)
+				n := 0
+				for {
+					p, err := r.Next()
+					if err != nil {
+						helos <- n
+						return
+					}
+					if p.Cmd() == jdwp.CmdDDMChunk {
+						n++
+						return // "crash"
+					}
+					c.Write(jdwp.AppendReply(nil, p.ID(), jdwp.ErrorNone, nil))
+				}
+			}()
+		}
+	}()
+	addr := ln.Addr().String()
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: addr, KnownDDM: true, Logger: zerolog.Nop(), Options: testOpts, ReconnectDelay: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wait(t, h.Monitor(), "VM marked after dying on HELO", func(s ddmtap.Snapshot) bool { return s.Identity.DDM == ddmtap.DDMNo })
+	// A debugger session afterwards gets a plain connection: no HELO.
+	d := attach(t, proxy(t, h))
+	d.send(jdwp.AppendCommand(nil, 1, jdwp.CmdIDSizes, nil))
+	d.next("IDSizes", replyTo(1), nil)
+	d.c.Close()
+	if n := <-helos; n != 0 {
+		t.Fatalf("the debugger's connection carried %d DDM packets after the VM died on HELO", n)
+	}
 }

@@ -200,13 +200,95 @@ func relayTo(t *testing.T, cfg relay.Config) string {
 	return ln.Addr().String()
 }
 
+// startHotSpotHolder starts a holder with default settings (the VM is not
+// known to speak DDM) whose VM connections record what the proxy writes.
+func startHotSpotHolder(t *testing.T, addr string) (*ddmtap.Holder, *wireRecorder) {
+	t.Helper()
+	rec := &wireRecorder{}
+	dial := relay.DialTCP(addr)
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: addr, Logger: zerolog.Nop(), Options: testOpts,
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			c, err := dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return &recordingConn{Conn: c, rec: rec}, nil
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h, rec
+}
+
+// wireRecorder keeps every byte written to the VM connections.
+type wireRecorder struct {
+	mu    sync.Mutex // guards conns
+	conns []*[]byte
+}
+
+type recordingConn struct {
+	net.Conn
+	rec *wireRecorder
+	buf *[]byte
+}
+
+func (c *recordingConn) Write(b []byte) (int, error) {
+	c.rec.mu.Lock()
+	if c.buf == nil {
+		c.buf = new([]byte)
+		c.rec.conns = append(c.rec.conns, c.buf)
+	}
+	*c.buf = append(*c.buf, b...)
+	c.rec.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// commands returns the commands written on each connection after the
+// handshake.
+func (r *wireRecorder) commands(t *testing.T) [][]jdwp.Packet {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var all [][]jdwp.Packet
+	for _, b := range r.conns {
+		data := *b
+		if len(data) < len(jdwp.Handshake) || string(data[:len(jdwp.Handshake)]) != jdwp.Handshake {
+			t.Fatalf("connection does not start with the handshake: %q", data)
+		}
+		data = data[len(jdwp.Handshake):]
+		var pkts []jdwp.Packet
+		for len(data) > 0 {
+			if len(data) < jdwp.HeaderSize || int(binary.BigEndian.Uint32(data)) > len(data) {
+				t.Fatalf("torn packet written to the VM: %x", data)
+			}
+			n := binary.BigEndian.Uint32(data)
+			pkts = append(pkts, jdwp.Packet(data[:n]))
+			data = data[n:]
+		}
+		all = append(all, pkts)
+	}
+	return all
+}
+
+// checkNoVendorSets fails if any packet written to the VM has a command
+// set of 128 or more (HotSpot reads it as negative and may crash).
+func checkNoVendorSets(t *testing.T, rec *wireRecorder) {
+	t.Helper()
+	for i, pkts := range rec.commands(t) {
+		for _, p := range pkts {
+			if !p.IsReply() && p.Cmd().Set >= 128 {
+				t.Errorf("connection %d: the proxy sent %v (command set %d) to a HotSpot VM", i, p.Cmd(), p.Cmd().Set)
+			}
+		}
+	}
+}
+
 func TestHotSpotSuspendedVMIsNotReleased(t *testing.T) {
 	needJava(t)
 	addr, out := startJava(t)
-	h := startHolder(t, addr, nil)
+	h, rec := startHotSpotHolder(t, addr)
 	mon := h.Monitor()
-	// HELO is answered with NOT_IMPLEMENTED (99): not a DDM VM.
-	wait(t, mon, "HELO answered with a JDWP error", func(s ddmtap.Snapshot) bool { return s.Identity.DDM == ddmtap.DDMNo })
 	if strings.Contains(out.String(), "main started") {
 		t.Fatal("the VM ran while only the proxy was connected")
 	}
@@ -240,8 +322,43 @@ func TestHotSpotSuspendedVMIsNotReleased(t *testing.T) {
 	d.send(jdwp.AppendCommand(nil, 3, jdwp.Cmd{Set: jdwp.SetVirtualMachine, Cmd: 9}, nil)) // Resume
 	d.next("Resume", replyTo(3), nil)
 	out.waitFor(t, 0, "result 3")
-	if st := mon.Snapshot(); st.Identity.DDM != ddmtap.DDMNo || st.Chunks != 0 {
-		t.Fatalf("monitor after the session: %+v", st)
+	if st := mon.Snapshot(); st.Identity.DDM != ddmtap.DDMUnknown || st.Chunks != 0 {
+		t.Fatalf("monitor after a session without VirtualMachine.Version: %+v", st)
+	}
+	conns := rec.commands(t)
+	if len(conns) != 1 {
+		t.Fatalf("%d VM connections, want 1 (the debugger's)", len(conns))
+	}
+	// Everything the VM got is the debugger's: IDSizes, SuspendCount, Resume.
+	for _, p := range conns[0] {
+		if p.ID() > 3 {
+			t.Errorf("the proxy sent %v (ID %#x) on its own", p.Cmd(), p.ID())
+		}
+	}
+}
+
+// TestHotSpotVersionDecidesDDM: the VM's reply to the debugger's own
+// VirtualMachine.Version marks HotSpot as no DDM VM; nothing with a vendor
+// command set is ever sent to it, across sessions.
+func TestHotSpotVersionDecidesDDM(t *testing.T) {
+	needJava(t)
+	addr, _ := startJavaClass(t, "Loop")
+	h, rec := startHotSpotHolder(t, addr)
+	p := proxy(t, h)
+	for round := 1; round <= 2; round++ {
+		d := attachWhenListening(t, p)
+		d.send(jdwp.AppendCommand(nil, 1, jdwp.CmdVirtualMachineVersion, nil))
+		if r := d.next("Version", replyTo(1), nil); r.ErrorCode() != 0 {
+			t.Fatalf("round %d: Version error %v", round, r.ErrorCode())
+		}
+		wait(t, h.Monitor(), "HotSpot recognised", func(s ddmtap.Snapshot) bool { return s.Identity.DDM == ddmtap.DDMNo })
+		d.send(jdwp.AppendCommand(nil, 2, jdwp.CmdIDSizes, nil))
+		d.next("IDSizes", replyTo(2), nil)
+		d.c.Close()
+	}
+	checkNoVendorSets(t, rec)
+	if n := len(rec.commands(t)); n != 2 {
+		t.Errorf("%d VM connections, want 2 (one per debugger; none held)", n)
 	}
 }
 
@@ -290,13 +407,14 @@ func TestHotSpotJdbTranscriptSameWithDDM(t *testing.T) {
 
 	// With DDM: the holder pre-connects and holds the suspended VM.
 	vmAddr, _ = startJava(t)
-	h := startHolder(t, vmAddr, nil)
-	wait(t, h.Monitor(), "HELO answered", func(s ddmtap.Snapshot) bool { return s.Identity.DDM == ddmtap.DDMNo })
+	h, rec := startHotSpotHolder(t, vmAddr)
 	withDDM := jdbSession(t, relayTo(t, relay.Config{DialVM: h.DialVM, VMHandshakeDone: true, NewHooks: h.Hooks}))
 
 	// jdb prints its bare "> " prompt from the command thread while the
 	// event thread prints "VM Started"; where the prompt lands is a race
 	// inside jdb, so prompts and blank lines are dropped before comparing.
+	wait(t, h.Monitor(), "HotSpot recognised from jdb's Version", func(s ddmtap.Snapshot) bool { return s.Identity.DDM == ddmtap.DDMNo })
+	checkNoVendorSets(t, rec)
 	plain, withDDM = normalizeJdb(plain), normalizeJdb(withDDM)
 	if plain != withDDM {
 		t.Fatalf("jdb transcripts differ\n--- without DDM ---\n%s\n--- with DDM ---\n%s", plain, withDDM)
@@ -326,8 +444,8 @@ func normalizeJdb(s string) string {
 func TestHotSpotDetachReattach(t *testing.T) {
 	needJava(t)
 	addr, out := startJavaClass(t, "Loop")
-	h := startHolder(t, addr, nil)
-	wait(t, h.Monitor(), "HELO answered", func(s ddmtap.Snapshot) bool { return s.Identity.DDM == ddmtap.DDMNo })
+	h, rec := startHotSpotHolder(t, addr)
+	defer checkNoVendorSets(t, rec)
 	p := proxy(t, h)
 	for round := 1; round <= 3; round++ {
 		d := attachWhenListening(t, p)

@@ -2,6 +2,7 @@ package ddmtap
 
 import (
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,10 +45,15 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// pendingReq is one of the proxy's DDM requests awaiting its reply.
 type pendingReq struct {
 	t    Type
 	sent time.Time
 }
+
+// logOwnFor is how long after a connection starts every command the proxy
+// sends on its own is logged at debug level.
+const logOwnFor = 10 * time.Second
 
 type expectation struct {
 	feat     int
@@ -103,13 +109,15 @@ type link struct {
 	dbgDDM, dbgThreads, dbgHeapInfo, dbgSegments, dbgNative bool
 
 	debuggerSeen atomic.Bool // a non-DDM command came from the debugger
+	began        time.Time   // set by begin, read-only after
+	knownDDM     bool        // the VM is known to speak DDM: HELO at once
 	stop         chan struct{}
 	done         chan struct{}
 }
 
-func newLink(mon *Monitor, log zerolog.Logger, opts Options, ids *atomic.Uint32) *link {
+func newLink(mon *Monitor, log zerolog.Logger, opts Options, ids *atomic.Uint32, knownDDM bool) *link {
 	return &link{
-		mon: mon, log: log, opts: opts.withDefaults(), ids: ids,
+		mon: mon, log: log, opts: opts.withDefaults(), ids: ids, knownDDM: knownDDM,
 		pending: make(map[uint32]pendingReq),
 		stop:    make(chan struct{}), done: make(chan struct{}),
 	}
@@ -121,15 +129,99 @@ func (l *link) setSend(f func(jdwp.Packet) error) {
 	l.mu.Unlock()
 }
 
-// begin marks the connection up, sends HELO unless the VM is known not to
-// speak DDM, and starts the timer loop.
+// begin marks the connection up, starts the timer loop and, to a VM known
+// to speak DDM (found through adb, --ddm=force, or one that answered HELO
+// before), sends HELO. To a VM not known yet it sends nothing: the
+// debugger's own VirtualMachine.Version reply tells (see tap.FromVM and
+// versionReply). Nothing else is sent before a VM has answered HELO.
+//
+// HotSpot must never see command set 199: its libjdwp reads the command
+// set as a signed byte and indexes its dispatch table before its start,
+// which crashes the VM or not depending on its memory layout. Nor is an
+// unknown VM asked VirtualMachine.Version on the proxy's own behalf: an
+// older Android runtime takes any non-DDM command as a debugger arriving
+// (and releases an app waiting for one).
 func (l *link) begin() {
+	l.began = time.Now()
 	l.mon.setConnected(true)
 	l.mon.setRequester(l.requestHeap)
 	go l.loop()
-	if l.mon.DDM() != DDMNo {
-		l.request(U4{T: TypeHELO, V: 1})
+	if d := l.mon.DDM(); d == DDMYes || d == DDMUnknown && l.knownDDM {
+		l.request(U4{T: TypeHELO, V: 1}) //nolint:errcheck // a failed send means the link is going away
 	}
+}
+
+// newID is a fresh packet ID of the proxy's block.
+func (l *link) newID() uint32 { return idBase | l.ids.Add(1)&idMask }
+
+// sendOwn records pr as pending under id and sends pkt, logging it at
+// debug level during the connection's first seconds.
+func (l *link) sendOwn(id uint32, pr pendingReq, pkt jdwp.Packet, what string) error {
+	pr.sent = time.Now()
+	l.mu.Lock()
+	send := l.send
+	if send == nil || l.closed {
+		l.mu.Unlock()
+		return ErrNotConnected
+	}
+	l.pending[id] = pr
+	l.mu.Unlock()
+	if pr.sent.Sub(l.began) < logOwnFor {
+		l.log.Debug().Str("command", what).Uint32("id", id).Msg("sent to the VM on the proxy's own behalf")
+	}
+	err := send(pkt)
+	if err != nil {
+		l.mu.Lock()
+		delete(l.pending, id)
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// probePending says whether HELO is still unanswered.
+func (l *link) probePending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, pr := range l.pending {
+		if pr.t == TypeHELO {
+			return true
+		}
+	}
+	return false
+}
+
+// androidRuntime says whether a VirtualMachine.Version reply names an
+// Android runtime: Dalvik ("Android DalvikVM …", vmName "DalvikVM"), ART
+// with its own JDWP ("Android Runtime …", vmName "Dalvik") or ART with
+// libjdwp (java.vm.name "Dalvik").
+func androidRuntime(description, vmName string) bool {
+	return strings.HasPrefix(vmName, "Dalvik") || strings.HasPrefix(description, "Android")
+}
+
+// versionReply decides from the VM's reply to the debugger's
+// VirtualMachine.Version whether a VM not known yet gets DDM.
+func (l *link) versionReply(p jdwp.Packet) {
+	if l.mon.DDM() != DDMUnknown {
+		return
+	}
+	r := jdwp.NewBodyReader(p.Body(), jdwp.IDSizes{})
+	desc := r.String()
+	r.Int32()
+	r.Int32()
+	r.StringBytes() // vmVersion
+	name := r.String()
+	if code := p.ErrorCode(); code != 0 || r.Err() != nil {
+		l.mon.setDDM(DDMNo)
+		l.log.Info().Stringer("error", code).Msg("VM answered VirtualMachine.Version with an error or a malformed reply; no DDM traffic")
+		return
+	}
+	if !androidRuntime(desc, name) {
+		l.mon.setDDM(DDMNo)
+		l.log.Info().Str("vm_name", name).Msg("VM is not an Android runtime; no DDM traffic")
+		return
+	}
+	l.log.Info().Str("vm_name", name).Msg("VM is an Android runtime; asking for DDM")
+	l.request(U4{T: TypeHELO, V: 1}) //nolint:errcheck // a failed send means the link is going away
 }
 
 // close stops the loop; the connection is gone.
@@ -149,26 +241,17 @@ func (l *link) close() {
 	l.mon.setDebugger(false)
 }
 
-// request sends one chunk with a fresh ID of the proxy's block.
+// request sends one chunk with a fresh ID of the proxy's block. Only a VM
+// that answered HELO, or HELO itself to a VM known or found to be an
+// Android runtime, gets one (see begin).
 func (l *link) request(p Payload) error {
-	id := idBase | l.ids.Add(1)&idMask
-	pkt := AppendCommand(nil, id, p)
-	l.mu.Lock()
-	send := l.send
-	if send == nil || l.closed {
-		l.mu.Unlock()
+	t := p.ChunkType()
+	if t != TypeHELO && l.mon.DDM() != DDMYes {
 		return ErrNotConnected
 	}
-	l.pending[id] = pendingReq{t: p.ChunkType(), sent: time.Now()}
-	l.mu.Unlock()
-	l.mon.metrics.chunk(HostToVM, p.ChunkType())
-	err := send(pkt)
-	if err != nil {
-		l.mu.Lock()
-		delete(l.pending, id)
-		l.mu.Unlock()
-	}
-	return err
+	id := l.newID()
+	l.mon.metrics.chunk(HostToVM, t)
+	return l.sendOwn(id, pendingReq{t: t}, AppendCommand(nil, id, p), "DDM "+t.String())
 }
 
 func (l *link) expect(feat int) {
@@ -417,6 +500,9 @@ func (t tap) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 		if ours, _ := t.l.fromVM(f.Packet); ours {
 			f.Origin = relay.Synthetic
 			return relay.Consume
+		}
+		if f.Cmd == jdwp.CmdVirtualMachineVersion {
+			t.l.versionReply(f.Packet)
 		}
 		if f.Cmd == jdwp.CmdDDMChunk && f.Packet.ErrorCode() == 0 {
 			t.l.mon.HandlePayload(VMToHost, f.Packet.Body())

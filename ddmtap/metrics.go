@@ -13,9 +13,10 @@ const (
 	ReasonJDWPError   = "jdwp_error"   // the VM answered with a JDWP error
 	ReasonTimeout     = "timeout"      // a request that got no reply in time
 	ReasonDial        = "dial"         // the holder could not reach the VM
+	ReasonProbeLost   = "probe_lost"   // the VM closed the connection with a first probe unanswered
 )
 
-var errorReasons = []string{ReasonMalformed, ReasonChunkLength, ReasonUnknownType, ReasonFailChunk, ReasonJDWPError, ReasonTimeout, ReasonDial}
+var errorReasons = []string{ReasonMalformed, ReasonChunkLength, ReasonUnknownType, ReasonFailChunk, ReasonJDWPError, ReasonTimeout, ReasonDial, ReasonProbeLost}
 
 // Metrics are the DDM tap's Prometheus metrics. Children are resolved once,
 // so counting a chunk is an index and an atomic add. A nil *Metrics counts

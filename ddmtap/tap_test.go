@@ -12,7 +12,7 @@ import (
 // packets in either direction.
 func TestTapHotPathAllocs(t *testing.T) {
 	var ids atomic.Uint32
-	l := newLink(NewMonitor("vm", nopLog, nil), nopLog, Options{}, &ids)
+	l := newLink(NewMonitor("vm", nopLog, nil), nopLog, Options{}, &ids, false)
 	tp := tap{l: l}
 	cmd := jdwp.AppendCommand(nil, 7, jdwp.Cmd{Set: jdwp.SetThreadReference, Cmd: 1}, make([]byte, 8))
 	reply := jdwp.AppendReply(nil, 7, 0, make([]byte, 16))

@@ -19,10 +19,13 @@ const (
 	outcomeSent specOutcome = iota
 	outcomeUsed
 	outcomeWasted
+	// outcomeWithheld: predicted but not sent, because the IDs in it could
+	// not be shown valid for the command (see safeToSend).
+	outcomeWithheld
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"sent", "used", "wasted"}
+var outcomeNames = [numOutcomes]string{"sent", "used", "wasted", "withheld"}
 
 // reason is why cached facts were invalidated (a closed label set).
 type reason uint8

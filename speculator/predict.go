@@ -2,6 +2,7 @@ package speculator
 
 import (
 	"slices"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -64,8 +65,9 @@ type template struct {
 }
 
 type frameInfo struct {
-	depth int
-	loc   jdwp.Location
+	depth  int
+	thread uint64
+	loc    jdwp.Location
 }
 
 type methodKey struct {
@@ -419,6 +421,10 @@ func (ss *session) specParams(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd,
 	if old := ss.inflight[s.key]; old != nil && !old.cancelled && ss.valid(old.info, old.scopeID, old.gen) {
 		return
 	}
+	if !ss.safeToSend(s, sizes) {
+		ss.sp.countSpec(outcomeWithheld, 1)
+		return
+	}
 	s.gen = ss.gen
 	ss.inflight[s.key] = s
 	ep.specs = append(ep.specs, s)
@@ -440,6 +446,9 @@ func (ss *session) send(rs *relay.Session, s *spec) {
 	ss.sendBuf = s.key.AppendCommand(ss.sendBuf[:0], s.id)
 	traceSpec(s, outcomeSent, ss.ep.serial)
 	ss.sp.countSpec(outcomeSent, 1)
+	if time.Since(ss.began) < logOwnFor {
+		ss.log.Debug().Stringer("command", s.key.Cmd()).Uint32("id", s.id).Msg("sent to the VM on the proxy's own behalf")
+	}
 	if err := rs.SendToVM(ss.sendBuf, relay.Synthetic); err != nil {
 		ss.log.Debug().Err(err).Msg("cannot send a speculative command")
 	}
@@ -492,7 +501,7 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen uint64, p jdwp
 				break
 			}
 			d := start + i
-			ss.ep.frames[fr] = frameInfo{depth: d, loc: loc}
+			ss.ep.frames[fr] = frameInfo{depth: d, thread: thread, loc: loc}
 			if thread != ss.ep.thread {
 				continue
 			}

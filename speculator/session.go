@@ -94,6 +94,9 @@ type session struct {
 	unsigned map[uint64]struct{} // classes with cached facts, signature unknown
 
 	objType map[uint64]uint64 // object ID -> reference type ID
+	facts   classFacts        // fields, superclasses, variable tables: for safeToSend
+	idBuf   []uint64          // safeToSend's scratch
+	slotBuf []slotTag         // safeToSend's scratch
 
 	inflight  map[keyable.Key]*spec // speculations sent or queued, by key
 	queue     []*spec               // speculations waiting for in-flight room
@@ -108,6 +111,7 @@ type session struct {
 	sendBuf  []byte // speculative command packets
 	pbuf     []byte // speculative command parameters
 	closed   bool
+	began    time.Time // when the session started (first seconds are logged)
 }
 
 func newSession(sp *Speculator, rs *relay.Session) *session {
@@ -123,8 +127,10 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 		idSig:      map[uint64]struct{}{},
 		unsigned:   map[uint64]struct{}{},
 		objType:    map[uint64]uint64{},
+		facts:      newClassFacts(),
 		inflight:   map[keyable.Key]*spec{},
 		learn:      newLearner(),
+		began:      time.Now(),
 	}
 	cache, err := simplelru.NewLRU[keyable.Key, *entry](sp.cfg.MaxEntries, ss.evicted)
 	if err != nil { // only for a non-positive size, which fill prevents
@@ -351,11 +357,13 @@ func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 			r.Bytes(int(r.Int32()))
 			if r.Err() == nil {
 				ss.classInval[id] = g
+				ss.facts.forget(id)
 			}
 		}
 		if r.Err() != nil || len(ss.classInval) > maxInvalMap {
 			ss.classAll = g
 			clear(ss.classInval)
+			ss.facts.reset()
 		}
 	case jdwp.CmdVirtualMachineDisposeObjects:
 		d.eff = effReadOnly
@@ -461,6 +469,9 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	}
 	if ok {
 		ss.trackSignatures(c, &d, p, sizes)
+		if d.keyed {
+			ss.facts.learn(c, d.key.Params(), p, sizes)
+		}
 	}
 	if d.keyed && storable(p, d.info) && ss.valid(d.info, d.scopeID, d.gen) {
 		ss.store(&d.key, d.info, d.scopeID, d.gen, p, nil)
@@ -484,6 +495,9 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 		}
 	}
 	s.waiters = nil
+	if p.ErrorCode() == jdwp.ErrorNone {
+		ss.facts.learn(s.key.Cmd(), s.key.Params(), p, sizes)
+	}
 	if storable(p, s.info) && ss.valid(s.info, s.scopeID, s.gen) {
 		ss.store(&s.key, s.info, s.scopeID, s.gen, p, s)
 		if p.ErrorCode() == jdwp.ErrorNone {
@@ -597,6 +611,7 @@ func (ss *session) onClassUnload(_ jdwp.SuspendPolicy, e *jdwp.Event) {
 	if ids, ok := ss.sigIDs[string(e.Signature)]; ok {
 		for _, id := range ids {
 			ss.classInval[id] = g
+			ss.facts.forget(id)
 			delete(ss.idSig, id)
 		}
 		delete(ss.sigIDs, string(e.Signature))
@@ -605,11 +620,13 @@ func (ss *session) onClassUnload(_ jdwp.SuspendPolicy, e *jdwp.Event) {
 	// the one unloaded.
 	for id := range ss.unsigned {
 		ss.classInval[id] = g
+		ss.facts.forget(id)
 	}
 	clear(ss.unsigned)
 	if len(ss.classInval) > maxInvalMap {
 		ss.classAll = g
 		clear(ss.classInval)
+		ss.facts.reset()
 	}
 }
 
@@ -620,6 +637,7 @@ func (ss *session) onThreadLifecycle(jdwp.SuspendPolicy, *jdwp.Event) {
 func (ss *session) onVMDeath(jdwp.SuspendPolicy, *jdwp.Event) {
 	g := ss.bump(reasonVMDeath)
 	ss.vmInval, ss.stopInval, ss.classAll, ss.objAll = g, g, g, g
+	ss.facts.reset()
 }
 
 // maxClasses bounds the signature maps.

@@ -21,6 +21,12 @@
 // replaying what the debugger asked at the previous stop ("templates") and
 // dropping predictions the debugger does not use. It runs only when the
 // measured round trip makes it worth the VM time it costs.
+//
+// Never harm the VM: everything the speculator sends is a read-only command
+// a careful debugger could send in that state, with IDs the VM handed out
+// in this session and valid for that command (field IDs of the object's own
+// class or its superclasses, frames of the current stop, live slots). The
+// rule is written out, and enforced just before sending, in safety.go.
 package speculator
 
 import (

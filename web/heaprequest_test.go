@@ -24,7 +24,7 @@ func TestRequestHeap(t *testing.T) {
 		t.Fatal(err)
 	}
 	go vm.Serve(ctx) //nolint:errcheck // ends with ctx
-	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: vm.Addr(), Logger: zerolog.Nop()})
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: vm.Addr(), KnownDDM: true, Logger: zerolog.Nop()})
 	done := make(chan struct{})
 	go func() { h.Run(ctx); close(done) }() //nolint:errcheck // ends with ctx
 	defer func() { cancel(); <-done }()

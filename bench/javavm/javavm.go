@@ -52,6 +52,9 @@ const (
 	ToStringWatch = "ToStringWatch"
 	HotSwap       = "HotSwap"
 	Transcript    = "Transcript"
+	// Layouts: 24 classes with different field layouts take turns in the
+	// same locals (a test of the speculator's field IDs, not a benchmark).
+	Layouts = "Layouts"
 )
 
 // Debuggees lists every debuggee main class.

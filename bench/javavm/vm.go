@@ -22,6 +22,8 @@ type VMOptions struct {
 	// StartTimeout bounds the wait for the agent's "Listening" line
 	// (default 30s).
 	StartTimeout time.Duration
+	// Dir is the JVM's working directory (default: the caller's).
+	Dir string
 }
 
 // DefaultVMArgs are the JVM flags Start always passes (before
@@ -89,6 +91,7 @@ func Start(ctx context.Context, b *Build, mainClass string, opts VMOptions) (*VM
 	args = append(args, opts.Args...)
 	v := &VM{out: newLockedBuffer(), done: make(chan struct{})}
 	v.cmd = exec.CommandContext(ctx, "java", args...)
+	v.cmd.Dir = opts.Dir
 	v.cmd.Stdout = v.out
 	v.cmd.Stderr = v.out
 	if err := v.cmd.Start(); err != nil {

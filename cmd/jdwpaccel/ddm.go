@@ -17,16 +17,51 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// ddmMode is the --ddm flag: off, on (DDM only for VMs known or found to
+// be Android runtimes) or force (every VM is assumed to speak DDM).
+type ddmMode uint8
+
+const (
+	ddmOff ddmMode = iota
+	ddmOn
+	ddmForce
+)
+
+func (m *ddmMode) String() string {
+	if m == nil {
+		return "true"
+	}
+	return [...]string{"false", "true", "force"}[*m]
+}
+
+func (m *ddmMode) Set(s string) error {
+	switch s {
+	case "false", "0", "off":
+		*m = ddmOff
+	case "true", "1", "on":
+		*m = ddmOn
+	case "force":
+		*m = ddmForce
+	default:
+		return fmt.Errorf("want true, false or force, not %q", s)
+	}
+	return nil
+}
+
+// IsBoolFlag lets --ddm stand alone, as before it took force.
+func (m *ddmMode) IsBoolFlag() bool { return true }
+
 // ddmFlags are the proxy's DDM monitor flags.
 type ddmFlags struct {
-	enabled   bool
+	mode      ddmMode
 	poll      time.Duration
 	timeout   time.Duration
 	reconnect time.Duration
 }
 
 func (f *ddmFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&f.enabled, "ddm", true, "monitor threads and heap over DDM (Android VMs); connects to the VM before any debugger and holds it for the next one; a VM that rejects DDM gets no DDM traffic")
+	f.mode = ddmOn
+	fs.Var(&f.mode, "ddm", "monitor threads and heap over DDM: `true|false|force`. true: only VMs found through adb, or whose reply to the debugger's VirtualMachine.Version names an Android runtime, get DDM (and are then held between debuggers); force: every VM is sent DDM at once (HotSpot can crash on it)")
 	fs.DurationVar(&f.poll, "ddm-poll", 4*time.Second, "DDM thread status poll `interval`")
 	fs.DurationVar(&f.timeout, "ddm-timeout", 5*time.Second, "how long a DDM request may go unanswered before its feature is marked unsupported")
 	fs.DurationVar(&f.reconnect, "ddm-reconnect-delay", time.Second, "pause before reconnecting to a DDM VM after a debugger detaches")
@@ -36,11 +71,12 @@ func (f *ddmFlags) register(fs *flag.FlagSet) {
 // (see wireDDM). The holder runs until ctx ends. With DDM disabled it
 // changes nothing and returns nil.
 func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) *ddmtap.Holder {
-	if !f.enabled {
+	if f.mode == ddmOff {
 		return nil
 	}
 	h := ddmtap.NewHolder(ddmtap.HolderConfig{
 		Addr:             vmAddr,
+		KnownDDM:         f.mode == ddmForce,
 		Logger:           log,
 		Metrics:          ddmtap.NewMetrics(reg),
 		Options:          ddmtap.Options{PollInterval: f.poll, ReplyTimeout: f.timeout},
@@ -156,6 +192,7 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 	}
 	h := ddmtap.NewHolder(ddmtap.HolderConfig{
 		Addr:             vm.Key,
+		KnownDDM:         vm.Kind == discover.KindADB || d.flags.mode == ddmForce,
 		Dial:             dial,
 		Logger:           cfg.Logger,
 		Metrics:          d.metrics,
@@ -182,7 +219,8 @@ const fakeVMExamples = `
 Examples:
   # a modern ART that ignores heap requests, with thread churn every 500 ms
   jdwpaccel fakevm --profile art --churn 500ms
-  # then: jdwpaccel proxy --vm <the address printed>
+  # then, since nothing tells the proxy that this address is a DDM VM:
+  jdwpaccel proxy --ddm=force --vm <the address printed>
 `
 
 // cmdFakeVM serves a fake DDM VM for demos and benchmarks.

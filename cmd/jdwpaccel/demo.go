@@ -156,7 +156,7 @@ func startFakeAndroid(ctx context.Context, log zerolog.Logger, st *stack) (*ddmt
 	}
 	go vm.Serve(ctx) //nolint:errcheck // ends with ctx
 	h := ddmtap.NewHolder(ddmtap.HolderConfig{
-		Addr: vm.Addr(), Logger: log, Metrics: ddmtap.NewMetrics(st.reg),
+		Addr: vm.Addr(), KnownDDM: true, Logger: log, Metrics: ddmtap.NewMetrics(st.reg),
 		Options: ddmtap.Options{PollInterval: time.Second, ReplyTimeout: 3 * time.Second},
 	})
 	go h.Run(ctx) //nolint:errcheck // ends with ctx

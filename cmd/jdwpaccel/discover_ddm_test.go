@@ -263,7 +263,11 @@ func TestDiscoveryWithoutDDM(t *testing.T) {
 // discovery only when --ddm is on.
 func TestBuildStackDiscoveryDDM(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		pf := &proxyFlags{vm: "adb:", ddm: ddmFlags{enabled: on}}
+		mode := ddmOff
+		if on {
+			mode = ddmOn
+		}
+		pf := &proxyFlags{vm: "adb:", ddm: ddmFlags{mode: mode}}
 		st, err := buildStack(context.Background(), pf, zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
@@ -285,7 +289,7 @@ func TestDDMVMsStart(t *testing.T) {
 		{discover.KindADB, true},
 		{discover.KindScan, false},
 	} {
-		d := newDDMVMs(ddmFlags{enabled: true}, prometheus.NewRegistry())
+		d := newDDMVMs(ddmFlags{mode: ddmOn}, prometheus.NewRegistry())
 		vm := discover.VM{Key: c.kind + ":1", Kind: c.kind, Dial: dial}
 		var cfg relay.Config
 		stop := d.start(context.Background(), vm, dial, &cfg)

@@ -150,7 +150,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		// monitor (see relayServeFunc, started by runProxy).
 		st.sessVMs = newSessionVMs()
 		st.tracker.VMOf = st.sessVMs.VMOf
-		if pf.ddm.enabled {
+		if pf.ddm.mode != ddmOff {
 			st.vmDDM = newDDMVMs(pf.ddm, st.reg)
 		}
 		return st, nil

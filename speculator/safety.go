@@ -1,0 +1,234 @@
+package speculator
+
+import (
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// The rule for every command the speculator sends on its own: it must be
+// a command a careful debugger could send in that state.
+//
+//   - Read-only: only commands keyable marks cacheable, which change no VM
+//     state (no resume, invoke, set, event request or vendor command set).
+//   - Only IDs the VM handed out in this session, and valid for that
+//     command. HotSpot checks few of them: a field ID of another class
+//     makes ObjectReference.GetValues read the wrong memory (or crash in
+//     jni_GetLongField), so
+//   - ObjectReference.GetValues asks only fields that the VM's own
+//     ReferenceType.Fields replies list for the object's type (from its
+//     ObjectReference.ReferenceType reply) or one of its superclasses (from
+//     ClassType.Superclass replies); unknown facts mean no speculation;
+//   - StackFrame.GetValues and ThisObject name only frames of the current
+//     stop's Frames replies, on the thread they came from, and GetValues
+//     asks only slots that the method's VariableTable reply shows live at
+//     the frame's code index, with the variable's own tag;
+//   - thread- and VM-scoped commands only while that thread or the whole VM
+//     is suspended (scopeOK).
+//
+// safeToSend enforces the ID rules just before a speculation is sent, so
+// that no prediction path (replayed templates, learned field lists and
+// slots, chained replies) can get around them.
+
+// logOwnFor is how long after a session starts every speculative command
+// is logged at debug level (what the proxy sends on its own).
+const logOwnFor = 10 * time.Second
+
+// classFacts are class-lifetime facts from the VM's replies, used only to
+// check the IDs of speculative commands. Guarded by session.mu.
+type classFacts struct {
+	fields map[uint64][]uint64      // class -> its declared field IDs
+	super  map[uint64]uint64        // class -> superclass (0: none)
+	vars   map[methodKey][]variable // (class, method) -> variable table
+}
+
+// variable is one VariableTable entry.
+type variable struct {
+	start  uint64
+	length uint32
+	slot   int32
+	tag    jdwp.Tag
+}
+
+func newClassFacts() classFacts {
+	return classFacts{fields: map[uint64][]uint64{}, super: map[uint64]uint64{}, vars: map[methodKey][]variable{}}
+}
+
+// forget drops what is known of class c (unloaded or redefined).
+func (cf *classFacts) forget(c uint64) {
+	delete(cf.fields, c)
+	delete(cf.super, c)
+	for k := range cf.vars {
+		if k.class == c {
+			delete(cf.vars, k)
+		}
+	}
+}
+
+// reset drops everything (every class may be gone).
+func (cf *classFacts) reset() {
+	clear(cf.fields)
+	clear(cf.super)
+	clear(cf.vars)
+}
+
+// learn records the facts in a successful reply to command c with
+// parameters params.
+func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
+	if len(cf.fields)+len(cf.super)+len(cf.vars) >= maxInvalMap {
+		cf.reset()
+	}
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	switch c {
+	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
+		class := readID(params, sizes.ReferenceTypeID)
+		n := r.Count(sizes.FieldID + 4 + 4 + 4)
+		ids := make([]uint64, 0, n)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			ids = append(ids, r.FieldID())
+			r.StringBytes()
+			r.StringBytes()
+			if c == jdwp.CmdReferenceTypeFieldsWithGeneric {
+				r.StringBytes()
+			}
+			r.Int32()
+		}
+		if r.Err() == nil && r.Remaining() == 0 {
+			cf.fields[class] = ids
+		}
+	case jdwp.CmdClassTypeSuperclass:
+		class := readID(params, sizes.ReferenceTypeID)
+		sup := r.ReferenceTypeID()
+		if r.Err() == nil {
+			cf.super[class] = sup
+		}
+	case jdwp.CmdMethodVariableTable, jdwp.CmdMethodVariableTableWithGeneric:
+		mk := methodKey{class: readID(params, sizes.ReferenceTypeID), method: readID(params[sizes.ReferenceTypeID:], sizes.MethodID)}
+		r.Int32() // argCnt
+		n := r.Count(8 + 4 + 4 + 4 + 4)
+		vars := make([]variable, 0, n)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			v := variable{start: uint64(r.Int64())}
+			r.StringBytes() // name
+			sig := r.StringBytes()
+			if c == jdwp.CmdMethodVariableTableWithGeneric {
+				r.StringBytes()
+			}
+			v.length = uint32(r.Int32())
+			v.slot = r.Int32()
+			if len(sig) > 0 {
+				v.tag = jdwp.Tag(sig[0])
+			}
+			vars = append(vars, v)
+		}
+		if r.Err() == nil && r.Remaining() == 0 {
+			cf.vars[mk] = vars
+		}
+	}
+}
+
+// fieldsOfType says whether every field ID in ids is declared by class t
+// or one of its known superclasses.
+func (cf *classFacts) fieldsOfType(t uint64, ids []uint64) bool {
+	for _, f := range ids {
+		found := false
+		for c, hops := t, 0; c != 0 && hops < 64 && !found; hops++ {
+			declared, ok := cf.fields[c]
+			if ok {
+				for _, d := range declared {
+					if d == f {
+						found = true
+						break
+					}
+				}
+			}
+			if found {
+				break
+			}
+			sup, known := cf.super[c]
+			if !known {
+				break
+			}
+			c = sup
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// slotsLive says whether every (slot, tag) pair is a variable of the
+// method live at code index idx, with a matching tag.
+func (cf *classFacts) slotsLive(loc jdwp.Location, slots []slotTag) bool {
+	vars, ok := cf.vars[methodKey{class: loc.Class, method: loc.Method}]
+	if !ok {
+		return false
+	}
+	for _, s := range slots {
+		live := false
+		for _, v := range vars {
+			if v.slot == s.slot && loc.Index >= v.start && loc.Index < v.start+uint64(v.length) && sameKind(v.tag, s.tag) {
+				live = true
+				break
+			}
+		}
+		if !live {
+			return false
+		}
+	}
+	return true
+}
+
+type slotTag struct {
+	slot int32
+	tag  jdwp.Tag
+}
+
+// sameKind says whether a slot request's tag fits a variable whose
+// signature starts with sig: equal, or both references.
+func sameKind(sig, tag jdwp.Tag) bool {
+	return sig == tag || sig.IsObject() && tag.IsObject()
+}
+
+// safeToSend checks the IDs of speculation s against the rule above.
+func (ss *session) safeToSend(s *spec, sizes jdwp.IDSizes) bool {
+	params := s.key.Params()
+	switch s.key.Cmd() {
+	case jdwp.CmdObjectReferenceGetValues:
+		obj := readID(params, sizes.ObjectID)
+		t, ok := ss.objType[obj]
+		if !ok {
+			return false
+		}
+		r := jdwp.NewBodyReader(params[sizes.ObjectID:], sizes)
+		n := r.Count(sizes.FieldID)
+		ids := ss.idBuf[:0]
+		for i := 0; i < n && r.Err() == nil; i++ {
+			ids = append(ids, r.FieldID())
+		}
+		ss.idBuf = ids
+		return r.Err() == nil && ss.facts.fieldsOfType(t, ids)
+	case jdwp.CmdStackFrameGetValues, jdwp.CmdStackFrameThisObject:
+		thread := readID(params, sizes.ObjectID)
+		fr := readID(params[sizes.ObjectID:], sizes.FrameID)
+		fi, ok := ss.ep.frames[fr]
+		if !ok || fi.thread != thread {
+			return false
+		}
+		if s.key.Cmd() == jdwp.CmdStackFrameThisObject {
+			return true
+		}
+		r := jdwp.NewBodyReader(params[sizes.ObjectID+sizes.FrameID:], sizes)
+		n := r.Count(5)
+		slots := ss.slotBuf[:0]
+		for i := 0; i < n && r.Err() == nil; i++ {
+			slots = append(slots, slotTag{slot: r.Int32(), tag: jdwp.Tag(r.Uint8())})
+		}
+		ss.slotBuf = slots
+		return r.Err() == nil && ss.facts.slotsLive(fi.loc, slots)
+	}
+	info, ok := keyable.Lookup(s.key.Cmd())
+	return ok && info.Cacheable()
+}
