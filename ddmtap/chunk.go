@@ -10,6 +10,12 @@
 //
 // Packets are JDWP (199,1) commands in both directions; DDM replies carry no
 // chunk type in the JDWP header and are paired through pending IDs.
+//
+// The rule for what the proxy sends on its own: DDM only to a VM known to
+// speak it (found through adb, --ddm=force, or whose reply to the
+// debugger's own VirtualMachine.Version names an Android runtime), never to
+// HotSpot (command set 199 can crash it) or an unknown VM, and nothing else
+// at all (see link.begin).
 package ddmtap
 
 import (
