@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -34,7 +35,7 @@ func (corrupter) Close(*relay.Session) {}
 // proxy must match the direct run, and a proxy that serves a wrong value
 // must make the run fail with ErrDigestMismatch.
 func TestDigestCheck(t *testing.T) {
-	javavm.RequireJDK(t)
+	jdktest.RequireJDK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b, err := javavm.Compile(ctx)
