@@ -152,8 +152,8 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
 	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap; profiles: jdb-min, idea-like, vscode-like)")
-	steps := fs.Int("steps", 8, "measured steps per cell")
-	warmup := fs.Int("warmup", 2, "warm-up stops per cell, not measured")
+	steps := fs.Int("steps", 8, "measured steps per cell (after the breakpoint stop and the warm-up steps)")
+	warmup := fs.Int("warmup", 2, "warm-up steps per cell after the breakpoint stop, not measured")
 	out := fs.String("out", "bench/out", "`directory` for bench.json and bench.svg")
 	var lf logFlags
 	lf.register(fs)

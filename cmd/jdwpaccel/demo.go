@@ -30,7 +30,7 @@ Examples:
 func cmdDemo(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	rtt := fs.Duration("rtt", 30*time.Millisecond, "round-trip time of the emulated link")
-	steps := fs.Int("steps", 6, "steps to measure on each side (after one warm-up stop)")
+	steps := fs.Int("steps", 6, "steps to measure on each side (after the breakpoint stop, which is not measured)")
 	workload := fs.String("profile", javavm.ProfileIdeaLike, "driver `profile`: jdb-min, idea-like or vscode-like")
 	httpAddr := fs.String("http-addr", "127.0.0.1:0", "serve the live monitor page at `ADDR` (empty: off)")
 	keep := fs.Bool("keep", false, "after the comparison, keep a VM, the link and the proxy running so you can attach an IDE")
@@ -107,7 +107,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 			{Name: "direct", Direct: true},
 			{Name: "jdwpaccel", NewHooks: st.cfg.NewHooks, Stats: statsDelta(st.spec)},
 		},
-		Steps: *steps, Warmup: 1, Build: build, Log: log,
+		Steps: *steps, Warmup: 0, Build: build, Log: log,
 		Progress: func(done, total int, label string) {
 			if done < total {
 				say("run %d of %d: a fresh JVM behind a %v link, %s", done+1, total, *rtt, label)
@@ -121,13 +121,17 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	direct, accel := rep.Cells[0], rep.Cells[1]
 	say("")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tmedian step\tp95 step\t")
+	fmt.Fprintln(tw, "\tmedian step\t95% CI\tmin-max\t")
 	for _, c := range rep.Cells {
-		fmt.Fprintf(tw, "%s\t%.0f ms\t%.0f ms\t\n", c.Mode, c.MedianMS, c.P95MS)
+		fmt.Fprintf(tw, "%s\t%.0f ms\t%.0f-%.0f ms\t%.0f-%.0f ms\t\n", c.Mode, c.MedianMS, c.MedianCI[0], c.MedianCI[1], c.MinMS, c.MaxMS)
 	}
 	tw.Flush()
 	say("")
-	say("speedup per step: %.1fx", accel.Speedup)
+	if accel.Noise {
+		say("speedup per step: ~%.1fx (noise: the 95%% intervals of the two medians overlap; try more --steps)", accel.Speedup)
+	} else {
+		say("speedup per step: %.1fx (95%% CI %.1f-%.1fx)", accel.Speedup, accel.SpeedupCI[0], accel.SpeedupCI[1])
+	}
 	a := accel.Stats
 	say("cache: %.0f hits, %.0f belays, %.0f misses; %.0f speculative commands, %.0f wasted",
 		a["hits"], a["belays"], a["misses"], a["speculative_sent"], a["speculative_wasted"])
