@@ -89,7 +89,7 @@ func (p *demoPage) current() *demoRun {
 func (p *demoPage) VMs() []web.VM {
 	jvm := web.VM{
 		ID: demoJVMID, App: "Deep (OpenJDK), the demo's debuggee", Debuggers: []string{},
-		Status: "HotSpot speaks no DDM, so this VM has no thread or heap view; the simulated VM below feeds those views",
+		Status: "HotSpot speaks no DDM, so this VM has no thread or heap view; the simulated VM (in the VM menu) feeds those views",
 	}
 	if r := p.current(); r != nil {
 		jvm.App += ": " + r.label
