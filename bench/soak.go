@@ -128,7 +128,11 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		return nil, err
 	}
 	defer lk.Close()
-	addr, err := startRelay(ctx, lk.Addr().String(), cfg.NewHooks, cfg.Log)
+	// The relay ends with the run, closing the last session as a proxy
+	// shutdown does; the driver then sees its VM disconnect and exits.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	addr, err := startRelay(runCtx, lk.Addr().String(), cfg.NewHooks, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -160,10 +164,10 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}
 	sample()
 
-	runCtx, stopRun := context.WithTimeout(ctx, cfg.Duration)
-	defer stopRun()
+	end := time.AfterFunc(cfg.Duration, stopRun)
+	defer end.Stop()
 	done := make(chan error, 1)
-	go func() { done <- soakWorkload(runCtx, cfg, addr, &st) }()
+	go func() { done <- soakWorkload(ctx, runCtx, cfg, addr, &st) }()
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -183,14 +187,19 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}
 }
 
-// soakWorkload runs debugger sessions one after the other until ctx ends.
-// A session cut short by ctx is the normal end.
-func soakWorkload(ctx context.Context, cfg SoakConfig, addr string, st *soakState) error {
-	for ctx.Err() == nil {
+// soakWorkload runs debugger sessions one after the other until run ends.
+// A session cut short by the end of run is the normal end; a driver that
+// does not exit by itself within driverGrace after it is killed.
+func soakWorkload(ctx, run context.Context, cfg SoakConfig, addr string, st *soakState) error {
+	dctx, kill := context.WithCancel(ctx)
+	defer kill()
+	grace := context.AfterFunc(run, func() { time.AfterFunc(driverGrace, kill) })
+	defer grace()
+	for run.Err() == nil {
 		st.mu.Lock()
 		st.sessions++
 		st.mu.Unlock()
-		_, err := javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
+		_, err := javavm.RunDriver(dctx, cfg.Build, javavm.DriverOptions{
 			Addr: addr, Profile: cfg.Workload.Profile, Debuggee: cfg.Workload.Debuggee,
 			Steps: cfg.SessionSteps, Warmup: 1,
 			OnStop: func(s javavm.Stop) {
@@ -203,12 +212,16 @@ func soakWorkload(ctx context.Context, cfg SoakConfig, addr string, st *soakStat
 				st.mu.Unlock()
 			},
 		})
-		if err != nil && ctx.Err() == nil {
+		if err != nil && run.Err() == nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// driverGrace is how long the last driver may take to exit after the soak
+// closed its session.
+const driverGrace = 10 * time.Second
 
 // rss is this process's resident set size from /proc/self/status (VmRSS),
 // 0 where there is none.
