@@ -185,7 +185,8 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		if maxMS == 0 {
 			minMS, maxMS = 1, 10
 		}
-		lo, hi := math.Floor(math.Log10(max(minMS, 0.01))), math.Ceil(math.Log10(maxMS))
+		// A decade boundary right at a point would put its marker on the frame.
+		lo, hi := math.Floor(math.Log10(max(minMS*0.8, 0.01))), math.Ceil(math.Log10(maxMS*1.25))
 		if hi <= lo {
 			hi = lo + 1
 		}
