@@ -20,9 +20,11 @@ const journalUsage = `Usage: jdwpaccel journal show  [flags] PATH...
 Read JSON Lines journals written by "jdwpaccel proxy --journal PATH.jsonl".
 Give rotated files oldest first: PATH.2 PATH.1 PATH.
 
-  show   print the records, decoded, one per line
+  show   print the records, decoded, one per line: seconds since the
+         journal's start, session, direction, kind, ID, command, length,
+         how it was served (forwarded, cache_hit, belay, synthetic), latency
   stats  commands per type, hits / misses / belays, round trips saved,
-         latency percentiles per command
+         speculative commands sent and used, latency percentiles per command
 
 Examples:
   jdwpaccel journal show j.jsonl --set ThreadReference,StackFrame --since 2s
@@ -191,6 +193,7 @@ func journalShow(out io.Writer, all, sel []journal.Record, hex bool) int {
 			break
 		}
 	}
+	fmt.Fprintln(w, journal.ShowLegend)
 	for i := range sel {
 		fmt.Fprintln(w, journal.FormatRecord(&sel[i], journal.FormatOptions{Hex: hex}))
 	}
