@@ -17,8 +17,9 @@
 // and marked in the journal itself: never silently.
 //
 // The package also reads JSON Lines journals back (Decoder, ReadFiles),
-// checks their invariants (Check), filters and renders them (Filter,
-// Format) and summarises them (ComputeStats) for "jdwpaccel journal".
+// filters and renders them (Filter, FormatRecord) and summarises them
+// (ComputeStats) for "jdwpaccel journal". Its tests check the invariants
+// of the journals it writes (Check, in check_test.go).
 package journal
 
 import (
