@@ -14,5 +14,9 @@
 // fake_test.go).
 //
 //	h := web.NewHandler(src, reg, log)
-//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h}
+//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: web.Guard(h, "127.0.0.1:8080")}
+//
+// [Guard] keeps other web sites out: it answers only requests addressed to
+// localhost (or the listen address), refuses cross-origin state changes,
+// and forbids framing.
 package web

@@ -124,9 +124,10 @@ func (h *Handler) Close() {
 	h.closeOnce.Do(func() { close(h.closed) })
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. Every response forbids framing; serve
+// the handler behind Guard to refuse other sites' requests too.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setSecurityHeaders(w.Header())
 	h.mux.ServeHTTP(w, r)
 }
 

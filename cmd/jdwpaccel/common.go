@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -154,13 +155,15 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// serveHTTP serves h on addr until ctx ends.
+// serveHTTP serves h on addr until ctx ends, behind web.Guard: requests
+// must be addressed to localhost, or to addr itself when it is not loopback
+// (which checkListen allowed only with --allow-remote).
 func serveHTTP(ctx context.Context, addr string, h http.Handler, log zerolog.Logger, what string) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: web.Guard(h, addr), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
