@@ -1,9 +1,14 @@
 package journal
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -72,5 +77,82 @@ func TestReplacedFileBecomesPrivate(t *testing.T) {
 	}
 	if m := fi.Mode().Perm(); m&0o077 != 0 {
 		t.Errorf("mode %v: others may read the app's memory", m)
+	}
+}
+
+// TestOpenFilesWritesEveryFormat runs one session into a journal of three
+// files, one per format, and checks that each is complete on its own.
+func TestOpenFilesWritesEveryFormat(t *testing.T) {
+	dir := t.TempDir()
+	jsonl, trace, pcap := filepath.Join(dir, "j.jsonl"), filepath.Join(dir, "j.perfetto.json"), filepath.Join(dir, "j.pcapng")
+	reg := prometheus.NewRegistry()
+	j, err := OpenFiles(Options{Registerer: reg}, File{Path: jsonl}, File{Path: trace}, File{Path: pcap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := startFakeVM(t)
+	ended := make(chan struct{})
+	addr, stop := startProxy(t, vm.addr(), func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Observers: []relay.Observer{j, endSignal(ended)}, Interceptors: []relay.Interceptor{newToySpeculator()}}
+	})
+	d := dialDebugger(t, addr)
+	script(d)
+	d.close()
+	<-ended
+	stop()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	recs, err := ReadFiles(jsonl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Check(recs)
+	if err := rep.Err(); err != nil || rep.Commands != 8 {
+		t.Errorf("%s: %v, %d commands; want a coherent journal of 8", jsonl, err, rep.Commands)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []map[string]any
+	if err := json.Unmarshal(b, &events); err != nil || len(events) < 10 {
+		t.Errorf("%s: %d events, %v; want a complete trace", trace, len(events), err)
+	}
+	b, err = os.ReadFile(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blocks := pcapBlocks(t, b); len(blocks) < 10 || blocks[0] != 0x0A0D0D0A {
+		t.Errorf("%s: blocks %x; want a section header and the packets", pcap, blocks)
+	}
+	// Each record counts once, however many files it went to.
+	want := count(recs, func(r *Record) bool { return r.Type != TypeHeader && r.Type != TypeIDSizes })
+	if n := testutil.ToFloat64(j.metrics.records); int(n) != want {
+		t.Errorf("records_total %v, want %d (the packets and sessions of one file)", n, want)
+	}
+}
+
+// TestOpenFilesChecksBeforeCreating checks that a bad second file (an
+// unknown extension, the same file twice) is refused before any file is
+// created or replaced.
+func TestOpenFilesChecksBeforeCreating(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "keep.jsonl")
+	if err := os.WriteFile(good, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, second := range []File{{Path: filepath.Join(dir, "x.txt")}, {Path: good}, {Path: filepath.Join(dir, "y.jsonl"), Format: "xml"}} {
+		if j, err := OpenFiles(Options{}, File{Path: good}, second); err == nil {
+			j.Close()
+			t.Errorf("OpenFiles(%s, %+v) succeeded", good, second)
+		}
+		if b, err := os.ReadFile(good); err != nil || string(b) != "precious\n" {
+			t.Errorf("after refusing %+v, %s holds %q (%v): it was replaced", second, good, b, err)
+		}
+	}
+	if _, err := OpenFiles(Options{}, File{Path: filepath.Join(dir, "x.txt")}); !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("unknown extension: %v, want ErrUnknownFormat", err)
 	}
 }
