@@ -52,6 +52,9 @@ const (
 // names no format.
 var ErrUnknownFormat = errors.New("journal: unknown format")
 
+// ErrSameFile is returned by OpenFiles for a file given twice.
+var ErrSameFile = errors.New("journal: the same file given twice")
+
 // ParseFormat accepts "jsonl" (also "json", "ndjson"), "perfetto" (also
 // "trace", "chrome") and "pcapng" (also "pcap").
 func ParseFormat(s string) (Format, error) {
@@ -203,7 +206,7 @@ func OpenFiles(opts Options, files ...File) (*Journal, error) {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
 		if seen[abs] {
-			return nil, fmt.Errorf("journal: %s given twice", f.Path)
+			return nil, fmt.Errorf("%w: %s", ErrSameFile, f.Path)
 		}
 		seen[abs] = true
 	}
