@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -280,4 +282,23 @@ func TestRemoteMetricsMessage(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "metrics") || !strings.Contains(errOut, "--allow-remote") || strings.Contains(errOut, "control of the VM") {
 		t.Errorf("exit %d, stderr %q; want exit 2 and a message about exposing metrics", code, errOut)
 	}
+}
+
+// TestReadmeDocumentsEveryProxyFlag checks the README's flag table
+// against the real flag set of "jdwpaccel proxy".
+func TestReadmeDocumentsEveryProxyFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(readme), "### Flags of `jdwpaccel proxy`")
+	table, _, _ = strings.Cut(table, "\n## ")
+	var pf proxyFlags
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	pf.register(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !regexp.MustCompile("`--" + regexp.QuoteMeta(f.Name) + "[` ,=]").MatchString(table) {
+			t.Errorf("the README's flag table lacks --%s (%s)", f.Name, f.Usage)
+		}
+	})
 }
