@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,7 +162,7 @@ type Journal struct {
 	wake    chan struct{} // capacity 1: the ring became non-empty
 	quit    chan struct{} // closed by Close
 	done    chan struct{} // closed when the writer has finished
-	werr    error         // first write error; written by the writer, read after done
+	werr    error         // each file's first write error; written by the writer, read after done
 
 	ws []*writer // one per file; owned by the writer goroutine
 }
@@ -188,6 +189,7 @@ func OpenFiles(opts Options, files ...File) (*Journal, error) {
 	if len(files) == 0 {
 		return nil, errors.New("journal: no file")
 	}
+	files = slices.Clone(files) // formats are filled in below
 	seen := map[string]bool{}
 	for i := range files {
 		f := &files[i]
@@ -386,8 +388,8 @@ func addrString(f func() net.Addr) (s string) {
 	return a.String()
 }
 
-// Close stops accepting records, writes every queued one, ends the file
-// (trailer, flush, sync) and returns the first write error. Call it after
+// Close stops accepting records, writes every queued one, ends the files
+// (trailer, flush, sync) and returns each file's first write error. Call it after
 // the relay's sessions have ended.
 func (j *Journal) Close() error {
 	j.mu.Lock()

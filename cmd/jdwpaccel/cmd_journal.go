@@ -123,8 +123,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func cmdJournal(_ context.Context, e *env, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, journalUsage)
-		return exitUsage
+		return usageFailure(e, "journal", errors.New("say show or stats"))
 	}
 	sub := args[0]
 	switch sub {
