@@ -155,7 +155,7 @@ func fmtT(ns int64) string {
 
 // ShowLegend explains the columns of FormatRecord's packet lines.
 const ShowLegend = `# seconds since the journal's start, session, direction (dbg: the debugger,
-# vm: the VM), kind, packet ID, command, length, how it was served:
+# vm: the VM, px: jdwpaccel), kind, packet ID, command, length, how it was served:
 # forwarded (both saw it), cache_hit or belay (the proxy answered the
 # debugger), synthetic (the proxy's own traffic, which the debugger never saw);
 # then the reply's latency (and the VM's round trip), thread, events.`
@@ -198,9 +198,14 @@ func FormatRecord(r *Record, o FormatOptions) string {
 		fmt.Fprintf(&b, "record of unknown type %q", r.Type)
 		return b.String()
 	}
-	arrow := "dbg→vm"
+	// The proxy's own traffic (the wire view only) is between it and the VM.
+	peer := "dbg"
+	if r.View == ViewWire {
+		peer = "px"
+	}
+	arrow := peer + "→vm"
 	if r.Dir == DirToDebugger {
-		arrow = "vm→dbg"
+		arrow = "vm→" + peer
 	}
 	name := r.Name
 	if name == "" {

@@ -73,3 +73,13 @@ func TestShowTimesInSeconds(t *testing.T) {
 		t.Errorf("line %q has a view column; served (%s) says it", line, r.Served)
 	}
 }
+
+// TestShowNamesTheProxyAsSender checks that the proxy's own commands are
+// not shown as the debugger's.
+func TestShowNamesTheProxyAsSender(t *testing.T) {
+	r := Record{Type: TypePacket, Session: 1, View: ViewWire, Dir: DirToVM, Kind: KindCommand,
+		ID: 0xA0000001, Set: 1, Cmd: 1, Name: "VirtualMachine.Version", Len: 11, Served: ServedSynthetic}
+	if line := FormatRecord(&r, FormatOptions{}); strings.Contains(line, "dbg") || !strings.Contains(line, "px→vm") {
+		t.Errorf("line %q: want the proxy (px→vm) as the sender, not the debugger", line)
+	}
+}
