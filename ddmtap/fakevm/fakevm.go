@@ -102,6 +102,29 @@ type Stats struct {
 	LiveThreads      int
 	Threads          map[uint32]string // live threads: DDM id → name
 	GCs              int
+	// DDM is what the current connection has enabled (zero without one):
+	// the VM keeps these per connection and forgets them when it closes.
+	DDM Settings
+}
+
+// Settings are a connection's DDM notification settings, as the last
+// THEN, HPIF, HPSG and NHSG requests left them.
+type Settings struct {
+	ThreadNotify bool  // THEN
+	HPIFWhen     uint8 // 0 never, 2 next GC, 3 every GC (1 is one-shot)
+	HPSGWhen     uint8 // 0 off, 1 every GC
+	HPSGWhat     uint8 // 0 HPSG, 1 HPSO
+	NHSGWhen     uint8
+}
+
+// Thread is one row of the VM's thread table, as THST reports it.
+type Thread struct {
+	ID           uint32
+	Name         string
+	Status       uint8
+	TID          uint32
+	UTime, STime uint32
+	Daemon       bool
 }
 
 type thread struct {
@@ -196,8 +219,23 @@ func (vm *VM) Stats() Stats {
 	for id, t := range vm.threads {
 		s.Threads[id] = t.name
 	}
-	s.DebuggerAttached = vm.conn != nil && vm.conn.agent
+	if vc := vm.conn; vc != nil {
+		s.DebuggerAttached = vc.agent
+		s.DDM = Settings{ThreadNotify: vc.notify, HPIFWhen: vc.hpifWhen, HPSGWhen: vc.hpsgWhen, HPSGWhat: vc.hpsgWhat, NHSGWhen: vc.nhsgWhen}
+	}
 	return s
+}
+
+// Threads returns the live threads by DDM id.
+func (vm *VM) Threads() []Thread {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	out := make([]Thread, 0, len(vm.threads))
+	for _, id := range vm.threadIDs() {
+		t := vm.threads[id]
+		out = append(out, Thread{ID: t.id, Name: t.name, Status: t.status, TID: t.tid, UTime: t.utime, STime: t.stime, Daemon: t.daemon})
+	}
+	return out
 }
 
 // addThread creates a thread; vm.mu must be held (or the VM unshared).

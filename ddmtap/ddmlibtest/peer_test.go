@@ -1,0 +1,334 @@
+// Package ddmlibtest runs Google's ddmlib (Debian libandroid-ddms-java,
+// ddmlib 25.2.2) as a real DDM peer against the fake VM, directly and
+// through the proxy. testdata/DdmlibPeer.java is compiled with javac at
+// test time against the Debian jars and prints ddmlib's ClientData as JSON
+// lines. Without java, javac or the jars the tests skip, except under
+// CI=true, where that is a failure.
+package ddmlibtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// jarDir holds the Debian jars: libandroid-ddms-java (ddmlib),
+// libandroid-tools-common-java, libguava-java, libkxml2-java.
+const jarDir = "/usr/share/java"
+
+var jars = []string{"com.android.tools.ddms.ddmlib.jar", "com.android.tools.common.jar", "guava.jar", "kxml2.jar"}
+
+var build struct {
+	once    sync.Once
+	dir     string // compiled classes
+	java    string
+	missing string // what is missing, if anything
+	err     error
+}
+
+// classpath compiles the peer once per test binary and returns the java
+// binary and class path; it skips (fails under CI=true) when a tool or a
+// jar is missing.
+func classpath(t *testing.T) (java, cp string) {
+	t.Helper()
+	build.once.Do(compilePeer)
+	if build.missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and %s is missing (apt-get install openjdk-17-jdk-headless libandroid-ddms-java libandroid-tools-common-java libguava-java libkxml2-java)", build.missing)
+		}
+		t.Skipf("%s is missing: ddmlib tests skipped", build.missing)
+	}
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	parts := []string{build.dir}
+	for _, j := range jars {
+		parts = append(parts, filepath.Join(jarDir, j))
+	}
+	return build.java, strings.Join(parts, string(os.PathListSeparator))
+}
+
+func compilePeer() {
+	var javac string
+	for _, tool := range []string{"java", "javac"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			build.missing = tool
+			return
+		}
+		if tool == "java" {
+			build.java = p
+		} else {
+			javac = p
+		}
+	}
+	var cp []string
+	for _, j := range jars {
+		p := filepath.Join(jarDir, j)
+		if _, err := os.Stat(p); err != nil {
+			build.missing = p
+			return
+		}
+		cp = append(cp, p)
+	}
+	dir, err := os.MkdirTemp("", "ddmlibpeer")
+	if err != nil {
+		build.err = err
+		return
+	}
+	build.dir = dir // left for the OS: shared by every test of the binary
+	out, err := exec.Command(javac, "-nowarn", "-d", dir, "-cp", strings.Join(cp, string(os.PathListSeparator)), filepath.Join("testdata", "DdmlibPeer.java")).CombinedOutput()
+	if err != nil {
+		build.err = fmt.Errorf("javac DdmlibPeer.java: %v\n%s", err, out)
+	}
+}
+
+// ClientState is DdmlibPeer's JSON view of ddmlib's ClientData.
+type ClientState struct {
+	PID              uint32       `json:"pid"`
+	DDMAware         bool         `json:"ddmAware"`
+	VM               *string      `json:"vm"`
+	App              *string      `json:"app"`
+	ValidUserID      bool         `json:"validUserId"`
+	UserID           uint32       `json:"userId"`
+	ABI              *string      `json:"abi"`
+	JVMFlags         *string      `json:"jvmFlags"`
+	NativeDebuggable bool         `json:"nativeDebuggable"`
+	Features         []string     `json:"features"`
+	ThreadUpdates    bool         `json:"threadUpdates"`
+	Threads          []PeerThread `json:"threads"`
+	HeapInfo         []PeerHeap   `json:"heapInfo"`
+	Heap             *PeerHeapMap `json:"heap"`
+}
+
+// PeerThread is one ddmlib ThreadInfo; Status is -1 until a THST reply.
+type PeerThread struct {
+	ID     uint32 `json:"id"`
+	Name   string `json:"name"`
+	Status int    `json:"status"`
+	TID    uint32 `json:"tid"`
+	UTime  uint32 `json:"utime"`
+	STime  uint32 `json:"stime"`
+	Daemon bool   `json:"daemon"`
+}
+
+// PeerHeap is one ddmlib ClientData.HeapInfo.
+type PeerHeap struct {
+	ID        uint32 `json:"id"`
+	Max       uint64 `json:"max"`
+	Size      uint64 `json:"size"`
+	Allocated uint64 `json:"allocated"`
+	Objects   uint64 `json:"objects"`
+	Time      int64  `json:"time"`
+	Reason    uint8  `json:"reason"`
+}
+
+// PeerHeapMap summarises ddmlib's decoded heap segments per DDMS bucket.
+type PeerHeapMap struct {
+	Segments int          `json:"segments"`
+	Bytes    uint64       `json:"bytes"`
+	Elements uint64       `json:"elements"`
+	Buckets  []PeerBucket `json:"buckets"`
+}
+
+// PeerBucket is one DDMS Stats row computed from ddmlib's elements.
+type PeerBucket struct {
+	Bucket   uint8  `json:"bucket"`
+	Count    uint64 `json:"count"`
+	Total    uint64 `json:"total"`
+	Smallest uint64 `json:"smallest"`
+	Largest  uint64 `json:"largest"`
+	Median   uint64 `json:"median"`
+}
+
+type peerEvent struct {
+	Event  string       `json:"event"`
+	Mask   int          `json:"mask"`
+	Cmd    string       `json:"cmd"`
+	Level  string       `json:"level"`
+	Tag    string       `json:"tag"`
+	Msg    string       `json:"msg"`
+	Client *ClientState `json:"client"`
+}
+
+// Peer is one running DdmlibPeer: ddmlib connected to one VM address.
+type Peer struct {
+	t      *testing.T
+	stdin  io.WriteCloser
+	events chan peerEvent // closed when stdout ends
+
+	mu    sync.Mutex // guards state and logs
+	state ClientState
+	logs  []string // ddmlib warnings and errors
+}
+
+// startPeer runs ddmlib against addr ("host:port"), claiming pid for the
+// VM as adb would.
+func startPeer(t *testing.T, addr string, pid uint32) *Peer {
+	t.Helper()
+	java, cp := classpath(t)
+	host, port, ok := strings.Cut(addr, ":")
+	if !ok {
+		t.Fatalf("bad address %q", addr)
+	}
+	cmd := exec.Command(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "com.android.ddmlib.DdmlibPeer", host, port, fmt.Sprint(pid))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Peer{t: t, stdin: stdin, events: make(chan peerEvent, 1024)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(p.events)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var ev peerEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				ev = peerEvent{Event: "log", Level: "error", Tag: "harness", Msg: "unparsable line: " + sc.Text()}
+			}
+			p.events <- ev
+		}
+	}()
+	t.Cleanup(func() {
+		stdin.Close() // the peer exits at the end of its input
+		exited := make(chan error, 1)
+		go func() {
+			for range p.events { // drain so the reader never blocks
+			}
+			<-done
+			exited <- cmd.Wait()
+		}()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("ddmlib warnings and errors: %q\nstderr: %s", p.logs, stderr.String())
+			p.mu.Unlock()
+		}
+	})
+	return p
+}
+
+// send writes one command and waits for its acknowledgement (ddmlib has
+// sent the request by then).
+func (p *Peer) send(cmd string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.stdin, cmd+"\n"); err != nil {
+		p.t.Fatalf("ddmlib peer: %s: %v", cmd, err)
+	}
+	p.await("ack of "+cmd, func(ev peerEvent) bool { return ev.Event == "ack" && ev.Cmd == cmd })
+}
+
+// await consumes events until one matches, keeping the latest client state
+// and the ddmlib log lines; it fails the test after 20 s or if the peer
+// exits.
+func (p *Peer) await(what string, match func(peerEvent) bool) {
+	p.t.Helper()
+	timeout := time.NewTimer(20 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case ev, ok := <-p.events:
+			if !ok {
+				p.t.Fatalf("ddmlib peer exited while waiting for %s", what)
+			}
+			p.mu.Lock()
+			switch ev.Event {
+			case "change", "dump":
+				p.state = *ev.Client
+			case "log":
+				p.logs = append(p.logs, ev.Level+" "+ev.Tag+": "+ev.Msg)
+			case "fatal":
+				p.mu.Unlock()
+				p.t.Fatalf("ddmlib peer: %s", ev.Msg)
+			}
+			p.mu.Unlock()
+			if match(ev) {
+				return
+			}
+		case <-timeout.C:
+			p.mu.Lock()
+			st, logs := p.state, p.logs
+			p.mu.Unlock()
+			p.t.Fatalf("waiting for %s: timed out; ddmlib state %+v; logs %q", what, st, logs)
+		}
+	}
+}
+
+// wait returns ddmlib's client state once cond holds for it.
+func (p *Peer) wait(what string, cond func(ClientState) bool) ClientState {
+	p.t.Helper()
+	p.mu.Lock()
+	st := p.state
+	p.mu.Unlock()
+	if st.DDMAware && cond(st) { // already true
+		return st
+	}
+	p.await(what, func(ev peerEvent) bool { return ev.Client != nil && cond(*ev.Client) })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// ready waits until ddmlib has the VM's HELO reply (and so has sent its
+// connect-time requests); commands sent earlier can race with ddmlib's
+// handshake, which discards what arrives with the echo.
+func (p *Peer) ready() ClientState {
+	p.t.Helper()
+	return p.wait("ddmlib to read HELO", func(s ClientState) bool { return s.DDMAware && s.App != nil })
+}
+
+// current asks ddmlib for its state now: everything ddmlib received before
+// it handled the dump command is in it.
+func (p *Peer) current() ClientState {
+	p.t.Helper()
+	p.send("dump")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// errors returns ddmlib's warnings and errors so far.
+func (p *Peer) errors() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.logs...)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<null>"
+	}
+	return *s
+}
+
+// withTimeout is a context for waits on the monitor.
+func withTimeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
