@@ -166,10 +166,15 @@ type Peer struct {
 	stdin  io.WriteCloser
 	events chan peerEvent // closed when stdout ends
 
-	mu    sync.Mutex // guards state and logs
-	state ClientState
-	logs  []string // ddmlib warnings and errors
+	mu       sync.Mutex // guards state, logs and profiles
+	state    ClientState
+	logs     []string // ddmlib warnings and errors
+	profiles int      // CHANGE_METHOD_PROFILING_STATUS events consumed so far
 }
+
+// changeProfiling is ddmlib's Client.CHANGE_METHOD_PROFILING_STATUS, sent
+// after each MPRQ reply.
+const changeProfiling = 2048
 
 // startPeer runs ddmlib against addr ("host:port"), claiming pid for the
 // VM as adb would.
@@ -260,6 +265,9 @@ func (p *Peer) await(what string, match func(peerEvent) bool) {
 			switch ev.Event {
 			case "change", "dump":
 				p.state = *ev.Client
+				if ev.Event == "change" && ev.Mask&changeProfiling != 0 {
+					p.profiles++
+				}
 			case "log":
 				p.logs = append(p.logs, ev.Level+" "+ev.Tag+": "+ev.Msg)
 			case "fatal":
@@ -285,7 +293,7 @@ func (p *Peer) wait(what string, cond func(ClientState) bool) ClientState {
 	p.mu.Lock()
 	st := p.state
 	p.mu.Unlock()
-	if st.DDMAware && cond(st) { // already true
+	if cond(st) { // already true
 		return st
 	}
 	p.await(what, func(ev peerEvent) bool { return ev.Client != nil && cond(*ev.Client) })
@@ -302,6 +310,14 @@ func (p *Peer) ready() ClientState {
 	return p.wait("ddmlib to read HELO", func(s ClientState) bool { return s.DDMAware && s.App != nil })
 }
 
+// connected waits for ready, then for an MPRQ reply, which the VM sends
+// after its FEAT reply (ddmlib reports no change for FEAT).
+func (p *Peer) connected() ClientState {
+	p.t.Helper()
+	p.ready()
+	return p.sync()
+}
+
 // current asks ddmlib for its state now: everything ddmlib received before
 // it handled the dump command is in it.
 func (p *Peer) current() ClientState {
@@ -310,6 +326,37 @@ func (p *Peer) current() ClientState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.state
+}
+
+// sync asks the VM for its method profiling status (MPRQ, which every
+// profile but design2007 answers, and which nothing else in these tests
+// sends) and returns ddmlib's state once the reply has been handled. The
+// VM answers in order and ddmlib handles packets in order, so everything
+// the VM sent before that reply is in the state.
+func (p *Peer) sync() ClientState {
+	p.t.Helper()
+	p.mu.Lock()
+	before := p.profiles
+	p.mu.Unlock()
+	p.send("mprq")
+	p.until("MPRQ reply", func() bool { return p.profiles > before })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// until waits until cond, called with p.mu held, holds: at once, or after
+// some event (which may have been consumed by an earlier wait).
+func (p *Peer) until(what string, cond func() bool) {
+	p.t.Helper()
+	check := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return cond()
+	}
+	if !check() {
+		p.await(what, func(peerEvent) bool { return check() })
+	}
 }
 
 // errors returns ddmlib's warnings and errors so far.

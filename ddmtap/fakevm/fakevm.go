@@ -484,6 +484,11 @@ func (vm *VM) handle(vc *vmConn, c ddmtap.Chunk) (ddmtap.Payload, error) {
 		return nil, nil
 	case ddmtap.TypeEXIT:
 		return nil, nil
+	case ddmtap.TypeMPRQ:
+		if prof == Design2007 {
+			return nil, errNoHandler
+		}
+		return ddmtap.U1{T: ddmtap.TypeMPRQ, V: 0}, nil // no method profiling running
 	}
 	if prof == ART {
 		return nil, errNoHandler // Android 12+: no heap, allocation or HPROF handlers

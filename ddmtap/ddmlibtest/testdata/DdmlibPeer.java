@@ -18,6 +18,9 @@
 //   segments on|off   Client.setHeapSegmentUpdateEnabled (HPSG 1,0 / 0,0)
 //   hpif              Client.updateHeapInfo          (HPIF 1)
 //   gc                Client.executeGarbageCollector (HPGC)
+//   mprq              HandleProfiling.sendMPRQ (MPRQ), as ddmlib sends it on
+//                     connect (Client.requestMethodProfilingStatus sends REAQ
+//                     in this version)
 //   dump              print the client state now
 //   quit              exit
 //
@@ -93,6 +96,7 @@ public final class DdmlibPeer {
                 case "segments off": client.setHeapSegmentUpdateEnabled(false); break;
                 case "hpif": client.updateHeapInfo(); break;
                 case "gc": client.executeGarbageCollector(); break;
+                case "mprq": HandleProfiling.sendMPRQ(client); break;
                 case "dump": emit("{\"event\":\"dump\",\"client\":" + state(client) + "}"); break;
                 case "quit":
                     emit("{\"event\":\"ack\",\"cmd\":\"quit\"}");
