@@ -107,7 +107,13 @@ func startVM(t *testing.T, cfg fakevm.Config) *fakevm.VM {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { vm.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("fake VM: %+v", vm.Stats())
+		}
+		cancel()
+		<-done
+	})
 	return vm
 }
 
