@@ -2,8 +2,12 @@ package ddmlibtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +16,8 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/web"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -286,7 +292,8 @@ func TestDdmlibRejectsDesign2007(t *testing.T) {
 // TestDdmlibAgreesWithMonitor (task b): ddmlib attached through the proxy
 // and the proxy's own monitor (ddmtap codec) watch the same fake VM at the
 // same time and must agree on identity, every thread field and, for
-// Dalvik, the heap summary and the DDMS statistics of the heap walk.
+// Dalvik, the heap summary and the DDMS statistics of the heap walk; so
+// must the live page's JSON API over that monitor.
 func TestDdmlibAgreesWithMonitor(t *testing.T) {
 	for _, prof := range ddmlibProfiles {
 		t.Run(prof.String(), func(t *testing.T) {
@@ -343,6 +350,7 @@ func TestDdmlibAgreesWithMonitor(t *testing.T) {
 			if !slices.Equal(monThreads, st.Threads) {
 				t.Fatalf("threads:\nmonitor %+v\n ddmlib %+v", monThreads, st.Threads)
 			}
+			checkAPI(t, mon, st)
 			if prof != fakevm.Dalvik {
 				if len(st.HeapInfo) != 0 || snap.Support["heap_info"] == "supported" {
 					t.Fatalf("heap data from ART: ddmlib %+v, monitor support %v", st.HeapInfo, snap.Support)
@@ -474,4 +482,62 @@ func TestDdmlibThroughProxyKeepsMonitoring(t *testing.T) {
 		t.Fatalf("ddmlib sent only DDM, yet the VM saw %d non-DDM packets / the monitor a debugger", s.NonDDMPackets)
 	}
 	t.Logf("VM DDM requests: %v", vm.Stats().DDMRequests)
+}
+
+// checkAPI compares ddmlib's view with the live page's JSON API over the
+// same monitor: the VM row, the thread table (status as the DDMS label)
+// and, when ddmlib has them, the heap summary and the DDMS statistics.
+func checkAPI(t *testing.T, mon *ddmtap.Monitor, st ClientState) {
+	t.Helper()
+	h := web.NewHandler(&web.DDMSource{Monitors: func() []*ddmtap.Monitor { return []*ddmtap.Monitor{mon} }}, prometheus.NewRegistry(), zerolog.Nop())
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	get := func(path string, v any) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	var vms []web.VM
+	get("/api/v1/vms", &vms)
+	if len(vms) != 1 || vms[0].Ident != deref(st.VM) || vms[0].App != deref(st.App) || vms[0].PID != st.PID || !vms[0].DDM {
+		t.Fatalf("API VMs %+v; ddmlib %s %s %d", vms, deref(st.VM), deref(st.App), st.PID)
+	}
+	vm := "/api/v1/vms/" + url.PathEscape(vms[0].ID)
+	var threads []web.Thread
+	get(vm+"/threads", &threads)
+	var want []web.Thread
+	for _, th := range st.Threads {
+		want = append(want, web.Thread{ID: th.ID, TID: th.TID, Name: th.Name, Status: ddmtap.StatusName(uint8(th.Status)), UTime: th.UTime, STime: th.STime, Daemon: th.Daemon})
+	}
+	if !slices.Equal(threads, want) {
+		t.Fatalf("API threads:\n    %+v\nddmlib %+v", threads, want)
+	}
+	if len(st.HeapInfo) == 0 || st.Heap == nil {
+		return
+	}
+	var heap web.HeapSummary
+	get(vm+"/heap", &heap)
+	hi := st.HeapInfo[0]
+	if in := heap.Info; in == nil || in.MaxBytes != hi.Max || in.SizeBytes != hi.Size || in.AllocatedBytes != hi.Allocated || in.Objects != hi.Objects {
+		t.Fatalf("API heap info %+v; ddmlib %+v", heap.Info, hi)
+	}
+	var stats []PeerBucket
+	for _, k := range heap.Stats {
+		if k.Count > 0 {
+			stats = append(stats, PeerBucket{Bucket: uint8(k.Kind), Count: k.Count, Total: k.TotalBytes, Smallest: k.Smallest, Largest: k.Largest, Median: k.Median})
+		}
+	}
+	if heap.TotalBytes != st.Heap.Bytes || !slices.Equal(stats, st.Heap.Buckets) {
+		t.Fatalf("API heap: %d bytes %+v; ddmlib %d bytes %+v", heap.TotalBytes, stats, st.Heap.Bytes, st.Heap.Buckets)
+	}
 }
