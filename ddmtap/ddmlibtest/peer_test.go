@@ -35,6 +35,14 @@ var build struct {
 	err     error
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
 // classpath compiles the peer once per test binary and returns the java
 // binary and class path; it skips (fails under CI=true) when a tool or a
 // jar is missing.
@@ -85,7 +93,7 @@ func compilePeer() {
 		build.err = err
 		return
 	}
-	build.dir = dir // left for the OS: shared by every test of the binary
+	build.dir = dir // shared by every test of the binary; TestMain removes it
 	out, err := exec.Command(javac, "-nowarn", "-d", dir, "-cp", strings.Join(cp, string(os.PathListSeparator)), filepath.Join("testdata", "DdmlibPeer.java")).CombinedOutput()
 	if err != nil {
 		build.err = fmt.Errorf("javac DdmlibPeer.java: %v\n%s", err, out)
