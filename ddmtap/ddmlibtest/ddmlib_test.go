@@ -401,8 +401,8 @@ func TestDdmlibThroughProxyKeepsMonitoring(t *testing.T) {
 	settings("before ddmlib")
 
 	peer := startPeer(t, addr, testPID)
-	checkIdentity(t, fakevm.Dalvik, peer.connected())
-	st := peer.sync() // ddmlib's connect-time HPIF(0) has reached the VM
+	st := peer.connected() // ddmlib's connect-time HPIF(0) has reached the VM
+	checkIdentity(t, fakevm.Dalvik, st)
 	settings("after ddmlib connected")
 	if len(st.HeapInfo) != 0 || st.Heap != nil || len(st.Threads) != 0 {
 		t.Fatalf("ddmlib got data it did not enable: %+v", st)
