@@ -318,11 +318,14 @@ func (p *Peer) ready() ClientState {
 	return p.wait("ddmlib to read HELO", func(s ClientState) bool { return s.DDMAware && s.App != nil })
 }
 
-// connected waits for ready, then for an MPRQ reply, which the VM sends
-// after its FEAT reply (ddmlib reports no change for FEAT).
+// connected waits for ready and for the reply to the MPRQ ddmlib sends
+// on connect (so that sync cannot mistake it for its own), then syncs:
+// ddmlib's FEAT (which reports no change) and its connect-time requests
+// have been handled by then.
 func (p *Peer) connected() ClientState {
 	p.t.Helper()
 	p.ready()
+	p.until("the reply to ddmlib's connect-time MPRQ", func() bool { return p.profiles > 0 })
 	return p.sync()
 }
 
