@@ -420,33 +420,7 @@ func TestDdmlibThroughProxyKeepsMonitoring(t *testing.T) {
 	}
 	gc("heap info and walk after ddmlib's HPIF(0)", func(ddmtap.Snapshot) bool { return true })
 
-	// Threads: ddmlib on, then off (THEN 0); the monitor keeps getting them.
-	peer.send("threads on")
-	want := vm.Threads()
-	peer.wait("ddmlib's THCR burst", func(s ClientState) bool { return sameNames(s, want) })
-	threadTable(peer, want)
-	peer.send("threads off")
-	if st := peer.sync(); len(st.Threads) != 0 {
-		t.Fatalf("ddmlib kept threads after turning updates off: %+v", st.Threads)
-	}
-	settings("after ddmlib's THEN(0)")
-	vm.Churn()
-	vm.Churn()
-	live := vm.Stats().Threads
-	waitMon(t, mon, "thread churn after ddmlib's THEN(0)", func(s ddmtap.Snapshot) bool {
-		if len(s.Threads) != len(live) {
-			return false
-		}
-		for _, th := range s.Threads {
-			if live[th.ID] != th.Name {
-				return false
-			}
-		}
-		return true
-	})
-	if st := peer.sync(); len(st.Threads) != 0 {
-		t.Fatalf("ddmlib got THCR/THDE after THEN(0): %+v", st.Threads)
-	}
+	threadsOnOff(t, vm, mon, peer, settings)
 
 	// Heap segments: ddmlib on (gets a walk), then off (HPSG 0,0).
 	peer.send("segments on")
@@ -539,5 +513,63 @@ func checkAPI(t *testing.T, mon *ddmtap.Monitor, st ClientState) {
 	}
 	if heap.TotalBytes != st.Heap.Bytes || !slices.Equal(stats, st.Heap.Buckets) {
 		t.Fatalf("API heap: %d bytes %+v; ddmlib %d bytes %+v", heap.TotalBytes, stats, st.Heap.Bytes, st.Heap.Buckets)
+	}
+}
+
+// threadsOnOff has ddmlib, attached through the proxy, turn thread updates
+// on (it gets the THCR burst and a THST) and off again (THEN 0): the VM
+// must keep notifying for the proxy (settings checks that), the monitor
+// must follow thread churn, and ddmlib must get no more thread chunks.
+func threadsOnOff(t *testing.T, vm *fakevm.VM, mon *ddmtap.Monitor, peer *Peer, settings func(string)) {
+	t.Helper()
+	peer.send("threads on")
+	want := vm.Threads()
+	peer.wait("ddmlib's THCR burst", func(s ClientState) bool { return sameNames(s, want) })
+	threadTable(peer, want)
+	peer.send("threads off")
+	if st := peer.sync(); len(st.Threads) != 0 {
+		t.Fatalf("ddmlib kept threads after turning updates off: %+v", st.Threads)
+	}
+	settings("after ddmlib's THEN(0)")
+	vm.Churn()
+	vm.Churn()
+	live := vm.Stats().Threads
+	waitMon(t, mon, "thread churn after ddmlib's THEN(0)", func(s ddmtap.Snapshot) bool {
+		if len(s.Threads) != len(live) {
+			return false
+		}
+		for _, th := range s.Threads {
+			if live[th.ID] != th.Name {
+				return false
+			}
+		}
+		return true
+	})
+	if st := peer.sync(); len(st.Threads) != 0 {
+		t.Fatalf("ddmlib got THCR/THDE after THEN(0): %+v", st.Threads)
+	}
+
+}
+
+// TestDdmlibThroughProxyARTThreads is the thread half of
+// TestDdmlibThroughProxyKeepsMonitoring on ART, which leaves the
+// (unchanged or rewritten) THEN unanswered until a debugger loads its agent.
+func TestDdmlibThroughProxyARTThreads(t *testing.T) {
+	vm := startVM(t, vmConfig(fakevm.ART))
+	mon, addr := startProxy(t, vm.Addr())
+	waitMon(t, mon, "threads", func(s ddmtap.Snapshot) bool { return len(s.Threads) == len(vm.Threads()) })
+	settings := func(when string) {
+		t.Helper()
+		if got, want := vm.Stats().DDM, (fakevm.Settings{ThreadNotify: true}); got != want {
+			t.Fatalf("%s: the VM's DDM settings are %+v, want the proxy's %+v", when, got, want)
+		}
+	}
+	peer := startPeer(t, addr, testPID)
+	checkIdentity(t, fakevm.ART, peer.connected())
+	settings("after ddmlib connected")
+	threadsOnOff(t, vm, mon, peer, settings)
+	noErrors(t, peer)
+	if s := vm.Stats(); s.NonDDMPackets != 0 {
+		t.Fatalf("ddmlib sent only DDM, yet the VM saw %d non-DDM packets", s.NonDDMPackets)
 	}
 }
