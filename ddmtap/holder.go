@@ -376,13 +376,28 @@ func (h *Holder) Hooks(s *relay.Session) relay.Hooks {
 	if !ok || a.c.h != h || a.c.l == nil {
 		return relay.Hooks{}
 	}
-	c := a.c
-	if c.w != nil {
-		c.w.disable() // the session's writer takes over
-	}
-	c.l.setSend(func(p jdwp.Packet) error { return s.SendToVM(p, relay.Synthetic) })
-	return relay.Hooks{Interceptors: []relay.Interceptor{tap{l: c.l}}}
+	return relay.Hooks{Interceptors: []relay.Interceptor{tap{l: a.c.l}}, Observers: []relay.Observer{sessionStart{a.c}}}
 }
+
+// sessionStart hands the link's writes to the session once it runs: NewHooks
+// is called while the session is still being built, and SendToVM from the
+// link's own goroutine before then races with it. Until then a fresh
+// connection's pre-session writer keeps writing.
+type sessionStart struct{ c *lentConn }
+
+// Observe implements relay.Observer.
+func (sessionStart) Observe(*relay.Session, *relay.Frame) {}
+
+// SessionStart implements relay.SessionObserver.
+func (o sessionStart) SessionStart(s *relay.Session) {
+	if o.c.w != nil {
+		o.c.w.disable() // the session's writer takes over
+	}
+	o.c.l.setSend(func(p jdwp.Packet) error { return s.SendToVM(p, relay.Synthetic) })
+}
+
+// SessionEnd implements relay.SessionObserver.
+func (sessionStart) SessionEnd(*relay.Session, error) {}
 
 // heldConn is a connection held while no debugger is attached. Its reader
 // goroutine owns keep and partial until done is closed.
