@@ -128,7 +128,7 @@ func startVM(t *testing.T, cfg fakevm.Config) *fakevm.VM {
 func startProxy(t *testing.T, vmAddr string) (*ddmtap.Monitor, string) {
 	t.Helper()
 	h := ddmtap.NewHolder(ddmtap.HolderConfig{
-		Addr: vmAddr, Logger: zerolog.Nop(), ReconnectDelay: 10 * time.Millisecond,
+		Addr: vmAddr, KnownDDM: true, Logger: zerolog.Nop(), ReconnectDelay: 10 * time.Millisecond,
 		Options: ddmtap.Options{PollInterval: 100 * time.Millisecond, ReplyTimeout: time.Second},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
