@@ -161,12 +161,14 @@ const Handshake = "JDWP-Handshake"
 // handshake.
 var ErrBadHandshake = errors.New("jdwp: bad handshake")
 
-// ReadHandshake reads and checks the 14-byte handshake from r.
+// ReadHandshake reads and checks the 14-byte handshake from r. A stream
+// ending early gives an error wrapping both ErrBadHandshake and
+// io.ErrUnexpectedEOF.
 func ReadHandshake(r io.Reader) error {
 	var b [len(Handshake)]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		if err == io.ErrUnexpectedEOF || err == io.EOF {
-			return fmt.Errorf("%w: stream ended after %q", ErrBadHandshake, trimZero(b[:]))
+			return fmt.Errorf("%w: stream ended after %q: %w", ErrBadHandshake, trimZero(b[:]), io.ErrUnexpectedEOF)
 		}
 		return err
 	}
