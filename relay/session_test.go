@@ -1,0 +1,210 @@
+package relay_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// pipeRig runs sessions through Server.ServeConn over net.Pipe, which
+// buffers nothing: a peer that stops reading blocks its writer at once.
+type pipeRig struct {
+	t    *testing.T
+	srv  *relay.Server
+	vms  chan net.Conn // the test's end of each VM connection the proxy dials
+	logs *syncBuffer
+	reg  *prometheus.Registry
+	ctx  context.Context
+	wg   sync.WaitGroup
+}
+
+func newPipeRig(t *testing.T, cfg relay.Config) *pipeRig {
+	t.Helper()
+	pr := &pipeRig{t: t, vms: make(chan net.Conn, 4), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	cfg.DialVM = func(context.Context) (net.Conn, error) {
+		proxySide, vmSide := net.Pipe()
+		pr.vms <- vmSide
+		return proxySide, nil
+	}
+	cfg.Logger = zerolog.New(pr.logs)
+	cfg.Metrics = relay.NewMetrics(pr.reg)
+	pr.srv = relay.NewServer(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	pr.ctx = ctx
+	t.Cleanup(func() {
+		cancel()
+		pr.wg.Wait()
+	})
+	return pr
+}
+
+// connect starts a session and returns the test's ends of its debugger and
+// VM connections, after both handshakes.
+func (pr *pipeRig) connect() (dbg, vm net.Conn) {
+	pr.t.Helper()
+	dbg, proxySide := net.Pipe()
+	pr.wg.Add(1)
+	go func() {
+		defer pr.wg.Done()
+		pr.srv.ServeConn(pr.ctx, proxySide)
+	}()
+	if err := jdwp.WriteHandshake(dbg); err != nil {
+		pr.t.Fatal(err)
+	}
+	vm = <-pr.vms
+	if err := jdwp.ReadHandshake(vm); err != nil {
+		pr.t.Fatal(err)
+	}
+	if err := jdwp.WriteHandshake(vm); err != nil {
+		pr.t.Fatal(err)
+	}
+	if err := jdwp.ReadHandshake(dbg); err != nil {
+		pr.t.Fatal(err)
+	}
+	pr.t.Cleanup(func() { dbg.Close(); vm.Close() })
+	return dbg, vm
+}
+
+// reinjector holds every VM event back and re-sends it with
+// SendToDebugger while holding a lock shared by all sessions, as a cache
+// shared between sessions would. It counts the events it saw per session.
+type reinjector struct {
+	mu     *sync.Mutex // shared by every session's reinjector
+	events chan uint64 // the session ID of each event seen
+}
+
+func (ri *reinjector) FromDebugger(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (ri *reinjector) FromVM(s *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind != relay.KindEvent {
+		return relay.Forward
+	}
+	ri.mu.Lock()
+	defer ri.mu.Unlock()
+	ri.events <- s.ID
+	s.SendToDebugger(f.Packet, relay.Forwarded, jdwp.Cmd{})
+	f.Origin = relay.Synthetic
+	return relay.Consume
+}
+func (ri *reinjector) Close(*relay.Session) {}
+
+// TestStalledDebuggerDoesNotBlockVM: a debugger that stops reading stalls
+// neither its VM's reader (events keep being read and seen by the hooks,
+// which may send to the debugger under their own locks) nor other
+// sessions sharing those locks.
+func TestStalledDebuggerDoesNotBlockVM(t *testing.T) {
+	const n = 200
+	events := make(chan uint64, 2*n)
+	var shared sync.Mutex
+	pr := newPipeRig(t, relay.Config{NewHooks: func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Interceptors: []relay.Interceptor{&reinjector{mu: &shared, events: events}}}
+	}})
+	_, vmA := pr.connect() // this debugger never reads again
+	event := jdwp.AppendCommand(nil, 1, jdwp.CmdComposite, []byte{0, 0, 0, 0, 1, byte(jdwp.EventThreadStart), 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9})
+	go func() {
+		for range n {
+			if _, err := vmA.Write(event); err != nil {
+				return
+			}
+		}
+	}()
+	timeout := time.After(10 * time.Second)
+	for seen := 0; seen < n; {
+		select {
+		case <-events:
+			seen++
+		case <-timeout:
+			t.Fatalf("the VM reader stopped after %d of %d events: the stalled debugger blocks it", seen, n)
+		}
+	}
+
+	dbgB, vmB := pr.connect()
+	go vmB.Write(event)
+	dbgB.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if p, err := jdwp.NewReader(dbgB, 0).Next(); err != nil || p.Cmd() != jdwp.CmdComposite {
+		t.Fatalf("second session: debugger got %v, %v; want the event while the first debugger is stalled", p, err)
+	}
+}
+
+// panicky panics on one command (from the debugger) or on one event (from
+// the VM).
+type panicky struct{ onCmd jdwp.Cmd }
+
+func (p *panicky) FromDebugger(_ *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindCommand && f.Cmd == p.onCmd {
+		panic("interceptor bug")
+	}
+	return relay.Forward
+}
+func (p *panicky) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindEvent {
+		panic("interceptor bug on an event")
+	}
+	return relay.Forward
+}
+func (p *panicky) Close(*relay.Session) {}
+
+// panickyObserver panics on the first packet it sees and counts calls.
+type panickyObserver struct {
+	mu    sync.Mutex // guards calls
+	calls int
+}
+
+func (o *panickyObserver) Observe(*relay.Session, *relay.Frame) {
+	o.mu.Lock()
+	o.calls++
+	o.mu.Unlock()
+	panic("observer bug")
+}
+
+// TestHookPanicPassThrough: a panicking hook is counted and logged with
+// the packet it was handling, and its session goes on as plain
+// pass-through: the packet and those after it are forwarded.
+func TestHookPanicPassThrough(t *testing.T) {
+	for _, tc := range []struct {
+		name, hook string
+		hooks      func() relay.Hooks
+	}{
+		{"interceptor", "interceptor", func() relay.Hooks {
+			return relay.Hooks{Interceptors: []relay.Interceptor{&panicky{onCmd: cmdVersion}}}
+		}},
+		{"observer", "observer", func() relay.Hooks {
+			return relay.Hooks{Observers: []relay.Observer{&panickyObserver{}}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(*relay.Session) relay.Hooks { return tc.hooks() })
+			dbg, vm := r.connect()
+			dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+			for id := uint32(1); id <= 3; id++ {
+				dbg.Write(jdwp.AppendCommand(nil, id, cmdVersion, nil))
+				if p, err := vr.Next(); err != nil || p.ID() != id {
+					t.Fatalf("VM got %v, %v; want command %d", p, err, id)
+				}
+				vm.Write(jdwp.AppendReply(nil, id, 0, nil))
+				if p, err := dr.Next(); err != nil || p.ID() != id {
+					t.Fatalf("debugger got %v, %v; want reply %d", p, err, id)
+				}
+			}
+			vm.Write(jdwp.AppendCommand(nil, 50, jdwp.CmdComposite, []byte{0, 0, 0, 0, 0}))
+			if p, err := dr.Next(); err != nil || p.ID() != 50 {
+				t.Fatalf("debugger got %v, %v; want the event", p, err)
+			}
+			if n := counter(t, r.reg, "jdwpaccel_hook_panics_total", tc.hook); n != 1 {
+				t.Errorf("hook panics counted = %v, want 1 (hooks dropped after the first)", n)
+			}
+			logs := r.logs.String()
+			if !strings.Contains(logs, `"hook":"`+tc.hook+`"`) || !strings.Contains(logs, `"kind":"command"`) ||
+				!strings.Contains(logs, `"cmd":"VirtualMachine.Version"`) {
+				t.Errorf("no log line naming the hook and the packet's type in:\n%s", logs)
+			}
+		})
+	}
+}
