@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -207,4 +208,76 @@ func TestHookPanicPassThrough(t *testing.T) {
 			}
 		})
 	}
+}
+
+var cmdAllThreads = jdwp.Cmd{Set: jdwp.SetVirtualMachine, Cmd: 4}
+
+// TestFloodBackpressure: a debugger flooding commands the VM has not
+// answered is read only up to MaxOutstanding commands; each answer lets
+// one more through. The proxy holds a bounded number of pending commands
+// and TCP pushes back on the debugger.
+func TestFloodBackpressure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, flood = 50, 1000
+		pr := newPipeRig(t, relay.Config{MaxOutstanding: limit})
+		dbg, vm := pr.connect()
+		go func() {
+			cmd := jdwp.AppendCommand(nil, 0, cmdAllThreads, nil)
+			for id := range uint32(flood) {
+				cmd.SetID(id)
+				if _, err := dbg.Write(cmd); err != nil {
+					return
+				}
+			}
+		}()
+		got := make(chan uint32, flood)
+		go func() {
+			defer close(got)
+			vr := jdwp.NewReader(vm, 0)
+			for {
+				p, err := vr.Next()
+				if err != nil {
+					return
+				}
+				got <- p.ID()
+			}
+		}()
+		synctest.Wait()
+		if n := len(got); n != limit {
+			t.Fatalf("the VM got %d of %d unanswered commands, want %d (MaxOutstanding)", n, flood, limit)
+		}
+		for range 10 {
+			vm.Write(jdwp.AppendReply(nil, <-got, 0, nil))
+		}
+		synctest.Wait()
+		if n := len(got); n != limit-10+10 {
+			t.Fatalf("after 10 answers the VM has %d unanswered commands, want %d", n, limit)
+		}
+	})
+}
+
+// TestWriteQueueBound: a VM flooding a debugger that does not read is read
+// only until the debugger's write queue is full.
+func TestWriteQueueBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const queue, size, flood = 16 << 10, 1 << 10, 2000
+		pr := newPipeRig(t, relay.Config{WriteQueueBytes: queue})
+		_, vm := pr.connect()
+		sent := make(chan struct{}, flood)
+		go func() {
+			event := jdwp.AppendCommand(nil, 0, jdwp.CmdComposite, make([]byte, size-jdwp.HeaderSize))
+			for range flood {
+				if _, err := vm.Write(event); err != nil {
+					return
+				}
+				sent <- struct{}{}
+			}
+		}()
+		synctest.Wait()
+		// Queued: up to the bound plus one packet; being written: as
+		// much again; read ahead: the reader's 64 KiB buffer.
+		if n, max := len(sent), 2*(queue/size+1)+(64<<10)/size+2; n > max {
+			t.Fatalf("the proxy read %d KiB from the VM for a debugger that reads nothing, want at most %d KiB", n, max)
+		}
+	})
 }
