@@ -281,3 +281,40 @@ func TestWriteQueueBound(t *testing.T) {
 		}
 	})
 }
+
+// TestOversizedReplyAnswered: a VM reply above the maximum packet size is
+// skipped, the debugger gets a JDWP INTERNAL error reply to its command,
+// and the session goes on.
+func TestOversizedReplyAnswered(t *testing.T) {
+	rec := &recorder{ended: make(chan struct{})}
+	r := newRig(t, func(*relay.Session) relay.Hooks { return relay.Hooks{Observers: []relay.Observer{rec}} })
+	dbg, vm := r.connect()
+	dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+	dbg.Write(jdwp.AppendCommand(nil, 7, cmdAllThreads, nil))
+	if p, err := vr.Next(); err != nil || p.ID() != 7 {
+		t.Fatalf("VM got %v, %v", p, err)
+	}
+	huge := jdwp.AppendReply(nil, 7, 0, make([]byte, 2<<20)) // rig's limit is 1 MiB
+	huge = jdwp.AppendCommand(huge, 8, jdwp.CmdComposite, []byte{0, 0, 0, 0, 0})
+	go vm.Write(huge)
+	dbg.SetReadDeadline(time.Now().Add(10 * time.Second))
+	p, err := dr.Next()
+	if err != nil || !p.IsReply() || p.ID() != 7 || p.ErrorCode() != jdwp.ErrorInternal || len(p) != jdwp.HeaderSize {
+		t.Fatalf("debugger got %v, %v; want an INTERNAL error reply to command 7", p, err)
+	}
+	if p, err := dr.Next(); err != nil || p.ID() != 8 || p.Cmd() != jdwp.CmdComposite {
+		t.Fatalf("debugger got %v, %v; want the event after the skipped reply", p, err)
+	}
+	if n := counter(t, r.reg, "jdwpaccel_oversized_replies_total"); n != 1 {
+		t.Errorf("oversized replies counted = %v, want 1", n)
+	}
+	if !strings.Contains(r.logs.String(), `"level":"warn"`) || strings.Contains(r.logs.String(), `"level":"error"`) {
+		t.Errorf("want a warning and no error in:\n%s", r.logs)
+	}
+	dbg.Close()
+	<-rec.ended
+	frames := rec.snapshot()
+	if len(frames) != 3 || frames[1].Kind != relay.KindReply || frames[1].Cmd != cmdAllThreads || frames[1].Packet.ErrorCode() != jdwp.ErrorInternal {
+		t.Errorf("observed %d frames; want command, its INTERNAL reply (paired with AllThreads), event", len(frames))
+	}
+}
