@@ -20,6 +20,7 @@ import (
 type pipeRig struct {
 	t    *testing.T
 	srv  *relay.Server
+	cfg  relay.Config
 	vms  chan net.Conn // the test's end of each VM connection the proxy dials
 	logs *syncBuffer
 	reg  *prometheus.Registry
@@ -30,13 +31,10 @@ type pipeRig struct {
 func newPipeRig(t *testing.T, cfg relay.Config) *pipeRig {
 	t.Helper()
 	pr := &pipeRig{t: t, vms: make(chan net.Conn, 4), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
-	cfg.DialVM = func(context.Context) (net.Conn, error) {
-		proxySide, vmSide := net.Pipe()
-		pr.vms <- vmSide
-		return proxySide, nil
-	}
+	cfg.DialVM = pr.dialVM
 	cfg.Logger = zerolog.New(pr.logs)
 	cfg.Metrics = relay.NewMetrics(pr.reg)
+	pr.cfg = cfg
 	pr.srv = relay.NewServer(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	pr.ctx = ctx
@@ -45,6 +43,19 @@ func newPipeRig(t *testing.T, cfg relay.Config) *pipeRig {
 		pr.wg.Wait()
 	})
 	return pr
+}
+
+// dialVM is the rig's Config.DialVM: a pipe whose other end goes to vms.
+func (pr *pipeRig) dialVM(context.Context) (net.Conn, error) {
+	proxySide, vmSide := net.Pipe()
+	pr.vms <- vmSide
+	return proxySide, nil
+}
+
+// setDial replaces the server with one dialing the VM with dial.
+func (pr *pipeRig) setDial(dial func(context.Context) (net.Conn, error)) {
+	pr.cfg.DialVM = dial
+	pr.srv = relay.NewServer(pr.cfg)
 }
 
 // connect starts a session and returns the test's ends of its debugger and
