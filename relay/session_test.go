@@ -329,3 +329,69 @@ func TestOversizedReplyAnswered(t *testing.T) {
 		t.Errorf("observed %d frames; want command, its INTERNAL reply (paired with AllThreads), event", len(frames))
 	}
 }
+
+// reset closes c with a TCP reset.
+func reset(c net.Conn) {
+	c.(*net.TCPConn).SetLinger(0)
+	c.Close()
+}
+
+// TestPeerResetAfterVMEnd: a peer resetting its connection after the VM's
+// end was announced (VM_DEATH, VirtualMachine.Dispose) is the normal end
+// of a session: logged at info, not counted as an error. Without such an
+// announcement a reset is a warning, still not an error.
+func TestPeerResetAfterVMEnd(t *testing.T) {
+	vmDeath := jdwp.AppendCommand(nil, 9, jdwp.CmdComposite, []byte{0, 0, 0, 0, 1, byte(jdwp.EventVMDeath), 0, 0, 0, 0})
+	dispose := jdwp.AppendCommand(nil, 3, jdwp.CmdVirtualMachineDispose, nil)
+	for _, tc := range []struct {
+		name      string
+		announce  func(dbg, vm net.Conn, dr, vr *jdwp.Reader) // the VM's end, each side having read it
+		resetter  func(dbg, vm net.Conn) net.Conn
+		wantLevel string
+	}{
+		{"VM_DEATH then the VM resets", func(dbg, vm net.Conn, dr, vr *jdwp.Reader) {
+			vm.Write(vmDeath)
+			dr.Next()
+		}, func(_, vm net.Conn) net.Conn { return vm }, "info"},
+		{"Dispose then the VM resets", func(dbg, vm net.Conn, dr, vr *jdwp.Reader) {
+			dbg.Write(dispose)
+			vr.Next()
+		}, func(_, vm net.Conn) net.Conn { return vm }, "info"},
+		{"Dispose then the debugger resets", func(dbg, vm net.Conn, dr, vr *jdwp.Reader) {
+			dbg.Write(dispose)
+			vr.Next()
+			vm.Write(jdwp.AppendReply(nil, 3, 0, nil))
+			dr.Next()
+		}, func(dbg, _ net.Conn) net.Conn { return dbg }, "info"},
+		{"a reset out of the blue", func(dbg, vm net.Conn, dr, vr *jdwp.Reader) {}, func(_, vm net.Conn) net.Conn { return vm }, "warn"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{ended: make(chan struct{})}
+			r := newRig(t, func(*relay.Session) relay.Hooks { return relay.Hooks{Observers: []relay.Observer{rec}} })
+			dbg, vm := r.connect()
+			tc.announce(dbg, vm, jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0))
+			reset(tc.resetter(dbg, vm))
+			<-rec.ended
+			logs := r.logs.String()
+			if strings.Contains(logs, `"level":"error"`) {
+				t.Errorf("a reset logged as an error:\n%s", logs)
+			}
+			var last string
+			for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+				if strings.Contains(l, "session ended") {
+					last = l
+				}
+			}
+			if !strings.Contains(last, `"level":"`+tc.wantLevel+`"`) {
+				t.Errorf("session end logged as %s, want level %s", last, tc.wantLevel)
+			}
+			wantCount := 0.0
+			if tc.wantLevel != "info" {
+				wantCount = 1
+			}
+			if n := counter(t, r.reg, "jdwpaccel_protocol_errors_total", relay.ReasonIO); n != wantCount {
+				t.Errorf("io errors counted = %v, want %v", n, wantCount)
+			}
+		})
+	}
+}
