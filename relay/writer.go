@@ -100,13 +100,6 @@ func (w *sideWriter) waitRoom(abort <-chan struct{}) error {
 	}
 }
 
-// queued is the number of bytes waiting to be written.
-func (w *sideWriter) queued() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.buf)
-}
-
 // stop makes the writer refuse new packets and exit once it has written
 // those already queued.
 func (w *sideWriter) stop() {
