@@ -152,8 +152,8 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	m := srv.cfg.Metrics
 
 	fail := func(reason string, err error, msg string) error {
-		m.protocolError(reason)
 		log.Error().Err(err).Str(LogReason, reason).Msg(msg)
+		m.protocolError(reason) // after the log line: tests wait on the count, then read the log
 		return err
 	}
 
@@ -161,7 +161,14 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	dbr := bufio.NewReaderSize(debugger, 64<<10)
 	if err := jdwp.ReadHandshake(dbr); err != nil {
 		debugger.Close()
-		return fail(classify(err), err, "debugger handshake failed; closing its connection")
+		if retryable(err) {
+			// A client that connected and left (a port probe, a
+			// debugger giving up): nothing for a user to fix.
+			log.Info().Err(err).Str(LogReason, classify(err)).Msg("client closed its connection before the JDWP handshake")
+			m.protocolError(classify(err))
+			return err
+		}
+		return fail(classify(err), err, "debugger handshake failed (is a non-JDWP client using this port?); closing its connection")
 	}
 
 	vm, vmr, attempts, err := srv.reachVM(ctx)
@@ -172,9 +179,9 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 			log.Info().Msg("shutting down; refused the debugger")
 			return nil
 		case srv.active.Load() > 0 && retryable(err):
-			m.protocolError(ReasonVMBusy)
 			log.Warn().Err(err).Str(LogReason, ReasonVMBusy).Int(LogAttempts, attempts).
 				Msg("the VM refused a second debugger while another is attached through this proxy (a JDWP VM takes one debugger at a time); refused this one")
+			m.protocolError(ReasonVMBusy)
 			return err
 		case retryable(err):
 			return fail(ReasonDialVM, err, "cannot reach the VM (is it running and listening for a debugger?); refused the debugger")
@@ -327,14 +334,14 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 		s.log.Info().Err(err).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
 		err = nil
 	case peerGone(err):
-		s.metrics.protocolError(reason)
 		s.log.Warn().Err(err).Str(LogReason, reason).Msg("session ended: a peer reset or dropped its connection; both connections closed")
 	case reason == ReasonWriteTimeout:
-		s.metrics.protocolError(reason)
 		s.log.Warn().Err(err).Str(LogReason, reason).Dur("write_timeout", s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
 	default:
-		s.metrics.protocolError(reason)
 		s.log.Error().Err(err).Str(LogReason, reason).Msg("session ended by a protocol error; both connections closed")
+	}
+	if err != nil {
+		s.metrics.protocolError(reason) // after the log line, as in ServeConn
 	}
 	for _, o := range s.hooks.Observers {
 		if so, ok := o.(SessionObserver); ok {
