@@ -336,7 +336,7 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 	case peerGone(err):
 		s.log.Warn().Err(err).Str(LogReason, reason).Msg("session ended: a peer reset or dropped its connection; both connections closed")
 	case reason == ReasonWriteTimeout:
-		s.log.Warn().Err(err).Str(LogReason, reason).Dur("write_timeout", s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
+		s.log.Warn().Err(err).Str(LogReason, reason).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
 	default:
 		s.log.Error().Err(err).Str(LogReason, reason).Msg("session ended by a protocol error; both connections closed")
 	}

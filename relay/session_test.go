@@ -395,3 +395,27 @@ func TestPeerResetAfterVMEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteTimeoutEndsSession: a debugger that takes none of the proxy's
+// bytes for the write timeout ends its session, with a warning.
+func TestWriteTimeoutEndsSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr := newPipeRig(t, relay.Config{WriteTimeout: 30 * time.Second})
+		_, vm := pr.connect() // the debugger never reads
+		start := time.Now()
+		go vm.Write(jdwp.AppendCommand(nil, 1, jdwp.CmdComposite, []byte{0, 0, 0, 0, 0}))
+		if _, err := vm.Read(make([]byte, 1)); err == nil {
+			t.Fatal("VM connection still open")
+		}
+		if d := time.Since(start); d != 30*time.Second {
+			t.Errorf("session ended after %v, want the 30 s write timeout", d)
+		}
+		pr.wg.Wait()
+		if n := counter(t, pr.reg, "jdwpaccel_protocol_errors_total", relay.ReasonWriteTimeout); n != 1 {
+			t.Errorf("write timeouts counted = %v, want 1", n)
+		}
+		if logs := pr.logs.String(); !strings.Contains(logs, `"level":"warn"`) || !strings.Contains(logs, "write timeout") {
+			t.Errorf("no write timeout warning in:\n%s", logs)
+		}
+	})
+}
