@@ -28,8 +28,9 @@ type Reader struct {
 	max int
 	buf []byte // owned by the Reader; the last packet returned aliases it
 	// skip is the number of bytes of an oversized packet (reported by Next
-	// as a *TooLargeError) still to be discarded before the next packet.
-	skip int
+	// as a *TooLargeError) still to be discarded before the next packet
+	// (int64: a length field does not fit a 32-bit int).
+	skip int64
 }
 
 // NewReader returns a Reader over r that rejects packets above max bytes
@@ -91,9 +92,9 @@ func (e *TooLargeError) Unwrap() error { return ErrPacketTooLarge }
 // limit, a *TooLargeError (wrapping ErrPacketTooLarge) once its header has
 // arrived. The packet buffer grows only as the packet's bytes arrive.
 func (r *Reader) Next() (Packet, error) {
-	if r.skip > 0 {
-		n, err := r.br.Discard(r.skip)
-		r.skip -= n
+	for r.skip > 0 {
+		n, err := r.br.Discard(int(min(r.skip, 1<<30)))
+		r.skip -= int64(n)
 		if err != nil {
 			if err == io.EOF {
 				return nil, fmt.Errorf("%w (skipping an oversized packet, %d bytes left)", ErrTruncated, r.skip)
@@ -150,7 +151,7 @@ func (r *Reader) tooLarge(lengthErr error) error {
 	}
 	e := &TooLargeError{Max: r.max}
 	copy(e.Header[:], r.buf[:HeaderSize])
-	r.skip = int(e.Packet().Length()) - HeaderSize
+	r.skip = int64(e.Packet().Length()) - HeaderSize
 	return e
 }
 
