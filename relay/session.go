@@ -299,11 +299,13 @@ func (s *Session) observe(f *Frame) {
 
 // interceptFromDebugger and interceptFromVM run the interceptors on f. A
 // panicking interceptor turns the session into plain pass-through, and
-// the packet is forwarded.
+// the packet is forwarded (a debugger's packet with the ID it came with,
+// in case the interceptor had rewritten it).
 func (s *Session) interceptFromDebugger(f *Frame) (action Action) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.hookPanicked(hookInterceptor, v, f)
+			f.Packet.SetID(f.ID)
 			action = Forward
 		}
 	}()

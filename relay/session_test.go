@@ -145,12 +145,13 @@ func TestStalledDebuggerDoesNotBlockVM(t *testing.T) {
 	}
 }
 
-// panicky panics on one command (from the debugger) or on one event (from
-// the VM).
+// panicky panics on one command (from the debugger), after rewriting its
+// ID, or on one event (from the VM).
 type panicky struct{ onCmd jdwp.Cmd }
 
 func (p *panicky) FromDebugger(_ *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind == relay.KindCommand && f.Cmd == p.onCmd {
+		f.Packet.SetID(0xA0000099) // a retag half done
 		panic("interceptor bug")
 	}
 	return relay.Forward
