@@ -47,8 +47,8 @@ func newSideWriter(conn net.Conn, timeout time.Duration, limit int) *sideWriter 
 		conn:    conn,
 		timeout: timeout,
 		limit:   limit,
-		buf:     make([]byte, 0, 64<<10),
-		spare:   make([]byte, 0, 64<<10),
+		buf:     make([]byte, 0, 16<<10), // both grow, up to keepQueueBytes, to the largest burst
+		spare:   make([]byte, 0, 16<<10),
 		wake:    make(chan struct{}, 1),
 		room:    make(chan struct{}, 1),
 		exited:  make(chan struct{}),
