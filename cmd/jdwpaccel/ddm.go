@@ -245,7 +245,7 @@ func cmdFakeVM(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&waitDbg, "wait-for-debugger", false, "announce WAIT until a debugger (non-DDM packet) arrives")
 	lf.register(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: jdwpaccel fakevm [flags]\n\nServe a fake DDM-speaking VM (no real Dalvik/ART) for demos and benchmarks.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel fakevm [flags]\n\nServe a fake DDM-speaking VM (no real Dalvik/ART) for demos and benchmarks.\n\nIt answers DDM and only a few VirtualMachine commands (Version, IDSizes, AllThreads,\nSuspend, Resume, Dispose): it is for the DDM monitor and the live page, not for a debugger.\nA JDI debugger such as jdb cannot attach to it (jdb fails at attach with\nUnsupportedOperationException); debug a real JVM or Android app instead.\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), fakeVMExamples)
 	}
