@@ -152,7 +152,7 @@ func proxy(t *testing.T, h *ddmtap.Holder) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relay.NewServer(relay.Config{DialVM: h.DialVM, VMHandshakeDone: true, NewHooks: h.Hooks, Logger: zerolog.Nop()})
+	srv := relay.NewServer(relay.Config{DialVM: h.Dial, Logger: zerolog.Nop()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.Serve(ctx, ln); close(done) }()

@@ -36,16 +36,16 @@ func TestDialRetriesUntilVMListens(t *testing.T) {
 	vmAddr := freeAddr(t)
 	refused := make(chan struct{})
 	var once sync.Once
-	dial := relay.DialTCP(vmAddr)
+	dial := relay.TCP(vmAddr)
 	r := newRig(t, nil, func(c *relay.Config) {
 		c.DialRetry = 10 * time.Second // far more than needed: the test opens the listener at once
-		c.DialVM = func(ctx context.Context) (net.Conn, error) {
+		c.DialVM = relay.Plain(func(ctx context.Context) (net.Conn, error) {
 			conn, err := dial(ctx)
 			if err != nil {
 				once.Do(func() { close(refused) })
 			}
 			return conn, err
-		}
+		})
 	})
 	dbg := r.dial()
 	if err := jdwp.WriteHandshake(dbg); err != nil {

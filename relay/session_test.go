@@ -31,7 +31,7 @@ type pipeRig struct {
 func newPipeRig(t *testing.T, cfg relay.Config) *pipeRig {
 	t.Helper()
 	pr := &pipeRig{t: t, vms: make(chan net.Conn, 4), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
-	cfg.DialVM = pr.dialVM
+	cfg.DialVM = relay.Plain(pr.dialVM)
 	cfg.Logger = zerolog.New(pr.logs)
 	cfg.Metrics = relay.NewMetrics(pr.reg)
 	pr.cfg = cfg
@@ -54,7 +54,7 @@ func (pr *pipeRig) dialVM(context.Context) (net.Conn, error) {
 
 // setDial replaces the server with one dialing the VM with dial.
 func (pr *pipeRig) setDial(dial func(context.Context) (net.Conn, error)) {
-	pr.cfg.DialVM = dial
+	pr.cfg.DialVM = relay.Plain(dial)
 	pr.srv = relay.NewServer(pr.cfg)
 }
 
