@@ -94,7 +94,7 @@ func NewHolder(cfg HolderConfig) *Holder {
 		cfg.MaxHeld = 4 << 20
 	}
 	cfg.Options = cfg.Options.withDefaults()
-	log := cfg.Logger.With().Str("component", "ddm").Logger()
+	log := cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger()
 	return &Holder{
 		cfg:  cfg,
 		log:  log,

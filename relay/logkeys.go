@@ -19,4 +19,5 @@ const (
 	LogErrorCode    = "error_code"
 	LogAttempts     = "attempts"
 	LogWriteTimeout = "write_timeout"
+	LogComponent    = "component" // the package or part that logged: ddm, speculator, journal, discover, web
 )

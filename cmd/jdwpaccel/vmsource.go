@@ -52,7 +52,7 @@ func newVMManager(spec string, vf vmFlags, selected net.Listener, serve discover
 		ScanInterval: vf.scanInterval,
 		ConnectProbe: vf.connectProbe,
 		ADBAddr:      vf.adbServer,
-		Logger:       log.With().Str("component", "discover").Logger(),
+		Logger:       log.With().Str(relay.LogComponent, "discover").Logger(),
 	})
 	if err != nil {
 		return nil, err
