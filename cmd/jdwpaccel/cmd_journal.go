@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
