@@ -317,12 +317,12 @@ func (m *Monitor) supportOf(f int) Support {
 }
 
 // countError counts and logs a DDM problem; never fatal.
-func (m *Monitor) countError(reason string, err error, msg string) {
+func (m *Monitor) countError(reason Reason, err error, msg string) {
 	m.metrics.error(reason)
 	m.mu.Lock()
 	m.errors++
 	m.mu.Unlock()
-	m.log.Warn().Err(err).Str(relay.LogReason, reason).Msg(msg)
+	m.log.Warn().Err(err).Str(relay.LogReason, string(reason)).Msg(msg)
 }
 
 // HandlePayload applies all chunks of a DDM packet body travelling in

@@ -192,8 +192,8 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	log := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String()).Logger()
 	m := srv.cfg.Metrics
 
-	fail := func(reason string, err error, msg string) error {
-		log.Error().Err(err).Str(LogReason, reason).Msg(msg)
+	fail := func(reason Reason, err error, msg string) error {
+		log.Error().Err(err).Str(LogReason, string(reason)).Msg(msg)
 		m.protocolError(reason) // after the log line: tests wait on the count, then read the log
 		return err
 	}
@@ -205,7 +205,7 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 		if retryable(err) {
 			// A client that connected and left (a port probe, a
 			// debugger giving up): nothing for a user to fix.
-			log.Info().Err(err).Str(LogReason, classify(err)).Msg("client closed its connection before the JDWP handshake")
+			log.Info().Err(err).Str(LogReason, string(classify(err))).Msg("client closed its connection before the JDWP handshake")
 			m.protocolError(classify(err))
 			return err
 		}
@@ -221,7 +221,7 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 			log.Info().Msg("shutting down; refused the debugger")
 			return nil
 		case srv.active.Load() > 0 && retryable(err):
-			log.Warn().Err(err).Str(LogReason, ReasonVMBusy).Int(LogAttempts, attempts).
+			log.Warn().Err(err).Str(LogReason, string(ReasonVMBusy)).Int(LogAttempts, attempts).
 				Msg("the VM refused a second debugger while another is attached through this proxy (a JDWP VM takes one debugger at a time); refused this one")
 			m.protocolError(ReasonVMBusy)
 			return err
@@ -375,11 +375,11 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 		s.log.Info().Err(err).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
 		err = nil
 	case peerGone(err):
-		s.log.Warn().Err(err).Str(LogReason, reason).Msg("session ended: a peer reset or dropped its connection; both connections closed")
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Msg("session ended: a peer reset or dropped its connection; both connections closed")
 	case reason == ReasonWriteTimeout:
-		s.log.Warn().Err(err).Str(LogReason, reason).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
 	default:
-		s.log.Error().Err(err).Str(LogReason, reason).Msg("session ended by a protocol error; both connections closed")
+		s.log.Error().Err(err).Str(LogReason, string(reason)).Msg("session ended by a protocol error; both connections closed")
 	}
 	if err != nil {
 		s.metrics.protocolError(reason) // after the log line, as in ServeConn

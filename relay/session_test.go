@@ -390,7 +390,7 @@ func TestPeerResetAfterVMEnd(t *testing.T) {
 			if tc.wantLevel != "info" {
 				wantCount = 1
 			}
-			if n := counter(t, r.reg, "jdwpaccel_protocol_errors_total", relay.ReasonIO); n != wantCount {
+			if n := counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonIO)); n != wantCount {
 				t.Errorf("io errors counted = %v, want %v", n, wantCount)
 			}
 		})
@@ -412,7 +412,7 @@ func TestWriteTimeoutEndsSession(t *testing.T) {
 			t.Errorf("session ended after %v, want the 30 s write timeout", d)
 		}
 		pr.wg.Wait()
-		if n := counter(t, pr.reg, "jdwpaccel_protocol_errors_total", relay.ReasonWriteTimeout); n != 1 {
+		if n := counter(t, pr.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonWriteTimeout)); n != 1 {
 			t.Errorf("write timeouts counted = %v, want 1", n)
 		}
 		if logs := pr.logs.String(); !strings.Contains(logs, `"level":"warn"`) || !strings.Contains(logs, "write timeout") {
