@@ -285,7 +285,7 @@ func ParseHostSerial(s string) (serial, command string, ok bool) {
 	n := 0 // bytes of s that belong to the serial, with its trailing ':'
 	rest := func() string { return s[n:] }
 	finish := func() (string, string, bool) {
-		if n == 0 || n >= len(s) || s[n-1] != ':' {
+		if n < 2 || n >= len(s) || s[n-1] != ':' {
 			return "", "", false
 		}
 		return s[:n-1], s[n:], true
