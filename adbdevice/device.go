@@ -141,7 +141,7 @@ func (d *Device) ServeConn(ctx context.Context, conn net.Conn) error {
 	conn.Close()
 	t.closeAll()
 	t.wg.Wait()
-	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	if ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		t.log.Error().Err(err).Msg("adb transport ended by an error; connection closed")
 		return err
 	}
@@ -175,6 +175,8 @@ func (t *transport) send(m Message) error {
 	return err
 }
 
+// run reads and handles messages until the connection fails; it always
+// returns the error that ended it.
 func (t *transport) run(ctx context.Context) error {
 	r := bufio.NewReaderSize(t.conn, 64<<10)
 	for {

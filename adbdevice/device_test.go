@@ -176,10 +176,14 @@ func TestDeviceJDWPStream(t *testing.T) {
 // TestDeviceBadInput: a corrupt header ends that connection with an error.
 func TestDeviceBadInput(t *testing.T) {
 	for name, bad := range map[string][]byte{
-		"magic":    func() []byte { b := AppendMessage(nil, Message{Command: CmdOPEN, Arg0: 1}); b[20] ^= 1; return b }(),
-		"command":  AppendMessage(nil, Message{Command: 0x41414141, Arg0: 1}),
-		"checksum": func() []byte { b := AppendMessage(nil, Message{Command: CmdWRTE, Data: []byte("x")}); b[16]++; return b }(),
-		"auth":     AppendMessage(nil, Message{Command: CmdAUTH, Arg0: 1, Data: []byte("token")}),
+		"magic":   func() []byte { b := AppendMessage(nil, Message{Command: CmdOPEN, Arg0: 1}); b[20] ^= 1; return b }(),
+		"command": AppendMessage(nil, Message{Command: 0x41414141, Arg0: 1}),
+		"checksum": func() []byte {
+			b := AppendMessage(nil, Message{Command: CmdWRTE, Data: []byte("x")})
+			b[16]++
+			return b
+		}(),
+		"auth": AppendMessage(nil, Message{Command: CmdAUTH, Arg0: 1, Data: []byte("token")}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			h, done := startDevice(t, Config{Logger: zerolog.Nop()})

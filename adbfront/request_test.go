@@ -10,7 +10,7 @@ import (
 func TestParseHostSerial(t *testing.T) {
 	for _, c := range []struct {
 		in, serial, cmd string
-		ok             bool
+		ok              bool
 	}{
 		{"foo:bar", "foo", "bar", true},
 		{"127.0.0.1:5555:forward:tcp:1;jdwp:2", "127.0.0.1:5555", "forward:tcp:1;jdwp:2", true},
