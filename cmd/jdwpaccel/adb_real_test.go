@@ -9,8 +9,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,8 +141,9 @@ func connectDevice(ctx context.Context, t *testing.T, port int, dev string) {
 }
 
 // startFront runs "jdwpaccel adb" in-process in front of the adb server on
-// upstream; it returns the front's port, its live page URL and its log.
-func startFront(t *testing.T, upstream int, extra ...string) (port int, url string, logs *lockedBuffer) {
+// upstream; it returns the front's port, its live page URL, its log, and
+// a function that stops it (also called when the test ends).
+func startFront(t *testing.T, upstream int, extra ...string) (port int, url string, logs *lockedBuffer, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -152,12 +155,16 @@ func startFront(t *testing.T, upstream int, extra ...string) (port int, url stri
 		done <- run(ctx, args, &env{stdout: io.Discard, stderr: pw})
 		pw.Close()
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != exitOK {
-			t.Errorf("adb front exited %d after cancel; log:\n%s", code, logs)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if code := <-done; code != exitOK {
+				t.Errorf("adb front exited %d after cancel; log:\n%s", code, logs)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	found := make(chan string, 1)
 	urls := make(chan string, 1)
 	go func() {
@@ -191,7 +198,7 @@ func startFront(t *testing.T, upstream int, extra ...string) (port int, url stri
 	}
 	_, p, _ := net.SplitHostPort(addr)
 	port, _ = strconv.Atoi(p)
-	return port, url, logs
+	return port, url, logs, stop
 }
 
 // startFakeVM serves a fake DDM VM (ART profile) until the test ends.
@@ -281,7 +288,7 @@ func TestADBFrontRealServer(t *testing.T) {
 	dev := startFakeDevice(t, vm.Addr(), "127.0.0.1:1")
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)
-	front, url, logs := startFront(t, up)
+	front, url, logs, _ := startFront(t, up)
 	url = strings.TrimSuffix(url, "/")
 
 	devs := sameOutput(ctx, t, up, front, "devices", "-l")
@@ -365,7 +372,7 @@ func TestADBFrontRealJDI(t *testing.T) {
 	dev := startFakeDevice(t, startVM(t, b, javavm.Deep).Addr(), startVM(t, b, javavm.Deep).Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)
-	front, _, logs := startFront(t, up)
+	front, _, logs, _ := startFront(t, up)
 
 	// The adb server's own forward, for reference: no front.
 	opts.Addr = "127.0.0.1:" + strings.TrimSpace(mustADB(ctx, t, up, "forward", "tcp:0", "jdwp:4002"))
@@ -409,7 +416,7 @@ func TestADBFrontSurvivesUpstreamRestart(t *testing.T) {
 	dev := startFakeDevice(t, vm.Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)
-	front, _, logs := startFront(t, up)
+	front, _, logs, _ := startFront(t, up)
 	port := strings.TrimSpace(mustADB(ctx, t, front, "forward", "tcp:0", "jdwp:4001"))
 	if app := helloThroughForward(t, port); app != "com.example.fake" {
 		t.Fatalf("HELO before the restart named %q", app)
@@ -427,5 +434,30 @@ func TestADBFrontSurvivesUpstreamRestart(t *testing.T) {
 	}
 	if app := helloThroughForward(t, port); app != "com.example.fake" {
 		t.Errorf("HELO after the restart named %q; log:\n%s", app, logs)
+	}
+}
+
+// TestADBFrontJournal: a stream through the front is journaled like a
+// proxy session.
+func TestADBFrontJournal(t *testing.T) {
+	requireADB(t)
+	ctx := testCtx(t)
+	vm := startFakeVM(t)
+	dev := startFakeDevice(t, vm.Addr())
+	up := startADBServer(ctx, t)
+	connectDevice(ctx, t, up, dev)
+	path := filepath.Join(t.TempDir(), "front.jsonl")
+	front, _, logs, stop := startFront(t, up, "--journal", path)
+	port := strings.TrimSpace(mustADB(ctx, t, front, "forward", "tcp:0", "jdwp:4001"))
+	if app := helloThroughForward(t, port); app != "com.example.fake" {
+		t.Fatalf("HELO named %q", app)
+	}
+	stop()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"DDM.Chunk"`) {
+		t.Errorf("the journal lacks the stream's DDM chunk:\n%s\nlog:\n%s", b, logs)
 	}
 }

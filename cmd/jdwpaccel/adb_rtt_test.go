@@ -77,7 +77,7 @@ func TestADBPathRoundTrips(t *testing.T) {
 	dev := startFakeDevice(t, vm.Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)
-	front, _, _ := startFront(t, up, "--speculate=false", "--ddm=false")
+	front, _, _, _ := startFront(t, up, "--speculate=false", "--ddm=false")
 	const n = 100
 	dial := func(addr string) net.Conn {
 		c, err := net.Dial("tcp", addr)
