@@ -201,10 +201,11 @@ func startFront(t *testing.T, upstream int, extra ...string) (port int, url stri
 	return port, url, logs, stop
 }
 
-// startFakeVM serves a fake DDM VM (ART profile) until the test ends.
+// startFakeVM serves a fake DDM VM (ART profile) until the test ends; its
+// DDM pid is 4001, the fake device's first process.
 func startFakeVM(t *testing.T) *fakevm.VM {
 	t.Helper()
-	vm, err := fakevm.Listen("127.0.0.1:0", fakevm.Config{Profile: fakevm.ART, ChurnInterval: 0, GCInterval: 0, Logger: zerolog.Nop()})
+	vm, err := fakevm.Listen("127.0.0.1:0", fakevm.Config{Profile: fakevm.ART, PID: 4001, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
