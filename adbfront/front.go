@@ -247,10 +247,12 @@ func (f *Front) serveConn(ctx context.Context, client net.Conn) {
 	var tportID uint64
 	for {
 		raw, err := ReadRequest(cr)
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			log.Debug().Msg("adb client left before its next request")
+			return
+		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) || up != nil {
-				log.Error().Err(err).Msg("bad request from the adb client; closing its connection")
-			}
+			log.Error().Err(err).Msg("bad request from the adb client; closing its connection")
 			return
 		}
 		req, err := ParseRequest(raw)
@@ -260,20 +262,18 @@ func (f *Front) serveConn(ctx context.Context, client net.Conn) {
 			return
 		}
 		log.Debug().Str(LogRequest, raw).Msg("request")
+		// The front's own forwards need no upstream connection of this
+		// client's; everything else goes up it.
+		if f.maybeForward(ctx, client, req, sel, log) {
+			return
+		}
 		if up == nil {
-			// Forwards are handled without an upstream connection of
-			// their own; everything else needs one.
-			if handled := f.maybeForward(ctx, client, req, sel, log); handled {
-				return
-			}
 			if up, err = f.dial(ctx); err != nil {
 				log.Warn().Err(err).Str(LogRequest, raw).Msg("cannot reach the adb server; answering FAIL")
 				writeFail(client, err.Error()) //nolint:errcheck // closing anyway
 				return
 			}
 			setUp(up.conn)
-		} else if handled := f.maybeForward(ctx, client, req, sel, log); handled {
-			return
 		}
 		if err := up.send(raw); err != nil {
 			log.Warn().Err(err).Str(LogRequest, raw).Msg("adb server connection lost")
