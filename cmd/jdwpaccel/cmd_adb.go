@@ -188,7 +188,7 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 // frontRelay runs the front's JDWP streams: one relay.Server per device
 // process (so that its logs carry the device and pid, and its sessions
 // the VM key adb:SERIAL:PID on the page), with the stack's hooks, and a
-// passive DDM monitor per process.
+// passive DDM monitor per process (ddmtap.Passive).
 type frontRelay struct {
 	st   *stack
 	ddm  bool
@@ -229,10 +229,11 @@ func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
 	cfg := fr.st.cfg
 	cfg.DialVM = dialStreamVM
 	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
-	var mon *ddmtap.Monitor
+	var tap relay.Observer
 	if fr.ddm {
-		mon = ddmtap.NewMonitor(key, cfg.Logger.With().Str("component", "ddm").Logger(), fr.dm)
+		mon := ddmtap.NewMonitor(key, cfg.Logger.With().Str("component", "ddm").Logger(), fr.dm)
 		fr.mons.add(key, mon)
+		tap = ddmtap.Passive(mon)
 	}
 	prev := cfg.NewHooks
 	cfg.NewHooks = func(s *relay.Session) relay.Hooks {
@@ -241,8 +242,8 @@ func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
 		if prev != nil {
 			h = prev(s)
 		}
-		if mon != nil {
-			h.Observers = append(h.Observers, passiveDDM{mon})
+		if tap != nil {
+			h.Observers = append(h.Observers, tap)
 		}
 		h.Observers = append(h.Observers, fr.vms) // last: untags the session after the others ended it
 		return h
@@ -257,20 +258,4 @@ func (fr *frontRelay) serve(ctx context.Context, client, vm net.Conn, t adbfront
 	defer vm.Close()
 	defer client.Close()
 	return fr.server(t).ServeConn(context.WithValue(ctx, vmConnKey{}, vm), client)
-}
-
-// passiveDDM feeds a monitor with the DDM traffic of a stream whose DDM
-// client is the debugger side (Android Studio's ddmlib): it only reads.
-type passiveDDM struct{ mon *ddmtap.Monitor }
-
-// Observe implements relay.Observer.
-func (p passiveDDM) Observe(_ *relay.Session, f *relay.Frame) {
-	switch {
-	case f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Cmd == jdwp.CmdDDMChunk && f.Origin != relay.Synthetic:
-		p.mon.HandlePayload(ddmtap.HostToVM, f.Packet.Body())
-	case f.Dir == relay.ToDebugger && f.Kind == relay.KindReply && f.Cmd == jdwp.CmdDDMChunk && f.Packet.ErrorCode() == 0:
-		p.mon.HandlePayload(ddmtap.VMToHost, f.Packet.Body())
-	case f.Dir == relay.ToDebugger && f.Kind == relay.KindDDM:
-		p.mon.HandlePayload(ddmtap.VMToHost, f.Packet.Body())
-	}
 }
