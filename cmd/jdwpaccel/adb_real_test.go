@@ -235,11 +235,19 @@ func sameOutput(ctx context.Context, t *testing.T, direct, front int, args ...st
 // reported.
 func helloThroughForward(t *testing.T, port string) string {
 	t.Helper()
+	c, app := attachHello(t, port)
+	c.Close()
+	return app
+}
+
+// attachHello is helloThroughForward keeping the connection open.
+func attachHello(t *testing.T, port string) (net.Conn, string) {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	if err := jdwp.WriteHandshake(c); err != nil {
 		t.Fatal(err)
@@ -272,7 +280,8 @@ func helloThroughForward(t *testing.T, port string) string {
 		if !ok {
 			t.Fatalf("HELO answered with %T", pl)
 		}
-		return h.AppName
+		c.SetDeadline(time.Time{})
+		return c, h.AppName
 	}
 }
 
@@ -325,9 +334,16 @@ func TestADBFrontRealServer(t *testing.T) {
 		t.Error("forward --no-rebind over the front's forward succeeded")
 	}
 
-	if app := helloThroughForward(t, port); app != "com.example.fake" {
+	c, app := attachHello(t, port)
+	if app != "com.example.fake" {
 		t.Errorf("HELO through the forward named %q", app)
 	}
+	eventually(t, "the page showing adb:"+dev+":4001 connected, with its debugger", func() (bool, string) {
+		vms, _ := pageVMs(t, url, false)
+		v, ok := vms["adb:"+dev+":4001"]
+		return ok && v.App == "com.example.fake" && v.DDM && len(v.Debuggers) == 1 && !strings.Contains(v.Status, "not connected"), fmt.Sprintf("%+v", vms)
+	})
+	c.Close()
 	eventually(t, "the relay's session log with device and pid", func() (bool, string) {
 		for _, line := range strings.Split(logs.String(), "\n") {
 			if strings.Contains(line, `"debugger session started"`) && strings.Contains(line, `"device":"`+dev+`"`) && strings.Contains(line, `"pid":4001`) {
