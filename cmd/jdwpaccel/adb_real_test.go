@@ -478,3 +478,47 @@ func TestADBFrontJournal(t *testing.T) {
 		t.Errorf("the journal lacks the stream's DDM chunk:\n%s\nlog:\n%s", b, logs)
 	}
 }
+
+// TestFakeDeviceCommand runs "jdwpaccel fakedevice" with a --prop and two
+// processes: a real adb server connects to it and sees them.
+func TestFakeDeviceCommand(t *testing.T) {
+	requireADB(t)
+	ctx := testCtx(t)
+	var out, errOut lockedBuffer
+	dctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(dctx, []string{"fakedevice", "--listen", "127.0.0.1:0", "--process", "com.a=127.0.0.1:1", "--process", "com.b=127.0.0.1:2",
+			"--prop", "ro.product.model=Pixel_Fake", "--pid-base", "700", "--log-format", "json"}, &env{stdout: &out, stderr: &errOut})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("fakedevice exited %d; stderr:\n%s", code, errOut.String())
+		}
+	})
+	var dev string
+	eventually(t, "fakedevice printing its address", func() (bool, string) {
+		line, _, _ := strings.Cut(out.String(), "\n")
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "fake" {
+			return false, out.String()
+		}
+		dev = f[4]
+		return true, ""
+	})
+	up := startADBServer(ctx, t)
+	connectDevice(ctx, t, up, dev)
+	if got := mustADB(ctx, t, up, "-s", dev, "jdwp"); got != "700\n701\n" {
+		t.Errorf("adb jdwp = %q", got)
+	}
+	if got := mustADB(ctx, t, up, "-s", dev, "shell", "getprop", "ro.product.model"); got != "Pixel_Fake\n" {
+		t.Errorf("getprop ro.product.model = %q", got)
+	}
+	if got := mustADB(ctx, t, up, "-s", dev, "shell", "pidof", "com.b"); got != "701\n" {
+		t.Errorf("pidof com.b = %q", got)
+	}
+	if got := mustADB(ctx, t, up, "devices", "-l"); !strings.Contains(got, "model:Pixel_Fake") {
+		t.Errorf("devices -l:\n%s", got)
+	}
+}
