@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -30,14 +31,25 @@ func machine() string {
 	return fmt.Sprintf("%s/%s, %d CPUs, %s, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model, runtime.Version())
 }
 
-// WriteTable writes the matrix as an aligned text table.
+// WriteTable writes the matrix as an aligned text table: per cell the
+// median step time with its 95% confidence interval, the range, p95, and
+// the speedup over the direct cell with its interval. A speedup whose cell's
+// interval overlaps the direct cell's is printed as "~" plus the ratio: it
+// is noise, not a result.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tmedian step ms\tp95 ms\tspeedup\thit ratio\twasted spec\tdigests\t")
+	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tstops\tmedian step ms\t95% CI\tmin-max\tp95 ms\tspeedup\t95% CI\thit ratio\twasted spec\tdigests\t")
+	noisy := false
 	for _, c := range r.Cells {
-		speed, hit, waste := "-", "-", "-"
+		speed, speedCI, hit, waste := "-", "-", "-", "-"
 		if c.Speedup > 0 {
 			speed = fmt.Sprintf("%.2fx", c.Speedup)
+			if c.Noise {
+				speed, noisy = "~"+speed, true
+			}
+			if c.SpeedupCI != [2]float64{} {
+				speedCI = fmt.Sprintf("%.2f-%.2f", c.SpeedupCI[0], c.SpeedupCI[1])
+			}
 		}
 		if h, m := c.Stats["hits"]+c.Stats["belays"], c.Stats["misses"]; h+m > 0 {
 			hit = fmt.Sprintf("%.0f%%", 100*h/(h+m))
@@ -49,15 +61,33 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if !c.DigestsMatch {
 			ok = "MISMATCH"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%g\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t\n", c.Workload, c.Mode, c.RTTMS, c.MedianMS, c.P95MS, speed, hit, waste, ok)
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.1f\t%s-%s\t%s-%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n",
+			c.Workload, c.Mode, c.RTTMS, c.Stops, c.MedianMS, ms1(c.MedianCI[0]), ms1(c.MedianCI[1]), ms1(c.MinMS), ms1(c.MaxMS),
+			c.P95MS, speed, speedCI, hit, waste, ok)
 	}
-	fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t")
-	fmt.Fprintln(tw, "workload\tmode\tserial round trips/step\tintercept ms\t\t\t\t\t\t")
-	for _, s := range r.Slopes {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t\t\t\t\t\t\n", s.Workload, s.Mode, s.RoundTrips, s.InterceptMS)
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	return tw.Flush()
+	if len(r.Slopes) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "workload\tmode\tserial round trips/step\tintercept ms\t")
+		for _, s := range r.Slopes {
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t\n", s.Workload, s.Mode, s.RoundTrips, s.InterceptMS)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if noisy {
+		_, err := fmt.Fprintln(w, "\n~: noise. The 95% confidence intervals of this cell's median and the direct cell's overlap,\nso the difference is within the measurement's noise, not a speedup (or slowdown); measure more steps.")
+		return err
+	}
+	return nil
 }
+
+// ms1 formats a time in ms with one decimal.
+func ms1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
@@ -66,8 +96,56 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// SVG layout, in pixels.
+const (
+	svgPanelW   = 440.0 // one workload's panel
+	svgLeft     = 84.0  // y-axis title and tick labels
+	svgRight    = 18.0
+	svgTop      = 40.0  // panel title above the plot
+	svgPlotH    = 240.0 // the plot area's height
+	svgBelow    = 46.0  // x tick labels and the x-axis title
+	svgLegendH  = 60.0  // the legend, below every panel
+	svgMarkerR  = 3.5
+	svgDodge    = 5.0 // horizontal offset between modes at one RTT
+	svgMinLabel = 16.0
+)
+
+var svgColors = []string{"#d62728", "#7f7f7f", "#2ca02c", "#1f77b4", "#9467bd", "#ff7f0e"}
+
+// svgMarker draws mode mi's marker at (x, y): circle, square, triangle,
+// diamond, then again; hollow marks a cell within the direct cell's noise.
+func svgMarker(b *strings.Builder, mi int, x, y float64, col string, hollow bool) {
+	fill := col
+	if hollow {
+		fill = "white"
+	}
+	r := svgMarkerR
+	style := fmt.Sprintf(`fill="%s" stroke="%s" stroke-width="1.5"`, fill, col)
+	switch mi % 4 {
+	case 0:
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="%.1f" %s/>`+"\n", x, y, r, style)
+	case 1:
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" %s/>`+"\n", x-r, y-r, 2*r, 2*r, style)
+	case 2:
+		fmt.Fprintf(b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" %s/>`+"\n", x, y-r-1, x-r-1, y+r, x+r+1, y+r, style)
+	default:
+		fmt.Fprintf(b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" %s/>`+"\n", x, y-r-1, x+r+1, y, x, y+r+1, x-r-1, y, style)
+	}
+}
+
+// svgTime labels a step time: "5 ms", "100 ms", "2 s".
+func svgTime(ms float64) string {
+	if ms >= 1000 {
+		return fmt.Sprintf("%g s", ms/1000)
+	}
+	return fmt.Sprintf("%g ms", ms)
+}
+
 // WriteSVG draws median step time against RTT, one panel per workload and
-// one line per mode, on a log scale of step time.
+// one line per mode: a log scale of step time against log(1+RTT), so that
+// 0 and 1 ms stay apart. Each point has a bar from the cell's fastest to its
+// slowest step; a hollow marker is a cell within the direct cell's noise.
+// The legend sits below the panels, off the data.
 func (r *Report) WriteSVG(w io.Writer) error {
 	var workloads, modes []string
 	for _, c := range r.Cells {
@@ -78,58 +156,105 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			modes = append(modes, c.Mode)
 		}
 	}
-	const pw, ph, pad = 420.0, 300.0, 50.0
-	width := pw * float64(max(1, len(workloads)))
-	colors := []string{"#d62728", "#7f7f7f", "#2ca02c", "#1f77b4", "#9467bd"}
+	width := svgPanelW * float64(max(1, len(workloads)))
+	height := svgTop + svgPlotH + svgBelow + svgLegendH
+	plotW := svgPanelW - svgLeft - svgRight
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", width, ph+40)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	for i, wl := range workloads {
-		x0 := float64(i) * pw
+		x0 := float64(i) * svgPanelW
 		var cells []Cell
-		maxRTT, minMS, maxMS := 1.0, math.Inf(1), 1.0
+		var rtts []float64
+		minMS, maxMS := math.Inf(1), 0.0
 		for _, c := range r.Cells {
-			if c.Workload == wl {
-				cells = append(cells, c)
-				maxRTT = max(maxRTT, c.RTTMS)
-				if c.MedianMS > 0 {
-					minMS = min(minMS, c.MedianMS)
-					maxMS = max(maxMS, c.MedianMS)
+			if c.Workload != wl {
+				continue
+			}
+			cells = append(cells, c)
+			if !slices.Contains(rtts, c.RTTMS) {
+				rtts = append(rtts, c.RTTMS)
+			}
+			for _, v := range []float64{c.MinMS, c.MedianMS, c.MaxMS} {
+				if v > 0 {
+					minMS, maxMS = min(minMS, v), max(maxMS, v)
 				}
 			}
 		}
-		lo, hi := math.Floor(math.Log10(max(minMS, 0.1))), math.Ceil(math.Log10(maxMS))
+		slices.Sort(rtts)
+		if maxMS == 0 {
+			minMS, maxMS = 1, 10
+		}
+		// A decade boundary right at a point would put its marker on the frame.
+		lo, hi := math.Floor(math.Log10(max(minMS*0.8, 0.01))), math.Ceil(math.Log10(maxMS*1.25))
 		if hi <= lo {
 			hi = lo + 1
 		}
-		px := func(rtt float64) float64 { return x0 + pad + (pw-pad-20)*rtt/maxRTT }
+		maxX := math.Log10(1 + max(rtts[len(rtts)-1], 1))
+		left, right := x0+svgLeft, x0+svgLeft+plotW
+		top, bottom := svgTop, svgTop+svgPlotH
+		px := func(rtt float64) float64 { return left + 10 + (plotW-20)*math.Log10(1+rtt)/maxX }
 		py := func(ms float64) float64 {
-			return ph - pad + 20 - (ph-pad-10)*(math.Log10(max(ms, 0.1))-lo)/(hi-lo)
+			return bottom - svgPlotH*(math.Log10(max(ms, 0.01))-lo)/(hi-lo)
 		}
-		fmt.Fprintf(&b, `<text x="%.0f" y="16" font-size="13" font-weight="bold">%s</text>`+"\n", x0+pad, html.EscapeString(wl))
-		fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", px(0), py(math.Pow(10, lo)), px(maxRTT), py(math.Pow(10, lo)))
-		fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", px(0), py(math.Pow(10, lo)), px(0), py(math.Pow(10, hi)))
+		fmt.Fprintf(&b, `<text x="%.0f" y="20" font-size="13" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(wl))
+		// Decade grid lines and labels.
 		for e := lo; e <= hi; e++ {
-			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%g ms</text>`+"\n", px(0)-4, py(math.Pow(10, e))+4, math.Pow(10, e))
+			y := py(math.Pow(10, e))
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y, right, y)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-5, y+4, svgTime(math.Pow(10, e)))
 		}
-		for _, c := range cells {
-			if c.Mode == modes[0] {
-				fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%g</text>`+"\n", px(c.RTTMS), py(math.Pow(10, lo))+14, c.RTTMS)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="black"/>`+"\n", left, top, right-left, bottom-top)
+		// RTT ticks, skipping labels that would collide.
+		lastLabel := math.Inf(-1)
+		for _, rtt := range rtts {
+			x := px(rtt)
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x, bottom, x, bottom+4)
+			if x-lastLabel >= svgMinLabel {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", x, bottom+16, rtt)
+				lastLabel = x
 			}
 		}
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">RTT (ms)</text>`+"\n", px(maxRTT/2), ph+30)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">link RTT (ms)</text>`+"\n", (left+right)/2, bottom+36)
+		fmt.Fprintf(&b, `<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">median step time (log scale)</text>`+"\n", x0+16, (top+bottom)/2)
 		for mi, m := range modes {
+			col := svgColors[mi%len(svgColors)]
+			dx := (float64(mi) - float64(len(modes)-1)/2) * svgDodge
 			var pts []string
 			for _, c := range cells {
-				if c.Mode == m {
-					pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(c.RTTMS), py(c.MedianMS)))
+				if c.Mode == m && c.MedianMS > 0 {
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(c.RTTMS)+dx, py(c.MedianMS)))
 				}
 			}
-			col := colors[mi%len(colors)]
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", col, strings.Join(pts, " "))
-			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" fill="%s">%s</text>`+"\n", x0+pad+10, 34+14*float64(mi), col, html.EscapeString(m))
+			if len(pts) > 1 {
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", col, strings.Join(pts, " "))
+			}
+			for _, c := range cells {
+				if c.Mode != m || c.MedianMS <= 0 {
+					continue
+				}
+				x := px(c.RTTMS) + dx
+				if c.MinMS > 0 && c.MaxMS > 0 {
+					fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1"/>`+"\n", x, py(c.MinMS), x, py(c.MaxMS), col)
+				}
+				svgMarker(&b, mi, x, py(c.MedianMS), col, c.Noise)
+				fmt.Fprintf(&b, `<title>%s %s at %g ms RTT: median %.1f ms (min %.1f, max %.1f)</title>`+"\n",
+					html.EscapeString(wl), html.EscapeString(m), c.RTTMS, c.MedianMS, c.MinMS, c.MaxMS)
+			}
 		}
 	}
+	// The legend, below the panels.
+	ly := svgTop + svgPlotH + svgBelow + 16
+	x := svgLeft
+	for mi, m := range modes {
+		col := svgColors[mi%len(svgColors)]
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", x, ly, x+22, ly, col)
+		svgMarker(&b, mi, x+11, ly, col, false)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", x+28, ly+4, html.EscapeString(m))
+		x += 40 + 7*float64(len(m))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">bars: fastest to slowest measured step;</text>`+"\n", svgLeft, ly+20)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">hollow marker: within the noise of direct</text>`+"\n", svgLeft, ly+36)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err

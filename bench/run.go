@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"slices"
 	"time"
@@ -56,7 +55,10 @@ type Config struct {
 	RTTs      []time.Duration
 	Modes     []Mode
 	Workloads []Workload
-	// Steps and Warmup are per cell; warm-up stops are not measured.
+	// Steps is the number of measured steps per cell, taken after Warmup
+	// warm-up steps. The breakpoint stop before them is never measured:
+	// its time runs from the VM's start, not from a step. A cell's driver
+	// thus stops Steps+Warmup+1 times.
 	Steps, Warmup int
 	Build         *javavm.Build
 	// Progress, when set, is called before each cell and once at the end.
@@ -66,15 +68,28 @@ type Config struct {
 
 // Cell is the result of one (workload, mode, RTT).
 type Cell struct {
-	Workload string             `json:"workload"`
-	Mode     string             `json:"mode"`
-	RTTMS    float64            `json:"rtt_ms"`
-	Stops    int                `json:"stops"`
-	MedianMS float64            `json:"median_step_ms"`
-	P95MS    float64            `json:"p95_step_ms"`
-	BurstMS  float64            `json:"median_burst_ms"`
-	Speedup  float64            `json:"speedup_vs_direct,omitempty"`
-	Stats    map[string]float64 `json:"accelerator,omitempty"`
+	Workload string  `json:"workload"`
+	Mode     string  `json:"mode"`
+	RTTMS    float64 `json:"rtt_ms"`
+	Stops    int     `json:"stops"`
+	MedianMS float64 `json:"median_step_ms"`
+	MinMS    float64 `json:"min_step_ms"`
+	MaxMS    float64 `json:"max_step_ms"`
+	P95MS    float64 `json:"p95_step_ms"`
+	// MedianCI is the 95% bootstrap confidence interval of MedianMS.
+	MedianCI [2]float64 `json:"median_step_ci95_ms"`
+	// StepMS are the measured steps' times, in stop order.
+	StepMS  []float64 `json:"step_ms"`
+	BurstMS float64   `json:"median_burst_ms"`
+	// Speedup is the direct cell's median over this cell's, and SpeedupCI
+	// its 95% bootstrap confidence interval.
+	Speedup   float64    `json:"speedup_vs_direct,omitempty"`
+	SpeedupCI [2]float64 `json:"speedup_ci95,omitzero"`
+	// Noise is set when the confidence intervals of this cell's median and
+	// the direct cell's overlap: the difference between them (the speedup,
+	// or slowdown) is within the noise of the measurement, not a result.
+	Noise bool               `json:"noise,omitempty"`
+	Stats map[string]float64 `json:"accelerator,omitempty"`
 	// DigestsMatch is false when any stop's digest differs from the
 	// direct run's at the same RTT.
 	DigestsMatch bool     `json:"digests_match"`
@@ -144,6 +159,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					}
 					if c.MedianMS > 0 {
 						c.Speedup = direct.MedianMS / c.MedianMS
+						c.SpeedupCI = speedupCI(direct.StepMS, c.StepMS)
+						c.Noise = overlap(direct.MedianCI, c.MedianCI)
 					}
 				}
 				rep.Cells = append(rep.Cells, *c)
@@ -197,8 +214,11 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	if err != nil {
 		return nil, err
 	}
+	// The driver counts its stops from the breakpoint stop (stop 0) and
+	// flags the first Warmup of them; the breakpoint stop is warm-up here
+	// too, so Steps steps are measured.
 	res, err := javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
-		Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps, Warmup: cfg.Warmup,
+		Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps + cfg.Warmup, Warmup: cfg.Warmup + 1,
 	})
 	if err != nil {
 		return nil, err
@@ -210,9 +230,12 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		ms = append(ms, s.MS)
 		burst = append(burst, s.BurstMS)
 	}
+	sp := spreadOf(ms)
+	stepMS := slices.Clone(ms)
 	return &Cell{
 		Workload: w.String(), Mode: m.Name, RTTMS: float64(rtt) / float64(time.Millisecond),
-		Stops: len(steady), MedianMS: quantile(ms, 0.5), P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
+		Stops: len(steady), MedianMS: sp.Median, MinMS: sp.Min, MaxMS: sp.Max, MedianCI: sp.CI,
+		StepMS: stepMS, P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
 		Digests: res.Digests(),
 	}, nil
 }
@@ -267,12 +290,8 @@ func copyConn(ctx context.Context, c net.Conn, target string) {
 
 // quantile is the q-quantile by nearest rank of v (which it sorts).
 func quantile(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
 	slices.Sort(v)
-	i := int(math.Ceil(q*float64(len(v)))) - 1
-	return v[max(0, min(i, len(v)-1))]
+	return quantileSorted(v, q)
 }
 
 // slopes fits median step time against RTT for each (workload, mode).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -32,9 +33,10 @@ func (corrupter) Close(*relay.Session) {}
 
 // TestDigestCheck runs a small matrix against real JVMs: the pass-through
 // proxy must match the direct run, and a proxy that serves a wrong value
-// must make the run fail with ErrDigestMismatch.
+// must make the run fail with ErrDigestMismatch. With 2 warm-up steps, each
+// cell measures exactly Steps stops (the breakpoint stop is not one).
 func TestDigestCheck(t *testing.T) {
-	javavm.RequireJDK(t)
+	jdktest.RequireJDK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b, err := javavm.Compile(ctx)
@@ -44,7 +46,7 @@ func TestDigestCheck(t *testing.T) {
 	cfg := Config{
 		RTTs:      []time.Duration{0},
 		Workloads: []Workload{{Profile: javavm.ProfileJDBMin, Debuggee: javavm.Shallow}},
-		Steps:     2, Warmup: 1, Build: b, Log: zerolog.Nop(),
+		Steps:     2, Warmup: 2, Build: b, Log: zerolog.Nop(),
 		Modes: []Mode{
 			{Name: "direct", Direct: true},
 			{Name: "proxy"},
@@ -62,7 +64,7 @@ func TestDigestCheck(t *testing.T) {
 	}
 	for _, c := range rep.Cells {
 		want := c.Mode != "corrupt"
-		if c.DigestsMatch != want || c.Stops != 2 {
+		if c.DigestsMatch != want || c.Stops != 2 || len(c.StepMS) != 2 {
 			t.Errorf("cell %s: digests match %v over %d stops, want %v over 2", c.Mode, c.DigestsMatch, c.Stops, want)
 		}
 	}
@@ -73,8 +75,8 @@ func TestDigestCheck(t *testing.T) {
 	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "MISMATCH") {
 		t.Errorf("table (%v) does not flag the mismatch:\n%s", err, table.String())
 	}
-	if err := rep.WriteSVG(&svg); err != nil || !strings.Contains(svg.String(), "<polyline") {
-		t.Errorf("chart (%v) has no lines", err)
+	if err := rep.WriteSVG(&svg); err != nil || !strings.Contains(svg.String(), "<circle") {
+		t.Errorf("chart (%v) has no points", err)
 	}
 }
 

@@ -82,7 +82,7 @@ type Holder struct {
 // NewHolder returns a Holder for the VM; Run starts it.
 func NewHolder(cfg HolderConfig) *Holder {
 	if cfg.Dial == nil {
-		cfg.Dial = relay.DialTCP(cfg.Addr)
+		cfg.Dial = relay.TCP(cfg.Addr)
 	}
 	if cfg.ReconnectDelay <= 0 {
 		cfg.ReconnectDelay = time.Second
@@ -94,7 +94,7 @@ func NewHolder(cfg HolderConfig) *Holder {
 		cfg.MaxHeld = 4 << 20
 	}
 	cfg.Options = cfg.Options.withDefaults()
-	log := cfg.Logger.With().Str("component", "ddm").Logger()
+	log := cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger()
 	return &Holder{
 		cfg:  cfg,
 		log:  log,
@@ -170,7 +170,7 @@ func (h *Holder) wantConn() bool {
 }
 
 // dial opens and handshakes a VM connection, marking the holder as
-// dialling so that Run and DialVM never dial at the same time.
+// dialling so that Run and Dial never dial at the same time.
 func (h *Holder) dial(ctx context.Context) (net.Conn, error) {
 	conn, err := h.cfg.Dial(ctx)
 	if err != nil {
@@ -262,13 +262,14 @@ func (h *Holder) shutdown() {
 	hc.l.close()
 }
 
-// DialVM is relay.Config.DialVM (with VMHandshakeDone true): it hands the
-// held connection to the debugger, with the non-DDM packets held for it
-// read first, or dials a fresh one.
-func (h *Holder) DialVM(ctx context.Context) (net.Conn, error) {
+// Dial is the relay.Dialer of the VM: it hands the held connection to the
+// debugger, with the non-DDM packets held for it read first, or dials a
+// fresh one. The connection comes handshaken, with the DDM tap of its link
+// as its hooks (none for a pass-through connection).
+func (h *Holder) Dial(ctx context.Context) (relay.VMConn, error) {
 	for {
 		if c := h.take(); c != nil {
-			return c, nil
+			return c.vmConn(), nil
 		}
 		mine, wait := h.beginDial()
 		if !mine {
@@ -276,16 +277,20 @@ func (h *Holder) DialVM(ctx context.Context) (net.Conn, error) {
 			case <-wait:
 				continue // the dial in progress may have produced a held connection
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return relay.VMConn{}, ctx.Err()
 			}
 		}
-		return h.dialFresh(ctx)
+		c, err := h.dialFresh(ctx)
+		if err != nil {
+			return relay.VMConn{}, err
+		}
+		return c.vmConn(), nil
 	}
 }
 
 // dialFresh dials a new connection for a debugger (the dialler slot is
 // held by the caller).
-func (h *Holder) dialFresh(ctx context.Context) (net.Conn, error) {
+func (h *Holder) dialFresh(ctx context.Context) (*lentConn, error) {
 	defer h.endDial()
 	conn, err := h.dial(ctx)
 	if err != nil {
@@ -308,7 +313,7 @@ func (h *Holder) dialFresh(ctx context.Context) (net.Conn, error) {
 }
 
 // take hands over the held connection, or returns nil.
-func (h *Holder) take() net.Conn {
+func (h *Holder) take() *lentConn {
 	h.mu.Lock()
 	hc := h.held
 	h.held = nil
@@ -368,21 +373,37 @@ func (h *Holder) release(c *lentConn) {
 	}
 }
 
-// Hooks returns the session hooks for relay.Config.NewHooks: the DDM
-// interceptor of the link that owns the session's VM connection (none for
-// a pass-through connection or a non-DDM VM).
-func (h *Holder) Hooks(s *relay.Session) relay.Hooks {
-	a, ok := s.VMAddr().(linkAddr)
-	if !ok || a.c.h != h || a.c.l == nil {
-		return relay.Hooks{}
+// vmConn is the connection as the relay takes it, with the DDM tap of its
+// link as its hooks.
+func (c *lentConn) vmConn() relay.VMConn {
+	vc := relay.VMConn{Conn: c, Handshaken: true}
+	if c.l != nil {
+		vc.Hooks = func(*relay.Session) relay.Hooks {
+			return relay.Hooks{Interceptors: []relay.Interceptor{tap{l: c.l}}, Observers: []relay.Observer{sessionStart{c}}}
+		}
 	}
-	c := a.c
-	if c.w != nil {
-		c.w.disable() // the session's writer takes over
-	}
-	c.l.setSend(func(p jdwp.Packet) error { return s.SendToVM(p, relay.Synthetic) })
-	return relay.Hooks{Interceptors: []relay.Interceptor{tap{l: c.l}}}
+	return vc
 }
+
+// sessionStart hands the link's writes to the session once it runs: the
+// hooks are made while the session is still being built, and SendToVM from the
+// link's own goroutine before then races with it. Until then a fresh
+// connection's pre-session writer keeps writing.
+type sessionStart struct{ c *lentConn }
+
+// Observe implements relay.Observer.
+func (sessionStart) Observe(*relay.Session, *relay.Frame) {}
+
+// SessionStart implements relay.SessionObserver.
+func (o sessionStart) SessionStart(s *relay.Session) {
+	if o.c.w != nil {
+		o.c.w.disable() // the session's writer takes over
+	}
+	o.c.l.setSend(func(p jdwp.Packet) error { return s.SendToVM(p, relay.Synthetic) })
+}
+
+// SessionEnd implements relay.SessionObserver.
+func (sessionStart) SessionEnd(*relay.Session, error) {}
 
 // heldConn is a connection held while no debugger is attached. Its reader
 // goroutine owns keep and partial until done is closed.
@@ -477,13 +498,4 @@ func (c *lentConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.h.release(c) })
 	return err
-}
-
-// RemoteAddr carries the connection so that Holder.Hooks can find its link
-// from relay.Session.VMAddr.
-func (c *lentConn) RemoteAddr() net.Addr { return linkAddr{Addr: c.Conn.RemoteAddr(), c: c} }
-
-type linkAddr struct {
-	net.Addr
-	c *lentConn
 }

@@ -1,13 +1,9 @@
 package discover
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
-	"fmt"
+	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,175 +15,28 @@ const (
 	tcpListen      = 0x0A
 )
 
-// sockEntry is one line of /proc/net/tcp or /proc/net/tcp6.
-type sockEntry struct {
-	local  netip.AddrPort
-	remote netip.AddrPort
-	state  uint8
-	inode  uint64
-}
-
-// errProcNetFormat is returned for a malformed /proc/net/tcp line.
-var errProcNetFormat = errors.New("discover: malformed /proc/net/tcp line")
-
-// parseProcNetTCP calls fn for each socket line of a /proc/net/tcp or
-// /proc/net/tcp6 file (the header line is skipped). Malformed lines are
-// skipped and counted; the count is returned.
-func parseProcNetTCP(data []byte, fn func(e sockEntry)) (bad int) {
-	first := true
-	for len(data) > 0 {
-		var line []byte
-		line, data, _ = bytes.Cut(data, []byte{'\n'})
-		if first {
-			first = false
-			continue
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		e, err := parseSockLine(line)
-		if err != nil {
-			bad++
-			continue
-		}
-		fn(e)
-	}
-	return bad
-}
-
-// parseSockLine parses "sl local rem st tx:rx tr:when retr uid timeout inode ...".
-func parseSockLine(line []byte) (sockEntry, error) {
-	var e sockEntry
-	f := bytes.Fields(line)
-	if len(f) < 10 {
-		return e, errProcNetFormat
-	}
-	var err error
-	if e.local, err = parseHexAddrPort(f[1]); err != nil {
-		return e, err
-	}
-	if e.remote, err = parseHexAddrPort(f[2]); err != nil {
-		return e, err
-	}
-	st, err := strconv.ParseUint(string(f[3]), 16, 8)
-	if err != nil {
-		return e, errProcNetFormat
-	}
-	e.state = uint8(st)
-	if e.inode, err = strconv.ParseUint(string(f[9]), 10, 64); err != nil {
-		return e, errProcNetFormat
-	}
-	return e, nil
-}
-
-// parseHexAddrPort parses "0100007F:1F90" (IPv4) or 32 hex digits and a
-// port (IPv6). The address is printed as 32-bit words in host byte order.
-func parseHexAddrPort(b []byte) (netip.AddrPort, error) {
-	a, p, ok := bytes.Cut(b, []byte{':'})
-	if !ok || len(p) != 4 || (len(a) != 8 && len(a) != 32) {
-		return netip.AddrPort{}, errProcNetFormat
-	}
-	port, err := strconv.ParseUint(string(p), 16, 16)
-	if err != nil {
-		return netip.AddrPort{}, errProcNetFormat
-	}
-	var raw [16]byte
-	if _, err := hex.Decode(raw[:len(a)/2], a); err != nil {
-		return netip.AddrPort{}, errProcNetFormat
-	}
-	// Each 4-byte word was printed as a host-order integer: hex.Decode
-	// produced its big-endian bytes; turn them back into memory order.
-	for i := 0; i < len(a)/2; i += 4 {
-		binary.NativeEndian.PutUint32(raw[i:], binary.BigEndian.Uint32(raw[i:]))
-	}
-	var addr netip.Addr
-	if len(a) == 8 {
-		addr = netip.AddrFrom4([4]byte(raw[:4]))
-	} else {
-		addr = netip.AddrFrom16(raw).Unmap()
-	}
-	return netip.AddrPortFrom(addr, uint16(port)), nil
-}
-
-// socketInodes calls fn with the inode of every socket pid has open. It
-// returns an error if the process's fds cannot be listed (gone, or owned
-// by another user).
-func socketInodes(procRoot string, pid int, fn func(inode uint64)) error {
-	dir := filepath.Join(procRoot, strconv.Itoa(pid), "fd")
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		link, err := os.Readlink(filepath.Join(dir, n))
-		if err != nil {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(link, "socket:["); ok {
-			if s, ok := strings.CutSuffix(rest, "]"); ok {
-				if ino, err := strconv.ParseUint(s, 10, 64); err == nil {
-					fn(ino)
-				}
-			}
+// socketInode returns the inode of a /proc/PID/fd link target
+// "socket:[INODE]".
+func socketInode(target string) (uint64, bool) {
+	if s, ok := strings.CutPrefix(target, "socket:["); ok {
+		if s, ok := strings.CutSuffix(s, "]"); ok {
+			ino, err := strconv.ParseUint(s, 10, 64)
+			return ino, err == nil
 		}
 	}
-	return nil
+	return 0, false
 }
 
-// listPIDs returns the numeric entries of procRoot.
-func listPIDs(procRoot string) ([]int, error) {
-	d, err := os.Open(procRoot)
-	if err != nil {
-		return nil, err
+// procAddrPort returns the address of a procfs.NetTCP line. The kernel
+// prints the address as 32-bit words in host byte order, and procfs reads
+// them as little-endian; put them back in memory order (a no-op on
+// little-endian machines). v4-mapped IPv6 addresses become IPv4.
+func procAddrPort(ip net.IP, port uint64) netip.AddrPort {
+	for i := 0; i+4 <= len(ip); i += 4 {
+		binary.NativeEndian.PutUint32(ip[i:], binary.LittleEndian.Uint32(ip[i:]))
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, err
-	}
-	pids := make([]int, 0, len(names))
-	for _, n := range names {
-		if pid, err := strconv.Atoi(n); err == nil && pid > 0 {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
-}
-
-// errZombie is returned for a process that has exited but was not reaped.
-var errZombie = errors.New("discover: process has exited")
-
-// procStartTime returns field 22 (starttime) of /proc/PID/stat, which
-// together with the PID names a process across PID reuse. A zombie (state
-// Z or X: exited, not yet reaped) is reported as gone.
-func procStartTime(procRoot string, pid int) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatStartTime(b)
-}
-
-func parseStatStartTime(b []byte) (uint64, error) {
-	// comm (field 2) is in parentheses and may contain spaces and ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("discover: malformed stat")
-	}
-	f := bytes.Fields(b[i+1:])
-	// f[0] is field 3 (state); starttime is field 22.
-	if len(f) < 20 {
-		return 0, fmt.Errorf("discover: malformed stat")
-	}
-	if st := string(f[0]); st == "Z" || st == "X" || st == "x" {
-		return 0, errZombie
-	}
-	return strconv.ParseUint(string(f[19]), 10, 64)
+	a, _ := netip.AddrFromSlice(ip)
+	return netip.AddrPortFrom(a.Unmap(), uint16(port))
 }
 
 // jdwpAgent is what a JVM's command line says about its JDWP agent.
@@ -329,17 +178,4 @@ func mainName(args []string) string {
 		}
 	}
 	return ""
-}
-
-// readNulList reads a NUL-separated file such as /proc/PID/cmdline.
-func readNulList(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	b = bytes.TrimRight(b, "\x00")
-	if len(b) == 0 {
-		return nil, nil
-	}
-	return strings.Split(string(b), "\x00"), nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/rs/zerolog"
 )
 
@@ -49,7 +50,7 @@ type Scan struct {
 // scanState is what one Run keeps between scans. Only Run's goroutine
 // uses it.
 type scanState struct {
-	procRoot string
+	fs procfs.FS // the /proc to read; unused by the connect probe
 	// owner maps a listening socket's inode to its process, or to -1 when
 	// no readable process owns it; entries for vanished inodes are pruned.
 	owner map[uint64]int
@@ -72,12 +73,16 @@ func (s *Scan) Run(ctx context.Context, report func([]VM)) error {
 	}
 	root := s.procRoot
 	if root == "" {
-		root = "/proc"
+		root = procfs.DefaultMountPoint
 	}
-	st := &scanState{procRoot: root, owner: map[uint64]int{}, procs: map[int]procInfo{}, known: map[string]VM{}}
+	st := &scanState{owner: map[uint64]int{}, procs: map[int]procInfo{}, known: map[string]VM{}}
 	probe := s.ConnectProbe
 	if !probe {
-		if _, err := os.Stat(filepath.Join(root, "net", "tcp")); err != nil {
+		var err error
+		if st.fs, err = procfs.NewFS(root); err == nil {
+			_, err = os.Stat(filepath.Join(root, "net", "tcp"))
+		}
+		if err != nil {
 			s.Logger.Warn().Err(err).Msg("cannot read /proc/net/tcp; scanning by connecting to each port, which makes HotSpot log a failed handshake")
 			probe = true
 		}
@@ -124,23 +129,22 @@ type listener struct {
 func (s *Scan) scanOnce(st *scanState) []VM {
 	var listeners []listener
 	estab := map[uint16]bool{} // local ports with an established connection
-	for _, f := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(filepath.Join(st.procRoot, "net", f))
-		if err != nil {
-			continue
-		}
-		parseProcNetTCP(b, func(e sockEntry) {
-			p := e.local.Port()
+	//lint:ignore SA1019 netlink, the suggested alternative, cannot read a test's fake /proc
+	for _, read := range []func() (procfs.NetTCP, error){st.fs.NetTCP, st.fs.NetTCP6} {
+		lines, _ := read()
+		for _, l := range lines {
+			local := procAddrPort(l.LocalAddr, l.LocalPort)
+			p := local.Port()
 			if !s.Ports.Contains(p) {
-				return
+				continue
 			}
-			switch e.state {
+			switch l.St {
 			case tcpListen:
-				listeners = append(listeners, listener{e.local, e.inode})
+				listeners = append(listeners, listener{local, l.Inode})
 			case tcpEstablished:
 				estab[p] = true
 			}
-		})
+		}
 	}
 
 	// Map inodes to processes: cached ones, then the known VMs' processes
@@ -164,27 +168,30 @@ func (s *Scan) scanOnce(st *scanState) []VM {
 		for _, ino := range unknown {
 			want[ino] = true
 		}
-		look := func(pid int) {
-			socketInodes(st.procRoot, pid, func(ino uint64) { //nolint:errcheck // unreadable: not ours
-				if want[ino] {
-					st.owner[ino] = pid
+		look := func(p procfs.Proc) {
+			targets, _ := p.FileDescriptorTargets() // unreadable: not ours
+			for _, t := range targets {
+				if ino, ok := socketInode(t); ok && want[ino] {
+					st.owner[ino] = p.PID
 					delete(want, ino)
 				}
-			})
+			}
 		}
 		for _, vm := range st.known {
 			if len(want) == 0 {
 				break
 			}
-			look(vm.PID)
+			if p, err := st.fs.Proc(vm.PID); err == nil {
+				look(p)
+			}
 		}
 		if len(want) > 0 {
-			pids, _ := listPIDs(st.procRoot)
-			for _, pid := range pids {
+			procs, _ := st.fs.AllProcs()
+			for _, p := range procs {
 				if len(want) == 0 {
 					break
 				}
-				look(pid)
+				look(p)
 			}
 		}
 		for ino := range want {
@@ -258,19 +265,22 @@ func (s *Scan) scanOnce(st *scanState) []VM {
 // proc returns the cached or fresh command-line facts of a live process;
 // ok is false when the process is gone.
 func (s *Scan) proc(st *scanState, pid int) (procInfo, bool) {
-	start, err := procStartTime(st.procRoot, pid)
-	if err != nil {
+	p, err := st.fs.Proc(pid)
+	var stat procfs.ProcStat
+	if err == nil {
+		stat, err = p.Stat()
+	}
+	// A zombie (Z or X: exited, not yet reaped) is gone too.
+	if err != nil || stat.State == "Z" || stat.State == "X" || stat.State == "x" {
 		delete(st.procs, pid)
 		return procInfo{}, false
 	}
-	if info, ok := st.procs[pid]; ok && info.start == start {
+	if info, ok := st.procs[pid]; ok && info.start == stat.Starttime {
 		return info, true
 	}
-	info := procInfo{start: start}
-	dir := filepath.Join(st.procRoot, strconv.Itoa(pid))
-	args, err := readNulList(filepath.Join(dir, "cmdline"))
-	if err == nil {
-		env, _ := readNulList(filepath.Join(dir, "environ"))
+	info := procInfo{start: stat.Starttime}
+	if args, err := p.CmdLine(); err == nil {
+		env, _ := p.Environ()
 		info.agent, info.jdwp = parseJavaCommand(args, env)
 	}
 	st.procs[pid] = info

@@ -157,3 +157,107 @@ func BenchmarkReaderNext(b *testing.B) {
 		}
 	}
 }
+
+// stallReader serves b, then fails with errStalled as a peer that stopped
+// sending would leave a reader blocked.
+type stallReader struct{ b []byte }
+
+var errStalled = errors.New("stalled")
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		return 0, errStalled
+	}
+	n := copy(p, s.b)
+	s.b = s.b[n:]
+	return n, nil
+}
+
+// TestReaderStalledHugePacket: a peer announcing a 64 MiB packet that
+// sends only part of it commits memory in proportion to what it sent, not
+// to what it announced (20 such connections used to commit 1.35 GB).
+func TestReaderStalledHugePacket(t *testing.T) {
+	const announced = 64 << 20
+	for _, sent := range []int{0, 100, 3 << 20} {
+		hdr := make([]byte, 0, HeaderSize+sent)
+		hdr = binary.BigEndian.AppendUint32(hdr, announced)
+		hdr = append(hdr, 0, 0, 0, 1, 0, 1, 1)
+		hdr = append(hdr, make([]byte, sent)...)
+		r := NewReader(&stallReader{b: hdr}, announced)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		_, err := r.Next()
+		runtime.ReadMemStats(&ms1)
+		if !errors.Is(err, errStalled) {
+			t.Fatalf("sent %d: %v, want the stall", sent, err)
+		}
+		// Doubling as bytes arrive holds at most twice what was sent, and
+		// all the buffers it went through add up to at most four times.
+		if d, limit := ms1.TotalAlloc-ms0.TotalAlloc, uint64(4*sent+256<<10); d > limit {
+			t.Errorf("sent %d of %d announced bytes: allocated %d bytes, want at most %d", sent, announced, d, limit)
+		}
+	}
+}
+
+// TestReaderShrinksAfterBigPacket: the buffer grown for one big packet is
+// returned before the next, while a moderately large one is kept.
+func TestReaderShrinksAfterBigPacket(t *testing.T) {
+	var raw []byte
+	raw = AppendCommand(raw, 1, CmdDDMChunk, make([]byte, 8<<20))
+	raw = AppendCommand(raw, 2, CmdIDSizes, nil)
+	raw = AppendCommand(raw, 3, CmdDDMChunk, make([]byte, 300<<10))
+	raw = AppendCommand(raw, 4, CmdIDSizes, nil)
+	r := NewReader(bytes.NewReader(raw), 0)
+	for i, wantCap := range []struct{ min, max int }{
+		{8 << 20, 16 << 20}, {0, initialBufSize}, {300 << 10, keepBufSize}, {300 << 10, keepBufSize},
+	} {
+		p, err := r.Next()
+		if err != nil || p.ID() != uint32(i+1) {
+			t.Fatalf("packet %d: %v, %v", i+1, p, err)
+		}
+		if c := cap(r.buf); c < wantCap.min || c > wantCap.max {
+			t.Errorf("after packet %d (%d bytes): buffer capacity %d, want %d..%d", i+1, len(p), c, wantCap.min, wantCap.max)
+		}
+	}
+}
+
+// TestReaderSkipsOversized: an oversized packet is reported with its
+// header, and the packet after it is read whole.
+func TestReaderSkipsOversized(t *testing.T) {
+	var raw []byte
+	raw = AppendCommand(raw, 1, CmdIDSizes, nil)
+	raw = AppendReply(raw, 2, 0, bytes.Repeat([]byte{0xee}, 10000))
+	raw = AppendCommand(raw, 3, CmdIDSizes, []byte{1, 2, 3})
+	for name, mk := range map[string]func(io.Reader) io.Reader{
+		"whole":   func(r io.Reader) io.Reader { return r },
+		"onebyte": iotest.OneByteReader,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := NewReader(mk(bytes.NewReader(raw)), 4096)
+			if p, err := r.Next(); err != nil || p.ID() != 1 {
+				t.Fatalf("first: %v, %v", p, err)
+			}
+			_, err := r.Next()
+			var tl *TooLargeError
+			if !errors.As(err, &tl) || !errors.Is(err, ErrPacketTooLarge) {
+				t.Fatalf("second: %v, want a *TooLargeError", err)
+			}
+			if h := tl.Packet(); !h.IsReply() || h.ID() != 2 || h.Length() != 10011 || tl.Max != 4096 {
+				t.Errorf("reported header %v (max %d), want reply 2 of 10011 bytes", h, tl.Max)
+			}
+			if p, err := r.Next(); err != nil || p.ID() != 3 || string(p.Body()) != "\x01\x02\x03" {
+				t.Fatalf("after the oversized packet: %v, %v", p, err)
+			}
+			if _, err := r.Next(); err != io.EOF {
+				t.Fatalf("at the end: %v", err)
+			}
+		})
+	}
+	// The stream ending inside the skipped body is a truncation.
+	r := NewReader(bytes.NewReader(raw[:len(raw)-30]), 4096)
+	r.Next()
+	r.Next()
+	if _, err := r.Next(); !errors.Is(err, ErrTruncated) {
+		t.Errorf("cut inside the skipped packet: %v, want ErrTruncated", err)
+	}
+}

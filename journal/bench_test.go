@@ -100,7 +100,7 @@ func BenchmarkWriter(b *testing.B) {
 	for _, f := range []Format{FormatJSONLines, FormatPerfetto, FormatPcapng} {
 		b.Run(string(f), func(b *testing.B) {
 			j := &Journal{opts: Options{Format: f, RawLimit: defaultRawLimit, Version: "bench"}, start: time.Now(), keep: defaultRawLimit, metrics: newMetrics(nil)}
-			w := newWriter(j, newWriterSink(io.Discard))
+			w := newWriter(j, newWriterSink(io.Discard), f)
 			now := time.Now()
 			w.slot(&slot{typ: slotSessionStart, session: 1, time: now, sizes: testSizes})
 			cmd := jdwp.AppendCommand(nil, 1, jdwp.CmdThreadReferenceFrames, threadBody(testThread))

@@ -59,7 +59,7 @@ func FuzzEncode(f *testing.F) {
 				j.opts.RawLimit = 1
 			}
 			j.keep = max(j.opts.RawLimit, minCopy)
-			w := newWriter(j, newWriterSink(&buf))
+			w := newWriter(j, newWriterSink(&buf), format)
 			now := time.Now()
 			w.slot(&slot{typ: slotSessionStart, session: 1, time: now, sizes: sizes})
 			keep := pkt[:min(len(pkt), j.keep)]

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,9 @@ const (
 // ErrUnknownFormat is returned for a format name or file extension that
 // names no format.
 var ErrUnknownFormat = errors.New("journal: unknown format")
+
+// ErrSameFile is returned by OpenFiles for a file given twice.
+var ErrSameFile = errors.New("journal: the same file given twice")
 
 // ParseFormat accepts "jsonl" (also "json", "ndjson"), "perfetto" (also
 // "trace", "chrome") and "pcapng" (also "pcap").
@@ -158,29 +162,71 @@ type Journal struct {
 	wake    chan struct{} // capacity 1: the ring became non-empty
 	quit    chan struct{} // closed by Close
 	done    chan struct{} // closed when the writer has finished
-	werr    error         // first write error; written by the writer, read after done
+	werr    error         // each file's first write error; written by the writer, read after done
 
-	w *writer // owned by the writer goroutine
+	ws []*writer // one per file; owned by the writer goroutine
 }
 
 // Open creates the journal file (replacing any file at Path, after rotating
 // it away if MaxBytes is set) and starts the writer.
 func Open(opts Options) (*Journal, error) {
-	if opts.Format == "" {
-		f, err := FormatFromPath(opts.Path)
-		if err != nil {
+	return OpenFiles(opts, File{Path: opts.Path, Format: opts.Format})
+}
+
+// File is one file of a journal.
+type File struct {
+	Path string
+	// Format is the file's format; empty means FormatFromPath(Path).
+	Format Format
+}
+
+// OpenFiles is Open for several files at once, each in its own format (one
+// run can write .jsonl, .perfetto.json and .pcapng): the journal copies
+// each packet once, and its writer encodes it into every file. Each file
+// rotates on its own by opts.MaxBytes. opts.Path and opts.Format are
+// ignored. Every file's format is checked before any file is created.
+func OpenFiles(opts Options, files ...File) (*Journal, error) {
+	if len(files) == 0 {
+		return nil, errors.New("journal: no file")
+	}
+	files = slices.Clone(files) // formats are filled in below
+	seen := map[string]bool{}
+	for i := range files {
+		f := &files[i]
+		if f.Format == "" {
+			ff, err := FormatFromPath(f.Path)
+			if err != nil {
+				return nil, err
+			}
+			f.Format = ff
+		}
+		if _, err := ParseFormat(string(f.Format)); err != nil {
 			return nil, err
 		}
-		opts.Format = f
+		abs, err := filepath.Abs(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		if seen[abs] {
+			return nil, fmt.Errorf("%w: %s", ErrSameFile, f.Path)
+		}
+		seen[abs] = true
 	}
-	if _, err := ParseFormat(string(opts.Format)); err != nil {
-		return nil, err
+	sinks := make([]sink, 0, len(files))
+	formats := make([]Format, 0, len(files))
+	for _, f := range files {
+		s, err := openFileSink(f.Path, opts.MaxBytes, maxFiles(opts))
+		if err != nil {
+			for _, o := range sinks {
+				o.Close() //nolint:errcheck // already failing
+			}
+			return nil, err
+		}
+		sinks = append(sinks, s)
+		formats = append(formats, f.Format)
 	}
-	s, err := openFileSink(opts.Path, opts.MaxBytes, maxFiles(opts))
-	if err != nil {
-		return nil, err
-	}
-	return start(opts, s), nil
+	opts.Path, opts.Format = files[0].Path, files[0].Format
+	return start(opts, sinks, formats), nil
 }
 
 // New starts a journal that writes to w, without rotation. Close does not
@@ -192,7 +238,7 @@ func New(w io.Writer, opts Options) (*Journal, error) {
 	if _, err := ParseFormat(string(opts.Format)); err != nil {
 		return nil, err
 	}
-	return start(opts, newWriterSink(w)), nil
+	return start(opts, []sink{newWriterSink(w)}, []Format{opts.Format}), nil
 }
 
 func maxFiles(opts Options) int {
@@ -202,7 +248,7 @@ func maxFiles(opts Options) int {
 	return opts.MaxFiles
 }
 
-func start(opts Options, s sink) *Journal {
+func start(opts Options, sinks []sink, formats []Format) *Journal {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = defaultQueue
 	}
@@ -227,7 +273,9 @@ func start(opts Options, s sink) *Journal {
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	j.w = newWriter(j, s)
+	for i, s := range sinks {
+		j.ws = append(j.ws, newWriter(j, s, formats[i]))
+	}
 	go j.run()
 	return j
 }
@@ -340,8 +388,8 @@ func addrString(f func() net.Addr) (s string) {
 	return a.String()
 }
 
-// Close stops accepting records, writes every queued one, ends the file
-// (trailer, flush, sync) and returns the first write error. Call it after
+// Close stops accepting records, writes every queued one, ends the files
+// (trailer, flush, sync) and returns each file's first write error. Call it after
 // the relay's sessions have ended.
 func (j *Journal) Close() error {
 	j.mu.Lock()
@@ -372,14 +420,17 @@ func (j *Journal) run() {
 		head, n := j.head, j.count
 		j.mu.Unlock()
 		if n > 0 {
-			j.w.dropCheck()
-			for k := range n {
-				i := head + k
-				if i >= len(j.ring) {
-					i -= len(j.ring)
+			for _, w := range j.ws {
+				w.dropCheck()
+				for k := range n {
+					i := head + k
+					if i >= len(j.ring) {
+						i -= len(j.ring)
+					}
+					w.slot(&j.ring[i])
 				}
-				j.w.slot(&j.ring[i])
 			}
+			j.metrics.records.Add(float64(n))
 			j.mu.Lock()
 			j.head = (j.head + n) % len(j.ring)
 			j.count -= n
@@ -389,8 +440,10 @@ func (j *Journal) run() {
 		select {
 		case <-j.wake:
 		case <-tick.C:
-			j.w.dropCheck()
-			j.w.flush()
+			for _, w := range j.ws {
+				w.dropCheck()
+				w.flush()
+			}
 		case <-j.quit:
 			j.mu.Lock()
 			n := j.count
@@ -401,8 +454,12 @@ func (j *Journal) run() {
 			if d := j.dropped.Load(); d != warned {
 				j.log.Warn().Uint64("dropped_total", d).Msg("journal dropped records")
 			}
-			j.w.dropCheck()
-			j.werr = j.w.close()
+			var errs []error
+			for _, w := range j.ws {
+				w.dropCheck()
+				errs = append(errs, w.close())
+			}
+			j.werr = errors.Join(errs...)
 			return
 		}
 	}

@@ -400,7 +400,7 @@ func fileExists(p string) bool {
 func TestStrayReply(t *testing.T) {
 	var buf bytes.Buffer
 	j := &Journal{opts: Options{RawLimit: defaultRawLimit, Version: "t"}, start: time.Now(), keep: defaultRawLimit, metrics: newMetrics(nil)}
-	w := newWriter(j, newWriterSink(&buf))
+	w := newWriter(j, newWriterSink(&buf), FormatJSONLines)
 	t0 := time.Now()
 	cmd := jdwp.AppendCommand(nil, 5, jdwp.CmdThreadReferenceName, threadBody(1))
 	reply := jdwp.AppendReply(nil, 5, 0, []byte{0, 0, 0, 0})

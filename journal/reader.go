@@ -102,7 +102,7 @@ func Read(r io.Reader) ([]Record, error) {
 
 // ReadFiles decodes journals in the order given (for rotated journals:
 // oldest first, PATH.N … PATH.1, PATH). Re-announced sessions at the top of
-// rotated files (Continued) are kept; Check and ComputeStats skip them.
+// rotated files (Continued) are kept; ComputeStats (and the tests' Check) skip them.
 func ReadFiles(paths ...string) ([]Record, error) {
 	var out []Record
 	for _, p := range paths {

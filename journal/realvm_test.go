@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,7 +86,7 @@ func commandSequence(recs []Record) [][2]uint8 {
 // debugger's conversation is the same in both (the same commands in the
 // same order, and the same things seen at every stop).
 func TestRealVMJournal(t *testing.T) {
-	javavm.RequireJDK(t)
+	jdktest.RequireJDK(t)
 	if testing.Short() {
 		t.Skip("starts JVMs")
 	}

@@ -10,15 +10,16 @@
 // packets belong to both.
 //
 // Observe copies what it needs into a bounded ring and never blocks; a
-// writer goroutine encodes the ring into one of three formats (JSON Lines
-// with the schema in SCHEMA.md, a Perfetto / Chrome trace, or a pcapng of
-// the debugger view that Wireshark's JDWP dissector decodes), rotating the
-// file by size. When the ring is full, records are dropped, counted, logged
+// writer goroutine encodes the ring into one or more files, each in one of
+// three formats (JSON Lines with the schema in SCHEMA.md, a Perfetto /
+// Chrome trace, or a pcapng of the debugger view that Wireshark's JDWP
+// dissector decodes), rotating each file by size. When the ring is full, records are dropped, counted, logged
 // and marked in the journal itself: never silently.
 //
 // The package also reads JSON Lines journals back (Decoder, ReadFiles),
-// checks their invariants (Check), filters and renders them (Filter,
-// Format) and summarises them (ComputeStats) for "jdwpaccel journal".
+// filters and renders them (Filter, FormatRecord) and summarises them
+// (ComputeStats) for "jdwpaccel journal". Its tests check the invariants
+// of the journals it writes (Check, in check_test.go).
 package journal
 
 import (

@@ -148,9 +148,17 @@ type FormatOptions struct {
 	Hex bool
 }
 
+// fmtT renders a record's time, seconds since the journal's start.
 func fmtT(ns int64) string {
-	return fmt.Sprintf("%14s", strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 64)+"ms")
+	return fmt.Sprintf("%13.6fs", float64(ns)/1e9)
 }
+
+// ShowLegend explains the columns of FormatRecord's packet lines.
+const ShowLegend = `# seconds since the journal's start, session, direction (dbg: the debugger,
+# vm: the VM, px: jdwpaccel), kind, packet ID, command, length, how it was served:
+# forwarded (both saw it), cache_hit or belay (the proxy answered the
+# debugger), synthetic (the proxy's own traffic, which the debugger never saw);
+# then the reply's latency (and the VM's round trip), thread, events.`
 
 // FormatRecord renders one record as a human-readable line (and, with
 // Hex, a dump).
@@ -190,16 +198,14 @@ func FormatRecord(r *Record, o FormatOptions) string {
 		fmt.Fprintf(&b, "record of unknown type %q", r.Type)
 		return b.String()
 	}
-	arrow := "dbg→vm"
-	if r.Dir == DirToDebugger {
-		arrow = "vm→dbg"
+	// The proxy's own traffic (the wire view only) is between it and the VM.
+	peer := "dbg"
+	if r.View == ViewWire {
+		peer = "px"
 	}
-	view := "     "
-	switch r.View {
-	case ViewWire:
-		view = "wire "
-	case ViewDebugger:
-		view = "dbg  "
+	arrow := peer + "→vm"
+	if r.Dir == DirToDebugger {
+		arrow = "vm→" + peer
 	}
 	name := r.Name
 	if name == "" {
@@ -208,7 +214,7 @@ func FormatRecord(r *Record, o FormatOptions) string {
 	if r.Chunk != "" {
 		name += " " + r.Chunk
 	}
-	fmt.Fprintf(&b, "%s%s %-14s id=%-10d %-44s len=%-7d %s", view, arrow, r.Kind, r.ID, name, r.Len, r.Served)
+	fmt.Fprintf(&b, "%s %-14s id=%-10d %-44s len=%-7d %s", arrow, r.Kind, r.ID, name, r.Len, r.Served)
 	if r.Kind == KindReply || r.Kind == KindDebuggerReply {
 		if r.Error != 0 {
 			fmt.Fprintf(&b, " ERROR %s(%d)", r.ErrorName, r.Error)

@@ -68,9 +68,19 @@ func openFileSink(path string, maxBytes int64, maxFiles int) (*fileSink, error) 
 	return s, nil
 }
 
+// fileMode is the journal files' permission: they hold raw packets, which
+// carry the debugged app's memory (strings, field values), so only the
+// owner may read them.
+const fileMode os.FileMode = 0o600
+
 func (s *fileSink) open() error {
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
 	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	// A file that existed keeps its mode through O_TRUNC: tighten it.
+	if err := f.Chmod(fileMode); err != nil {
+		f.Close()
 		return fmt.Errorf("journal: %w", err)
 	}
 	s.f = f

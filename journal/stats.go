@@ -7,6 +7,8 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
 // Percentiles summarise a latency distribution.
@@ -40,7 +42,10 @@ type CommandStats struct {
 	CacheHits int    `json:"cache_hits"`
 	Belays    int    `json:"belays"`
 	Errors    int    `json:"errors"` // replies with an error code
-	Synthetic int    `json:"synthetic"`
+	// Synthetic counts the proxy's own commands of this kind; SpecUsed
+	// those whose reply served the debugger (see Stats.SpeculativeUsed).
+	Synthetic int `json:"synthetic"`
+	SpecUsed  int `json:"speculative_used"`
 	// Latency is as the debugger experienced it (command to reply, through
 	// the proxy), over all its replies; VMLatency is the VM's round trip
 	// for forwarded commands.
@@ -61,8 +66,19 @@ type Stats struct {
 	Belays    int           `json:"belays"`
 	// RoundTripsSaved counts debugger commands that did not wait for a VM
 	// round trip of their own: cache hits and belays.
-	RoundTripsSaved int            `json:"round_trips_saved"`
-	Synthetic       int            `json:"synthetic"` // the proxy's own commands
+	RoundTripsSaved int `json:"round_trips_saved"`
+	Synthetic       int `json:"synthetic"` // the proxy's own commands, DDM included
+	// Speculative counts the proxy's own commands other than DDM: what the
+	// speculator sent. SpeculativeUsed counts those whose reply served at
+	// least one debugger command: a later cache hit or belay in the same
+	// session on the same command and parameters, credited to the latest
+	// such speculative command. (Without raw bytes in the journal the
+	// parameters are unknown and commands match by kind alone.) A reply
+	// kept in the cache can serve many commands, so RoundTripsSaved may
+	// exceed SpeculativeUsed; a hit may also come from a forwarded reply
+	// the cache kept, which no speculative command is credited for.
+	Speculative     int            `json:"speculative"`
+	SpeculativeUsed int            `json:"speculative_used"`
 	Events          int            `json:"events"`
 	DDM             int            `json:"ddm"`
 	Dropped         uint64         `json:"dropped"`
@@ -70,9 +86,33 @@ type Stats struct {
 	PerCommand      []CommandStats `json:"per_command"`
 }
 
+// specKey is what a speculative command is matched by: its session, its
+// command and its parameters (the body), as the cache keys replies.
+type specKey struct {
+	session  uint64
+	set, cmd uint8
+	params   string
+}
+
+func specKeyOf(r *Record) specKey {
+	k := specKey{session: r.Session, set: r.Set, cmd: r.Cmd}
+	if len(r.Bytes) >= jdwp.HeaderSize {
+		k.params = string(r.Bytes[jdwp.HeaderSize:])
+	}
+	return k
+}
+
+// specUse is a speculative command, and whether its reply served the
+// debugger.
+type specUse struct {
+	c    *CommandStats
+	used bool
+}
+
 // ComputeStats summarises the records (typically filtered by Filter).
 func ComputeStats(recs []Record) *Stats {
 	st := &Stats{}
+	spec := map[specKey]*specUse{} // the latest speculative command of each key
 	by := map[[2]uint8]*CommandStats{}
 	get := func(r *Record) *CommandStats {
 		k := [2]uint8{r.Set, r.Cmd}
@@ -117,9 +157,11 @@ func ComputeStats(recs []Record) *Stats {
 				case ServedCacheHit:
 					st.CacheHits++
 					c.CacheHits++
+					st.creditSpeculation(spec, r)
 				case ServedBelay:
 					st.Belays++
 					c.Belays++
+					st.creditSpeculation(spec, r)
 				default:
 					st.Forwarded++
 					c.Forwarded++
@@ -137,8 +179,13 @@ func ComputeStats(recs []Record) *Stats {
 					c.vmLat = append(c.vmLat, time.Duration(r.VMLatencyNs))
 				}
 			case r.View == ViewWire && r.Kind == KindCommand && r.Dir == DirToVM:
+				c := get(r)
 				st.Synthetic++
-				get(r).Synthetic++
+				c.Synthetic++
+				if r.Set != uint8(jdwp.SetDDM) {
+					st.Speculative++
+					spec[specKeyOf(r)] = &specUse{c: c}
+				}
 			case r.Kind == KindEvent:
 				st.Events++
 			case r.Kind == KindDDM:
@@ -163,6 +210,18 @@ func ComputeStats(recs []Record) *Stats {
 		return cmp.Compare(a.Name, b.Name)
 	})
 	return st
+}
+
+// creditSpeculation marks the speculative command that served the
+// debugger command r, if any, as used.
+func (st *Stats) creditSpeculation(spec map[specKey]*specUse, r *Record) {
+	u, ok := spec[specKeyOf(r)]
+	if !ok || u.used {
+		return
+	}
+	u.used = true
+	u.c.SpecUsed++
+	st.SpeculativeUsed++
 }
 
 func pct(n, of int) string {
@@ -190,8 +249,12 @@ func (st *Stats) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "sessions %d, packets %d, span %s\n", st.Sessions, st.Packets, dur(st.Span))
 	fmt.Fprintf(w, "debugger commands %d: forwarded (misses) %d, cache hits %d, belays %d; hit rate %s\n",
 		st.Commands, st.Forwarded, st.CacheHits, st.Belays, pct(st.CacheHits+st.Belays, st.Commands))
-	fmt.Fprintf(w, "round trips saved %d; speculative commands %d (used %s)\n",
-		st.RoundTripsSaved, st.Synthetic, pct(st.RoundTripsSaved, st.Synthetic))
+	fmt.Fprintf(w, "round trips saved %d (cache hits and belays)\n", st.RoundTripsSaved)
+	fmt.Fprintf(w, "speculative commands %d, used %d (%s)", st.Speculative, st.SpeculativeUsed, pct(st.SpeculativeUsed, st.Speculative))
+	if ddm := st.Synthetic - st.Speculative; ddm > 0 {
+		fmt.Fprintf(w, "; the proxy's own DDM commands %d", ddm)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "events %d, DDM chunks %d\n", st.Events, st.DDM)
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, "WARNING: the journal DROPPED %d records; counts below are incomplete\n", st.Dropped)
@@ -199,9 +262,9 @@ func (st *Stats) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "latency as the debugger saw it: p50 %s p90 %s p99 %s max %s (n=%d)\n\n",
 		dur(st.Latency.P50), dur(st.Latency.P90), dur(st.Latency.P99), dur(st.Latency.Max), st.Latency.N)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "command\tcount\tfwd\thit\tbelay\terr\tspec\tp50\tp90\tp99\tmax\tvm p50\t\n")
+	fmt.Fprint(tw, "command\tcount\tfwd\thit\tbelay\terr\tspec\tused\tp50\tp90\tp99\tmax\tvm p50\t\n")
 	for _, c := range st.PerCommand {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Name, c.Count, c.Forwarded, c.CacheHits, c.Belays, c.Errors, c.Synthetic,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", c.Name, c.Count, c.Forwarded, c.CacheHits, c.Belays, c.Errors, c.Synthetic, c.SpecUsed,
 			dur(c.Latency.P50), dur(c.Latency.P90), dur(c.Latency.P99), dur(c.Latency.Max), dur(c.VMLatency.P50))
 	}
 	return tw.Flush()

@@ -95,9 +95,9 @@ type writer struct {
 	failed   uint64
 }
 
-func newWriter(j *Journal, s sink) *writer {
+func newWriter(j *Journal, s sink, f Format) *writer {
 	w := &writer{j: j, sink: s, sessions: make(map[uint64]*sessState)}
-	switch j.opts.Format {
+	switch f {
 	case FormatPerfetto:
 		w.enc = &perfettoEncoder{}
 	case FormatPcapng:
@@ -233,7 +233,6 @@ func (w *writer) slot(sl *slot) {
 	default:
 		w.packet(sl, t)
 	}
-	w.j.metrics.records.Inc()
 	w.maybeRotate()
 }
 

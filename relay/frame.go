@@ -126,9 +126,14 @@ const (
 // Interceptor may answer, drop or inject packets: the speculator and the
 // DDM server are interceptors. Its methods are called on the reader
 // goroutine of the packet's source, one packet at a time per direction;
-// they must not block on the network, but may call Session.SendToVM and
-// Session.SendToDebugger. Interceptors run in order; the first Consume
-// wins and later interceptors do not see the packet.
+// they must not block. They, and any other goroutine, may call
+// Session.SendToVM and Session.SendToDebugger at any time, also while
+// holding the interceptor's own locks: those only queue a copy for the
+// connection's writer goroutine and never block on the network.
+// Interceptors run in order; the first Consume wins and later
+// interceptors do not see the packet. A panic in a hook is recovered: it
+// is counted and logged, and the session goes on as plain pass-through
+// without its hooks.
 type Interceptor interface {
 	// FromDebugger sees each packet the debugger sends, before it is
 	// forwarded. f.Origin may be set to CacheHit or Belay on Consume.
@@ -144,6 +149,8 @@ type Interceptor interface {
 // Observer sees every packet after the interceptors decided, including
 // packets injected by the proxy. It is called synchronously on the
 // goroutine that handled the packet and must be fast and non-blocking.
+// A debugger command is observed before any answer to it, however fast
+// the answer comes.
 type Observer interface {
 	Observe(s *Session, f *Frame)
 }

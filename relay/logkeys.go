@@ -2,14 +2,22 @@ package relay
 
 // Log field names, fixed so that every package spells them the same way.
 const (
-	LogSession  = "session"
-	LogDebugger = "debugger"
-	LogVM       = "vm"
-	LogPacketID = "packet_id"
-	LogCmd      = "cmd"
-	LogKind     = "kind"
-	LogLength   = "length"
-	LogReason   = "reason"
-	LogListen   = "listen"
-	LogDir      = "dir"
+	LogSession      = "session"
+	LogDebugger     = "debugger"
+	LogVM           = "vm"
+	LogPacketID     = "packet_id"
+	LogCmd          = "cmd"
+	LogKind         = "kind"
+	LogLength       = "length"
+	LogReason       = "reason"
+	LogListen       = "listen"
+	LogDir          = "dir"
+	LogHook         = "hook"
+	LogPanic        = "panic"
+	LogStack        = "stack"
+	LogMax          = "max"
+	LogErrorCode    = "error_code"
+	LogAttempts     = "attempts"
+	LogWriteTimeout = "write_timeout"
+	LogComponent    = "component" // the package or part that logged: ddm, speculator, journal, discover, web
 )

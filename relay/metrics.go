@@ -13,10 +13,16 @@ const (
 	ReasonOversizedPacket = "oversized_packet"
 	ReasonTruncated       = "truncated"
 	ReasonDialVM          = "dial_vm"
-	ReasonIO              = "io"
+	// ReasonVMBusy: the VM refused a second debugger while this server
+	// had a session attached to it.
+	ReasonVMBusy = "vm_busy"
+	// ReasonWriteTimeout: a peer did not take the proxy's bytes within the
+	// write timeout.
+	ReasonWriteTimeout = "write_timeout"
+	ReasonIO           = "io"
 )
 
-var protocolErrorReasons = []string{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonIO}
+var protocolErrorReasons = []string{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonVMBusy, ReasonWriteTimeout, ReasonIO}
 
 // Metrics are the relay's Prometheus metrics. Label children are resolved
 // once, here, so counting a packet is an array index and an atomic add.
@@ -27,6 +33,8 @@ type Metrics struct {
 	errors   map[string]prometheus.Counter
 	sessions prometheus.Counter
 	active   prometheus.Gauge
+	panics   map[string]prometheus.Counter // by hook kind
+	oversize prometheus.Counter
 }
 
 // NewMetrics creates the relay metrics and registers them with reg.
@@ -56,9 +64,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Namespace: "jdwpaccel", Name: "sessions_active",
 		Help: "Debugger sessions currently open.",
 	})
-	reg.MustRegister(packets, bytes, latency, errs, sessions, active)
+	panics := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "hook_panics_total",
+		Help: "Panics recovered from a session hook (interceptor, observer, or their lifecycle calls); each turns its session into plain pass-through.",
+	}, []string{"hook"})
+	oversize := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "oversized_replies_total",
+		Help: "VM replies above the maximum packet size, skipped and answered to the debugger with JDWP error INTERNAL (113).",
+	})
+	reg.MustRegister(packets, bytes, latency, errs, sessions, active, panics, oversize)
 
-	m := &Metrics{errors: map[string]prometheus.Counter{}, sessions: sessions, active: active}
+	m := &Metrics{errors: map[string]prometheus.Counter{}, sessions: sessions, active: active,
+		panics: map[string]prometheus.Counter{}, oversize: oversize}
+	for _, h := range []string{hookInterceptor, hookObserver, hookLifecycle} {
+		m.panics[h] = panics.WithLabelValues(h)
+	}
 	for d := ToVM; d <= ToDebugger; d++ {
 		for k := Kind(0); k < numKinds; k++ {
 			m.packets[d][k] = packets.WithLabelValues(d.String(), k.String())
@@ -98,4 +118,20 @@ func (m *Metrics) protocolError(reason string) {
 	if c, ok := m.errors[reason]; ok {
 		c.Inc()
 	}
+}
+
+func (m *Metrics) hookPanic(hook string) {
+	if m == nil {
+		return
+	}
+	if c, ok := m.panics[hook]; ok {
+		c.Inc()
+	}
+}
+
+func (m *Metrics) oversizedReply() {
+	if m == nil {
+		return
+	}
+	m.oversize.Inc()
 }

@@ -49,7 +49,7 @@ type rig struct {
 	cancel  context.CancelFunc
 }
 
-func newRig(t *testing.T, hooks func(*relay.Session) relay.Hooks) *rig {
+func newRig(t *testing.T, hooks func(*relay.Session) relay.Hooks, opts ...func(*relay.Config)) *rig {
 	t.Helper()
 	vmLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -62,14 +62,18 @@ func newRig(t *testing.T, hooks func(*relay.Session) relay.Hooks) *rig {
 	logs := &syncBuffer{}
 	reg := prometheus.NewRegistry()
 	r := &rig{t: t, proxy: ln.Addr(), vmLn: vmLn, logs: logs, reg: reg, metrics: relay.NewMetrics(reg), done: make(chan error, 1)}
-	srv := relay.NewServer(relay.Config{
+	cfg := relay.Config{
 		DialVM:           relay.DialTCP(vmLn.Addr().String()),
 		MaxPacketSize:    1 << 20,
 		HandshakeTimeout: 5 * time.Second,
 		NewHooks:         hooks,
 		Logger:           zerolog.New(logs),
 		Metrics:          r.metrics,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv := relay.NewServer(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() { r.done <- srv.Serve(ctx, ln) }()
@@ -87,6 +91,9 @@ func newRig(t *testing.T, hooks func(*relay.Session) relay.Hooks) *rig {
 // handshake.
 func (r *rig) acceptVM() net.Conn {
 	r.t.Helper()
+	if l, ok := r.vmLn.(*net.TCPListener); ok {
+		l.SetDeadline(time.Now().Add(10 * time.Second)) // a proxy that never dials fails the test
+	}
 	c, err := r.vmLn.Accept()
 	if err != nil {
 		r.t.Fatal(err)

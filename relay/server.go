@@ -14,25 +14,87 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/rs/zerolog"
 )
 
+// A VMConn is a connection to the VM for a new session, as a Dialer
+// returns it.
+type VMConn struct {
+	Conn net.Conn
+	// Handshaken says the JDWP handshake was already exchanged on Conn.
+	Handshaken bool
+	// Hooks, if not nil, returns the hooks that come with the connection
+	// (a client that shares it with the debugger, such as the DDM tap);
+	// they run before Config.NewHooks's.
+	Hooks func(s *Session) Hooks
+}
+
+// A Dialer opens a connection to the VM for a new session.
+type Dialer func(ctx context.Context) (VMConn, error)
+
+// Plain makes a Dialer of a function that opens a plain connection (no
+// handshake yet, no hooks).
+func Plain(dial func(ctx context.Context) (net.Conn, error)) Dialer {
+	return func(ctx context.Context) (VMConn, error) {
+		c, err := dial(ctx)
+		return VMConn{Conn: c}, err
+	}
+}
+
+// ChainHooks returns a Config.NewHooks that runs each of fs (nil ones are
+// skipped) and concatenates their interceptors and observers, in order.
+func ChainHooks(fs ...func(s *Session) Hooks) func(s *Session) Hooks {
+	return func(s *Session) Hooks {
+		var h Hooks
+		for _, f := range fs {
+			if f == nil {
+				continue
+			}
+			more := f(s)
+			h.Interceptors = append(h.Interceptors, more.Interceptors...)
+			h.Observers = append(h.Observers, more.Observers...)
+		}
+		return h
+	}
+}
+
 // Config configures a Server.
 type Config struct {
 	// DialVM opens a connection to the VM for a new session.
-	DialVM func(ctx context.Context) (net.Conn, error)
-	// VMHandshakeDone says DialVM returns connections on which the JDWP
-	// handshake has already been exchanged.
-	VMHandshakeDone bool
+	DialVM Dialer
+	// DialRetry is how long a new session keeps trying to reach the VM
+	// (dial and, unless the connection is Handshaken, handshake) while it refuses or
+	// drops connections, as HotSpot does for a few milliseconds after each
+	// detach and a VM does while it starts (DefaultDialRetry when zero;
+	// negative for a single attempt).
+	DialRetry time.Duration
 	// MaxPacketSize bounds packets from either peer
-	// (jdwp.DefaultMaxPacketSize when zero).
+	// (jdwp.DefaultMaxPacketSize when zero). A VM reply above it is
+	// skipped and the debugger gets a JDWP INTERNAL error reply instead;
+	// any other packet above it ends the session.
 	MaxPacketSize int
+	// MaxOutstanding bounds each peer's commands awaiting an answer; at
+	// the bound the proxy stops reading that peer until an answer goes
+	// out, so a debugger flooding commands is pushed back on by TCP
+	// instead of growing the proxy (DefaultMaxOutstanding when zero).
+	MaxOutstanding int
+	// WriteQueueBytes bounds the bytes queued for a peer: above it the
+	// reader of the other peer stops reading until the writer catches up
+	// (DefaultWriteQueueBytes when zero). Packets injected by hooks are
+	// always queued.
+	WriteQueueBytes int
+	// WriteTimeout bounds each write to a peer; a peer that takes none of
+	// the proxy's bytes for that long ends its session
+	// (DefaultWriteTimeout when zero).
+	WriteTimeout time.Duration
 	// HandshakeTimeout bounds each side's handshake (10 s when zero).
 	HandshakeTimeout time.Duration
 	// NewHooks returns the hooks of a new session; nil means none.
@@ -43,19 +105,31 @@ type Config struct {
 	Metrics *Metrics
 }
 
-// DialTCP returns a DialVM function for a VM at addr.
-func DialTCP(addr string) func(ctx context.Context) (net.Conn, error) {
+// Defaults of Config.
+const (
+	DefaultDialRetry       = time.Second
+	DefaultMaxOutstanding  = 4096
+	DefaultWriteQueueBytes = 1 << 20
+	DefaultWriteTimeout    = 30 * time.Second
+)
+
+// TCP returns a function that opens a plain TCP connection to addr.
+func TCP(addr string) func(ctx context.Context) (net.Conn, error) {
 	return func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
 	}
 }
 
+// DialTCP returns a Dialer for a VM at addr.
+func DialTCP(addr string) Dialer { return Plain(TCP(addr)) }
+
 // Server accepts debuggers and relays each to its own VM connection.
 type Server struct {
 	cfg    Config
 	nextID atomic.Uint64
-	wg     sync.WaitGroup // counts running sessions
+	wg     sync.WaitGroup // counts running ServeConn calls started by Serve
+	active atomic.Int64   // sessions relaying (VM reached), to tell a busy VM from an absent one
 }
 
 // NewServer returns a Server with cfg.
@@ -65,6 +139,18 @@ func NewServer(cfg Config) *Server {
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.DialRetry == 0 {
+		cfg.DialRetry = DefaultDialRetry
+	}
+	if cfg.MaxOutstanding <= 0 {
+		cfg.MaxOutstanding = DefaultMaxOutstanding
+	}
+	if cfg.WriteQueueBytes <= 0 {
+		cfg.WriteQueueBytes = DefaultWriteQueueBytes
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	return &Server{cfg: cfg}
 }
@@ -107,8 +193,8 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	m := srv.cfg.Metrics
 
 	fail := func(reason string, err error, msg string) error {
-		m.protocolError(reason)
 		log.Error().Err(err).Str(LogReason, reason).Msg(msg)
+		m.protocolError(reason) // after the log line: tests wait on the count, then read the log
 		return err
 	}
 
@@ -116,27 +202,33 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	dbr := bufio.NewReaderSize(debugger, 64<<10)
 	if err := jdwp.ReadHandshake(dbr); err != nil {
 		debugger.Close()
-		return fail(classify(err), err, "debugger handshake failed; closing its connection")
+		if retryable(err) {
+			// A client that connected and left (a port probe, a
+			// debugger giving up): nothing for a user to fix.
+			log.Info().Err(err).Str(LogReason, classify(err)).Msg("client closed its connection before the JDWP handshake")
+			m.protocolError(classify(err))
+			return err
+		}
+		return fail(classify(err), err, "debugger handshake failed (is a non-JDWP client using this port?); closing its connection")
 	}
 
-	vm, err := srv.cfg.DialVM(ctx)
+	vc, vmr, attempts, err := srv.reachVM(ctx)
+	vm := vc.Conn
 	if err != nil {
-		debugger.Close()
-		return fail(ReasonDialVM, err, "cannot reach the VM; closing the debugger connection")
-	}
-	vmr := bufio.NewReaderSize(vm, 64<<10)
-	if !srv.cfg.VMHandshakeDone {
-		vm.SetDeadline(time.Now().Add(srv.cfg.HandshakeTimeout))
-		err := jdwp.WriteHandshake(vm)
-		if err == nil {
-			err = jdwp.ReadHandshake(vmr)
+		refuse(debugger)
+		switch {
+		case ctx.Err() != nil:
+			log.Info().Msg("shutting down; refused the debugger")
+			return nil
+		case srv.active.Load() > 0 && retryable(err):
+			log.Warn().Err(err).Str(LogReason, ReasonVMBusy).Int(LogAttempts, attempts).
+				Msg("the VM refused a second debugger while another is attached through this proxy (a JDWP VM takes one debugger at a time); refused this one")
+			m.protocolError(ReasonVMBusy)
+			return err
+		case retryable(err):
+			return fail(ReasonDialVM, err, "cannot reach the VM (is it running and listening for a debugger?); refused the debugger")
 		}
-		if err != nil {
-			vm.Close()
-			debugger.Close()
-			return fail(classify(err), fmt.Errorf("VM handshake: %w", err), "VM handshake failed; closing both connections")
-		}
-		vm.SetDeadline(time.Time{})
+		return fail(classify(err), err, "VM handshake failed; refused the debugger")
 	}
 	if err := jdwp.WriteHandshake(debugger); err != nil {
 		vm.Close()
@@ -146,22 +238,95 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	debugger.SetDeadline(time.Time{})
 
 	s := &Session{
-		ID:         id,
-		log:        log.With().Str(LogVM, vm.RemoteAddr().String()).Logger(),
-		debugger:   debugger,
-		vm:         vm,
-		toVM:       sideWriter{bw: bufio.NewWriterSize(vm, 64<<10), conn: vm},
-		toDbg:      sideWriter{bw: bufio.NewWriterSize(debugger, 64<<10), conn: debugger},
-		maxPacket:  srv.cfg.MaxPacketSize,
-		metrics:    m,
-		vmPending:  make(map[uint32]pending, 64),
-		dbgPending: make(map[uint32]pending, 8),
+		ID:             id,
+		log:            log.With().Str(LogVM, vm.RemoteAddr().String()).Logger(),
+		debugger:       debugger,
+		vm:             vm,
+		toVM:           newSideWriter(vm, srv.cfg.WriteTimeout, srv.cfg.WriteQueueBytes),
+		toDbg:          newSideWriter(debugger, srv.cfg.WriteTimeout, srv.cfg.WriteQueueBytes),
+		maxPacket:      srv.cfg.MaxPacketSize,
+		maxOutstanding: srv.cfg.MaxOutstanding,
+		metrics:        m,
+		vmPending:      make(map[uint32]pending, 64),
+		dbgPending:     make(map[uint32]pending, 8),
+		awaiting:       make(map[uint32]jdwp.Cmd, 8),
+		room:           [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)},
+		ended:          make(chan struct{}),
+		done:           make(chan struct{}),
 	}
-	s.inFlightCond = sync.NewCond(&s.inFlightMu)
-	if srv.cfg.NewHooks != nil {
-		s.hooks = srv.cfg.NewHooks(s)
-	}
+	srv.active.Add(1)
+	defer srv.active.Add(-1)
+	s.hooks = ChainHooks(vc.Hooks, srv.cfg.NewHooks)(s)
 	return s.run(ctx, jdwp.NewReader(dbr, s.maxPacket), jdwp.NewReader(vmr, s.maxPacket))
+}
+
+// reachVM dials the VM and exchanges the handshake (unless the connection
+// is Handshaken), retrying for DialRetry while the VM refuses or drops
+// connections. It returns the number of attempts made.
+func (srv *Server) reachVM(ctx context.Context) (VMConn, *bufio.Reader, int, error) {
+	deadline := time.Now().Add(srv.cfg.DialRetry)
+	backoff := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		vm, vmr, err := srv.tryVM(ctx)
+		if err == nil {
+			return vm, vmr, attempt, nil
+		}
+		wait := min(backoff, time.Until(deadline))
+		if ctx.Err() != nil || !retryable(err) || wait <= 0 {
+			return VMConn{}, nil, attempt, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return VMConn{}, nil, attempt, err
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+// tryVM is one attempt of reachVM.
+func (srv *Server) tryVM(ctx context.Context) (VMConn, *bufio.Reader, error) {
+	dctx, cancel := context.WithTimeout(ctx, srv.cfg.HandshakeTimeout)
+	defer cancel()
+	vc, err := srv.cfg.DialVM(dctx)
+	if err != nil {
+		return VMConn{}, nil, err
+	}
+	vm := vc.Conn
+	vmr := bufio.NewReaderSize(vm, 64<<10)
+	if !vc.Handshaken {
+		vm.SetDeadline(time.Now().Add(srv.cfg.HandshakeTimeout))
+		err := jdwp.WriteHandshake(vm)
+		if err == nil {
+			err = jdwp.ReadHandshake(vmr)
+		}
+		if err != nil {
+			vm.Close()
+			return VMConn{}, nil, fmt.Errorf("VM handshake: %w", err)
+		}
+		vm.SetDeadline(time.Time{})
+	}
+	return vc, vmr, nil
+}
+
+// retryable reports whether a failure to reach the VM may be the VM not
+// listening yet, or again: a refused connection, or one accepted and then
+// closed or reset before the handshake.
+func retryable(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// refuse closes a debugger connection before answering its handshake, with
+// a TCP reset where the connection allows it, so the debugger reports a
+// refused or reset connection rather than a handshake cut short.
+func refuse(c net.Conn) {
+	if l, ok := c.(interface{ SetLinger(int) error }); ok {
+		l.SetLinger(0)
+	}
+	c.Close()
 }
 
 // run relays until either side ends, then shuts the session down.
@@ -173,7 +338,7 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 	}
 	for _, o := range s.hooks.Observers {
 		if so, ok := o.(SessionObserver); ok {
-			so.SessionStart(s)
+			s.lifecycle(func() { so.SessionStart(s) })
 		}
 	}
 	s.log.Info().Msg("debugger session started")
@@ -181,28 +346,47 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
-	errc := make(chan error, 2)
-	go func() { errc <- s.readDebugger(dbr) }()
-	go func() { errc <- s.readVM(vmr) }()
-	first := <-errc
+	var wg sync.WaitGroup
+	wg.Add(4)
+	go func() { defer wg.Done(); s.end(s.readDebugger(dbr)) }()
+	go func() { defer wg.Done(); s.end(s.readVM(vmr)) }()
+	go func() { defer wg.Done(); s.end(s.writeDebugger()) }()
+	go func() { defer wg.Done(); s.end(s.writeVM()) }()
+	<-s.ended
+	// Deliver what was queued before the end (the reply to Dispose, the
+	// VM_DEATH event), within the write timeout, then close.
+	s.toVM.stop()
+	s.toDbg.stop()
+	<-s.toVM.exited
+	<-s.toDbg.exited
 	s.close()
-	second := <-errc
+	wg.Wait()
 
 	for _, ic := range s.hooks.Interceptors {
-		ic.Close(s)
+		s.lifecycle(func() { ic.Close(s) })
 	}
-	err := first
-	if reason := classify(first); reason != "" {
-		s.metrics.protocolError(reason)
-		s.log.Error().Err(first).Str(LogReason, reason).Msg("session ended by an error; both connections closed")
-	} else {
+	err := s.endErr
+	reason := classify(err)
+	switch {
+	case reason == "":
 		err = nil
 		s.log.Info().Msg("debugger session ended")
+	case s.ending.Load() && (peerGone(err) || reason == ReasonIO):
+		s.log.Info().Err(err).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
+		err = nil
+	case peerGone(err):
+		s.log.Warn().Err(err).Str(LogReason, reason).Msg("session ended: a peer reset or dropped its connection; both connections closed")
+	case reason == ReasonWriteTimeout:
+		s.log.Warn().Err(err).Str(LogReason, reason).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
+	default:
+		s.log.Error().Err(err).Str(LogReason, reason).Msg("session ended by a protocol error; both connections closed")
 	}
-	_ = second // the second reader fails only because the first closed the connections
+	if err != nil {
+		s.metrics.protocolError(reason) // after the log line, as in ServeConn
+	}
 	for _, o := range s.hooks.Observers {
 		if so, ok := o.(SessionObserver); ok {
-			so.SessionEnd(s, err)
+			s.lifecycle(func() { so.SessionEnd(s, err) })
 		}
 	}
 	return err
@@ -224,4 +408,20 @@ func (s *Session) readVM(r *jdwp.Reader) error {
 		return nil
 	}
 	return fmt.Errorf("from VM: %w", err)
+}
+
+// writeDebugger and writeVM run the writers; like the readers they are
+// named for stack dumps.
+func (s *Session) writeDebugger() error {
+	if err := s.toDbg.run(s.done); err != nil && !s.closed.Load() {
+		return fmt.Errorf("write to debugger: %w", err)
+	}
+	return nil
+}
+
+func (s *Session) writeVM() error {
+	if err := s.toVM.run(s.done); err != nil && !s.closed.Load() {
+		return fmt.Errorf("write to VM: %w", err)
+	}
+	return nil
 }

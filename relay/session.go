@@ -1,13 +1,15 @@
 package relay
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -19,77 +21,86 @@ var ErrSessionClosed = errors.New("relay: session closed")
 
 // pending is a command waiting for its reply.
 type pending struct {
-	cmd  jdwp.Cmd
-	sent time.Time
+	cmd    jdwp.Cmd
+	sent   time.Time
+	origin Origin // Forwarded for a peer's own command, Synthetic for the proxy's
 }
 
-// sideWriter is the only writer of one connection. Forwarded and injected
-// packets both go through it, so they never interleave mid-packet.
-type sideWriter struct {
-	mu   sync.Mutex // guards bw and the connection's write side
-	bw   *bufio.Writer
-	conn net.Conn
+// heldAnswer is an answer to a debugger command sent (by SendToDebugger)
+// while that command was still being intercepted: it is observed and
+// queued right after the command is observed. Its bytes are at
+// heldBuf[off:off+n].
+type heldAnswer struct {
+	off, n int
+	origin Origin
+	cmd    jdwp.Cmd
 }
 
-// write writes p and flushes unless more is coming (flush false).
-func (w *sideWriter) write(p []byte, flush bool) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, err := w.bw.Write(p); err != nil {
-		return err
-	}
-	if flush {
-		return w.bw.Flush()
-	}
-	return nil
-}
-
-// flush writes out anything buffered. A reader calls it when no whole
-// packet is waiting in its input, so a burst goes out in one write, and
-// nothing stays buffered when later packets of the burst were consumed by
-// an interceptor instead of forwarded.
-func (w *sideWriter) flush() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.bw.Buffered() == 0 {
-		return nil
-	}
-	return w.bw.Flush()
-}
-
-// Session is one debugger connection and its VM connection.
+// Session is one debugger connection and its VM connection. Four
+// goroutines serve it: a reader per connection (readDebugger, readVM),
+// which classifies each packet, runs the hooks and queues the packet for
+// the other side, and a writer per connection (writeDebugger, writeVM),
+// the only goroutine that writes to it.
 type Session struct {
 	// ID numbers sessions in the order the server accepted them.
 	ID  uint64
 	log zerolog.Logger
 
-	debugger, vm net.Conn
-	toVM, toDbg  sideWriter
-	maxPacket    int
-	hooks        Hooks
-	metrics      *Metrics
+	debugger, vm   net.Conn
+	toVM, toDbg    *sideWriter
+	maxPacket      int
+	maxOutstanding int
+	hooks          Hooks
+	// hooksOff is set once a hook panicked: from then on the session is
+	// plain pass-through and packet hooks are not called.
+	hooksOff atomic.Bool
+	metrics  *Metrics
 
 	idSizes atomic.Pointer[jdwp.IDSizes] // nil until the VM's IDSizes reply
 
-	pendingMu sync.Mutex         // guards vmPending and dbgPending
+	pendingMu sync.Mutex         // guards vmPending, dbgPending, awaiting and outstanding
 	vmPending map[uint32]pending // commands sent to the VM, by wire ID
 	// dbgPending holds VM-originated commands (other than events, which
 	// get no reply) waiting for the debugger's reply.
 	dbgPending map[uint32]pending
+	// awaiting holds the debugger's commands an interceptor consumed
+	// without answering at once (a Belay): SendToDebugger answers them.
+	awaiting map[uint32]jdwp.Cmd
+	// outstanding counts, by the direction they travel, the commands of
+	// each peer that await an answer: [ToVM] the debugger's (forwarded or
+	// awaiting), [ToDebugger] the VM's. A reader stops reading its peer
+	// while its count is at maxOutstanding.
+	outstanding [2]int
+	// room is signalled (capacity 1) when outstanding[dir] decreases.
+	room [2]chan struct{}
 
 	dbgFrame, vmFrame Frame // reused by each reader goroutine
+	// substitute is owned by the VM reader: the error reply standing in
+	// for a reply above the maximum packet size.
+	substitute [jdwp.HeaderSize]byte
 
-	// The debugger's command being intercepted and not yet observed. An
-	// answer to it sent from another goroutine (a belay served when the
-	// speculation's reply arrives) waits until the command itself has been
+	// While the debugger reader intercepts a command, an answer to it sent
+	// from another goroutine (a belay served when the speculation's reply
+	// arrives) is held and observed and queued only after the command was
 	// observed, so observers always see a command before its answer.
-	inFlightMu   sync.Mutex // guards inFlight and inFlightID
-	inFlightCond *sync.Cond // signalled when inFlight becomes false
-	inFlight     bool
-	inFlightID   uint32
+	// Nothing waits: the sender returns at once.
+	orderMu      sync.Mutex // guards intercepting, interceptID, held and heldBuf
+	intercepting bool
+	interceptID  uint32
+	held         []heldAnswer
+	heldBuf      []byte // bytes of held answers, owned by the session
 
+	// ending is set once the session's end was announced: the debugger
+	// sent VirtualMachine.Dispose or Exit, or the VM sent VM_DEATH. A peer
+	// resetting its connection after that is the normal end.
+	ending atomic.Bool
+
+	endOnce   sync.Once
+	endErr    error         // the first reader or writer result (nil for an orderly end)
+	ended     chan struct{} // closed by the first end call
 	closed    atomic.Bool
 	closeOnce sync.Once
+	done      chan struct{} // closed when both connections are closed
 }
 
 // framePool holds Frames for injected packets.
@@ -118,8 +129,12 @@ func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
 func (s *Session) VMAddr() net.Addr { return s.vm.RemoteAddr() }
 
 // SendToVM injects a whole command packet towards the VM, with the given
-// origin (Synthetic for the proxy's own commands). Safe from any goroutine.
-// The caller keeps ownership of p; it is written before SendToVM returns.
+// origin (Synthetic for the proxy's own commands). Safe from any goroutine,
+// including under a hook's own lock: it never blocks on the network. p is
+// copied into the VM writer's queue, so the caller keeps ownership of p
+// and may reuse it at once; the packet is written after every packet
+// queued before it. A write failure ends the session; it is not returned
+// here.
 func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
 	if s.closed.Load() {
 		return ErrSessionClosed
@@ -132,7 +147,7 @@ func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
 		f.Cmd = p.Cmd()
 	}
 	s.observe(f)
-	err := s.writeToVM(f, true)
+	err := s.queueToVM(f)
 	*f = Frame{}
 	framePool.Put(f)
 	return err
@@ -141,51 +156,103 @@ func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
 // SendToDebugger injects a whole packet towards the debugger: an answer to
 // one of its commands (cmd is the command answered, origin CacheHit or
 // Belay) or a VM-originated packet the proxy held back. Safe from any
-// goroutine. The caller keeps ownership of p. A Belay answer waits until
-// its command has been observed, so observers see the command first; an
-// interceptor answers synchronously through Frame.Answer, never by a Belay
-// SendToDebugger from inside FromDebugger.
+// goroutine, including under a hook's own lock: it never blocks on the
+// network or on the debugger reader. p is copied, so the caller keeps
+// ownership of p. An answer sent while its command is still being
+// intercepted is observed and queued just after the command is observed,
+// so observers see the command first.
 func (s *Session) SendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd) error {
 	if s.closed.Load() {
 		return ErrSessionClosed
 	}
-	if origin == Belay {
-		s.waitObserved(p.ID())
+	if p.IsReply() {
+		s.orderMu.Lock()
+		if s.intercepting && s.interceptID == p.ID() {
+			s.held = append(s.held, heldAnswer{off: len(s.heldBuf), n: len(p), origin: origin, cmd: cmd})
+			s.heldBuf = append(s.heldBuf, p...)
+			s.orderMu.Unlock()
+			return nil
+		}
+		s.orderMu.Unlock()
 	}
+	return s.sendToDebugger(p, origin, cmd)
+}
+
+// sendToDebugger observes and queues an injected packet to the debugger.
+func (s *Session) sendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd) error {
 	f := framePool.Get().(*Frame)
 	*f = Frame{Dir: ToDebugger, Origin: origin, Packet: p, ID: p.ID(), Cmd: cmd, Time: time.Now()}
 	if p.IsReply() {
 		f.Kind = KindReply
+		s.answered(p.ID())
 	} else {
 		f.Cmd = p.Cmd()
 		f.Kind = vmCommandKind(f.Cmd)
 	}
 	s.observe(f)
-	err := s.toDbg.write(p, true)
+	err := s.toDbg.enqueue(p)
 	*f = Frame{}
 	framePool.Put(f)
 	return err
 }
 
-// waitObserved returns once the debugger command with this ID is not
-// between interception and observation. It never waits on the debugger
-// reader's own goroutine: that one observes before it answers.
-func (s *Session) waitObserved(id uint32) {
-	s.inFlightMu.Lock()
-	for s.inFlight && s.inFlightID == id && !s.closed.Load() {
-		s.inFlightCond.Wait()
-	}
-	s.inFlightMu.Unlock()
+// beginIntercept marks the debugger command with id as being intercepted:
+// answers to it are held until endIntercept.
+func (s *Session) beginIntercept(id uint32) {
+	s.orderMu.Lock()
+	s.intercepting, s.interceptID = true, id
+	s.held, s.heldBuf = s.held[:0], s.heldBuf[:0]
+	s.orderMu.Unlock()
 }
 
-// setInFlight marks the debugger command with id as intercepted and not yet
-// observed (on true) or observed (on false).
-func (s *Session) setInFlight(on bool, id uint32) {
-	s.inFlightMu.Lock()
-	s.inFlight, s.inFlightID = on, id
-	s.inFlightMu.Unlock()
-	if !on {
-		s.inFlightCond.Broadcast()
+// endIntercept is called once the intercepted command was observed: it
+// observes and queues the answers held meanwhile. Only the debugger
+// reader adds to held after beginIntercept, so once intercepting is off
+// the held answers are its alone.
+func (s *Session) endIntercept() error {
+	s.orderMu.Lock()
+	s.intercepting = false
+	held := s.held
+	s.orderMu.Unlock()
+	for _, h := range held {
+		if err := s.sendToDebugger(jdwp.Packet(s.heldBuf[h.off:h.off+h.n]), h.origin, h.cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answered records that the debugger's command id got its answer from the
+// proxy (not from the VM).
+func (s *Session) answered(id uint32) {
+	s.pendingMu.Lock()
+	_, ok := s.awaiting[id]
+	if ok {
+		delete(s.awaiting, id)
+		s.outstanding[ToVM]--
+	}
+	s.pendingMu.Unlock()
+	if ok {
+		signal(s.room[ToVM])
+	}
+}
+
+// waitOutstanding blocks while the peer whose commands travel in dir has
+// maxOutstanding commands awaiting answers: its reader then stops reading,
+// and TCP flow control pushes back on the peer.
+func (s *Session) waitOutstanding(dir Direction) error {
+	for {
+		s.pendingMu.Lock()
+		n := s.outstanding[dir]
+		s.pendingMu.Unlock()
+		if n < s.maxOutstanding {
+			return nil
+		}
+		select {
+		case <-s.room[dir]:
+		case <-s.done:
+			return ErrSessionClosed
+		}
 	}
 }
 
@@ -199,27 +266,114 @@ func vmCommandKind(c jdwp.Cmd) Kind {
 	return KindVMCommand
 }
 
-// writeToVM records a command as pending, then writes it.
-func (s *Session) writeToVM(f *Frame, flush bool) error {
+// queueToVM records a command as pending, then queues it for the VM.
+func (s *Session) queueToVM(f *Frame) error {
 	if f.Kind == KindCommand {
+		id := f.Packet.ID()
 		s.pendingMu.Lock()
-		s.vmPending[f.Packet.ID()] = pending{cmd: f.Cmd, sent: f.Time}
+		if _, dup := s.vmPending[id]; !dup && f.Origin != Synthetic {
+			s.outstanding[ToVM]++
+		}
+		s.vmPending[id] = pending{cmd: f.Cmd, sent: f.Time, origin: f.Origin}
 		s.pendingMu.Unlock()
 	}
-	return s.toVM.write(f.Packet, flush)
+	return s.toVM.enqueue(f.Packet)
 }
 
+// observe shows f to every observer. A panicking observer turns the
+// session into plain pass-through (see hookPanicked).
 func (s *Session) observe(f *Frame) {
 	s.metrics.count(f)
+	if len(s.hooks.Observers) == 0 || s.hooksOff.Load() {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			s.hookPanicked(hookObserver, v, f)
+		}
+	}()
 	for _, o := range s.hooks.Observers {
 		o.Observe(s, f)
 	}
 }
 
+// interceptFromDebugger and interceptFromVM run the interceptors on f. A
+// panicking interceptor turns the session into plain pass-through, and
+// the packet is forwarded (a debugger's packet with the ID it came with,
+// in case the interceptor had rewritten it).
+func (s *Session) interceptFromDebugger(f *Frame) (action Action) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.hookPanicked(hookInterceptor, v, f)
+			f.Packet.SetID(f.ID)
+			action = Forward
+		}
+	}()
+	for _, ic := range s.hooks.Interceptors {
+		if action = ic.FromDebugger(s, f); action == Consume {
+			return Consume
+		}
+	}
+	return Forward
+}
+
+func (s *Session) interceptFromVM(f *Frame) (action Action) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.hookPanicked(hookInterceptor, v, f)
+			action = Forward
+		}
+	}()
+	for _, ic := range s.hooks.Interceptors {
+		if action = ic.FromVM(s, f); action == Consume {
+			return Consume
+		}
+	}
+	return Forward
+}
+
+// Hook kinds, the label values of jdwpaccel_hook_panics_total.
+const (
+	hookInterceptor = "interceptor"
+	hookObserver    = "observer"
+	hookLifecycle   = "lifecycle"
+)
+
+// hookPanicked handles a panic recovered from a hook: it is counted and
+// logged with the packet it was handling, and the session goes on as plain
+// pass-through: no interceptor or observer sees another packet. (Commands
+// an interceptor had consumed and meant to answer later stay unanswered.)
+// Lifecycle calls (Interceptor.Close, SessionObserver.SessionEnd) are
+// still made, so hooks can release what they hold.
+func (s *Session) hookPanicked(hook string, v any, f *Frame) {
+	s.hooksOff.Store(true)
+	s.metrics.hookPanic(hook)
+	e := s.log.Error().Str(LogHook, hook).Str(LogPanic, fmt.Sprint(v)).Str(LogStack, string(debug.Stack()))
+	if f != nil {
+		e = e.Stringer(LogDir, f.Dir).Stringer(LogKind, f.Kind).Stringer(LogCmd, f.Cmd).Uint32(LogPacketID, f.ID)
+	}
+	e.Msg("a hook panicked (a bug to report); this session goes on as plain pass-through")
+}
+
+// lifecycle calls fn, recovering a panic (counted and logged).
+func (s *Session) lifecycle(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.hookPanicked(hookLifecycle, v, nil)
+		}
+	}()
+	fn()
+}
+
+func (s *Session) hooksOn() bool { return len(s.hooks.Interceptors) > 0 && !s.hooksOff.Load() }
+
 // relayDebuggerToVM reads the debugger's packets until it fails.
 func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 	f := &s.dbgFrame
 	for {
+		if err := s.waitOutstanding(ToVM); err != nil {
+			return err
+		}
 		p, err := r.Next()
 		if err != nil {
 			return err
@@ -231,40 +385,52 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 			if pc, ok := s.dbgPending[p.ID()]; ok {
 				f.Cmd = pc.cmd
 				delete(s.dbgPending, p.ID())
+				s.outstanding[ToDebugger]--
+				signal(s.room[ToDebugger])
 			}
 			s.pendingMu.Unlock()
 		} else {
 			f.Kind = KindCommand
 			f.Cmd = p.Cmd()
+			if f.Cmd == jdwp.CmdVirtualMachineDispose || f.Cmd == jdwp.CmdVirtualMachineExit {
+				s.ending.Store(true)
+			}
 		}
 		if e := s.log.Trace(); e.Enabled() {
 			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Int(LogLength, len(p)).Msg("from debugger")
 		}
 		action := Forward
-		if len(s.hooks.Interceptors) > 0 {
-			s.setInFlight(true, f.ID)
-			for _, ic := range s.hooks.Interceptors {
-				if action = ic.FromDebugger(s, f); action == Consume {
-					break
+		if s.hooksOn() {
+			s.beginIntercept(f.ID)
+			action = s.interceptFromDebugger(f)
+			if action == Consume && f.Kind == KindCommand && f.Answer == nil {
+				s.pendingMu.Lock()
+				if _, dup := s.awaiting[f.ID]; !dup {
+					s.outstanding[ToVM]++
 				}
+				s.awaiting[f.ID] = f.Cmd
+				s.pendingMu.Unlock()
 			}
-		}
-		s.observe(f)
-		if len(s.hooks.Interceptors) > 0 {
-			s.setInFlight(false, 0)
+			s.observe(f)
+			if err := s.endIntercept(); err != nil {
+				return fmt.Errorf("write to debugger: %w", err)
+			}
+		} else {
+			s.observe(f)
 		}
 		if action == Forward {
-			if err := s.writeToVM(f, false); err != nil {
+			if err := s.queueToVM(f); err != nil {
+				return fmt.Errorf("write to VM: %w", err)
+			}
+			if err := s.toVM.waitRoom(s.done); err != nil {
 				return fmt.Errorf("write to VM: %w", err)
 			}
 		} else if f.Answer != nil {
 			if err := s.SendToDebugger(f.Answer, f.Origin, f.Cmd); err != nil {
 				return fmt.Errorf("write to debugger: %w", err)
 			}
-		}
-		if !r.HasPacket() {
-			if err := s.toVM.flush(); err != nil {
-				return fmt.Errorf("write to VM: %w", err)
+			if err := s.toDbg.waitRoom(s.done); err != nil {
+				return fmt.Errorf("write to debugger: %w", err)
 			}
 		}
 	}
@@ -274,20 +440,33 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 	f := &s.vmFrame
 	for {
-		p, err := r.Next()
-		if err != nil {
+		if err := s.waitOutstanding(ToDebugger); err != nil {
 			return err
 		}
+		p, err := r.Next()
+		if err != nil {
+			if p = s.replaceOversizedReply(err); p == nil {
+				return err
+			}
+		}
 		*f = Frame{Dir: ToDebugger, Packet: p, Time: time.Now()}
+		synthetic := false
 		if p.IsReply() {
 			f.Kind = KindReply
 			s.pendingMu.Lock()
 			pc, ok := s.vmPending[p.ID()]
-			delete(s.vmPending, p.ID())
+			if ok {
+				delete(s.vmPending, p.ID())
+				if pc.origin != Synthetic {
+					s.outstanding[ToVM]--
+					signal(s.room[ToVM])
+				}
+			}
 			s.pendingMu.Unlock()
 			if ok {
 				f.Cmd = pc.cmd
 				f.Latency = f.Time.Sub(pc.sent)
+				synthetic = pc.origin == Synthetic
 				if pc.cmd == jdwp.CmdIDSizes && p.ErrorCode() == 0 {
 					s.learnIDSizes(p.Body())
 				}
@@ -295,17 +474,28 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		} else {
 			f.Cmd = p.Cmd()
 			f.Kind = vmCommandKind(f.Cmd)
-			if f.Kind == KindVMCommand {
+			switch f.Kind {
+			case KindVMCommand:
 				s.pendingMu.Lock()
-				s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time}
+				if _, dup := s.dbgPending[p.ID()]; !dup {
+					s.outstanding[ToDebugger]++
+				}
+				s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time, origin: Forwarded}
 				s.pendingMu.Unlock()
+			case KindEvent:
+				if announcesVMDeath(p.Body()) {
+					s.ending.Store(true)
+				}
 			}
 		}
 		action := Forward
-		for _, ic := range s.hooks.Interceptors {
-			if action = ic.FromVM(s, f); action == Consume {
-				break
-			}
+		if s.hooksOn() {
+			action = s.interceptFromVM(f)
+		} else if synthetic {
+			// The reply to a proxy's command whose interceptor is gone
+			// (it panicked): the debugger never sent that command.
+			f.Origin = Synthetic
+			action = Consume
 		}
 		f.ID = p.ID() // after any rewrite: the ID the debugger receives
 		if e := s.log.Trace(); e.Enabled() {
@@ -313,16 +503,45 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		}
 		s.observe(f)
 		if action == Forward {
-			if err := s.toDbg.write(p, false); err != nil {
+			if err := s.toDbg.enqueue(p); err != nil {
 				return fmt.Errorf("write to debugger: %w", err)
 			}
-		}
-		if !r.HasPacket() {
-			if err := s.toDbg.flush(); err != nil {
+			if err := s.toDbg.waitRoom(s.done); err != nil {
 				return fmt.Errorf("write to debugger: %w", err)
 			}
 		}
 	}
+}
+
+// oversizedReplyError is the JDWP error a debugger gets instead of a
+// reply above the maximum packet size. INTERNAL (113) says the failure is
+// the debugging machinery's, which is true of the proxy's limit; JDI
+// raises it as an InternalException for that one request and goes on.
+// OUT_OF_MEMORY (110) would be read as the debuggee running out of memory
+// (JDI's VMOutOfMemoryException), which it did not.
+const oversizedReplyError = jdwp.ErrorInternal
+
+// replaceOversizedReply returns, for a *jdwp.TooLargeError about a reply,
+// an error reply with the same ID that stands in for it (the reader skips
+// the reply's bytes), or nil for any other error. The substitute lives in
+// s.substitute, owned by the VM reader.
+func (s *Session) replaceOversizedReply(err error) jdwp.Packet {
+	var tl *jdwp.TooLargeError
+	if !errors.As(err, &tl) || !tl.Packet().IsReply() {
+		return nil
+	}
+	h := tl.Packet()
+	s.metrics.oversizedReply()
+	s.log.Warn().Uint32(LogPacketID, h.ID()).Uint32(LogLength, h.Length()).Int(LogMax, tl.Max).
+		Stringer(LogErrorCode, oversizedReplyError).
+		Msg("VM reply above the maximum packet size skipped; the debugger gets an error reply instead (raise the maximum packet size to let such replies through)")
+	return jdwp.AppendReply(s.substitute[:0], h.ID(), oversizedReplyError, nil)
+}
+
+// announcesVMDeath reports whether an Event.Composite body starts with a
+// VM_DEATH event (suspendPolicy byte, event count, then each event's kind).
+func announcesVMDeath(body []byte) bool {
+	return len(body) > 5 && jdwp.EventKind(body[5]) == jdwp.EventVMDeath
 }
 
 func (s *Session) learnIDSizes(body []byte) {
@@ -337,23 +556,30 @@ func (s *Session) learnIDSizes(body []byte) {
 		Msg("learned ID sizes")
 }
 
-// close closes both connections once; the readers then return.
+// end records the first result of a reader or writer and starts the
+// session's shutdown.
+func (s *Session) end(err error) {
+	s.endOnce.Do(func() {
+		s.endErr = err
+		close(s.ended)
+	})
+}
+
+// close closes both connections once; readers and writers then return.
 func (s *Session) close() {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.inFlightMu.Lock()
-		s.inFlightCond.Broadcast() // release any waitObserved
-		s.inFlightMu.Unlock()
+		close(s.done)
 		s.debugger.Close()
 		s.vm.Close()
 	})
 }
 
-// classify maps an error that ended a reader to a protocol error reason,
+// classify maps an error that ended a session to a protocol error reason,
 // or "" for an orderly end.
 func classify(err error) string {
 	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, ErrSessionClosed):
 		return ""
 	case errors.Is(err, jdwp.ErrShortPacket):
 		return ReasonShortPacket
@@ -363,6 +589,15 @@ func classify(err error) string {
 		return ReasonTruncated
 	case errors.Is(err, jdwp.ErrBadHandshake):
 		return ReasonBadHandshake
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return ReasonWriteTimeout
 	}
 	return ReasonIO
+}
+
+// peerGone reports whether err is a peer closing or resetting its
+// connection (rather than breaking the protocol).
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, jdwp.ErrTruncated) || errors.Is(err, io.ErrUnexpectedEOF)
 }

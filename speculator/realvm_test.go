@@ -15,13 +15,14 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
 
 func realBuild(t testing.TB) *javavm.Build {
 	t.Helper()
-	javavm.RequireJDK(t)
+	jdktest.RequireJDK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := javavm.Compile(ctx)

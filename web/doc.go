@@ -10,8 +10,13 @@
 //
 // The package depends on no other jdwpaccel package: it reads a [Source] of
 // plain view-model structs, which the command adapts from the relay, the DDM
-// tap and the speculator. [FakeSource] is a made-up app for tests and demos.
+// tap and the speculator. The tests feed it a made-up app (FakeSource, in
+// fake_test.go).
 //
 //	h := web.NewHandler(src, reg, log)
-//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h}
+//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: web.Guard(h, "127.0.0.1:8080")}
+//
+// [Guard] keeps other web sites out: it answers only requests addressed to
+// localhost (or the listen address), refuses cross-origin state changes,
+// and forbids framing.
 package web

@@ -68,10 +68,11 @@ type heapCacheEntry struct {
 	summary []byte
 }
 
-// NewHandler returns the monitor's HTTP surface:
+// NewHandler returns the monitor's HTTP surface (API.md documents it):
 //
 //	GET /                              the page
 //	GET /assets/...                    its scripts and styles (embedded)
+//	GET /api/v1/                       APIIndex: the endpoints
 //	GET /api/v1/vms                    []VM
 //	GET /api/v1/sessions               []SessionJSON
 //	GET /api/v1/vms/{vm}/threads       []Thread
@@ -100,6 +101,7 @@ func NewHandler(src Source, reg *prometheus.Registry, log zerolog.Logger, opts .
 		http.ServeFileFS(w, r, assets, "index.html")
 	})
 	m.Handle("GET /assets/", http.StripPrefix("/assets/", noCache(http.FileServerFS(assets))))
+	m.HandleFunc("GET /api/v1/{$}", func(w http.ResponseWriter, r *http.Request) { h.writeJSON(w, apiIndex(reg != nil)) })
 	m.HandleFunc("GET /api/v1/vms", func(w http.ResponseWriter, r *http.Request) { h.writeJSON(w, nonNil(src.VMs())) })
 	m.HandleFunc("GET /api/v1/sessions", func(w http.ResponseWriter, r *http.Request) { h.writeJSON(w, sessionsJSON(src.Sessions())) })
 	m.HandleFunc("GET /api/v1/accel", func(w http.ResponseWriter, r *http.Request) { h.writeJSON(w, h.accel()) })
@@ -124,9 +126,10 @@ func (h *Handler) Close() {
 	h.closeOnce.Do(func() { close(h.closed) })
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. Every response forbids framing; serve
+// the handler behind Guard to refuse other sites' requests too.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setSecurityHeaders(w.Header())
 	h.mux.ServeHTTP(w, r)
 }
 

@@ -3,7 +3,7 @@ package web
 import "time"
 
 // Source is what the page shows. The command wires adapters from the relay,
-// the DDM tap and the speculator to it; tests use [FakeSource].
+// the DDM tap and the speculator to it; tests use a fake.
 //
 // Every method must be safe for concurrent use: HTTP handlers call them from
 // their own goroutines. Returned slices belong to the caller (the handler

@@ -234,3 +234,14 @@ func labelValue[L interface {
 	}
 	return ""
 }
+
+// percentiles of ds (which it does not modify).
+func percentiles(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return Percentiles{P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: s[len(s)-1]}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -205,7 +206,7 @@ func TestCommandsPerStep(t *testing.T) {
 // BenchmarkStopBurst measures, directly on loopback, the steady-state stop
 // burst of each workload; run with -bench StopBurst -benchtime 1x.
 func BenchmarkStopBurst(b *testing.B) {
-	RequireJDK(b)
+	jdktest.RequireJDK(b)
 	build, err := Compile(context.Background())
 	if err != nil {
 		b.Fatal(err)

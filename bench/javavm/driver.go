@@ -62,6 +62,10 @@ type DriverOptions struct {
 	Dump bool
 	// JVMArgs are extra flags for the driver's own JVM.
 	JVMArgs []string
+	// OnStop, when set, is called with each stop as soon as the driver
+	// reports it (from a goroutine of RunDriver's), for runs that are
+	// watched while they go on, or cut short by cancelling the context.
+	OnStop func(Stop)
 }
 
 // Stop is one stop as the driver reported it.
@@ -259,6 +263,9 @@ func RunDriver(ctx context.Context, b *Build, opts DriverOptions) (*DriverResult
 	cmd := exec.CommandContext(ctx, "java", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
+	if opts.OnStop != nil {
+		cmd.Stdout = io.MultiWriter(&stdout, &stopWriter{onStop: opts.OnStop})
+	}
 	cmd.Stderr = &stderr
 	runErr := cmd.Run()
 	if runErr != nil {
@@ -277,4 +284,35 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// stopWriter splits the driver's output into lines and calls onStop for
+// each stop line. Lines that are not stops (the summary) are ignored; a
+// malformed line is left to ParseDriverOutput to report.
+type stopWriter struct {
+	onStop  func(Stop)
+	partial []byte
+}
+
+func (w *stopWriter) Write(p []byte) (int, error) {
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := bytes.TrimSpace(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		var s Stop
+		if len(line) > 0 && json.Unmarshal(line, &s) == nil && len(s.Digest) == 64 {
+			w.onStop(s)
+		}
+	}
+	if len(w.partial) > MaxDriverLine {
+		w.partial = w.partial[:0]
+	}
+	if len(w.partial) == 0 {
+		w.partial = nil // let a large line's buffer go
+	}
+	return len(p), nil
 }

@@ -6,7 +6,8 @@
 // The Java sources under java/ are embedded and compiled at run time with
 // javac into a cache directory keyed by a hash of the sources (Compile).
 // Debuggees are started with Start; the workload driver with RunDriver; jdb
-// with RunJDB. Tests that need a JDK call RequireJDK first.
+// with RunJDB. Tests that need a JDK call internal/jdktest.RequireJDK
+// first (test support lives there, so this package does not link testing).
 //
 // Debuggees (main classes, all run until killed, print nothing themselves):
 //
@@ -38,7 +39,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 )
 
 //go:embed java
@@ -250,24 +250,4 @@ func BreakpointLine(debuggee string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: %s", ErrNoBreakpoint, debuggee)
-}
-
-// RequireJDK skips the test when java, javac or jdb is missing from PATH,
-// except when CI=true, where a missing JDK fails the test.
-func RequireJDK(t testing.TB) {
-	t.Helper()
-	var missing []string
-	for _, tool := range []string{"java", "javac", "jdb"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	msg := "JDK tools not on PATH: " + strings.Join(missing, ", ")
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }

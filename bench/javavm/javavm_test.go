@@ -8,12 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 )
 
 // testBuild compiles the Java sources once per test process.
 func testBuild(t *testing.T) *Build {
 	t.Helper()
-	RequireJDK(t)
+	jdktest.RequireJDK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := Compile(ctx)

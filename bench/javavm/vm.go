@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -24,6 +25,11 @@ type VMOptions struct {
 	StartTimeout time.Duration
 	// Dir is the JVM's working directory (default: the caller's).
 	Dir string
+	// FixedPort makes Start pick a free port first and start the agent on
+	// it, so that the agent listens on the same port again after a
+	// debugger detaches; with the default, address=127.0.0.1:0, it picks a
+	// new port every time and a second debugger must learn it (NextListen).
+	FixedPort bool
 }
 
 // DefaultVMArgs are the JVM flags Start always passes (before
@@ -81,10 +87,44 @@ func parseListeningPorts(out []byte) []int {
 //
 //	java -agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:0 -cp <classes> mainClass
 //
-// and returns once the agent has announced its port. The JVM is killed when
-// ctx is cancelled or Stop is called.
+// (with opts.FixedPort, a free port instead of 0) and returns once the agent
+// has announced its port. The JVM is killed when ctx is cancelled or Stop is
+// called.
 func Start(ctx context.Context, b *Build, mainClass string, opts VMOptions) (*VM, error) {
-	args := []string{"-agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:0"}
+	if !opts.FixedPort {
+		return start(ctx, b, mainClass, opts, 0)
+	}
+	// Another process may take the free port between its choice and the
+	// agent's bind; then the JVM exits, and another port is tried.
+	var err error
+	for range 3 {
+		var port int
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+		var v *VM
+		if v, err = start(ctx, b, mainClass, opts, port); err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, ErrVMExited) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("javavm: finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func start(ctx context.Context, b *Build, mainClass string, opts VMOptions, port int) (*VM, error) {
+	args := []string{"-agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:" + strconv.Itoa(port)}
 	args = append(args, DefaultVMArgs...)
 	args = append(args, opts.JVMArgs...)
 	args = append(args, "-cp", b.Classes, mainClass)
@@ -146,6 +186,30 @@ func (v *VM) NextListen(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("%w: %v\n%s", ErrVMExited, v.waitErr, data)
 		case <-ctx.Done():
 			return "", ctx.Err()
+		}
+	}
+}
+
+// redialTimeout bounds how long Dial waits for the agent to listen again.
+const redialTimeout = 30 * time.Second
+
+// Dial connects to the agent. When the agent refuses (a debugger has just
+// detached and the agent is not listening again yet), it waits for the
+// agent's next "Listening" announcement and tries again, for up to 30 s.
+// With VMOptions.FixedPort the agent comes back on the same port, so Dial
+// serves as the dial function of a link or proxy in front of the VM for
+// any number of debuggers in a row.
+func (v *VM) Dial(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, redialTimeout)
+	defer cancel()
+	var d net.Dialer
+	for {
+		c, err := d.DialContext(ctx, "tcp", v.Addr())
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+			return c, err
+		}
+		if _, lerr := v.NextListen(ctx); lerr != nil {
+			return nil, fmt.Errorf("%w (waiting for the agent to listen again: %v)", err, lerr)
 		}
 	}
 }

@@ -171,33 +171,97 @@ func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 // per packet) fails every attempt, a busy CI machine rarely fails all three.
 const attempts = 3
 
-// TestSelfCheckRTT: the added round trip of small messages is RTT ± 0.3 ms at
-// the median of 41 samples.
+// rttCheck is one self-check of a link's added round trip.
+type rttCheck struct {
+	// base and via are the sorted round trips through the zero-delay
+	// baseline link and through the link under test, sampled alternately.
+	base, via []time.Duration
+	// added is min(via) - min(base): the link's delay with the cost of the
+	// hop itself (two loopback connections and the relay goroutines) taken
+	// out. Load only ever makes a round trip later, so the minima are the
+	// samples least disturbed by it.
+	added time.Duration
+}
+
+func (c rttCheck) String() string {
+	return fmt.Sprintf("baseline min %v median %v; via link min %v median %v max %v; added %v",
+		c.base[0], median(c.base), c.via[0], median(c.via), c.via[len(c.via)-1], c.added)
+}
+
+// checkAddedRTT measures n round trips through base (a link with no delay
+// to the same echo server) and through via, alternately, so that both see
+// the same load, and checks that via adds want ± tol to a round trip and
+// that no round trip through via took less than want.
+func checkAddedRTT(t testing.TB, base, via *Link, want, tol time.Duration, n int) (rttCheck, error) {
+	t.Helper()
+	bc := dial(t, base.Addr().String())
+	vc := dial(t, via.Addr().String())
+	roundTrips(t, bc, 0) // connections set up, targets dialled
+	roundTrips(t, vc, 0)
+	var c rttCheck
+	for range n {
+		c.base = append(c.base, roundTrips(t, bc, 1)...)
+		c.via = append(c.via, roundTrips(t, vc, 1)...)
+	}
+	slices.Sort(c.base)
+	slices.Sort(c.via)
+	c.added = c.via[0] - c.base[0]
+	switch {
+	case c.via[0] < want:
+		return c, fmt.Errorf("a round trip through the link took %v, less than RTT %v", c.via[0], want)
+	case absDur(c.added-want) > tol:
+		return c, fmt.Errorf("added round trip %v, want %v ± %v", c.added, want, tol)
+	}
+	return c, nil
+}
+
+// selfCheckTol is how far the link's added round trip may be from its
+// configured RTT: the link's own lateness (timer plus spin).
+const selfCheckTol = 300 * time.Microsecond
+
+// TestSelfCheckRTT: a 30 ms link adds 30 ms ± 0.3 ms to a round trip of
+// small messages, against a zero-delay link measured in the same run.
 func TestSelfCheckRTT(t *testing.T) {
 	const rtt = 30 * time.Millisecond
-	const tol = 300 * time.Microsecond
 	es := startServer(t, echo)
-	l := startLink(t, Config{RTT: rtt}, es.addr())
-	direct := dial(t, es.addr())
-	via := dial(t, l.Addr().String())
-	best := time.Duration(1<<63 - 1)
+	base := startLink(t, Config{}, es.addr())
+	via := startLink(t, Config{RTT: rtt}, es.addr())
+	var err error
 	for try := range attempts {
-		d := median(roundTrips(t, direct, 41))
-		v := roundTrips(t, via, 41)
-		added := median(v) - d
-		t.Logf("attempt %d: direct median %v; via link min %v median %v max %v; added median %v (want %v ± %v)",
-			try+1, d, v[0], median(v), v[len(v)-1], added, rtt, tol)
-		if v[0] < rtt {
-			t.Fatalf("a round trip through the link took %v, less than RTT %v", v[0], rtt)
-		}
-		if absDur(added-rtt) < absDur(best-rtt) {
-			best = added
-		}
-		if absDur(best-rtt) <= tol {
+		var c rttCheck
+		c, err = checkAddedRTT(t, base, via, rtt, selfCheckTol, 41)
+		t.Logf("attempt %d: %v (want %v ± %v)", try+1, c, rtt, selfCheckTol)
+		if err == nil {
 			return
 		}
 	}
-	t.Errorf("median added round trip %v (best of %d), want %v ± %v", best, attempts, rtt, tol)
+	t.Error(err)
+}
+
+// TestSelfCheckRTTCatchesWrongDelay tests the check: links whose delay is
+// 1 ms off (31 ms or 29 ms configured) fail a check for 30 ms. The 31 ms
+// link must fail every one of TestSelfCheckRTT's attempts; a 29 ms link
+// always fails the lower bound, so one attempt shows it.
+func TestSelfCheckRTTCatchesWrongDelay(t *testing.T) {
+	const want = 30 * time.Millisecond
+	es := startServer(t, echo)
+	base := startLink(t, Config{}, es.addr())
+	for _, tc := range []struct {
+		rtt   time.Duration
+		tries int
+	}{{31 * time.Millisecond, attempts}, {29 * time.Millisecond, 1}} {
+		rtt := tc.rtt
+		t.Run(rtt.String(), func(t *testing.T) {
+			via := startLink(t, Config{RTT: rtt}, es.addr())
+			for try := range tc.tries {
+				c, err := checkAddedRTT(t, base, via, want, selfCheckTol, 41)
+				t.Logf("attempt %d: %v: %v", try+1, c, err)
+				if err == nil {
+					t.Fatalf("a %v link passed the check for %v ± %v: %v", rtt, want, selfCheckTol, c)
+				}
+			}
+		})
+	}
 }
 
 func absDur(d time.Duration) time.Duration { return max(d, -d) }

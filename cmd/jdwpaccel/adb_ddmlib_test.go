@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 )
 
 // ddmlibJars is Debian's ddmlib (package libandroid-ddms-java) and what it
@@ -65,7 +65,7 @@ public class DdmlibClients {
 // ddmlib (it is optional; .ci/run does not install it).
 func TestADBFrontDdmlib(t *testing.T) {
 	requireADB(t)
-	javavm.RequireJDK(t)
+	jdktest.RequireJDK(t)
 	for _, j := range ddmlibJars {
 		if _, err := os.Stat(j); err != nil {
 			t.Skipf("ddmlib is not installed (apt-get install -y libandroid-ddms-java): %v", err)

@@ -37,7 +37,7 @@ func (a *adbFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
 	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts")
-	fs.StringVar(&p.journalPath, "journal", "", "write a journal of every JDWP stream to `PATH` (.jsonl, .perfetto.json, .pcapng)")
+	fs.Var(&p.journalList, "journal", "write a journal of every JDWP stream to `PATH` (.jsonl, .perfetto.json, .pcapng); repeatable")
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format`: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
 	fs.IntVar(&p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (negative: none)")
@@ -173,7 +173,7 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 	front := adbfront.New(adbfront.Config{
 		Upstream: af.upstream,
 		JDWP:     fr.serve,
-		Logger:   log.With().Str("component", "adbfront").Logger(),
+		Logger:   log.With().Str(relay.LogComponent, "adbfront").Logger(),
 	})
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(adbfront.LogUpstream, af.upstream).Bool("speculate", pf.speculate).
 		Msg("adb front listening; point adb clients here")
@@ -212,11 +212,11 @@ func newFrontRelay(st *stack, ddm bool) *frontRelay {
 // vmConnKey carries a stream's VM connection to the relay's DialVM.
 type vmConnKey struct{}
 
-func dialStreamVM(ctx context.Context) (net.Conn, error) {
+func dialStreamVM(ctx context.Context) (relay.VMConn, error) {
 	if c, ok := ctx.Value(vmConnKey{}).(net.Conn); ok {
-		return c, nil
+		return relay.VMConn{Conn: c}, nil
 	}
-	return nil, errors.New("no VM connection for this stream")
+	return relay.VMConn{}, errors.New("no VM connection for this stream")
 }
 
 func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
@@ -231,7 +231,7 @@ func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
 	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
 	var tap relay.Observer
 	if fr.ddm {
-		mon := ddmtap.NewMonitor(key, cfg.Logger.With().Str("component", "ddm").Logger(), fr.dm)
+		mon := ddmtap.NewMonitor(key, cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger(), fr.dm)
 		fr.mons.add(key, mon)
 		tap = ddmtap.Passive(mon)
 	}

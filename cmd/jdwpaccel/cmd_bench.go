@@ -26,12 +26,15 @@ Examples:
   jdwpaccel bench --out bench/out
   # one workload at two RTTs
   jdwpaccel bench --workloads Deep/idea-like --rtt 0ms,30ms --steps 6
+  # soak: step Deep/idea-like through the proxy for 10 minutes at 5 ms RTT,
+  # sampling RSS, goroutines and cache bytes every 5 s
+  jdwpaccel bench --soak 10m --out bench/out/soak
 `
 
 // benchModes returns the modes named in list, the direct baseline first.
 // The journal mode writes every session it relays to journalPath; call
 // closeAll after the run to flush it.
-func benchModes(list, journalPath string, log zerolog.Logger) (modes []bench.Mode, closeAll func() error, err error) {
+func benchModes(list, journalPath string, cacheBytes int64, log zerolog.Logger) (modes []bench.Mode, closeAll func() error, err error) {
 	var jr *journal.Journal
 	closeAll = func() error {
 		if jr == nil {
@@ -48,7 +51,7 @@ func benchModes(list, journalPath string, log zerolog.Logger) (modes []bench.Mod
 		// tcp-copy is a plain byte-copy hop: the floor for any proxy.
 		"tcp-copy": func() (bench.Mode, error) { return bench.Mode{Name: "tcp-copy", Copy: true}, nil },
 		"speculate": func() (bench.Mode, error) {
-			sp := speculator.New(speculator.Config{Enabled: true}, log, nil)
+			sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: cacheBytes}, log, nil)
 			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: statsDelta(sp)}, nil
 		},
 		// journal is the pass-through proxy with the journal on: against
@@ -155,9 +158,12 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
 	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap; profiles: jdb-min, idea-like, vscode-like)")
-	steps := fs.Int("steps", 8, "measured steps per cell")
-	warmup := fs.Int("warmup", 2, "warm-up stops per cell, not measured")
-	out := fs.String("out", "bench/out", "`directory` for bench.json and bench.svg")
+	steps := fs.Int("steps", 8, "measured steps per cell (after the breakpoint stop and the warm-up steps)")
+	warmup := fs.Int("warmup", 2, "warm-up steps per cell after the breakpoint stop, not measured")
+	out := fs.String("out", "bench/out", "`directory` for bench.json and bench.svg (soak.json and soak.svg with --soak)")
+	soak := fs.Duration("soak", 0, "instead of the matrix, step one workload (the first of --workloads if given, else Deep/idea-like) through the proxy with speculation for this `duration` (first --rtt if given, else 5ms), sampling the process's RSS, goroutines and cache bytes")
+	soakInterval := fs.Duration("soak-interval", 5*time.Second, "time between soak samples")
+	cacheBytes := fs.Int64("cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session of the speculate mode and the soak")
 	var lf logFlags
 	lf.register(fs)
 	lf.level = "warn"
@@ -174,11 +180,24 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "jdwpaccel bench: %v\n", err)
 		return exitUsage
 	}
+	if *soak > 0 {
+		o := soakOptions{duration: *soak, interval: *soakInterval, cacheBytes: *cacheBytes, out: *out,
+			rtt: "5ms", workload: "Deep/idea-like"}
+		fs.Visit(func(f *flag.Flag) { // flags given explicitly replace the soak's defaults
+			switch f.Name {
+			case "rtt":
+				o.rtt = *rtts
+			case "workloads":
+				o.workload = *workloads
+			}
+		})
+		return benchSoak(ctx, e, log, o)
+	}
 	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Log: log, Progress: progressBar(e.stderr)}
 	if cfg.RTTs, err = parseRTTs(*rtts); err == nil {
 		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil {
 			var closeJournal func() error
-			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, log)
+			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, *cacheBytes, log)
 			defer func() {
 				if err := closeJournal(); err != nil {
 					log.Error().Err(err).Msg("journal not written completely")
@@ -215,10 +234,15 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 }
 
 func writeReport(dir string, rep *bench.Report) error {
+	return writeFiles(dir, map[string]func(io.Writer) error{"bench.json": rep.WriteJSON, "bench.svg": rep.WriteSVG})
+}
+
+// writeFiles creates dir and writes each named file in it.
+func writeFiles(dir string, files map[string]func(io.Writer) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for name, write := range map[string]func(io.Writer) error{"bench.json": rep.WriteJSON, "bench.svg": rep.WriteSVG} {
+	for name, write := range files {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			return err
@@ -232,4 +256,54 @@ func writeReport(dir string, rep *bench.Report) error {
 		}
 	}
 	return nil
+}
+
+// soakOptions are the flags of "jdwpaccel bench --soak".
+type soakOptions struct {
+	duration, interval time.Duration
+	cacheBytes         int64
+	rtt, workload, out string
+}
+
+// benchSoak runs the soak and writes its table, soak.json and soak.svg.
+func benchSoak(ctx context.Context, e *env, log zerolog.Logger, o soakOptions) int {
+	rtts, err := parseRTTs(o.rtt)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel bench: %v\n", err)
+		return exitUsage
+	}
+	wls, err := parseWorkloads(o.workload)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel bench: %v\n", err)
+		return exitUsage
+	}
+	build, err := javavm.Compile(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel bench: building the Java workloads: %v\n", err)
+		return exitError
+	}
+	sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: o.cacheBytes}, log, nil)
+	fmt.Fprintf(e.stderr, "soak: %s through jdwpaccel at %v RTT for %v, a sample every %v\n", wls[0], rtts[0], o.duration, o.interval)
+	rep, runErr := bench.Soak(ctx, bench.SoakConfig{
+		Duration: o.duration, Interval: o.interval, RTT: rtts[0], Workload: wls[0],
+		NewHooks: sp.Hooks, CacheLimit: o.cacheBytes, Build: build, Log: log,
+		Cache: func() (int64, int64) { s := sp.Stats(); return s.CacheBytes, s.CacheEntries },
+		Progress: func(s bench.SoakSample) {
+			fmt.Fprintf(e.stderr, "  %5.0f s  RSS %6.1f MiB  goroutines %4d  cache %6.2f MiB  steps %6d\n",
+				s.ElapsedS, float64(s.RSSBytes)/(1<<20), s.Goroutines, float64(s.CacheBytes)/(1<<20), s.Steps)
+		},
+	})
+	if rep != nil {
+		rep.WriteTable(e.stdout)
+		if err := writeFiles(o.out, map[string]func(io.Writer) error{"soak.json": rep.WriteJSON, "soak.svg": rep.WriteSVG}); err != nil {
+			fmt.Fprintf(e.stderr, "jdwpaccel bench: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(e.stdout, "\nwrote %s and %s\n", filepath.Join(o.out, "soak.json"), filepath.Join(o.out, "soak.svg"))
+	}
+	if runErr != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel bench: soak: %v\n", runErr)
+		return exitError
+	}
+	return exitOK
 }

@@ -11,12 +11,6 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
-// multiFlag collects a repeatable string flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
-
 const fakeDeviceExamples = `
 Examples:
   # a JVM with a JDWP agent, then a fake device whose app com.example.app is it
@@ -33,7 +27,7 @@ func cmdFakeDevice(ctx context.Context, e *env, args []string) int {
 	var (
 		listen, serial string
 		pidBase        int
-		procs, props   multiFlag
+		procs, props   stringList
 		lf             logFlags
 	)
 	fs := flag.NewFlagSet("fakedevice", flag.ContinueOnError)

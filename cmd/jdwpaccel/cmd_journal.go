@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 const journalUsage = `Usage: jdwpaccel journal show  [flags] PATH...
@@ -20,9 +23,11 @@ const journalUsage = `Usage: jdwpaccel journal show  [flags] PATH...
 Read JSON Lines journals written by "jdwpaccel proxy --journal PATH.jsonl".
 Give rotated files oldest first: PATH.2 PATH.1 PATH.
 
-  show   print the records, decoded, one per line
+  show   print the records, decoded, one per line: seconds since the
+         journal's start, session, direction, kind, ID, command, length,
+         how it was served (forwarded, cache_hit, belay, synthetic), latency
   stats  commands per type, hits / misses / belays, round trips saved,
-         latency percentiles per command
+         speculative commands sent and used, latency percentiles per command
 
 Examples:
   jdwpaccel journal show j.jsonl --set ThreadReference,StackFrame --since 2s
@@ -119,8 +124,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func cmdJournal(_ context.Context, e *env, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, journalUsage)
-		return exitUsage
+		return usageFailure(e, "journal", errors.New("say show or stats"))
 	}
 	sub := args[0]
 	switch sub {
@@ -129,32 +133,28 @@ func cmdJournal(_ context.Context, e *env, args []string) int {
 		fmt.Fprint(e.stdout, journalUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(e.stderr, "jdwpaccel journal: unknown subcommand %q\n\n%s", sub, journalUsage)
-		return exitUsage
+		return usageFailure(e, "journal", fmt.Errorf("unknown subcommand %q", sub))
 	}
 	var jf journalFlags
 	fs := flag.NewFlagSet("journal "+sub, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	jf.register(fs, sub == "show")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), journalUsage+"\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	paths, err := parseInterleaved(fs, args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	var paths []string
+	if code, ok := parseWith(fs, e, func() (err error) {
+		paths, err = parseInterleaved(fs, args[1:])
+		return err
+	}); !ok {
+		return code
 	}
 	if len(paths) == 0 {
-		fmt.Fprintf(e.stderr, "jdwpaccel journal %s: give at least one journal file\n", sub)
-		return exitUsage
+		return usageFailure(e, fs.Name(), errors.New("give at least one journal file"))
 	}
 	filter, err := jf.filter()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel journal %s: %v\n", sub, err)
-		return exitUsage
+		return usageFailure(e, fs.Name(), err)
 	}
 	recs, err := journal.ReadFiles(paths...)
 	if err != nil {
@@ -191,6 +191,7 @@ func journalShow(out io.Writer, all, sel []journal.Record, hex bool) int {
 			break
 		}
 	}
+	fmt.Fprintln(w, journal.ShowLegend)
 	for i := range sel {
 		fmt.Fprintln(w, journal.FormatRecord(&sel[i], journal.FormatOptions{Hex: hex}))
 	}
@@ -198,4 +199,40 @@ func journalShow(out io.Writer, all, sel []journal.Record, hex bool) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// openJournal opens the journal the proxy's flags ask for: nil without
+// --journal. Bad file names and formats are usage errors, found before any
+// file is created.
+func (pf *proxyFlags) openJournal(log zerolog.Logger, reg prometheus.Registerer) (*journal.Journal, error) {
+	if len(pf.journalList) == 0 {
+		return nil, nil
+	}
+	var format journal.Format
+	if pf.journalFmt != "" {
+		if len(pf.journalList) > 1 {
+			return nil, usageError{errors.New("--journal-format names the format of a single --journal; with several, each file's extension says its format")}
+		}
+		f, err := journal.ParseFormat(pf.journalFmt)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		format = f
+	}
+	files := make([]journal.File, len(pf.journalList))
+	for i, p := range pf.journalList {
+		files[i] = journal.File{Path: p, Format: format}
+	}
+	v, _ := version()
+	j, err := journal.OpenFiles(journal.Options{
+		MaxBytes: pf.journalMax, RawLimit: pf.journalRaw, QueueSize: pf.journalQ,
+		Version: v, Logger: log.With().Str(relay.LogComponent, "journal").Logger(), Registerer: reg,
+	}, files...)
+	switch {
+	case errors.Is(err, journal.ErrUnknownFormat), errors.Is(err, journal.ErrSameFile):
+		return nil, usageError{fmt.Errorf("--journal: %w", err)}
+	case err != nil:
+		return nil, fmt.Errorf("opening the journal: %w", err)
+	}
+	return j, nil
 }

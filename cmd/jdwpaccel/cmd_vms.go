@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -154,7 +155,6 @@ func debuggerState(v discover.Status, oneShot bool) string {
 
 func cmdSelect(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("select", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	httpAddr := fs.String("http-addr", vmsDefaultHTTPAddr, "the running proxy's HTTP address, `HOST:PORT`")
 	auto := fs.Bool("auto", false, "go back to automatic selection (the only VM, when there is one)")
 	fs.Usage = func() {
@@ -170,25 +170,23 @@ Flags:
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), "\nExamples:\n  jdwpaccel select com.example.app\n  jdwpaccel select local:12345\n  jdwpaccel select --auto\n")
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+	var pos []string
+	if code, ok := parseWith(fs, e, func() (err error) {
+		pos, err = parseInterleaved(fs, args)
+		return err
+	}); !ok {
+		return code
 	}
 	var query string
 	switch {
-	case *auto && fs.NArg() == 0:
-	case !*auto && fs.NArg() == 1:
-		query = strings.TrimSpace(fs.Arg(0))
+	case *auto && len(pos) == 0:
+	case !*auto && len(pos) == 1:
+		query = strings.TrimSpace(pos[0])
 		if query == "" {
-			fmt.Fprint(e.stderr, "jdwpaccel select: empty VM\n")
-			return exitUsage
+			return usageFailure(e, "select", errors.New("empty VM"))
 		}
 	default:
-		fmt.Fprint(e.stderr, "jdwpaccel select: name one VM (or pass --auto)\n")
-		fs.Usage()
-		return exitUsage
+		return usageFailure(e, "select", errors.New("name one VM (or pass --auto)"))
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -73,34 +74,78 @@ func isLoopback(addr string) bool {
 }
 
 // checkListen refuses a non-loopback address unless allowed, and warns when
-// it is allowed.
+// it is allowed. what is the flag ("--listen", "--http-addr",
+// "--metrics-addr"); the message says what that address would expose.
 func checkListen(what, addr string, allowRemote bool, log zerolog.Logger) error {
 	if isLoopback(addr) {
 		return nil
 	}
-	if !allowRemote {
-		return fmt.Errorf("%s %q is not a loopback address: anyone who can connect gets full control of the VM; pass --allow-remote to accept that", what, addr)
+	risk := "anyone who can connect gets full control of the VM"
+	warning := "listening on a non-loopback address: anyone who can reach it can control the debugged VM"
+	if what == "--metrics-addr" {
+		risk = "anyone who can connect can read the proxy's metrics (sessions, commands, latencies, VM names)"
+		warning = "serving metrics on a non-loopback address: anyone who can reach it can read them"
 	}
-	log.Warn().Str("addr", addr).Str("what", what).Msg("listening on a non-loopback address: anyone who can reach it can control the debugged VM")
+	if !allowRemote {
+		return fmt.Errorf("%s %q is not a loopback address: %s; pass --allow-remote to accept that", what, addr, risk)
+	}
+	log.Warn().Str("addr", addr).Str("what", what).Msg(warning)
 	return nil
 }
 
 // usageError marks errors that should exit with code 2.
 type usageError struct{ error }
 
+// parseFlags parses a command's flags, which take no positional
+// arguments. ok is false when the command must exit with code: after help
+// (-h, --help: the usage on stdout, exit 0) or a usage error (the error and
+// a pointer to --help on stderr, exit 2).
 func parseFlags(fs *flag.FlagSet, args []string, e *env) (code int, ok bool) {
-	fs.SetOutput(e.stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
+	if code, ok := parseWith(fs, e, func() error { return fs.Parse(args) }); !ok {
+		return code, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "jdwpaccel %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage, false
+		return usageFailure(e, fs.Name(), fmt.Errorf("unexpected argument %q", fs.Arg(0))), false
 	}
 	return 0, true
+}
+
+// parseWith runs parse (which calls fs.Parse) with the flag package's own
+// output silenced, then prints help or a usage error as parseFlags says.
+func parseWith(fs *flag.FlagSet, e *env, parse func() error) (code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	err := parse()
+	fs.SetOutput(e.stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(e.stdout)
+		fs.Usage()
+		fs.SetOutput(e.stderr)
+		return exitOK, false
+	case err != nil:
+		return usageFailure(e, fs.Name(), err), false
+	}
+	return 0, true
+}
+
+// usageFailure prints a usage error of a command and where to find its
+// usage, and returns exitUsage.
+func usageFailure(e *env, cmd string, err error) int {
+	fmt.Fprintf(e.stderr, "jdwpaccel %s: %v\nRun \"jdwpaccel %s --help\" for usage.\n", cmd, err, cmd)
+	return exitUsage
+}
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	if v == "" {
+		return errors.New("empty value")
+	}
+	*l = append(*l, v)
+	return nil
 }
 
 // version is the module version of this build, and its VCS revision.
@@ -123,6 +168,9 @@ func version() (v, revision string) {
 
 func cmdVersion(_ context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel version\n       jdwpaccel --version\n\nPrint the version of this build, its VCS revision and the Go version that\nbuilt it. It takes no flags.\n")
+	}
 	if code, ok := parseFlags(fs, args, e); !ok {
 		return code
 	}
@@ -154,13 +202,15 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// serveHTTP serves h on addr until ctx ends.
+// serveHTTP serves h on addr until ctx ends, behind web.Guard: requests
+// must be addressed to localhost, or to addr itself when it is not loopback
+// (which checkListen allowed only with --allow-remote).
 func serveHTTP(ctx context.Context, addr string, h http.Handler, log zerolog.Logger, what string) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: web.Guard(h, addr), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +21,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/rs/zerolog"
 )
 
@@ -30,7 +35,7 @@ Examples:
 func cmdDemo(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	rtt := fs.Duration("rtt", 30*time.Millisecond, "round-trip time of the emulated link")
-	steps := fs.Int("steps", 6, "steps to measure on each side (after one warm-up stop)")
+	steps := fs.Int("steps", 6, "steps to measure on each side (after the breakpoint stop, which is not measured)")
 	workload := fs.String("profile", javavm.ProfileIdeaLike, "driver `profile`: jdb-min, idea-like or vscode-like")
 	httpAddr := fs.String("http-addr", "127.0.0.1:0", "serve the live monitor page at `ADDR` (empty: off)")
 	keep := fs.Bool("keep", false, "after the comparison, keep a VM, the link and the proxy running so you can attach an IDE")
@@ -79,17 +84,20 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
 		return exitError
 	}
-	st.tracker.VMOf = func(*relay.Session) string { return "Deep (OpenJDK)" }
 	// HotSpot speaks no DDM, so the page's thread and heap views are fed by
-	// a fake Android VM (no real ART runs here), watched by a real DDM tap.
+	// a fake Android VM (no real ART runs here), watched by a real DDM tap;
+	// its name says it is simulated, and the page lists the real JVM first.
+	ddm := &web.DDMSource{}
 	if mon, err := startFakeAndroid(ctx, log, st); err != nil {
 		log.Warn().Err(err).Msg("no fake Android VM for the page")
 	} else {
 		st.holder = mon
+		ddm.Monitors = func() []*ddmtap.Monitor { return []*ddmtap.Monitor{mon.Monitor()} }
 	}
+	page := newDemoPage(ddm, st.reg, st.spec)
+	comparisonHooks := page.startRun("comparison run")
 	if *httpAddr != "" {
-		pf.httpAddr = *httpAddr
-		url, err := st.serve(ctx, &pf, log, nil)
+		url, err := servePage(ctx, *httpAddr, page, st, log)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
 			return exitError
@@ -99,15 +107,15 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 
 	// The comparison is one row of the benchmark: the same chain, the same
 	// statistics, the same digest check. The accelerated side uses this
-	// stack's hooks, so the page shows its sessions and figures.
+	// stack's speculator, so the page shows its sessions and figures.
 	rep, err := bench.Run(ctx, bench.Config{
 		RTTs:      []time.Duration{*rtt},
 		Workloads: []bench.Workload{{Profile: *workload, Debuggee: javavm.Deep}},
 		Modes: []bench.Mode{
 			{Name: "direct", Direct: true},
-			{Name: "jdwpaccel", NewHooks: st.cfg.NewHooks, Stats: statsDelta(st.spec)},
+			{Name: "jdwpaccel", NewHooks: comparisonHooks, Stats: statsDelta(st.spec)},
 		},
-		Steps: *steps, Warmup: 1, Build: build, Log: log,
+		Steps: *steps, Warmup: 0, Build: build, Log: log,
 		Progress: func(done, total int, label string) {
 			if done < total {
 				say("run %d of %d: a fresh JVM behind a %v link, %s", done+1, total, *rtt, label)
@@ -121,13 +129,17 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	direct, accel := rep.Cells[0], rep.Cells[1]
 	say("")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tmedian step\tp95 step\t")
+	fmt.Fprintln(tw, "\tmedian step\t95% CI\tmin-max\t")
 	for _, c := range rep.Cells {
-		fmt.Fprintf(tw, "%s\t%.0f ms\t%.0f ms\t\n", c.Mode, c.MedianMS, c.P95MS)
+		fmt.Fprintf(tw, "%s\t%.0f ms\t%.0f-%.0f ms\t%.0f-%.0f ms\t\n", c.Mode, c.MedianMS, c.MedianCI[0], c.MedianCI[1], c.MinMS, c.MaxMS)
 	}
 	tw.Flush()
 	say("")
-	say("speedup per step: %.1fx", accel.Speedup)
+	if accel.Noise {
+		say("speedup per step: ~%.1fx (noise: the 95%% intervals of the two medians overlap; try more --steps)", accel.Speedup)
+	} else {
+		say("speedup per step: %.1fx (95%% CI %.1f-%.1fx)", accel.Speedup, accel.SpeedupCI[0], accel.SpeedupCI[1])
+	}
 	a := accel.Stats
 	say("cache: %.0f hits, %.0f belays, %.0f misses; %.0f speculative commands, %.0f wasted",
 		a["hits"], a["belays"], a["misses"], a["speculative_sent"], a["speculative_wasted"])
@@ -137,18 +149,58 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	}
 	say("digest check: OK, the debugger saw identical values at all %d stops", len(direct.Digests))
 	say("")
+	self := selfCommand()
 	if !*keep {
-		printAttachHelp(out, build, *rtt, *listen, false)
+		printAttachHelp(out, self, build, *rtt, *listen, false)
 		return exitOK
 	}
-	return demoKeep(ctx, out, build, *rtt, *listen, st, log)
+	return demoKeep(ctx, out, self, build, *rtt, *listen, st, page.startRun("kept for your IDE"), log)
+}
+
+// servePage serves the demo's live page and /metrics at addr.
+func servePage(ctx context.Context, addr string, page *demoPage, st *stack, log zerolog.Logger) (string, error) {
+	h := web.NewHandler(page, st.reg, log)
+	context.AfterFunc(ctx, h.Close)
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	a, err := serveHTTP(ctx, addr, mux, log, "monitor")
+	if err != nil {
+		return "", err
+	}
+	return "http://" + a.String() + "/", nil
+}
+
+// selfCommand is how the user runs this program again: "go run
+// ./cmd/jdwpaccel" when it was built by go run (its executable is in a
+// go-build directory), "jdwpaccel" when that name on PATH is this
+// executable, and its absolute path otherwise.
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "jdwpaccel"
+	}
+	return selfCommandFor(exe, exec.LookPath)
+}
+
+func selfCommandFor(exe string, lookPath func(string) (string, error)) string {
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return "go run ./cmd/jdwpaccel"
+	}
+	if p, err := lookPath("jdwpaccel"); err == nil {
+		a, aerr := os.Stat(p)
+		b, berr := os.Stat(exe)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			return "jdwpaccel"
+		}
+	}
+	return exe
 }
 
 // startFakeAndroid serves a fake Dalvik VM with thread churn and a DDM
 // holder watching it, for the page.
 func startFakeAndroid(ctx context.Context, log zerolog.Logger, st *stack) (*ddmtap.Holder, error) {
 	vm, err := fakevm.Listen("127.0.0.1:0", fakevm.Config{
-		Profile: fakevm.Dalvik, Seed: 7, Threads: 12, AppName: "com.example.demo",
+		Profile: fakevm.Dalvik, Seed: 7, Threads: 12, AppName: demoFakeAppName,
 		ChurnInterval: 700 * time.Millisecond, GCInterval: 3 * time.Second, HeapObjects: 4000, Logger: zerolog.Nop(),
 	})
 	if err != nil {
@@ -175,14 +227,20 @@ func startFakeAndroid(ctx context.Context, log zerolog.Logger, st *stack) (*ddmt
 	return h, nil
 }
 
-func printAttachHelp(out io.Writer, build *javavm.Build, rtt time.Duration, listen string, running bool) {
+// printAttachHelp tells the user how to attach an IDE; self is how to run
+// jdwpaccel (see selfCommand).
+func printAttachHelp(out io.Writer, self string, build *javavm.Build, rtt time.Duration, listen string, running bool) {
 	if running {
-		fmt.Fprintf(out, "The deep debuggee is waiting behind a %v link and jdwpaccel listens on %s. Attach your IDE there:\n", rtt, listen)
+		fmt.Fprintf(out, "The deep debuggee is waiting behind a %v link and jdwpaccel listens on %s. Attach your IDE there\n", rtt, listen)
+		fmt.Fprintf(out, "(as often as you like: the VM listens again on the same port after each debugger leaves):\n")
 	} else {
-		fmt.Fprintf(out, "To try it with your IDE, run \"jdwpaccel demo --keep\", or set it up by hand:\n")
+		fmt.Fprintf(out, "To try it with your IDE, run \"%s demo --keep\", or set it up by hand, each in its own terminal:\n", self)
+		if strings.HasPrefix(self, "go run") {
+			fmt.Fprintf(out, "  (from the repository's root; or build it once: go build -o jdwpaccel ./cmd/jdwpaccel, then use ./jdwpaccel)\n")
+		}
 		fmt.Fprintf(out, "  java -agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:5005 -cp %s Deep\n", build.Classes)
-		fmt.Fprintf(out, "  jdwpaccel link --listen 127.0.0.1:5006 --to 127.0.0.1:5005 --rtt %v\n", rtt)
-		fmt.Fprintf(out, "  jdwpaccel proxy --vm 127.0.0.1:5006 --listen %s --http-addr 127.0.0.1:8780\n", listen)
+		fmt.Fprintf(out, "  %s link --listen 127.0.0.1:5006 --to 127.0.0.1:5005 --rtt %v\n", self, rtt)
+		fmt.Fprintf(out, "  %s proxy --vm 127.0.0.1:5006 --listen %s --http-addr 127.0.0.1:8780\n", self, listen)
 		fmt.Fprintf(out, "then attach your IDE to %s:\n", listen)
 	}
 	host, port, _ := net.SplitHostPort(listen)
@@ -198,16 +256,23 @@ func mustLine(debuggee string) int {
 }
 
 // demoKeep keeps a Deep VM, the link and the proxy running on listen until
-// the user interrupts.
-func demoKeep(ctx context.Context, out io.Writer, build *javavm.Build, rtt time.Duration, listen string, st *stack, log zerolog.Logger) int {
-	vm, err := javavm.Start(ctx, build, javavm.Deep, javavm.VMOptions{})
+// the user interrupts. The VM's agent listens on a fixed port, and the link
+// dials it with VM.Dial, so debuggers can attach one after another.
+func demoKeep(ctx context.Context, out io.Writer, self string, build *javavm.Build, rtt time.Duration, listen string, st *stack, hooks func(*relay.Session) relay.Hooks, log zerolog.Logger) int {
+	vm, err := javavm.Start(ctx, build, javavm.Deep, javavm.VMOptions{FixedPort: true})
 	if err != nil {
 		fmt.Fprintf(out, "cannot start the debuggee: %v\n", err)
 		return exitError
 	}
 	defer vm.Stop()
-	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, log)
+	lln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		fmt.Fprintf(out, "cannot start the link: %v\n", err)
+		return exitError
+	}
+	lk, err := link.Serve(ctx, lln, vm.Dial, link.Config{RTT: rtt, Seed: 1}, log)
+	if err != nil {
+		lln.Close()
 		fmt.Fprintf(out, "cannot start the link: %v\n", err)
 		return exitError
 	}
@@ -217,11 +282,11 @@ func demoKeep(ctx context.Context, out io.Writer, build *javavm.Build, rtt time.
 		fmt.Fprintf(out, "cannot listen on %s: %v\n", listen, err)
 		return exitError
 	}
-	printAttachHelp(out, build, rtt, ln.Addr().String(), true)
+	printAttachHelp(out, self, build, rtt, ln.Addr().String(), true)
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 	cfg := st.cfg
 	cfg.DialVM = relay.DialTCP(lk.Addr().String())
-	cfg.VMHandshakeDone = false
+	cfg.NewHooks = hooks
 	if err := relay.NewServer(cfg).Serve(ctx, ln); err != nil {
 		return exitError
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -64,14 +65,19 @@ func run(ctx context.Context, args []string, e *env) int {
 	case "help", "-h", "-help", "--help":
 		usage(e.stdout)
 		return exitOK
+	case "-v", "-version", "--version":
+		return cmdVersion(ctx, e, args[1:])
 	}
 	for _, c := range subcommands() {
 		if c.name == args[0] {
 			return c.run(ctx, e, args[1:])
 		}
 	}
-	fmt.Fprintf(e.stderr, "jdwpaccel: unknown command %q\n\n", args[0])
-	usage(e.stderr)
+	what := "command"
+	if strings.HasPrefix(args[0], "-") {
+		what = "flag"
+	}
+	fmt.Fprintf(e.stderr, "jdwpaccel: unknown %s %q\nRun \"jdwpaccel help\" for the commands.\n", what, args[0])
 	return exitUsage
 }
 
@@ -80,5 +86,5 @@ func usage(w io.Writer) {
 	for _, c := range subcommands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, "\nRun \"jdwpaccel <command> -h\" for a command's flags and examples.\n")
+	fmt.Fprint(w, "\nRun \"jdwpaccel <command> --help\" for a command's flags and examples,\n\"jdwpaccel --version\" (or -v) for the version.\n")
 }

@@ -30,7 +30,7 @@ type proxyFlags struct {
 	speculate   bool
 	cacheBytes  int64
 	minRTT      string
-	journalPath string
+	journalList stringList
 	journalFmt  string
 	journalMax  int64
 	journalRaw  int
@@ -53,8 +53,8 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
 	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
-	fs.StringVar(&p.journalPath, "journal", "", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng)")
-	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format`: jsonl, perfetto or pcapng (default: from the extension)")
+	fs.Var(&p.journalList, "journal", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng); give it several times for several files, e.g. one of each format")
+	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format` of a single --journal: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
 	fs.IntVar(&p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (negative: none)")
 	fs.IntVar(&p.journalQ, "journal-queue", 8192, "journal records buffered between the relay and the file; beyond it records are dropped, counted and reported")
@@ -113,27 +113,13 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 			return nil, usageError{err}
 		}
 		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT},
-			log.With().Str("component", "speculator").Logger(), speculator.NewMetrics(st.reg))
+			log.With().Str(relay.LogComponent, "speculator").Logger(), speculator.NewMetrics(st.reg))
 	}
-	if pf.journalPath != "" {
-		var format journal.Format
-		if pf.journalFmt != "" {
-			f, err := journal.ParseFormat(pf.journalFmt)
-			if err != nil {
-				return nil, usageError{err}
-			}
-			format = f
-		}
-		v, _ := version()
-		j, err := journal.Open(journal.Options{
-			Path: pf.journalPath, Format: format, MaxBytes: pf.journalMax, RawLimit: pf.journalRaw, QueueSize: pf.journalQ,
-			Version: v, Logger: log.With().Str("component", "journal").Logger(), Registerer: st.reg,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("opening the journal: %w", err)
-		}
-		st.journal = j
+	j, err := pf.openJournal(log, st.reg)
+	if err != nil {
+		return nil, err
 	}
+	st.journal = j
 	st.cfg.NewHooks = func(s *relay.Session) relay.Hooks {
 		var h relay.Hooks
 		if st.spec != nil {

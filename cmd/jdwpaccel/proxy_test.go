@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 )
 
 // lockedBuffer collects a command's stdout safely.
@@ -75,7 +76,7 @@ func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs
 
 func testBuild(t *testing.T) *javavm.Build {
 	t.Helper()
-	javavm.RequireJDK(t)
+	jdktest.RequireJDK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := javavm.Compile(ctx)

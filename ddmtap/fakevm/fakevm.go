@@ -1,10 +1,11 @@
 // Package fakevm owns a fake DDM-speaking VM for tests, demos and
 // benchmarks: a loopback JDWP endpoint with a small JDWP command subset
 // (VirtualMachine Version, IDSizes, AllThreads, Suspend, Resume, Dispose)
-// and the DDM client behaviour of three profiles — the 2007 design, a
-// Dalvik-era VM and a modern ART that ignores heap requests — generating
-// thread churn and heap walks at configurable rates, deterministically
-// for a seed.
+// and the DDM client behaviour of three profiles — the layouts of the 2007
+// draft design, a Dalvik-era VM and a modern ART that ignores heap
+// requests — generating thread churn and heap walks at configurable rates,
+// deterministically for a seed. Real DDM tools (ddmlib, adblib) talk to
+// the dalvik and art profiles; see Design2007 for why not to that one.
 package fakevm
 
 import (
@@ -27,9 +28,19 @@ import (
 type Profile int
 
 const (
-	// Design2007 follows the March 2007 design document: HELO reply without
-	// the later fields, THST in the design layout (u4 count, id, state,
-	// suspended), no FEAT; unknown requests get an empty reply.
+	// Design2007 speaks the payload layouts of the March 2007 draft design
+	// document ("Dalvik VM Debug Monitor", docs/debugmon.html), which no
+	// shipped VM used: a HELO reply that ends at the app name, and THST in
+	// the draft layout (u4 count; per thread u4 id, u1 state 1..8, u1
+	// suspended); no FEAT, STKL, MPRQ or allocation tracking; unknown
+	// requests get an empty reply. Request semantics are the shipped ones,
+	// not the draft's: THST is polled and answered (the draft's u4
+	// interval for periodic pushes was never built) and the HPIF summary
+	// comes as a VM-originated chunk (the draft: in the reply). The
+	// profile exists to exercise decoders on the draft layouts. No version
+	// of ddmlib or adblib reads the draft THST (ddmlib 25.2.2 misreads its
+	// u4 count as header length, entry length and count, then throws
+	// BufferUnderflowException): point real tools at Dalvik or ART.
 	Design2007 Profile = iota
 	// Dalvik is a Dalvik-era VM (Android 4.4): HELO with user id, ABI and
 	// JVM flags, FEAT, THST in the real layout, HPIF/HPSG/NHSG heap walks,
@@ -102,6 +113,29 @@ type Stats struct {
 	LiveThreads      int
 	Threads          map[uint32]string // live threads: DDM id → name
 	GCs              int
+	// DDM is what the current connection has enabled (zero without one):
+	// the VM keeps these per connection and forgets them when it closes.
+	DDM Settings
+}
+
+// Settings are a connection's DDM notification settings, as the last
+// THEN, HPIF, HPSG and NHSG requests left them.
+type Settings struct {
+	ThreadNotify bool  // THEN
+	HPIFWhen     uint8 // 0 never, 2 next GC, 3 every GC (1 is one-shot)
+	HPSGWhen     uint8 // 0 off, 1 every GC
+	HPSGWhat     uint8 // 0 HPSG, 1 HPSO
+	NHSGWhen     uint8
+}
+
+// Thread is one row of the VM's thread table, as THST reports it.
+type Thread struct {
+	ID           uint32
+	Name         string
+	Status       uint8
+	TID          uint32
+	UTime, STime uint32
+	Daemon       bool
 }
 
 type thread struct {
@@ -196,8 +230,23 @@ func (vm *VM) Stats() Stats {
 	for id, t := range vm.threads {
 		s.Threads[id] = t.name
 	}
-	s.DebuggerAttached = vm.conn != nil && vm.conn.agent
+	if vc := vm.conn; vc != nil {
+		s.DebuggerAttached = vc.agent
+		s.DDM = Settings{ThreadNotify: vc.notify, HPIFWhen: vc.hpifWhen, HPSGWhen: vc.hpsgWhen, HPSGWhat: vc.hpsgWhat, NHSGWhen: vc.nhsgWhen}
+	}
 	return s
+}
+
+// Threads returns the live threads by DDM id.
+func (vm *VM) Threads() []Thread {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	out := make([]Thread, 0, len(vm.threads))
+	for _, id := range vm.threadIDs() {
+		t := vm.threads[id]
+		out = append(out, Thread{ID: t.id, Name: t.name, Status: t.status, TID: t.tid, UTime: t.utime, STime: t.stime, Daemon: t.daemon})
+	}
+	return out
 }
 
 // addThread creates a thread; vm.mu must be held (or the VM unshared).
@@ -446,6 +495,11 @@ func (vm *VM) handle(vc *vmConn, c ddmtap.Chunk) (ddmtap.Payload, error) {
 		return nil, nil
 	case ddmtap.TypeEXIT:
 		return nil, nil
+	case ddmtap.TypeMPRQ:
+		if prof == Design2007 {
+			return nil, errNoHandler
+		}
+		return ddmtap.U1{T: ddmtap.TypeMPRQ, V: 0}, nil // no method profiling running
 	}
 	if prof == ART {
 		return nil, errNoHandler // Android 12+: no heap, allocation or HPROF handlers
@@ -673,9 +727,12 @@ func (vm *VM) Churn() {
 	defer vm.mu.Unlock()
 	vc := vm.conn
 	notify := vc != nil && vc.notify
-	maxStatus := 9
-	if vm.cfg.Profile == ART {
-		maxStatus = 4
+	maxStatus := 9 // Dalvik's internal states, 9 = suspended
+	switch vm.cfg.Profile {
+	case Design2007:
+		maxStatus = 8 // the draft's states; suspension is a separate flag
+	case ART:
+		maxStatus = 4 // ART maps its states onto JDWP-like 0..4
 	}
 	for _, id := range vm.threadIDs() {
 		t := vm.threads[id]

@@ -184,3 +184,46 @@ func TestARTIgnoresHeapUntilAgent(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+func TestMPRQPerProfile(t *testing.T) {
+	for _, tc := range []struct {
+		p     Profile
+		reply string
+	}{
+		// reply: MPRQ chunk, length 1, 0 = no method profiling running
+		{Dalvik, "00000014 00000009 80 0000 4d505251 00000001 00"},
+		{ART, "00000014 00000009 80 0000 4d505251 00000001 00"},
+		{Design2007, "0000000b 00000009 80 0000"}, // no handler: empty reply
+	} {
+		t.Run(tc.p.String(), func(t *testing.T) {
+			_, c := start(t, Config{Profile: tc.p})
+			c.request(9, "4d505251 00000000")
+			c.expect("MPRQ reply", tc.reply)
+		})
+	}
+}
+
+func TestChurnStatusesPerProfile(t *testing.T) {
+	for p, max := range map[Profile]uint8{Design2007: 8, Dalvik: 9, ART: 4} {
+		vm, err := Listen("127.0.0.1:0", Config{Profile: p, Seed: 3, Threads: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[uint8]bool{}
+		for i := 0; i < 200; i++ {
+			vm.Churn()
+			for _, th := range vm.Threads() {
+				seen[th.Status] = true
+			}
+		}
+		vm.Close()
+		for s := range seen {
+			if s < 1 || s > max {
+				t.Fatalf("%v: status %d outside 1..%d", p, s, max)
+			}
+		}
+		if !seen[max] {
+			t.Fatalf("%v: status %d never produced in 200 steps: %v", p, max, seen)
+		}
+	}
+}

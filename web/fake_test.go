@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// FakeSource is a made-up Android app for tests, screenshots and demos:
+// FakeSource is a made-up Android app for the tests and the browser
+// screenshots (it lives in a _test.go file, out of the binary):
 // one DDM-aware VM with churning threads, a heap that is re-mapped every few
 // steps (as after a GC), an accelerator whose figures grow, and one debugger
 // session. Its data is a function of the seed and the number of steps taken,
@@ -186,17 +187,6 @@ func (s *FakeSource) step() {
 	if s.tick%fakeGCEvery == 0 {
 		s.remap()
 	}
-}
-
-// percentiles of ds (which it does not modify).
-func percentiles(ds []time.Duration) Percentiles {
-	if len(ds) == 0 {
-		return Percentiles{}
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
-	return Percentiles{P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: s[len(s)-1]}
 }
 
 // fakeKinds are allocated kinds with weights, and size ranges in units.

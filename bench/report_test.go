@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// svgText is one <text> element of a chart.
+type svgText struct {
+	x, y   float64
+	anchor string
+	s      string
+}
+
+// parseSVG returns a chart's size, its texts and how many elements of each
+// name it has.
+func parseSVG(t *testing.T, data []byte) (w, h float64, texts []svgText, count map[string]int) {
+	t.Helper()
+	count = map[string]int{}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	attr := func(se xml.StartElement, name string) string {
+		for _, a := range se.Attr {
+			if a.Name.Local == name {
+				return a.Value
+			}
+		}
+		return ""
+	}
+	num := func(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
+	var cur *svgText
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not XML: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			count[el.Name.Local]++
+			switch el.Name.Local {
+			case "svg":
+				w, h = num(attr(el, "width")), num(attr(el, "height"))
+			case "text":
+				cur = &svgText{x: num(attr(el, "x")), y: num(attr(el, "y")), anchor: attr(el, "text-anchor")}
+				if tr := attr(el, "transform"); tr != "" {
+					cur.x, cur.y = -1, -1 // rotated: checked by its presence only
+				}
+			}
+		case xml.CharData:
+			if cur != nil {
+				cur.s += string(el)
+			}
+		case xml.EndElement:
+			if el.Name.Local == "text" && cur != nil {
+				texts = append(texts, *cur)
+				cur = nil
+			}
+		}
+	}
+	return w, h, texts, count
+}
+
+// TestSVGLayout: every label lies inside the picture (at about 7 px per
+// character), both axes have titles, every cell has a marker, and the
+// legend sits below the plots, not over the data.
+func TestSVGLayout(t *testing.T) {
+	var rep Report
+	for _, wl := range []string{"Deep/idea-like", "Shallow/idea-like"} {
+		for _, rtt := range []float64{0, 1, 10, 30, 100} {
+			for mi, m := range []string{"direct", "proxy", "speculate"} {
+				med := (5 + 85*rtt) / float64(1+4*mi)
+				rep.Cells = append(rep.Cells, Cell{Workload: wl, Mode: m, RTTMS: rtt, MedianMS: med, MinMS: med * 0.9, MaxMS: med * 1.3, Noise: mi == 1})
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := rep.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	w, h, texts, count := parseSVG(t, buf.Bytes())
+	plotBottom := svgTop + svgPlotH
+	var xTitle, yTitle, legend int
+	for _, tx := range texts {
+		if tx.x < 0 {
+			if strings.Contains(tx.s, "step time") {
+				yTitle++
+			}
+			continue
+		}
+		width := 7 * float64(len(tx.s))
+		left := tx.x
+		switch tx.anchor {
+		case "end":
+			left -= width
+		case "middle":
+			left -= width / 2
+		}
+		if left < 0 || tx.y-11 < 0 || tx.y > h || (tx.anchor == "end" && tx.x > w) {
+			t.Errorf("label %q at (%.0f, %.0f) anchored %q is clipped by the %.0fx%.0f picture", tx.s, tx.x, tx.y, tx.anchor, w, h)
+		}
+		if tx.s == "link RTT (ms)" {
+			xTitle++
+		}
+		for _, m := range []string{"direct", "proxy", "speculate"} {
+			if tx.s == m {
+				legend++
+				if tx.y <= plotBottom+svgBelow {
+					t.Errorf("legend entry %q at y %.0f overlaps the plots (bottom %.0f)", m, tx.y, plotBottom)
+				}
+			}
+		}
+	}
+	if xTitle != 2 || yTitle != 2 {
+		t.Errorf("axis titles: %d x, %d y, want 2 of each", xTitle, yTitle)
+	}
+	if legend != 3 {
+		t.Errorf("%d legend entries, want 3", legend)
+	}
+	// One marker per cell, plus one per legend entry: circles for the
+	// first mode, squares (rect, besides the background and the two plot
+	// frames) for the second, triangles for the third.
+	if count["circle"] != 10+1 || count["rect"] != 10+1+1+2 || count["polygon"] != 10+1 {
+		t.Errorf("markers: %d circles, %d rects, %d polygons", count["circle"], count["rect"], count["polygon"])
+	}
+	if !strings.Contains(buf.String(), `fill="white" stroke="#7f7f7f"`) {
+		t.Error("noise cells are not drawn hollow")
+	}
+}

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/rs/zerolog"
+)
+
+// TestSoakSamples: a short soak with speculation, in sessions of a few
+// steps, samples RSS, goroutines and a growing cache at every interval, and
+// writes them as a table, JSON and a chart.
+func TestSoakSamples(t *testing.T) {
+	jdktest.RequireJDK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := javavm.Compile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: 1 << 20}, zerolog.Nop(), nil)
+	var progress []SoakSample
+	rep, err := Soak(ctx, SoakConfig{
+		Duration: 4 * time.Second, Interval: time.Second, RTT: 5 * time.Millisecond,
+		SessionSteps: 15, NewHooks: sp.Hooks, CacheLimit: 1 << 20, Build: b, Log: zerolog.Nop(),
+		Cache:    func() (int64, int64) { s := sp.Stats(); return s.CacheBytes, s.CacheEntries },
+		Progress: func(s SoakSample) { progress = append(progress, s) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One sample at the start, one a second for 4 s, one at the end; a
+	// loaded machine may miss a tick.
+	if n := len(rep.Samples); n < 4 || n > 6 || len(progress) != n {
+		t.Fatalf("%d samples (%d reported), want 4 to 6", n, len(progress))
+	}
+	var cached bool
+	for i, s := range rep.Samples {
+		if s.RSSBytes <= 0 || s.Goroutines <= 0 {
+			t.Errorf("sample %d: RSS %d, %d goroutines", i, s.RSSBytes, s.Goroutines)
+		}
+		if i > 0 && (s.ElapsedS < rep.Samples[i-1].ElapsedS || s.Steps < rep.Samples[i-1].Steps) {
+			t.Errorf("sample %d goes backwards: %+v after %+v", i, s, rep.Samples[i-1])
+		}
+		cached = cached || s.CacheBytes > 0
+	}
+	if !cached {
+		t.Error("no sample saw cached bytes")
+	}
+	if rep.Steps < 10 || rep.Sessions < 2 || rep.MaxRSSBytes <= 0 {
+		t.Errorf("%d steps in %d sessions, max RSS %d: want several sessions of steps", rep.Steps, rep.Sessions, rep.MaxRSSBytes)
+	}
+	var table, js, svg bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "max RSS") {
+		t.Errorf("table (%v):\n%s", err, table.String())
+	}
+	var back SoakReport
+	if err := rep.WriteJSON(&js); err != nil || json.Unmarshal(js.Bytes(), &back) != nil || len(back.Samples) != len(rep.Samples) {
+		t.Errorf("JSON (%v) does not round-trip:\n%s", err, js.String())
+	}
+	if err := rep.WriteSVG(&svg); err != nil || strings.Count(svg.String(), "<polyline") != 5 {
+		t.Errorf("chart (%v) lacks its 5 series", err)
+	}
+}

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// bootstrapResamples is the number of bootstrap resamples behind each
+// confidence interval; the generator is seeded, so a report is repeatable.
+const bootstrapResamples = 2000
+
+// Spread summarises one cell's step times.
+type Spread struct {
+	Min, Median, Max float64
+	// CI is the 95% bootstrap confidence interval of the median
+	// (percentile method). With a handful of samples it is rough: read it
+	// as "the median could as well be anywhere in here".
+	CI [2]float64
+}
+
+// spreadOf summarises v (which it does not modify).
+func spreadOf(v []float64) Spread {
+	if len(v) == 0 {
+		return Spread{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	rng := rand.New(rand.NewPCG(1, uint64(len(s))))
+	meds := make([]float64, bootstrapResamples)
+	buf := make([]float64, len(s))
+	for i := range meds {
+		for j := range buf {
+			buf[j] = s[rng.IntN(len(s))]
+		}
+		meds[i] = quantile(buf, 0.5)
+	}
+	slices.Sort(meds)
+	return Spread{
+		Min: s[0], Median: quantile(s, 0.5), Max: s[len(s)-1],
+		CI: [2]float64{quantileSorted(meds, 0.025), quantileSorted(meds, 0.975)},
+	}
+}
+
+// speedupCI is the 95% bootstrap confidence interval of
+// median(direct)/median(other), resampling both independently.
+func speedupCI(direct, other []float64) [2]float64 {
+	if len(direct) == 0 || len(other) == 0 {
+		return [2]float64{}
+	}
+	rng := rand.New(rand.NewPCG(2, uint64(len(direct)*1000+len(other))))
+	ratios := make([]float64, 0, bootstrapResamples)
+	bd := make([]float64, len(direct))
+	bo := make([]float64, len(other))
+	for range bootstrapResamples {
+		for j := range bd {
+			bd[j] = direct[rng.IntN(len(direct))]
+		}
+		for j := range bo {
+			bo[j] = other[rng.IntN(len(other))]
+		}
+		if m := quantile(bo, 0.5); m > 0 {
+			ratios = append(ratios, quantile(bd, 0.5)/m)
+		}
+	}
+	if len(ratios) == 0 {
+		return [2]float64{}
+	}
+	slices.Sort(ratios)
+	return [2]float64{quantileSorted(ratios, 0.025), quantileSorted(ratios, 0.975)}
+}
+
+// overlap reports whether two closed intervals share a point.
+func overlap(a, b [2]float64) bool { return a[0] <= b[1] && b[0] <= a[1] }
+
+// quantileSorted is the q-quantile by nearest rank of sorted v.
+func quantileSorted(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[max(0, min(i, len(v)-1))]
+}

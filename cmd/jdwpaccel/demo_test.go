@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+)
+
+// TestSelfCommand: the by-hand instructions name a command that works as
+// printed: go run under go run, the bare name when PATH finds this very
+// executable, else its path.
+func TestSelfCommand(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "jdwpaccel")
+	other := filepath.Join(dir, "other")
+	for _, p := range []string{exe, other} {
+		if err := os.WriteFile(p, []byte("x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found := func(p string) func(string) (string, error) {
+		return func(string) (string, error) { return p, nil }
+	}
+	notFound := func(string) (string, error) { return "", errors.New("not found") }
+	for _, tc := range []struct {
+		name, exe string
+		look      func(string) (string, error)
+		want      string
+	}{
+		{"go run", "/tmp/go-build123/b001/exe/jdwpaccel", found(exe), "go run ./cmd/jdwpaccel"},
+		{"installed", exe, found(exe), "jdwpaccel"},
+		{"another on PATH", other, found(exe), other},
+		{"not on PATH", exe, notFound, exe},
+	} {
+		if got := selfCommandFor(tc.exe, tc.look); got != tc.want {
+			t.Errorf("%s: selfCommandFor(%q) = %q, want %q", tc.name, tc.exe, got, tc.want)
+		}
+	}
+}
+
+// pageSnapshot is the part of /api/v1/snapshot the demo test reads.
+type pageSnapshot struct {
+	VMs []struct {
+		ID, App, Status string
+	} `json:"vms"`
+	Sessions []struct {
+		ID   uint64 `json:"id"`
+		Open bool   `json:"open"`
+	} `json:"sessions"`
+	Accel struct {
+		Hits, Misses uint64
+	} `json:"accel"`
+}
+
+func getSnapshot(t *testing.T, url string) pageSnapshot {
+	t.Helper()
+	resp, err := http.Get(url + "api/v1/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s pageSnapshot
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestDemoKeepTwoDebuggers runs "demo --keep" and attaches two debuggers
+// in a row through the kept VM, link and proxy (the VM listens on a fixed
+// port). The page lists the real JVM first and the fake DDM VM as
+// simulated, shows the kept run's figures apart from the comparison's, and
+// numbers sessions across runs.
+func TestDemoKeepTwoDebuggers(t *testing.T) {
+	b := testBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var errOut lockedBuffer
+	go func() {
+		done <- run(ctx, []string{"demo", "--keep", "--rtt", "2ms", "--steps", "2", "--profile", "jdb-min",
+			"--listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, &env{stdout: pw, stderr: &errOut})
+		pw.Close()
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("demo exited %d; stderr:\n%s", code, errOut.String())
+		}
+	}()
+	var out strings.Builder
+	var url, addr string
+	urlRE := regexp.MustCompile(`live monitor .*: (http://\S+/)`)
+	addrRE := regexp.MustCompile(`jdwpaccel listens on (\S+)\. Attach`)
+	sc := bufio.NewScanner(pr)
+	for addr == "" && sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+		if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	go io.Copy(io.Discard, pr) //nolint:errcheck // drain the rest
+	if addr == "" || url == "" {
+		t.Fatalf("demo printed no listen address or page URL:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	}
+
+	s := getSnapshot(t, url)
+	if len(s.VMs) != 2 || s.VMs[0].ID != demoJVMID || !strings.Contains(s.VMs[1].App, "simulated (fake DDM VM)") {
+		t.Errorf("page VMs %+v: want the demo's JVM first, then the simulated VM", s.VMs)
+	}
+	if !strings.Contains(s.VMs[0].App, "kept") {
+		t.Errorf("the JVM's name %q does not say which run it is", s.VMs[0].App)
+	}
+	if s.Accel.Hits != 0 || s.Accel.Misses != 0 {
+		t.Errorf("before any debugger attached to the kept VM, the page shows %+v: the comparison's figures", s.Accel)
+	}
+	if len(s.Sessions) != 1 || s.Sessions[0].ID != 1 {
+		t.Errorf("sessions %+v, want the comparison's #1", s.Sessions)
+	}
+
+	for i := range 2 {
+		res, err := javavm.RunDriver(ctx, b, javavm.DriverOptions{Addr: addr, Profile: javavm.ProfileIdeaLike, Debuggee: javavm.Deep, Steps: 2})
+		if err != nil {
+			t.Fatalf("debugger %d through the kept setup: %v\ndemo output:\n%s\nstderr:\n%s", i+1, err, out.String(), errOut.String())
+		}
+		if len(res.Stops) != 3 {
+			t.Errorf("debugger %d: %d stops, want 3", i+1, len(res.Stops))
+		}
+	}
+	s = getSnapshot(t, url)
+	var ids []uint64
+	for _, ss := range s.Sessions {
+		ids = append(ids, ss.ID)
+	}
+	if len(ids) != 3 || ids[0] == ids[1] || ids[1] == ids[2] || ids[0] == ids[2] {
+		t.Errorf("session numbers %v: want 3 distinct ones (1 comparison, 2 kept)", ids)
+	}
+	if s.Accel.Hits == 0 {
+		t.Errorf("the kept run's figures show no hits after two debuggers: %+v", s.Accel)
+	}
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/jdwpaccel/jdwpaccel/web"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// demoJVMID is the page's ID of the demo's real debuggee JVM.
+const demoJVMID = "deep-jvm"
+
+// demoFakeAppName names the fake DDM VM that feeds the page's thread and
+// heap views: it is not the demo's debuggee, and says so.
+const demoFakeAppName = "simulated (fake DDM VM) com.example.demo"
+
+// demoPage is the live page's source for the demo. The demo runs twice
+// through one speculator: the comparison, then (with --keep) the VM kept
+// for the user's IDE. The page shows the demo's real JVM first, then the
+// simulated DDM VM; the accelerator's figures of the current run only; and
+// every run's sessions, numbered across runs (each run has its own relay
+// server, which numbers its sessions from 1).
+type demoPage struct {
+	*web.DDMSource // threads and heap of the simulated VM
+	reg            prometheus.Gatherer
+	spec           *speculator.Speculator
+
+	mu   sync.Mutex // guards runs
+	runs []*demoRun // the current run last
+}
+
+// demoRun is one run's figures.
+type demoRun struct {
+	label   string
+	tracker *web.SessionTracker
+	base    web.AccelStats // the registry's counters when the run started
+	offset  uint64         // added to the run's session IDs
+
+	mu     sync.Mutex // guards vmAddr
+	vmAddr string     // where the run's latest session reached the VM
+}
+
+func newDemoPage(ddm *web.DDMSource, reg prometheus.Gatherer, spec *speculator.Speculator) *demoPage {
+	return &demoPage{DDMSource: ddm, reg: reg, spec: spec}
+}
+
+// startRun begins a run labelled label and returns the relay hooks for its
+// sessions: the speculator and the run's session tracker.
+func (p *demoPage) startRun(label string) func(*relay.Session) relay.Hooks {
+	r := &demoRun{label: label, tracker: web.NewSessionTracker(), base: web.AccelFromGatherer(p.reg)}
+	r.tracker.VMOf = func(s *relay.Session) string {
+		if a := s.VMAddr(); a != nil {
+			r.mu.Lock()
+			r.vmAddr = a.String()
+			r.mu.Unlock()
+		}
+		return demoJVMID
+	}
+	p.mu.Lock()
+	for _, prev := range p.runs {
+		for _, s := range prev.tracker.Sessions() {
+			r.offset = max(r.offset, s.ID+prev.offset)
+		}
+	}
+	p.runs = append(p.runs, r)
+	p.mu.Unlock()
+	return func(s *relay.Session) relay.Hooks {
+		h := relay.Hooks{Observers: []relay.Observer{r.tracker}}
+		if p.spec != nil {
+			h.Interceptors = []relay.Interceptor{p.spec.NewSession(s)}
+		}
+		return h
+	}
+}
+
+func (p *demoPage) current() *demoRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.runs) == 0 {
+		return nil
+	}
+	return p.runs[len(p.runs)-1]
+}
+
+// VMs implements web.Source: the demo's JVM, then the simulated VM.
+func (p *demoPage) VMs() []web.VM {
+	jvm := web.VM{
+		ID: demoJVMID, App: "Deep (OpenJDK), the demo's debuggee", Debuggers: []string{},
+		Status: "HotSpot speaks no DDM, so this VM has no thread or heap view; the simulated VM (in the VM menu) feeds those views",
+	}
+	if r := p.current(); r != nil {
+		jvm.App += ": " + r.label
+		r.mu.Lock()
+		jvm.Addr = r.vmAddr
+		r.mu.Unlock()
+	}
+	sessions := p.Sessions()
+	for _, s := range sessions {
+		if s.VM == demoJVMID && s.Ended.IsZero() {
+			jvm.Debuggers = append(jvm.Debuggers, s.Debugger)
+		}
+	}
+	out := []web.VM{jvm}
+	for _, vm := range p.DDMSource.VMs() {
+		note := "simulated: a fake Android VM served by the demo, not the debuggee"
+		if vm.Status != "" {
+			note += "; " + vm.Status
+		}
+		vm.Status = note
+		out = append(out, vm)
+	}
+	return out
+}
+
+// Accel implements web.Source: the current run's figures.
+func (p *demoPage) Accel() web.AccelStats {
+	r := p.current()
+	a := web.AccelFromGatherer(p.reg)
+	if r == nil {
+		return a
+	}
+	sub := func(now, base uint64) uint64 { return now - min(now, base) }
+	a.Hits = sub(a.Hits, r.base.Hits)
+	a.Misses = sub(a.Misses, r.base.Misses)
+	a.Belays = sub(a.Belays, r.base.Belays)
+	a.Wasted = sub(a.Wasted, r.base.Wasted)
+	a.RoundTripsSaved = sub(a.RoundTripsSaved, r.base.RoundTripsSaved)
+	r.tracker.AddSteps(&a)
+	return a
+}
+
+// Sessions implements web.Source: the current run's sessions first, each
+// numbered across runs.
+func (p *demoPage) Sessions() []web.Session {
+	p.mu.Lock()
+	runs := slices.Clone(p.runs)
+	p.mu.Unlock()
+	var out []web.Session
+	for _, r := range slices.Backward(runs) {
+		for _, s := range r.tracker.Sessions() {
+			s.ID += r.offset
+			out = append(out, s)
+		}
+	}
+	return out
+}
