@@ -358,6 +358,23 @@ func TestADBFrontRealServer(t *testing.T) {
 		return ok && strings.Contains(fmt.Sprint(v), "com.example.fake"), fmt.Sprint(vms)
 	})
 
+	// A forward to a process whose VM is gone: the debugger's connection
+	// is closed, and the front says why.
+	dead := strings.TrimSpace(mustADB(ctx, t, front, "forward", "tcp:0", "jdwp:4002"))
+	dc, err := net.DialTimeout("tcp", "127.0.0.1:"+dead, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc.SetDeadline(time.Now().Add(20 * time.Second))
+	jdwp.WriteHandshake(dc) //nolint:errcheck // the front may close first
+	if err := jdwp.ReadHandshake(dc); err == nil {
+		t.Error("a handshake came back from a process whose VM is gone")
+	}
+	dc.Close()
+	eventually(t, "the front logging the failed stream", func() (bool, string) {
+		return strings.Contains(logs.String(), "cannot open the JDWP stream for a forwarded debugger"), ""
+	})
+
 	mustADB(ctx, t, front, "forward", "--remove", "tcp:"+port)
 	if list := mustADB(ctx, t, front, "forward", "--list"); strings.Contains(list, "jdwp:4001") {
 		t.Errorf("forward --remove left it listed:\n%s", list)

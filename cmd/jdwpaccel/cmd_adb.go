@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jdwpaccel/jdwpaccel/adbfront"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
@@ -209,14 +210,30 @@ func newFrontRelay(st *stack, ddm bool) *frontRelay {
 	return fr
 }
 
-// vmConnKey carries a stream's VM connection to the relay's DialVM.
+// vmConnKey carries a stream's VM connection (a *streamVM) to the
+// relay's DialVM.
 type vmConnKey struct{}
 
+// streamVM is the VM side of one adb JDWP stream: it can be dialled once
+// (the relay's servers for streams make a single attempt, DialRetry < 0).
+type streamVM struct {
+	conn net.Conn
+	used atomic.Bool
+}
+
+func withStreamVM(ctx context.Context, vm net.Conn) context.Context {
+	return context.WithValue(ctx, vmConnKey{}, &streamVM{conn: vm})
+}
+
 func dialStreamVM(ctx context.Context) (relay.VMConn, error) {
-	if c, ok := ctx.Value(vmConnKey{}).(net.Conn); ok {
-		return relay.VMConn{Conn: c}, nil
+	s, ok := ctx.Value(vmConnKey{}).(*streamVM)
+	if !ok {
+		return relay.VMConn{}, errors.New("no VM connection for this stream")
 	}
-	return relay.VMConn{}, errors.New("no VM connection for this stream")
+	if s.used.Swap(true) {
+		return relay.VMConn{}, errors.New("this stream's VM connection was used already")
+	}
+	return relay.VMConn{Conn: s.conn}, nil
 }
 
 func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
@@ -228,6 +245,7 @@ func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
 	key := t.String()
 	cfg := fr.st.cfg
 	cfg.DialVM = dialStreamVM
+	cfg.DialRetry = -1 // the stream is opened once, by the client
 	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
 	var tap relay.Observer
 	if fr.ddm {
@@ -257,5 +275,5 @@ func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
 func (fr *frontRelay) serve(ctx context.Context, client, vm net.Conn, t adbfront.Target) error {
 	defer vm.Close()
 	defer client.Close()
-	return fr.server(t).ServeConn(context.WithValue(ctx, vmConnKey{}, vm), client)
+	return fr.server(t).ServeConn(withStreamVM(ctx, vm), client)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"net"
 	"strings"
 	"testing"
 )
@@ -24,5 +26,21 @@ func TestADBAndFakeDeviceUsage(t *testing.T) {
 		if code != c.code || !strings.Contains(stdout+stderr, c.want) {
 			t.Errorf("jdwpaccel %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), code, c.code, c.want, stdout, stderr)
 		}
+	}
+}
+
+func TestDialStreamVMOnce(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	ctx := withStreamVM(context.Background(), a)
+	if c, err := dialStreamVM(ctx); err != nil || c.Conn != a {
+		t.Fatalf("first dial: %v, %v", c, err)
+	}
+	if _, err := dialStreamVM(ctx); err == nil {
+		t.Error("second dial of the same stream succeeded")
+	}
+	if _, err := dialStreamVM(context.Background()); err == nil {
+		t.Error("dial without a stream succeeded")
 	}
 }
