@@ -333,6 +333,15 @@ func TestADBFrontRealServer(t *testing.T) {
 	if _, err := adb(ctx, t, front, "forward", "--no-rebind", "tcp:"+port, "jdwp:4002"); err == nil {
 		t.Error("forward --no-rebind over the front's forward succeeded")
 	}
+	if out, err := adb(ctx, t, front, "-s", "no-such-device", "forward", "tcp:0", "jdwp:4001"); err == nil || !strings.Contains(out, "not found") {
+		t.Errorf("forward to a missing device: %v\n%s", err, out)
+	}
+	// Rebinding moves the forward to another process, and back.
+	mustADB(ctx, t, front, "forward", "tcp:"+port, "jdwp:4002")
+	if list := mustADB(ctx, t, front, "forward", "--list"); !strings.Contains(list, "tcp:"+port+" jdwp:4002\n") {
+		t.Errorf("after rebinding to jdwp:4002:\n%s", list)
+	}
+	mustADB(ctx, t, front, "forward", "tcp:"+port, "jdwp:4001")
 
 	c, app := attachHello(t, port)
 	if app != "com.example.fake" {
