@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"sort"
 	"strconv"
@@ -50,21 +51,40 @@ func versionRTT(t *testing.T, c net.Conn, n int) time.Duration {
 // dialADBStream opens host:transport:SERIAL + jdwp:PID on the adb server
 // (or front) at port.
 func dialADBStream(t *testing.T, port int, serial string, pid int) net.Conn {
+	return dialADBStreamVia(t, port, "host:transport:"+serial, pid)
+}
+
+// dialADBStreamVia opens transport (host:transport…, or host:tport:…,
+// whose answer carries an 8-byte transport ID) + jdwp:PID.
+func dialADBStreamVia(t *testing.T, port int, transport string, pid int) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
-	for _, req := range []string{"host:transport:" + serial, "jdwp:" + strconv.Itoa(pid)} {
+	for _, req := range []string{transport, "jdwp:" + strconv.Itoa(pid)} {
 		c.Write(adbfront.AppendRequest(nil, req))
-		st := make([]byte, 4)
-		if _, err := br.Read(st); err != nil || string(st) != "OKAY" {
+		n := 4
+		if strings.HasPrefix(req, "host:tport:") {
+			n += 8
+		}
+		st := make([]byte, n)
+		if _, err := io.ReadFull(br, st); err != nil || string(st[:4]) != "OKAY" {
 			t.Fatalf("%s: %q %v", req, st, err)
 		}
 	}
-	return c
+	c.SetDeadline(time.Time{})
+	return &bufferedConn{Conn: c, r: br}
 }
+
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // TestADBPathRoundTrips times one JDWP round trip (VirtualMachine.Version
 // to a fake VM) along each path: direct, the adb server's own stream and
@@ -77,7 +97,7 @@ func TestADBPathRoundTrips(t *testing.T) {
 	dev := startFakeDevice(t, vm.Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)
-	front, _, _, _ := startFront(t, up, "--speculate=false", "--ddm=false")
+	front, _, logs, _ := startFront(t, up, "--speculate=false", "--ddm=false")
 	const n = 100
 	dial := func(addr string) net.Conn {
 		c, err := net.Dial("tcp", addr)
@@ -92,6 +112,18 @@ func TestADBPathRoundTrips(t *testing.T) {
 	p := strings.TrimSpace(mustADB(ctx, t, up, "forward", "tcp:0", "jdwp:4001"))
 	out = append(out, "adb-forward "+versionRTT(t, dial("127.0.0.1:"+p), n).String())
 	out = append(out, "front-stream "+versionRTT(t, dialADBStream(t, front, dev, 4001), n).String())
+	// As newer adb clients and adblib open streams: the front relays the
+	// transport ID and learns the device's serial from it.
+	out = append(out, "front-tport-any "+versionRTT(t, dialADBStreamVia(t, front, "host:tport:any", 4001), n).String())
+	streams := 0
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "JDWP stream: relaying through the accelerator") && strings.Contains(line, `"device":"`+dev+`","pid":4001`) {
+			streams++
+		}
+	}
+	if streams != 2 {
+		t.Errorf("%d streams logged with device %s and pid 4001, want 2 (transport:SERIAL and tport:any):\n%s", streams, dev, logs)
+	}
 	p = strings.TrimSpace(mustADB(ctx, t, front, "forward", "tcp:0", "jdwp:4001"))
 	out = append(out, "front-forward "+versionRTT(t, dial("127.0.0.1:"+p), n).String())
 	t.Logf("median JDWP round trip: %s", strings.Join(out, ", "))
