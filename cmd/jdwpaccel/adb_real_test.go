@@ -79,21 +79,14 @@ func mustADB(ctx context.Context, t *testing.T, port int, args ...string) string
 	return out
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startADBServer starts a real adb server on a free port; it is killed
 // when the test ends.
 func startADBServer(ctx context.Context, t *testing.T) int {
 	t.Helper()
-	port := freePort(t)
+	port, err := pickADBPort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustADB(ctx, t, port, "start-server")
 	t.Cleanup(func() {
 		kctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

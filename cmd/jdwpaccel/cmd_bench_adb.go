@@ -86,16 +86,42 @@ func runADBClient(ctx context.Context, port int, args ...string) (string, error)
 	return string(out), nil
 }
 
+// pickADBPort returns a free port for an adb server below the kernel's
+// ephemeral range. An adb client that finds no server on a port it then
+// starts one on retries connecting, and a port from the ephemeral range
+// can then be given to the client's own socket: the connection meets
+// itself and the client reads its own request ("protocol fault (status
+// 30 30 30 63?!)").
+func pickADBPort() (int, error) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				low = n
+			}
+		}
+	}
+	base := 1024 + int(time.Now().UnixNano()%int64(low-1024))
+	for i := range low - 1024 {
+		port := 1024 + (base-1024+i*7919)%(low-1024)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free port below the ephemeral range for an adb server")
+}
+
 // startBenchADB starts an adb server and a fake device leading to vmAddr,
 // connected; both stop when ctx ends. It returns the server's port and the
 // device's serial.
 func startBenchADB(ctx context.Context, vmAddr string, log zerolog.Logger) (int, string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := pickADBPort()
 	if err != nil {
 		return 0, "", err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	if _, err := runADBClient(ctx, port, "start-server"); err != nil {
 		return 0, "", err
 	}
