@@ -62,12 +62,15 @@ public class DdmlibClients {
 // ANDROID_ADB_SERVER_PORT as Android Studio would be, finds the fake
 // device's app and its name through the front; the front relayed that
 // JDWP stream and its passive DDM tap learnt the name too. Skips without
-// ddmlib (it is optional; .ci/run does not install it).
+// ddmlib, except under CI=true (.ci/run installs it).
 func TestADBFrontDdmlib(t *testing.T) {
 	requireADB(t)
 	jdktest.RequireJDK(t)
 	for _, j := range ddmlibJars {
 		if _, err := os.Stat(j); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("ddmlib is required in CI: %v", err)
+			}
 			t.Skipf("ddmlib is not installed (apt-get install -y libandroid-ddms-java): %v", err)
 		}
 	}
