@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -246,14 +247,14 @@ func (h *Holder) shutdown() {
 		return
 	}
 	if h.mon.DDM() == DDMYes {
-		hc.l.request(U1{T: TypeTHEN, V: 0}) //nolint:errcheck // best effort on the way out
+		hc.l.request(ddm.U1{T: ddm.TypeTHEN, V: 0}) //nolint:errcheck // best effort on the way out
 		hc.l.mu.Lock()
 		heap := hc.l.heapAsked
 		hc.l.mu.Unlock()
 		if heap {
-			hc.l.request(U1{T: TypeHPIF, V: 0})                         //nolint:errcheck
-			hc.l.request(SegmentRequest{T: TypeHPSG})                   //nolint:errcheck
-			hc.l.request(SegmentRequest{T: TypeNHSG, When: 0, What: 0}) //nolint:errcheck
+			hc.l.request(ddm.U1{T: ddm.TypeHPIF, V: 0})                         //nolint:errcheck
+			hc.l.request(ddm.SegmentRequest{T: ddm.TypeHPSG})                   //nolint:errcheck
+			hc.l.request(ddm.SegmentRequest{T: ddm.TypeNHSG, When: 0, What: 0}) //nolint:errcheck
 		}
 	}
 	hc.w.disable()
@@ -438,7 +439,7 @@ func (hc *heldConn) read() {
 				break
 			}
 			p := jdwp.Packet(buf[:n])
-			if ours, ddm := hc.l.fromVM(p); !ours && !ddm {
+			if ours, chunk := hc.l.fromVM(p); !ours && !chunk {
 				if len(hc.keep)+len(p) > hc.h.cfg.MaxHeld {
 					hc.err = fmt.Errorf("ddmtap: more than %d bytes of non-DDM packets while holding", hc.h.cfg.MaxHeld)
 					hc.partial = buf

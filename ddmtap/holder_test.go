@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -189,7 +190,7 @@ func (d *debugger) send(p jdwp.Packet) {
 
 // next reads packets until one matches; every packet read is checked
 // against the rule that the proxy's DDM never reaches the debugger.
-func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func(ddmtap.Type) bool) jdwp.Packet {
+func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func(ddm.Type) bool) jdwp.Packet {
 	d.t.Helper()
 	for {
 		p, err := d.r.Next()
@@ -199,8 +200,8 @@ func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func
 		if p.IsReply() && ddmtap.OwnID(p.ID()) {
 			d.t.Fatalf("%s: the debugger got a reply to the proxy's own request: %v", what, p)
 		}
-		if ddmtap.IsDDMCommand(p) {
-			typ, _ := ddmtap.FirstType(p.Body())
+		if ddm.IsCommand(p) {
+			typ, _ := ddm.FirstType(p.Body())
 			if allowDDM == nil || !allowDDM(typ) {
 				d.t.Fatalf("%s: the debugger got a DDM chunk it did not ask for: %s", what, typ)
 			}
@@ -278,19 +279,19 @@ func TestDebuggerSpeakingDDM(t *testing.T) {
 	addr := proxy(t, h)
 	wait(t, mon, "monitoring", func(s ddmtap.Snapshot) bool { return len(s.Threads) == 4 })
 	d := attach(t, addr)
-	threads := func(t ddmtap.Type) bool {
-		return t == ddmtap.TypeTHCR || t == ddmtap.TypeTHDE || t == ddmtap.TypeTHNM
+	threads := func(t ddm.Type) bool {
+		return t == ddm.TypeTHCR || t == ddm.TypeTHDE || t == ddm.TypeTHNM
 	}
 	// ddmlib's ids start at 0x40000000.
-	d.send(ddmtap.AppendCommand(nil, 0x40000001, ddmtap.U4{T: ddmtap.TypeHELO, V: 1}))
+	d.send(ddm.AppendCommand(nil, 0x40000001, ddm.U4{T: ddm.TypeHELO, V: 1}))
 	p := d.next("HELO reply", replyTo(0x40000001), nil)
-	if typ, _ := ddmtap.FirstType(p.Body()); typ != ddmtap.TypeHELO {
+	if typ, _ := ddm.FirstType(p.Body()); typ != ddm.TypeHELO {
 		t.Fatalf("debugger's HELO reply carries %s", typ)
 	}
-	d.send(ddmtap.AppendCommand(nil, 0x40000002, ddmtap.U1{T: ddmtap.TypeTHEN, V: 1}))
+	d.send(ddm.AppendCommand(nil, 0x40000002, ddm.U1{T: ddm.TypeTHEN, V: 1}))
 	n := 0
 	d.next("THCR burst for the debugger", func(p jdwp.Packet) bool {
-		if ddmtap.IsDDMCommand(p) {
+		if ddm.IsCommand(p) {
 			n++
 		}
 		return n == 4

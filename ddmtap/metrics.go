@@ -2,6 +2,8 @@ package ddmtap
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 )
 
 // Error reasons, the closed label set of jdwpaccel_ddm_errors_total.
@@ -22,7 +24,7 @@ var errorReasons = []string{ReasonMalformed, ReasonChunkLength, ReasonUnknownTyp
 // so counting a chunk is an index and an atomic add. A nil *Metrics counts
 // nothing.
 type Metrics struct {
-	chunks  [2][]prometheus.Counter // by Direction, then knownTypes index; last is "other"
+	chunks  [2][]prometheus.Counter // by Direction, then typeIndex; last is "other"
 	errors  map[string]prometheus.Counter
 	threads prometheus.Gauge
 	heap    [3]prometheus.Gauge // size, allocated, max of the last HPIF
@@ -49,8 +51,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(chunks, errs, threads, heap)
 	m := &Metrics{errors: make(map[string]prometheus.Counter, len(errorReasons)), threads: threads}
 	for d := range m.chunks {
-		dir := Direction(d).String()
-		for _, t := range knownTypes {
+		dir := ddm.Direction(d).String()
+		for _, t := range ddm.KnownTypes() {
 			m.chunks[d] = append(m.chunks[d], chunks.WithLabelValues(t.String(), dir))
 		}
 		m.chunks[d] = append(m.chunks[d], chunks.WithLabelValues("other", dir))
@@ -65,21 +67,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // typeIndex maps known types to their metric slot.
-var typeIndex = func() map[Type]int {
-	m := make(map[Type]int, len(knownTypes))
-	for i, t := range knownTypes {
+var typeIndex = func() map[ddm.Type]int {
+	known := ddm.KnownTypes()
+	m := make(map[ddm.Type]int, len(known))
+	for i, t := range known {
 		m[t] = i
 	}
 	return m
 }()
 
-func (m *Metrics) chunk(d Direction, t Type) {
+func (m *Metrics) chunk(d ddm.Direction, t ddm.Type) {
 	if m == nil {
 		return
 	}
 	i, ok := typeIndex[t]
 	if !ok {
-		i = len(knownTypes)
+		i = len(typeIndex)
 	}
 	m.chunks[d][i].Inc()
 }
@@ -99,7 +102,7 @@ func (m *Metrics) threadsAdd(n int) {
 	}
 }
 
-func (m *Metrics) heapSummary(h HeapSummary) {
+func (m *Metrics) heapSummary(h ddm.HeapSummary) {
 	if m == nil {
 		return
 	}
