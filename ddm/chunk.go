@@ -171,13 +171,6 @@ func FirstType(payload []byte) (Type, bool) {
 	return Type(binary.BigEndian.Uint32(payload)), true
 }
 
-// AppendChunk appends a chunk header and data to dst.
-func AppendChunk(dst []byte, t Type, data []byte) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, uint32(t))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(data)))
-	return append(dst, data...)
-}
-
 // Payload is a decoded chunk that can encode itself.
 type Payload interface {
 	// ChunkType is the type this payload is sent as.

@@ -538,24 +538,3 @@ func (m *Monitor) sweepThreads(epoch uint64) {
 		m.bump()
 	}
 }
-
-// Registry lists the monitors of the VMs the proxy knows. Safe for
-// concurrent use.
-type Registry struct {
-	mu       sync.Mutex // guards monitors
-	monitors []*Monitor
-}
-
-// Add registers a monitor.
-func (r *Registry) Add(m *Monitor) {
-	r.mu.Lock()
-	r.monitors = append(r.monitors, m)
-	r.mu.Unlock()
-}
-
-// List returns the registered monitors in registration order.
-func (r *Registry) List() []*Monitor {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.monitors)
-}

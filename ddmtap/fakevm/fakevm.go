@@ -759,20 +759,3 @@ func (vm *VM) Churn() {
 		}
 	}
 }
-
-// SetAppName renames the app and sends APNM if a connection is up.
-func (vm *VM) SetAppName(name string) {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	vm.cfg.AppName = name
-	if vc := vm.conn; vc != nil {
-		a := ddm.AppName{Name: name}
-		switch vm.cfg.Profile {
-		case Dalvik:
-			a.Optional = 1
-		case ART:
-			a.Optional, a.PackageName = 2, name
-		}
-		vm.chunk(vc, a)
-	}
-}
