@@ -2,6 +2,8 @@ package ddmtap
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 )
 
 // Reason is why a DDM problem was counted: the closed label set of
@@ -26,7 +28,7 @@ var errorReasons = []Reason{ReasonMalformed, ReasonChunkLength, ReasonUnknownTyp
 // so counting a chunk is an index and an atomic add. A nil *Metrics counts
 // nothing.
 type Metrics struct {
-	chunks  [2][]prometheus.Counter // by Direction, then knownTypes index; last is "other"
+	chunks  [2][]prometheus.Counter // by Direction, then typeIndex; last is "other"
 	errors  map[Reason]prometheus.Counter
 	threads prometheus.Gauge
 	heap    [3]prometheus.Gauge // size, allocated, max of the last HPIF
@@ -53,8 +55,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(chunks, errs, threads, heap)
 	m := &Metrics{errors: make(map[Reason]prometheus.Counter, len(errorReasons)), threads: threads}
 	for d := range m.chunks {
-		dir := Direction(d).String()
-		for _, t := range knownTypes {
+		dir := ddm.Direction(d).String()
+		for _, t := range ddm.KnownTypes() {
 			m.chunks[d] = append(m.chunks[d], chunks.WithLabelValues(t.String(), dir))
 		}
 		m.chunks[d] = append(m.chunks[d], chunks.WithLabelValues("other", dir))
@@ -69,21 +71,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // typeIndex maps known types to their metric slot.
-var typeIndex = func() map[Type]int {
-	m := make(map[Type]int, len(knownTypes))
-	for i, t := range knownTypes {
+var typeIndex = func() map[ddm.Type]int {
+	known := ddm.KnownTypes()
+	m := make(map[ddm.Type]int, len(known))
+	for i, t := range known {
 		m[t] = i
 	}
 	return m
 }()
 
-func (m *Metrics) chunk(d Direction, t Type) {
+func (m *Metrics) chunk(d ddm.Direction, t ddm.Type) {
 	if m == nil {
 		return
 	}
 	i, ok := typeIndex[t]
 	if !ok {
-		i = len(knownTypes)
+		i = len(typeIndex)
 	}
 	m.chunks[d][i].Inc()
 }
@@ -103,7 +106,7 @@ func (m *Metrics) threadsAdd(n int) {
 	}
 }
 
-func (m *Metrics) heapSummary(h HeapSummary) {
+func (m *Metrics) heapSummary(h ddm.HeapSummary) {
 	if m == nil {
 		return
 	}

@@ -3,6 +3,7 @@ package ddmtap
 import (
 	"sync"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
@@ -32,13 +33,13 @@ func (p *passive) Observe(_ *relay.Session, f *relay.Frame) {
 	}
 	switch {
 	case f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Cmd == jdwp.CmdDDMChunk:
-		p.mon.HandlePayload(HostToVM, f.Packet.Body())
+		p.mon.HandlePayload(ddm.HostToVM, f.Packet.Body())
 	case f.Dir == relay.ToVM && f.Kind == relay.KindCommand:
 		p.mon.setDebugger(true)
 	case f.Dir == relay.ToDebugger && f.Kind == relay.KindReply && f.Cmd == jdwp.CmdDDMChunk && f.Packet.ErrorCode() == 0:
-		p.mon.HandlePayload(VMToHost, f.Packet.Body())
+		p.mon.HandlePayload(ddm.VMToHost, f.Packet.Body())
 	case f.Dir == relay.ToDebugger && f.Kind == relay.KindDDM:
-		p.mon.HandlePayload(VMToHost, f.Packet.Body())
+		p.mon.HandlePayload(ddm.VMToHost, f.Packet.Body())
 	}
 }
 

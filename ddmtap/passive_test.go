@@ -3,6 +3,7 @@ package ddmtap
 import (
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -17,9 +18,9 @@ func TestPassive(t *testing.T) {
 	if s := mon.Snapshot(); !s.Connected || s.DebuggerAttached {
 		t.Fatalf("after two session starts: connected %v, debugger %v", s.Connected, s.DebuggerAttached)
 	}
-	req := AppendCommand(nil, 1, Hello{ClientVersion: 1})
+	req := ddm.AppendCommand(nil, 1, ddm.Hello{ClientVersion: 1})
 	obs.Observe(nil, &relay.Frame{Dir: relay.ToVM, Kind: relay.KindCommand, Cmd: jdwp.CmdDDMChunk, Packet: req})
-	rep := AppendReply(nil, 1, Hello{ClientVersion: 1, PID: 7, AppName: "com.example.seven"})
+	rep := ddm.AppendReply(nil, 1, ddm.Hello{ClientVersion: 1, PID: 7, AppName: "com.example.seven"})
 	// The proxy's own traffic is not the client's: ignored.
 	obs.Observe(nil, &relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindReply, Cmd: jdwp.CmdDDMChunk, Packet: rep, Origin: relay.Synthetic})
 	if mon.Snapshot().Identity.AppName != "" {

@@ -35,6 +35,10 @@ type VMConn struct {
 	// (a client that shares it with the debugger, such as the DDM tap);
 	// they run before Config.NewHooks's.
 	Hooks func(s *Session) Hooks
+	// Reader, if not nil, is the reader of Conn the session reads the VM
+	// from, for a connection read before the session: it may already hold
+	// the connection's next bytes (see ddmtap.Holder).
+	Reader *bufio.Reader
 }
 
 // A Dialer opens a connection to the VM for a new session.
@@ -295,7 +299,10 @@ func (srv *Server) tryVM(ctx context.Context) (VMConn, *bufio.Reader, error) {
 		return VMConn{}, nil, err
 	}
 	vm := vc.Conn
-	vmr := bufio.NewReaderSize(vm, 64<<10)
+	vmr := vc.Reader
+	if vmr == nil {
+		vmr = bufio.NewReaderSize(vm, 64<<10)
+	}
 	if !vc.Handshaken {
 		vm.SetDeadline(time.Now().Add(srv.cfg.HandshakeTimeout))
 		err := jdwp.WriteHandshake(vm)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/adbdevice"
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
-	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/rs/zerolog"
@@ -248,7 +248,7 @@ func attachHello(t *testing.T, port string) (net.Conn, string) {
 	if err := jdwp.ReadHandshake(c); err != nil {
 		t.Fatalf("handshake through the forward: %v", err)
 	}
-	if _, err := c.Write(ddmtap.AppendCommand(nil, 1, ddmtap.Hello{ClientVersion: 1})); err != nil {
+	if _, err := c.Write(ddm.AppendCommand(nil, 1, ddm.Hello{ClientVersion: 1})); err != nil {
 		t.Fatal(err)
 	}
 	r := jdwp.NewReader(c, 0)
@@ -260,16 +260,16 @@ func attachHello(t *testing.T, port string) (net.Conn, string) {
 		if !p.IsReply() || p.ID() != 1 {
 			continue
 		}
-		it := ddmtap.NewChunks(p.Body())
+		it := ddm.NewChunks(p.Body())
 		ch, ok := it.Next()
 		if !ok {
 			t.Fatalf("empty HELO reply")
 		}
-		pl, err := ddmtap.Decode(ddmtap.VMToHost, ch)
+		pl, err := ddm.Decode(ddm.VMToHost, ch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, ok := pl.(ddmtap.Hello)
+		h, ok := pl.(ddm.Hello)
 		if !ok {
 			t.Fatalf("HELO answered with %T", pl)
 		}
