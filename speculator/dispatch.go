@@ -30,7 +30,8 @@ type spec struct {
 
 // dispatcher owns the speculative commands between decision and reply:
 // the in-flight budget, the queue of speculation waiting for room, the
-// proxy's packet IDs (retag) and the output to the VM. Guarded by
+// proxy's packet IDs (retag), the output to the VM, and the round-trip
+// estimate taken from the VM's replies (which gates speculation). Guarded by
 // session.mu, and every send happens under it, so no later debugger
 // command can overtake a speculation (belay relies on that order).
 //
