@@ -182,3 +182,25 @@ func FuzzOf(f *testing.F) {
 		_ = k.Subject(info, sz)
 	})
 }
+
+func TestSubjectFollowsTierAndScope(t *testing.T) {
+	obj := body(sizes4, func(w *jdwp.BodyWriter) { w.ObjectID(9) })
+	for _, c := range []struct {
+		cmd  jdwp.Cmd
+		want Subject
+	}{
+		{jdwp.CmdStringReferenceValue, Subject{Object: 9}},      // object lifetime
+		{jdwp.CmdThreadReferenceFrameCount, Subject{Thread: 9}}, // stop state of one thread
+		{jdwp.CmdReferenceTypeSignature, Subject{Class: 9}},     // class lifetime
+		{jdwp.CmdThreadReferenceName, Subject{}},                // stop state of the whole VM
+		{jdwp.CmdObjectReferenceMonitorInfo, Subject{}},         // stop state of the whole VM
+	} {
+		k, info, ok := New(c.cmd, obj, sizes4)
+		if !ok {
+			t.Fatalf("%v not keyable", c.cmd)
+		}
+		if got := k.Subject(info, sizes4); got != c.want {
+			t.Errorf("%v: Subject %+v, want %+v", c.cmd, got, c.want)
+		}
+	}
+}
