@@ -85,9 +85,10 @@ const (
 	fSlots                     // int count, then count (int slot, byte tag) (must be last)
 )
 
-// layout is a cacheable command's parameters, in order; unused fields are
-// zero.
-type layout [3]field
+// layout is a cacheable command's parameters, in order, one field per
+// byte from the lowest; the first zero byte ends it. (A packed integer, not
+// an array, so that Info stays small and is passed in registers.)
+type layout uint32
 
 // Info is a command's row of the table: its effect on VM state and, for a
 // cacheable command, how long its reply stays true and how its parameters
@@ -182,7 +183,7 @@ func New(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Key, Info, bool) {
 // key. On false *k is unspecified.
 func Fill(k *Key, c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Info, bool) {
 	p := index[c]
-	if p == nil || !p.Cacheable() || len(params) > MaxParams || !matches(&p.layout, params, sizes) {
+	if p == nil || !p.Cacheable() || len(params) > MaxParams || !matches(p.layout, params, sizes) {
 		return Info{}, false
 	}
 	info := *p
@@ -229,13 +230,11 @@ func readID(b []byte, n int) uint64 {
 }
 
 // matches reports whether b is exactly a body of the layout.
-func matches(l *layout, b []byte, s jdwp.IDSizes) bool {
+func matches(l layout, b []byte, s jdwp.IDSizes) bool {
 	off := 0
-	for _, f := range l {
+	for ; l != 0; l >>= 8 {
 		var n int
-		switch f {
-		case 0:
-			return off == len(b)
+		switch f := field(l & 0xff); f {
 		case fObject:
 			n = s.ObjectID
 		case fRefType:

@@ -46,18 +46,17 @@ func (e Effect) String() string {
 	return "Effect(?)"
 }
 
-// Parameter layouts of cacheable commands (see field). A layout is at most
-// three fields; unused ones are zero.
-var (
-	none        = layout{}
-	refType     = layout{fRefType}
-	object      = layout{fObject}
-	refMethod   = layout{fRefType, fMethod}
-	objIntInt   = layout{fObject, fInt, fInt}
-	objFrame    = layout{fObject, fFrame}
-	objFrameSl  = layout{fObject, fFrame, fSlots}
-	objFieldIDs = layout{fObject, fFieldIDs}
-	refFieldIDs = layout{fRefType, fFieldIDs}
+// Parameter layouts of cacheable commands (see field and layout).
+const (
+	none        layout = 0
+	refType            = layout(fRefType)
+	object             = layout(fObject)
+	refMethod          = layout(fRefType) | layout(fMethod)<<8
+	objIntInt          = layout(fObject) | layout(fInt)<<8 | layout(fInt)<<16
+	objFrame           = layout(fObject) | layout(fFrame)<<8
+	objFrameSl         = layout(fObject) | layout(fFrame)<<8 | layout(fSlots)<<16
+	objFieldIDs        = layout(fObject) | layout(fFieldIDs)<<8
+	refFieldIDs        = layout(fRefType) | layout(fFieldIDs)<<8
 )
 
 // Shorthands for the rows below.

@@ -122,7 +122,7 @@ func TestTableRows(t *testing.T) {
 		if (r.Tier == TierStop) != (r.Scope != ScopeNone) {
 			t.Errorf("%v: tier %v with scope %d", r.Cmd, r.Tier, r.Scope)
 		}
-		if !r.Cacheable() && (r.layout != layout{} || r.AbsentOK) {
+		if !r.Cacheable() && (r.layout != none || r.AbsentOK) {
 			t.Errorf("%v: not cacheable but has a layout", r.Cmd)
 		}
 		if info, ok := Describe(r.Cmd); !ok || info != r.Info {
