@@ -114,8 +114,8 @@ type Command struct {
 
 // Lookup returns the Info of a command, and whether it is cacheable.
 func Lookup(c jdwp.Cmd) (Info, bool) {
-	if p := index[c]; p != nil && p.Cacheable() {
-		return *p, true
+	if i := index[c]; i.Cacheable() {
+		return i, true
 	}
 	return Info{}, false
 }
@@ -182,11 +182,10 @@ func New(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Key, Info, bool) {
 // Fill is New writing into *k, so callers on hot paths avoid copying the
 // key. On false *k is unspecified.
 func Fill(k *Key, c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Info, bool) {
-	p := index[c]
-	if p == nil || !p.Cacheable() || len(params) > MaxParams || !matches(p.layout, params, sizes) {
+	info := index[c]
+	if !info.Cacheable() || len(params) > MaxParams || !matches(info.layout, params, sizes) {
 		return Info{}, false
 	}
-	info := *p
 	k.c = c
 	k.n = uint8(len(params))
 	copy(k.b[:], params)

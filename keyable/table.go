@@ -201,10 +201,10 @@ func Table() []Command { return append([]Command(nil), table[:]...) }
 // from the literal above and never written afterwards.
 var index = buildIndex()
 
-func buildIndex() map[jdwp.Cmd]*Info {
-	m := make(map[jdwp.Cmd]*Info, len(table))
-	for i := range table {
-		m[table[i].Cmd] = &table[i].Info
+func buildIndex() map[jdwp.Cmd]Info {
+	m := make(map[jdwp.Cmd]Info, len(table))
+	for _, r := range table {
+		m[r.Cmd] = r.Info
 	}
 	return m
 }
@@ -213,8 +213,6 @@ func buildIndex() map[jdwp.Cmd]*Info {
 // cacheable, its tier, scope and layout. ok is false for a command not in
 // the table (its Info then has EffectUnknown).
 func Describe(c jdwp.Cmd) (info Info, ok bool) {
-	if p := index[c]; p != nil {
-		return *p, true
-	}
-	return Info{}, false
+	info, ok = index[c]
+	return info, ok
 }
