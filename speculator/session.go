@@ -73,7 +73,7 @@ type session struct {
 func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss := &session{
 		sp:    sp,
-		log:   rs.Logger().With().Str("component", "speculator").Logger(),
+		log:   rs.Logger().With().Str(relay.LogComponent, "speculator").Logger(),
 		trig:  trigger.New[cmdData](),
 		learn: newLearner(),
 		began: time.Now(),
