@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -365,11 +366,16 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	ss.facts.suspChanges++
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread)
+		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
 			ss.speculateStop(rs, sizes)
 		}
 	}
 }
+
+// returnMemoryAbove is the cache peak above which a session's end returns
+// memory to the OS at once.
+const returnMemoryAbove = 16 << 20
 
 // Close releases the session's cache.
 func (ss *session) Close(*relay.Session) {
@@ -380,7 +386,13 @@ func (ss *session) Close(*relay.Session) {
 	}
 	ss.closed = true
 	ss.endEpisode()
+	big := ss.cache.peak >= returnMemoryAbove
 	ss.cache.purge()
+	if big {
+		// A session that cached a lot leaves its memory to the Go heap,
+		// which returns it to the OS only slowly: hand it back now.
+		go debug.FreeOSMemory()
+	}
 	ss.sp.lastRTT.Store(int64(ss.disp.rtt.min()))
 	ss.sp.lastService.Store(int64(ss.disp.rtt.service))
 }
