@@ -306,7 +306,8 @@ func (s *FakeSource) VMs() []VM {
 	s.catchUp()
 	return []VM{{
 		ID: FakeVMID, Addr: "127.0.0.1:8600", Ident: "Dalvik v2.1.0", App: "com.example.shop",
-		PID: 4242, DDM: true, Debuggers: []string{s.session.Debugger},
+		PID: 4242, DDM: true, Debuggers: []string{s.session.Debugger}, Kind: "adb", Simulated: true,
+		Threads: ThreadsDDM, ThreadsNote: "from DDM thread notifications and status polls", Heap: HeapDDM,
 	}}
 }
 
