@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -157,4 +158,65 @@ func TestBrowserFakeSource(t *testing.T) {
 	t.Cleanup(srv.Close) // after the browser's cleanup, which ends its event stream
 	t.Cleanup(h.Close)
 	browserCheck(t, srv.URL+"/", "screenshot-fake.png")
+}
+
+// TestScreenshotFlag takes the picture the way a user would, with headless
+// Chromium's --screenshot, which captures the page right after it loads:
+// the server's embedded first snapshot must already show the data (the
+// heap map's colours here), not "connecting…".
+func TestScreenshotFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test in -short mode")
+	}
+	bin := findChromium(t)
+	src := NewManualFakeSource(7)
+	src.Advance(3)
+	h := NewHandler(src, prometheus.NewRegistry(), zerolog.Nop())
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Cleanup(h.Close)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "shot.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+		"--hide-scrollbars", "--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1280,1100",
+		"--screenshot="+out, srv.URL+"/")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, tail(string(b), 3000))
+	}
+	shot, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	// DDMS's data-object blue and class-object green fill the heap map.
+	var blue, green int
+	bnd := img.Bounds()
+	for y := bnd.Min.Y; y < bnd.Max.Y; y++ {
+		for x := bnd.Min.X; x < bnd.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			switch {
+			case r>>8 == 0 && g>>8 == 0 && b>>8 == 255:
+				blue++
+			case r>>8 == 0 && g>>8 == 255 && b>>8 == 0:
+				green++
+			}
+		}
+	}
+	if blue < 200 || green < 200 {
+		t.Fatalf("the screenshot shows no heap map (%d blue, %d green pixels): the page was not rendered at load", blue, green)
+	}
+	if d := os.Getenv("JDWPACCEL_SCREENSHOT_DIR"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "screenshot-flag.png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
