@@ -322,8 +322,8 @@ func VMFromDDM(s ddmtap.Snapshot) VM {
 	}
 	var notes []string
 	switch {
-	case !s.Connected:
-		notes = append(notes, "not connected")
+	case !s.Connected && id.DDM == ddmtap.DDMYes:
+		notes = append(notes, "DDM connection down")
 	case id.DDM == ddmtap.DDMNo:
 		notes = append(notes, "not an Android VM: it speaks no DDM")
 	}

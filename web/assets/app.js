@@ -231,29 +231,43 @@
     box.textContent = "";
     $("wf-cap").textContent = ms(st.total_seconds) + " · " + st.event + " · " + st.round_trips + " serial round trips after the stop · " +
       st.hits + " hits, " + st.belays + " belays, " + st.misses + " misses" + (st.dropped ? " (" + st.dropped + " more not shown)" : "");
-    const W = 600, total = Math.max(st.total_seconds, 1e-6), rowH = 9;
+    const W = 600, total = Math.max(st.total_seconds, 1e-6), rowH = 12, labelW = 200, PW = W - labelW;
+    // One row per VM round trip or belay, in order; cache hits share one
+    // row of ticks (they take no round trip).
     const rows = [{ label: "resume", start: 0, end: st.resume_end_seconds || 0, col: "#6b7585" },
-      { label: "VM runs to the stop", start: st.resume_end_seconds || 0, end: st.run_seconds, col: "#9aa5b8" }];
-    for (const c of st.commands || []) rows.push({ label: c.cmd + " (" + c.served + ")", start: c.start_seconds, end: c.end_seconds || c.start_seconds, col: SERVED[c.served] || "#888" });
-    const H = rows.length * rowH + 14;
+      { label: "VM runs to the " + st.event.toLowerCase().replace(/_/g, " "), start: st.resume_end_seconds || 0, end: st.run_seconds, col: "#9aa5b8" }];
+    const hits = [];
+    for (const c of st.commands || []) {
+      if (c.served === "hit") { hits.push(c); continue; }
+      rows.push({ label: c.cmd + (c.served === "belay" ? " (belay)" : ""), start: c.start_seconds, end: c.end_seconds || c.start_seconds, col: SERVED[c.served] || "#888" });
+    }
+    if (hits.length) rows.push({ label: hits.length + " cache hits", ticks: hits, col: SERVED.hit });
+    const H = rows.length * rowH + 16;
+    const X = (t) => labelW + (t / total) * PW;
     let out = "";
     rows.forEach((r, i) => {
-      const x = (r.start / total) * W, w = Math.max(1, ((r.end - r.start) / total) * W);
-      out += '<rect x="' + x.toFixed(1) + '" y="' + (i * rowH + 1) + '" width="' + w.toFixed(1) + '" height="' + (rowH - 2) + '" fill="' + r.col + '"><title>' +
+      const y = i * rowH;
+      out += '<text x="' + (labelW - 6) + '" y="' + (y + rowH - 3) + '" text-anchor="end">' + r.label.replace(/&/g, "&amp;").replace(/</g, "&lt;") + "</text>";
+      if (r.ticks) {
+        for (const c of r.ticks) out += '<rect x="' + X(c.start_seconds).toFixed(1) + '" y="' + (y + 2) + '" width="1.5" height="' + (rowH - 4) + '" fill="' + r.col + '"><title>' + c.cmd + " (hit) at " + ms(c.start_seconds) + "</title></rect>";
+        return;
+      }
+      const w = Math.max(1.5, ((r.end - r.start) / total) * PW);
+      out += '<rect x="' + X(r.start).toFixed(1) + '" y="' + (y + 2) + '" width="' + w.toFixed(1) + '" height="' + (rowH - 4) + '" fill="' + r.col + '"><title>' +
         r.label + ": " + ms(r.start) + " → " + ms(r.end) + "</title></rect>";
     });
     // The critical path, as one stacked bar under the rows.
-    let x = 0;
+    let x = labelW;
+    out += '<text x="' + (labelW - 6) + '" y="' + (rows.length * rowH + 12) + '" text-anchor="end" font-weight="600">critical path</text>';
     for (const [k, label, col] of PARTS) {
-      const w = (st[k] / total) * W;
+      const w = (st[k] / total) * PW;
       if (w <= 0) continue;
       out += '<rect class="crit" x="' + x.toFixed(1) + '" y="' + (rows.length * rowH + 3) + '" width="' + w.toFixed(1) + '" height="10" fill="' + col + '"><title>' + label + ": " + ms(st[k]) + "</title></rect>";
       x += w;
     }
     const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
-    svg.setAttribute("preserveAspectRatio", "none");
-    svg.style.height = Math.min(H, 260) + "px";
+    svg.style.height = "auto";
     svg.innerHTML = out;
     box.appendChild(svg);
   }
@@ -305,7 +319,7 @@
       cols: ["object", "status", "frames", "top", "name"],
       head: '<th class="num" title="JDWP threadID">Thread</th><th>Status</th><th class="num">Frames</th><th>Top frame</th><th>Name</th>',
       cells: (t) => ({
-        object: (t.current ? "▶ " : "") + t.object, status: t.status + (t.suspended ? " · suspended" : ""),
+        object: (t.current ? "▶ " : "") + t.object, status: t.status + (t.suspended ? " · susp." : ""),
         frames: t.frames ? String(t.frames) : "", top: t.top || "", name: t.name,
       }),
     },
@@ -367,7 +381,7 @@
     }
     if (ts.length) state.firstThreads = false;
     document.body.dataset.threadChanges = Number(document.body.dataset.threadChanges) + changes;
-    $("thread-count").textContent = !ts.length ? "" : ts.length + " threads" + (mode === "ddm" ? " · * = daemon" : " · ▶ = thread of the last stop") + " · click for the stack";
+    $("thread-count").textContent = !ts.length ? "" : ts.length + " threads" + (mode === "ddm" ? " · * = daemon" : " · ▶ = thread of the last stop · susp. = suspended") + " · click for the stack";
     $("thread-note").textContent = !haveVM ? "" : ts.length ? (mode === "ddm" ? "CPU times in clock ticks (1/100 s); changes flash." :
       "Nothing is sent to the VM for this table: it shows what the debugger (and the speculator) already asked.") :
       vm.ddm ? "No thread data: the VM has not answered DDM thread requests (a release without them)." :
@@ -438,6 +452,7 @@
     $("heap-body").hidden = mode === "none";
     $("heap-note").textContent = vm && vm.heap_note ? vm.heap_note + "." : "";
     $("heapcard").dataset.heap = mode;
+    document.body.classList.toggle("noheap", mode === "none");
   }
   function renderHeapInfo(info) {
     const hi = $("heapinfo");
