@@ -88,6 +88,15 @@ func browserCheck(t *testing.T, url, name string) {
 		t.Fatalf("accelerator figures missing: %v", err)
 	}
 
+	// Clicking a thread shows its stack.
+	var frames int
+	if err := p.eval(ctx, `document.querySelector('#threads tbody tr[data-key="1"]').click(), true`, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.waitFor(ctx, `!document.getElementById("stackbox").hidden && document.querySelectorAll("#stack li").length`, 10*time.Second, &frames); err != nil || frames < 3 {
+		t.Fatalf("no stack after clicking the main thread (%d frames): %v", frames, err)
+	}
+
 	// Let the highlight animations settle so the picture is calm.
 	if err := p.waitFor(ctx, `new Promise(r => setTimeout(() => r(true), 1700))`, 5*time.Second, nil); err != nil {
 		t.Fatal(err)
