@@ -33,6 +33,7 @@ const (
 	maxFrames  = 1024
 	maxLines   = 4096
 	maxPending = 4096
+	maxVMs     = 256 // VMs whose ended session's picture is kept
 )
 
 // Thread status values of ThreadReference.Status (JDWP.ThreadStatus).
@@ -163,14 +164,25 @@ func (w *Watcher) SessionStart(s *relay.Session) {
 
 // SessionEnd implements relay.SessionObserver: the session's picture stays
 // the VM's latest until another session starts.
+// The session's tables are released: only its resolved view stays.
 func (w *Watcher) SessionEnd(s *relay.Session, _ error) {
 	w.mu.Lock()
-	if st := w.sessions[s]; st != nil {
-		st.open = false
-		st.pending = nil
-		delete(w.sessions, s)
+	defer w.mu.Unlock()
+	st := w.sessions[s]
+	if st == nil {
+		return
 	}
-	w.mu.Unlock()
+	delete(w.sessions, s)
+	st.open = false
+	v := st.View()
+	*st = State{final: &v}
+	if len(w.latest) > maxVMs {
+		for vm, o := range w.latest {
+			if o.final != nil && len(w.latest) > maxVMs {
+				delete(w.latest, vm) // a VM long gone, most likely
+			}
+		}
+	}
 }
 
 // Observe implements relay.Observer. Packets of commands the watcher does
@@ -281,6 +293,7 @@ type State struct {
 	stopEv  jdwp.EventKind
 	comp    jdwp.Composite // reused by Event
 	r       jdwp.BodyReader
+	final   *View // once the session ended: its picture, and nothing else is kept
 }
 
 // NewState returns an empty picture.
@@ -577,6 +590,14 @@ func (st *State) setSignature(ref uint64, sig []byte) {
 
 // View is a copy of the picture, with frames resolved.
 func (st *State) View() View {
+	if st.final != nil {
+		v := *st.final
+		v.Threads = slices.Clone(v.Threads)
+		for i := range v.Threads {
+			v.Threads[i].Frames = slices.Clone(v.Threads[i].Frames)
+		}
+		return v
+	}
 	v := View{Session: st.session, Open: st.open, Stop: st.stop, Running: st.running, StopThread: st.stopTID}
 	if st.stopEv != 0 {
 		v.StopEvent = st.stopEv.String()

@@ -209,3 +209,26 @@ func TestObserveIgnoresCheaply(t *testing.T) {
 		t.Fatalf("%v allocations", n)
 	}
 }
+
+// TestWatcherKeepsEndedPicture: after its session ends, a VM's picture
+// stays (marked ended) until the next session, without its tables.
+func TestWatcherKeepsEndedPicture(t *testing.T) {
+	w := NewWatcher(func(*relay.Session) string { return "vm" })
+	s := &relay.Session{ID: 7}
+	w.SessionStart(s)
+	st := w.sessions[s]
+	exchange(st, 1, jdwp.CmdVirtualMachineAllThreads, none, func(w *jdwp.BodyWriter) { w.Int32(1); w.ObjectID(0x101) })
+	exchange(st, 2, jdwp.CmdThreadReferenceName, func(w *jdwp.BodyWriter) { w.ObjectID(0x101) }, func(w *jdwp.BodyWriter) { w.String("main") })
+	w.SessionEnd(s, nil)
+	v, ok := w.View("vm")
+	if !ok || v.Open || v.Session != 7 || len(v.Threads) != 1 || v.Threads[0].Name != "main" {
+		t.Fatalf("after the end: %+v", v)
+	}
+	if st.threads != nil || st.classes != nil || st.pending != nil {
+		t.Fatal("an ended session keeps its tables")
+	}
+	w.SessionStart(&relay.Session{ID: 8})
+	if v, _ := w.View("vm"); v.Session != 8 || !v.Open || len(v.Threads) != 0 {
+		t.Fatalf("a new session: %+v", v)
+	}
+}
