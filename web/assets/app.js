@@ -370,6 +370,7 @@
           td.textContent = c[k];
         }
         if (k === "id") td.classList.toggle("daemon", t.daemon);
+        if (k === "status" && t.as_of_stop) td.title = "as of stop " + t.as_of_stop;
         if (k === "name" || k === "top") td.title = c[k];
         if (r.last[k] !== undefined) { flash(td); changes++; }
       }
