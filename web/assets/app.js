@@ -327,7 +327,7 @@
   const tkey = (t) => t.object || String(t.id);
   function renderThreads(ts, vm) {
     const haveVM = !!vm;
-    const mode = vm && vm.threads === "jdwp" ? "jdwp" : "ddm";
+    const mode = vm && (vm.threads === "jdwp" || vm.threads === "none" && !vm.ddm) ? "jdwp" : "ddm";
     const M = MODES[mode];
     if (state.threadMode !== mode) {
       state.threadMode = mode;
