@@ -13,8 +13,9 @@ import (
 )
 
 // DefaultStepIdle is how long the debugger must stay quiet after a stop
-// for SessionTracker to consider the step settled.
-const DefaultStepIdle = 250 * time.Millisecond
+// for SessionTracker to consider the step settled (a step also ends at the
+// next resume). Long enough for a debugger's pauses on a loaded machine.
+const DefaultStepIdle = time.Second
 
 const (
 	stepWindow   = 1000 // steps kept for percentiles
