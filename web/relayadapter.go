@@ -214,12 +214,12 @@ func stopEvent(s *relay.Session, body []byte, c *jdwp.Composite) (jdwp.EventKind
 			return 0, false
 		}
 		for _, e := range c.Events {
-			if convo.StopKind(e.Kind) {
+			if convo.IsStopKind(e.Kind) {
 				return e.Kind, true
 			}
 		}
 	}
-	if len(body) < 6 || body[0] == byte(jdwp.SuspendNone) || !convo.StopKind(jdwp.EventKind(body[5])) {
+	if len(body) < 6 || body[0] == byte(jdwp.SuspendNone) || !convo.IsStopKind(jdwp.EventKind(body[5])) {
 		return 0, false
 	}
 	return jdwp.EventKind(body[5]), true

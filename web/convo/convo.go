@@ -73,16 +73,16 @@ func IsStop(c *jdwp.Composite) bool {
 		return false
 	}
 	for i := range c.Events {
-		if StopKind(c.Events[i].Kind) {
+		if IsStopKind(c.Events[i].Kind) {
 			return true
 		}
 	}
 	return false
 }
 
-// StopKind says whether an event of kind k stops the program where the
+// IsStopKind says whether an event of kind k stops the program where the
 // user looks at it (see IsStop).
-func StopKind(k jdwp.EventKind) bool {
+func IsStopKind(k jdwp.EventKind) bool {
 	switch k {
 	case jdwp.EventBreakpoint, jdwp.EventSingleStep, jdwp.EventMethodEntry, jdwp.EventMethodExit,
 		jdwp.EventMethodExitWithReturnValue, jdwp.EventException, jdwp.EventFieldAccess, jdwp.EventFieldModification:
@@ -535,7 +535,7 @@ func (st *State) Event(body []byte, sizes jdwp.IDSizes) {
 		st.stop++
 		st.running = false
 		for i := range c.Events {
-			if e := &c.Events[i]; StopKind(e.Kind) {
+			if e := &c.Events[i]; IsStopKind(e.Kind) {
 				st.stopTID, st.stopEv = e.Thread, e.Kind
 				if t := st.thread(e.Thread); t != nil {
 					t.Frames = append(t.Frames[:0], Frame{ClassID: e.Location.Class, MethodID: e.Location.Method, Index: e.Location.Index, Line: -1})
