@@ -207,3 +207,33 @@ func TestStepBreakdown(t *testing.T) {
 		t.Fatalf("breakdown\n got %+v\nwant %+v", d.StepBreakdown, want)
 	}
 }
+
+// TestTrackerObserveAllocs: between steps, and within a step once its
+// buffers have grown, observing a packet allocates nothing.
+func TestTrackerObserveAllocs(t *testing.T) {
+	tr := NewSessionTracker()
+	s := &relay.Session{ID: 1}
+	tr.sessions[s] = &trackedSession{pending: map[uint32]int{}}
+	cmd := jdwp.AppendCommand(nil, 5, jdwp.CmdThreadReferenceFrames, nil)
+	reply := jdwp.AppendReply(nil, 5, 0, nil)
+	now := time.Now()
+	frames := []relay.Frame{
+		{Dir: relay.ToVM, Kind: relay.KindCommand, Cmd: jdwp.CmdThreadReferenceFrames, Packet: cmd, ID: 5, Time: now},
+		{Dir: relay.ToDebugger, Kind: relay.KindReply, Cmd: jdwp.CmdThreadReferenceFrames, Packet: reply, ID: 5, Time: now},
+		{Dir: relay.ToDebugger, Kind: relay.KindDDM, Packet: cmd, Time: now},
+	}
+	observe := func() {
+		for i := range frames {
+			tr.Observe(s, &frames[i])
+		}
+	}
+	if n := testing.AllocsPerRun(100, observe); n != 0 {
+		t.Fatalf("between steps: %v allocations", n)
+	}
+	ts := tr.sessions[s]
+	ts.resumed, ts.stopped, ts.resumeAt, ts.stopAt, ts.lastReply = true, true, now, now, now
+	ts.cmds = make([]StepCommand, 0, 1000)
+	if n := testing.AllocsPerRun(100, observe); n != 0 {
+		t.Fatalf("within a step: %v allocations", n)
+	}
+}
