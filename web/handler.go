@@ -148,15 +148,10 @@ func (h *Handler) page(index []byte) []byte {
 	b.WriteString(`<script id="initial-snapshot" type="application/json">`)
 	b.Write(snap)
 	b.WriteString("</script>\n")
-	var first struct {
-		VMs []VM `json:"vms"`
-	}
-	if json.Unmarshal(snap, &first) == nil && len(first.VMs) > 0 {
-		if hp := h.src.Heap(first.VMs[0].ID); hp.Generation != 0 {
-			b.WriteString(`<script id="initial-heap" type="application/json">`)
-			b.Write(h.heapSummary(first.VMs[0].ID, DefaultHeapCells))
-			b.WriteString("</script>\n")
-		}
+	if vms := h.src.VMs(); len(vms) > 0 && h.src.Heap(vms[0].ID).Generation != 0 {
+		b.WriteString(`<script id="initial-heap" type="application/json">`)
+		b.Write(h.heapSummary(vms[0].ID, DefaultHeapCells))
+		b.WriteString("</script>\n")
 	}
 	b.Write(index[i:])
 	return []byte(b.String())
