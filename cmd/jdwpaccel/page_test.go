@@ -158,6 +158,7 @@ func TestPagePlainJVM(t *testing.T) {
 	}
 	ts := sn.Threads[v.ID]
 	i := slices.IndexFunc(ts, func(th web.Thread) bool { return th.Name == "main" })
+	t.Logf("main at the stop: %+v; stack %d frames", ts[i], len(sn.Stacks[v.ID].Frames))
 	if len(ts) < 20 || i < 0 || !strings.Contains(ts[i].Top, "Deep.") || ts[i].Object == "" || !ts[i].Current {
 		t.Fatalf("%d threads, main at %d: %+v", len(ts), i, ts)
 	}
