@@ -38,7 +38,7 @@ func TestAPIIndex(t *testing.T) {
 		if ep.Requires != "" || ep.Path == "/api/v1/events" {
 			continue // mounted by the command; a stream that does not end
 		}
-		path, _, _ := strings.Cut(strings.ReplaceAll(ep.Path, "{vm}", FakeVMID), "?")
+		path, _, _ := strings.Cut(strings.NewReplacer("{vm}", FakeVMID, "{thread}", "1").Replace(ep.Path), "?")
 		req, _ := http.NewRequest(ep.Method, srv.URL+path, strings.NewReader("{}"))
 		req.Header.Set("Content-Type", "application/json")
 		r, err := http.DefaultClient.Do(req)

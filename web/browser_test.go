@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -19,8 +20,9 @@ import (
 // browserCheck drives the page at url in headless Chromium: the thread
 // table fills and then changes, the heap map and histogram draw, and the
 // accelerator figures show. It saves a screenshot as name in
-// $JDWPACCEL_SCREENSHOT_DIR when that is set.
-func browserCheck(t *testing.T, url, name string) {
+// $JDWPACCEL_SCREENSHOT_DIR when that is set. With stack, clicking the
+// thread with DDM ID 1 must show at least 3 frames.
+func browserCheck(t *testing.T, url, name string, stack bool) {
 	t.Helper()
 	b := startBrowser(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
@@ -85,6 +87,17 @@ func browserCheck(t *testing.T, url, name string) {
 	var ratio string
 	if err := p.waitFor(ctx, `document.querySelector("#spark polyline") && document.getElementById("a-ratio").textContent.includes("%") && document.getElementById("a-ratio").textContent`, 10*time.Second, &ratio); err != nil {
 		t.Fatalf("accelerator figures missing: %v", err)
+	}
+
+	// Clicking a thread shows its stack.
+	if stack {
+		var frames int
+		if err := p.eval(ctx, `document.querySelector('#threads tbody tr[data-key="1"]').click(), true`, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.waitFor(ctx, `!document.getElementById("stackbox").hidden && document.querySelectorAll("#stack li").length`, 10*time.Second, &frames); err != nil || frames < 3 {
+			t.Fatalf("no stack after clicking the main thread (%d frames): %v", frames, err)
+		}
 	}
 
 	// Let the highlight animations settle so the picture is calm.
@@ -156,5 +169,66 @@ func TestBrowserFakeSource(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close) // after the browser's cleanup, which ends its event stream
 	t.Cleanup(h.Close)
-	browserCheck(t, srv.URL+"/", "screenshot-fake.png")
+	browserCheck(t, srv.URL+"/", "screenshot-fake.png", true)
+}
+
+// TestScreenshotFlag takes the picture the way a user would, with headless
+// Chromium's --screenshot, which captures the page right after it loads:
+// the server's embedded first snapshot must already show the data (the
+// heap map's colours here), not "connecting…".
+func TestScreenshotFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test in -short mode")
+	}
+	bin := findChromium(t)
+	src := NewManualFakeSource(7)
+	src.Advance(3)
+	h := NewHandler(src, prometheus.NewRegistry(), zerolog.Nop())
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Cleanup(h.Close)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "shot.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+		"--hide-scrollbars", "--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1280,1100",
+		"--screenshot="+out, srv.URL+"/")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, tail(string(b), 3000))
+	}
+	shot, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	// DDMS's data-object blue and class-object green fill the heap map.
+	var blue, green int
+	bnd := img.Bounds()
+	for y := bnd.Min.Y; y < bnd.Max.Y; y++ {
+		for x := bnd.Min.X; x < bnd.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			switch {
+			case r>>8 == 0 && g>>8 == 0 && b>>8 == 255:
+				blue++
+			case r>>8 == 0 && g>>8 == 255 && b>>8 == 0:
+				green++
+			}
+		}
+	}
+	if blue < 200 || green < 200 {
+		t.Fatalf("the screenshot shows no heap map (%d blue, %d green pixels): the page was not rendered at load", blue, green)
+	}
+	if d := os.Getenv("JDWPACCEL_SCREENSHOT_DIR"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "screenshot-flag.png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -238,5 +238,5 @@ func TestBrowserDDM(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	t.Cleanup(h.Close)
-	browserCheck(t, srv.URL+"/", "screenshot-ddm.png")
+	browserCheck(t, srv.URL+"/", "screenshot-ddm.png", false)
 }

@@ -2,18 +2,28 @@ package web
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/web/convo"
 )
 
-// DDMSource is a Source over DDM tap monitors, one VM per monitor (its
-// name, the VM's address, is the VM's ID), with the accelerator's figures
-// and the sessions from functions the command provides.
+// DDMSource is the live page's Source for the proxy: every VM it serves
+// (Served), with DDM tap monitors for those that speak DDM (a monitor's
+// name is its VM's ID), thread pictures read from the debuggers' JDWP
+// conversations for the others (Conversation), and the accelerator's
+// figures and the sessions from functions the command provides.
 type DDMSource struct {
-	// Monitors lists the monitors to show; called on every request.
+	// Monitors lists the DDM monitors; called on every request; may be nil.
 	Monitors func() []*ddmtap.Monitor
+	// Served lists the VMs the proxy serves (ID, Addr, Kind, App, PID),
+	// with or without a monitor; nil: the monitors' VMs alone.
+	Served func() []VM
+	// Conversation, when set, reads threads and stacks from what the
+	// debuggers asked.
+	Conversation *convo.Watcher
 	// AccelFunc and SessionsFunc may be nil (nothing to show).
 	AccelFunc    func() AccelStats
 	SessionsFunc func() []Session
@@ -31,31 +41,241 @@ func (d *DDMSource) monitor(id string) *ddmtap.Monitor {
 	return nil
 }
 
-// VMs implements Source; a VM's debuggers are its open sessions'.
+// VMs implements Source: the served VMs in their order, then monitored
+// VMs not served (there are none in the proxy); a VM's debuggers are its
+// open sessions'.
 func (d *DDMSource) VMs() []VM {
-	if d.Monitors == nil {
-		return nil
+	mons := map[string]ddmtap.Snapshot{}
+	var monOrder []string
+	if d.Monitors != nil {
+		for _, m := range d.Monitors() {
+			mons[m.Name()] = m.Snapshot()
+			monOrder = append(monOrder, m.Name())
+		}
+	}
+	var out []VM
+	seen := map[string]bool{}
+	if d.Served != nil {
+		for _, v := range d.Served() {
+			if snap, ok := mons[v.ID]; ok {
+				dv := VMFromDDM(snap)
+				dv.Kind, dv.Simulated = v.Kind, v.Simulated || dv.Simulated
+				if dv.App == "" {
+					dv.App = v.App
+				}
+				if dv.PID == 0 {
+					dv.PID = v.PID
+				}
+				if v.Addr != "" {
+					dv.Addr = v.Addr
+				}
+				if v.Status != "" {
+					dv.Status = strings.TrimSuffix(v.Status+"; "+dv.Status, "; ")
+				}
+				v = dv
+			}
+			seen[v.ID] = true
+			out = append(out, v)
+		}
+	}
+	for _, name := range monOrder {
+		if !seen[name] {
+			out = append(out, VMFromDDM(mons[name]))
+		}
 	}
 	sessions := d.Sessions()
-	var out []VM
-	for _, m := range d.Monitors() {
-		vm := VMFromDDM(m.Snapshot())
+	for i := range out {
+		vm := &out[i]
+		vm.Debuggers = []string{}
 		for _, s := range sessions {
 			if s.VM == vm.ID && s.Ended.IsZero() {
 				vm.Debuggers = append(vm.Debuggers, s.Debugger)
 			}
 		}
-		out = append(out, vm)
+		snap, monitored := mons[vm.ID]
+		d.describe(vm, snap, monitored)
 	}
 	return out
 }
 
-// Threads implements Source.
+// describe fills vm's Threads and Heap fields (and their notes).
+func (d *DDMSource) describe(vm *VM, snap ddmtap.Snapshot, monitored bool) {
+	ddm := monitored && snap.Identity.DDM == ddmtap.DDMYes
+	switch {
+	case ddm && len(ThreadsFromDDM(snap)) > 0:
+		vm.Threads, vm.ThreadsNote = ThreadsDDM, "from DDM thread notifications and status polls"
+	default:
+		vm.Threads, vm.ThreadsNote = ThreadsNone, "no thread data yet: a debugger's conversation will show its threads"
+		if ddm {
+			vm.ThreadsNote = "no DDM thread data yet"
+		}
+		if d.Conversation != nil {
+			if v, ok := d.Conversation.View(vm.ID); ok && len(v.Threads) > 0 {
+				vm.Threads, vm.ThreadsNote = ThreadsJDWP, conversationNote(v)
+			}
+		}
+	}
+	switch {
+	case !ddm:
+		vm.Heap, vm.HeapNote = HeapNone, "this VM speaks no DDM, so it cannot be asked for a heap picture"
+		if monitored && snap.Identity.DDM == ddmtap.DDMUnknown {
+			vm.HeapNote = "not known yet whether this VM speaks DDM"
+		}
+	case snap.Support[ddmtap.FeatureNames[ddmtap.FeatHeapSegments]] == ddmtap.Unsupported.String():
+		vm.Heap, vm.HeapNote = HeapUnsupported, "this VM left heap map requests unanswered (Android 12+ ignores them)"
+	default:
+		vm.Heap, vm.HeapNote = HeapDDM, "heap pictures are taken on request: each makes the VM collect garbage"
+	}
+}
+
+// conversationNote says where a conversation's thread picture comes from.
+func conversationNote(v convo.View) string {
+	n := "from the debugger's conversation"
+	if v.Stop > 0 {
+		n += ", as of stop " + strconv.Itoa(v.Stop)
+	}
+	switch {
+	case !v.Open:
+		n += " (session #" + strconv.FormatUint(v.Session, 10) + ", ended)"
+	case v.Running:
+		n += " (running since)"
+	}
+	return n
+}
+
+// Threads implements Source: DDM's threads where the VM has any, else the
+// ones the latest debugger conversation showed.
 func (d *DDMSource) Threads(vm string) []Thread {
 	if m := d.monitor(vm); m != nil {
-		return ThreadsFromDDM(m.Snapshot())
+		if ts := ThreadsFromDDM(m.Snapshot()); len(ts) > 0 {
+			return ts
+		}
+	}
+	if d.Conversation != nil {
+		if v, ok := d.Conversation.View(vm); ok {
+			return ThreadsFromConversation(v)
+		}
 	}
 	return nil
+}
+
+// Stack implements StackSource: a DDM thread's STKL frames when a DDM
+// client asked for them (ddmtap has no request of its own for STKL),
+// else the frames the debugger last read of the thread (by JDWP threadID,
+// or for a DDM thread by its name).
+func (d *DDMSource) Stack(vm, thread string) (ThreadStack, bool) {
+	name := ""
+	if m := d.monitor(vm); m != nil && !strings.HasPrefix(thread, "0x") {
+		id, err := strconv.ParseUint(thread, 10, 32)
+		if err != nil {
+			return ThreadStack{}, false
+		}
+		for _, t := range m.Snapshot().Threads {
+			if t.ID != uint32(id) || !t.Alive {
+				continue
+			}
+			name = t.Name
+			if len(t.Stack) > 0 {
+				st := ThreadStack{Thread: thread, Name: t.Name, From: ThreadsDDM, Note: "from the VM's DDM stack trace (STKL)", Frames: make([]StackFrame, len(t.Stack))}
+				for i, f := range t.Stack {
+					st.Frames[i] = StackFrame{Class: f.Class, Method: f.Method, Source: f.File, Line: int(f.Line)}
+				}
+				return st, true
+			}
+		}
+		if name == "" {
+			return ThreadStack{}, false
+		}
+	}
+	if d.Conversation == nil {
+		return ThreadStack{}, false
+	}
+	v, ok := d.Conversation.View(vm)
+	if !ok {
+		return ThreadStack{}, false
+	}
+	for _, t := range v.Threads {
+		if name != "" && t.Name != name || name == "" && hexID(t.ID) != thread {
+			continue
+		}
+		st := stackFromConversation(v, t)
+		st.Thread = thread
+		return st, true
+	}
+	return ThreadStack{}, false
+}
+
+// CurrentStack is the stack of the thread of vm's latest stop, if the
+// conversation read it.
+func (d *DDMSource) CurrentStack(vm string) (ThreadStack, bool) {
+	if d.Conversation == nil {
+		return ThreadStack{}, false
+	}
+	v, ok := d.Conversation.View(vm)
+	if !ok || v.StopThread == 0 {
+		return ThreadStack{}, false
+	}
+	for _, t := range v.Threads {
+		if t.ID == v.StopThread && len(t.Frames) > 0 {
+			return stackFromConversation(v, t), true
+		}
+	}
+	return ThreadStack{}, false
+}
+
+func hexID(id uint64) string { return "0x" + strconv.FormatUint(id, 16) }
+
+// ThreadsFromConversation are the threads a conversation showed, as table
+// rows.
+func ThreadsFromConversation(v convo.View) []Thread {
+	out := make([]Thread, 0, len(v.Threads))
+	for _, t := range v.Threads {
+		row := Thread{Object: hexID(t.ID), Name: t.Name, Status: convo.StatusLabel(t.Status), Suspended: t.Suspended,
+			AsOfStop: max(t.StatusStop, t.FramesStop), Current: t.ID == v.StopThread}
+		if row.Name == "" {
+			row.Name = "(name not read)"
+		}
+		if t.FrameCount > 0 {
+			row.Frames = t.FrameCount
+		}
+		if len(t.Frames) > 0 {
+			row.Top = frameText(t.Frames[0])
+			row.Frames = max(row.Frames, len(t.Frames))
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func stackFromConversation(v convo.View, t convo.Thread) ThreadStack {
+	st := ThreadStack{Thread: hexID(t.ID), Name: t.Name, From: ThreadsJDWP, AsOfStop: t.FramesStop, Frames: make([]StackFrame, len(t.Frames))}
+	st.Note = "the frames the debugger last read, as of stop " + strconv.Itoa(t.FramesStop)
+	if t.FramesStop < v.Stop || v.Running && t.ID == v.StopThread {
+		st.Note += " (the thread has run since)"
+	}
+	for i, f := range t.Frames {
+		st.Frames[i] = StackFrame{Class: f.Class, Method: f.Method, Source: f.Source, Line: f.Line, ClassID: hexID(f.ClassID), MethodID: hexID(f.MethodID), Index: f.Index}
+	}
+	return st
+}
+
+// frameText is "com.x.Main.run:42", with raw IDs for what is unknown.
+func frameText(f convo.Frame) string {
+	c := f.Class
+	if c == "" {
+		c = "class " + hexID(f.ClassID)
+	}
+	m := f.Method
+	if m == "" {
+		m = "method " + hexID(f.MethodID)
+	}
+	s := c + "." + m
+	if f.Line >= 0 {
+		s += ":" + strconv.Itoa(f.Line)
+	} else {
+		s += " @" + strconv.FormatUint(f.Index, 10)
+	}
+	return s
 }
 
 // Heap implements Source.
@@ -102,10 +322,10 @@ func VMFromDDM(s ddmtap.Snapshot) VM {
 	}
 	var notes []string
 	switch {
-	case !s.Connected:
-		notes = append(notes, "not connected")
+	case !s.Connected && id.DDM == ddmtap.DDMYes:
+		notes = append(notes, "DDM connection down")
 	case id.DDM == ddmtap.DDMNo:
-		notes = append(notes, "not an Android VM: no DDM thread or heap data")
+		notes = append(notes, "not an Android VM: it speaks no DDM")
 	}
 	if id.WaitingForDebugger && !s.DebuggerAttached {
 		notes = append(notes, "waiting for a debugger")

@@ -3,15 +3,17 @@
 // snapshots, and the Prometheus /metrics endpoint.
 //
 // The page (embedded from assets/, plain HTML, CSS and JavaScript, no
-// network dependencies) shows the connected VMs and debuggers, a live DDM
-// thread table, the heap as DDMS drew it (segment map coloured by kind,
-// per-kind statistics, a size histogram) and the accelerator's figures with
-// a chart of step latency.
+// network dependencies) shows the VMs and debuggers, a live thread table
+// (from DDM, or for VMs without DDM from the debugger's own conversation,
+// read by package convo) with stacks, the heap as DDMS drew it (segment map
+// coloured by kind, per-kind statistics, a size histogram) and the
+// accelerator's figures with a chart of real steps and where their time
+// went. The page embeds its first snapshot and renders it as it loads.
 //
-// The package depends on no other jdwpaccel package: it reads a [Source] of
-// plain view-model structs, which the command adapts from the relay, the DDM
-// tap and the speculator. The tests feed it a made-up app (FakeSource, in
-// fake_test.go).
+// The handler reads a [Source] of plain view-model structs; the adapters
+// here (SessionTracker, DDMSource) build one from the relay, the DDM tap
+// and the speculator's metrics. The tests feed it a made-up app
+// (FakeSource, in fake_test.go).
 //
 //	h := web.NewHandler(src, reg, log)
 //	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: web.Guard(h, "127.0.0.1:8080")}

@@ -306,7 +306,8 @@ func (s *FakeSource) VMs() []VM {
 	s.catchUp()
 	return []VM{{
 		ID: FakeVMID, Addr: "127.0.0.1:8600", Ident: "Dalvik v2.1.0", App: "com.example.shop",
-		PID: 4242, DDM: true, Debuggers: []string{s.session.Debugger},
+		PID: 4242, DDM: true, Debuggers: []string{s.session.Debugger}, Kind: "adb", Simulated: true,
+		Threads: ThreadsDDM, ThreadsNote: "from DDM thread notifications and status polls", Heap: HeapDDM,
 	}}
 }
 
@@ -350,3 +351,19 @@ func (s *FakeSource) Sessions() []Session {
 	s.catchUp()
 	return []Session{s.session}
 }
+
+// Stack implements StackSource: the main thread (DDM ID 1) has a stack,
+// as if DDMS had asked for it (STKL).
+func (s *FakeSource) Stack(vm, thread string) (ThreadStack, bool) {
+	if vm != FakeVMID || thread != "1" {
+		return ThreadStack{}, false
+	}
+	return ThreadStack{Thread: "1", Name: "main", From: ThreadsDDM, Note: "from the VM's DDM stack trace (STKL)", Frames: []StackFrame{
+		{Class: "android.os.MessageQueue", Method: "nativePollOnce", Line: -2},
+		{Class: "android.os.Looper", Method: "loop", Source: "Looper.java", Line: 193},
+		{Class: "com.example.shop.MainActivity", Method: "onCreate", Source: "MainActivity.java", Line: 42},
+	}}, true
+}
+
+// CurrentStack implements StackSource: no stop, no current stack.
+func (s *FakeSource) CurrentStack(string) (ThreadStack, bool) { return ThreadStack{}, false }

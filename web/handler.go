@@ -54,8 +54,10 @@ type Handler struct {
 	// it is interval/2 old; nobody modifies it after it is stored.
 	snap   []byte
 	snapAt time.Time
-	// history are accelerator samples, one per snapshot, oldest first.
+	// history are accelerator samples, one per snapshot, oldest first, of
+	// the run named run (AccelStats.Run).
 	history []AccelPoint
+	run     string
 	// heaps caches heap summaries by VM, rebuilt when the generation or the
 	// requested cell count changes.
 	heaps map[string]heapCacheEntry
@@ -96,9 +98,14 @@ func NewHandler(src Source, reg *prometheus.Registry, log zerolog.Logger, opts .
 		panic(err) // the embedded tree is fixed at build time
 	}
 	m := h.mux
+	index, err := fs.ReadFile(assets, "index.html")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
-		http.ServeFileFS(w, r, assets, "index.html")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(h.page(index)) //nolint:errcheck // the client went away
 	})
 	m.Handle("GET /assets/", http.StripPrefix("/assets/", noCache(http.FileServerFS(assets))))
 	m.HandleFunc("GET /api/v1/{$}", func(w http.ResponseWriter, r *http.Request) { h.writeJSON(w, apiIndex(reg != nil)) })
@@ -106,6 +113,7 @@ func NewHandler(src Source, reg *prometheus.Registry, log zerolog.Logger, opts .
 	m.HandleFunc("GET /api/v1/sessions", func(w http.ResponseWriter, r *http.Request) { h.writeJSON(w, sessionsJSON(src.Sessions())) })
 	m.HandleFunc("GET /api/v1/accel", func(w http.ResponseWriter, r *http.Request) { h.writeJSON(w, h.accel()) })
 	m.HandleFunc("GET /api/v1/vms/{vm}/threads", h.threads)
+	m.HandleFunc("GET /api/v1/vms/{vm}/threads/{thread}/stack", h.stack)
 	m.HandleFunc("GET /api/v1/vms/{vm}/heap", h.heap)
 	m.HandleFunc("GET /api/v1/vms/{vm}/heap/segments", h.segments)
 	m.HandleFunc("POST /api/v1/vms/{vm}/heap/request", h.requestHeap)
@@ -118,6 +126,35 @@ func NewHandler(src Source, reg *prometheus.Registry, log zerolog.Logger, opts .
 		m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	return h
+}
+
+// initialMarker is where page inserts the first snapshot: before the
+// page's script, which renders it at once.
+const initialMarker = `<script src="assets/app.js"></script>`
+
+// page is the index page with the current snapshot (and the first VM's
+// heap map, if it has one) embedded as JSON, so that the page shows data
+// as soon as it loads, before its event stream connects: a headless
+// browser's --screenshot captures it. json.Marshal escapes <, > and &, so
+// the JSON cannot end its script element.
+func (h *Handler) page(index []byte) []byte {
+	snap := h.snapshot(time.Now())
+	var b strings.Builder
+	i := strings.Index(string(index), initialMarker)
+	if i < 0 {
+		return index
+	}
+	b.Write(index[:i])
+	b.WriteString(`<script id="initial-snapshot" type="application/json">`)
+	b.Write(snap)
+	b.WriteString("</script>\n")
+	if vms := h.src.VMs(); len(vms) > 0 && h.src.Heap(vms[0].ID).Generation != 0 {
+		b.WriteString(`<script id="initial-heap" type="application/json">`)
+		b.Write(h.heapSummary(vms[0].ID, DefaultHeapCells))
+		b.WriteString("</script>\n")
+	}
+	b.Write(index[i:])
+	return []byte(b.String())
 }
 
 // Close ends the open event streams (and any opened later), so that an
@@ -180,10 +217,31 @@ func (h *Handler) threads(w http.ResponseWriter, r *http.Request) {
 	h.writeJSON(w, sortedThreads(h.src.Threads(id)))
 }
 
+// sortedThreads sorts DDM threads by ID; threads from a JDWP
+// conversation (all ID 0) keep the VM's order.
 func sortedThreads(ts []Thread) []Thread {
 	ts = slices.Clone(nonNil(ts))
-	slices.SortFunc(ts, func(a, b Thread) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(ts, func(a, b Thread) int { return cmp.Compare(a.ID, b.ID) })
 	return ts
+}
+
+func (h *Handler) stack(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("vm")
+	if !h.knownVM(w, id) {
+		return
+	}
+	ss, ok := h.src.(StackSource)
+	if !ok {
+		writeError(w, http.StatusNotFound, "no stacks here")
+		return
+	}
+	st, ok := ss.Stack(id, r.PathValue("thread"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "no stack known for this thread")
+		return
+	}
+	st.Frames = nonNil(st.Frames)
+	h.writeJSON(w, st)
 }
 
 func (h *Handler) heap(w http.ResponseWriter, r *http.Request) {
@@ -268,12 +326,13 @@ type SessionJSON struct {
 	Open     bool       `json:"open"`
 	Packets  uint64     `json:"packets"`
 	Bytes    uint64     `json:"bytes"`
+	Run      string     `json:"run,omitempty"`
 }
 
 func sessionsJSON(ss []Session) []SessionJSON {
 	out := make([]SessionJSON, len(ss))
 	for i, s := range ss {
-		out[i] = SessionJSON{ID: s.ID, Debugger: s.Debugger, VM: s.VM, Started: s.Started, Open: s.Ended.IsZero(), Packets: s.Packets, Bytes: s.Bytes}
+		out[i] = SessionJSON{ID: s.ID, Debugger: s.Debugger, VM: s.VM, Started: s.Started, Open: s.Ended.IsZero(), Packets: s.Packets, Bytes: s.Bytes, Run: s.Run}
 		if !s.Ended.IsZero() {
 			t := s.Ended
 			out[i].Ended = &t
@@ -284,18 +343,69 @@ func sessionsJSON(ss []Session) []SessionJSON {
 
 // AccelJSON is the accelerator's figures. Latencies are seconds.
 type AccelJSON struct {
-	Enabled         bool         `json:"enabled"`
-	Hits            uint64       `json:"hits"`
-	Misses          uint64       `json:"misses"`
-	HitRatio        float64      `json:"hit_ratio"`
-	Belays          uint64       `json:"belays"`
-	RoundTripsSaved uint64       `json:"round_trips_saved"`
-	Wasted          uint64       `json:"wasted"`
-	Steps           uint64       `json:"steps"`
-	StepLatency     LatencyJSON  `json:"step_latency"`
-	RecentSteps     []float64    `json:"recent_steps_seconds"`
-	History         []AccelPoint `json:"history"`
+	Enabled         bool        `json:"enabled"`
+	Hits            uint64      `json:"hits"`
+	Misses          uint64      `json:"misses"`
+	HitRatio        float64     `json:"hit_ratio"`
+	Belays          uint64      `json:"belays"`
+	RoundTripsSaved uint64      `json:"round_trips_saved"`
+	Wasted          uint64      `json:"wasted"`
+	Steps           uint64      `json:"steps"`
+	StepLatency     LatencyJSON `json:"step_latency"`
+	RecentSteps     []float64   `json:"recent_steps_seconds"`
+	// Breakdowns are the recent steps with where their time went, LastStep
+	// the latest with its commands (absent before the first step).
+	Breakdowns []StepJSON      `json:"recent_steps"`
+	LastStep   *StepDetailJSON `json:"last_step,omitempty"`
+	// Run names the run the figures belong to, when the source has runs.
+	Run     string       `json:"run,omitempty"`
+	History []AccelPoint `json:"history"`
 }
+
+// StepJSON is a StepBreakdown; durations are seconds, At Unix
+// milliseconds.
+type StepJSON struct {
+	At         int64   `json:"t"`
+	Total      float64 `json:"total_seconds"`
+	Run        float64 `json:"run_seconds"`
+	VM         float64 `json:"vm_seconds"`
+	Belay      float64 `json:"belay_seconds"`
+	Cache      float64 `json:"cache_seconds"`
+	Debugger   float64 `json:"debugger_seconds"`
+	RoundTrips int     `json:"round_trips"`
+	Hits       int     `json:"hits"`
+	Misses     int     `json:"misses"`
+	Belays     int     `json:"belays"`
+	Event      string  `json:"event"`
+}
+
+// StepDetailJSON is a StepDetail: the step and its waterfall.
+type StepDetailJSON struct {
+	StepJSON
+	ResumeEnd float64           `json:"resume_end_seconds"`
+	Commands  []StepCommandJSON `json:"commands"`
+	Dropped   int               `json:"dropped,omitempty"`
+}
+
+// StepCommandJSON is one command of a step's waterfall; times are seconds
+// from the resume, End 0 when unanswered.
+type StepCommandJSON struct {
+	Cmd    string  `json:"cmd"`
+	Start  float64 `json:"start_seconds"`
+	End    float64 `json:"end_seconds"`
+	Served string  `json:"served"`
+}
+
+func stepJSON(b StepBreakdown) StepJSON {
+	return StepJSON{
+		At: b.At.UnixMilli(), Total: b.Total.Seconds(), Run: b.Run.Seconds(), VM: b.VM.Seconds(), Belay: b.Belay.Seconds(),
+		Cache: b.Cache.Seconds(), Debugger: b.Debugger.Seconds(), RoundTrips: b.RoundTrips,
+		Hits: b.Hits, Misses: b.Misses, Belays: b.Belays, Event: b.Event,
+	}
+}
+
+// servedNames name how a step's command was answered.
+var servedNames = map[string]string{"forwarded": "miss", "cache_hit": "hit", "belay": "belay"}
 
 // LatencyJSON are latency percentiles in seconds.
 type LatencyJSON struct {
@@ -323,6 +433,22 @@ func accelJSON(a AccelStats) AccelJSON {
 			P99: a.StepLatency.P99.Seconds(), Max: a.StepLatency.Max.Seconds(),
 		},
 		RecentSteps: make([]float64, len(a.RecentSteps)),
+		Breakdowns:  make([]StepJSON, len(a.StepBreakdowns)),
+		Run:         a.Run,
+	}
+	for i, b := range a.StepBreakdowns {
+		j.Breakdowns[i] = stepJSON(b)
+	}
+	if l := a.LastStep; l != nil {
+		d := &StepDetailJSON{StepJSON: stepJSON(l.StepBreakdown), ResumeEnd: l.ResumeEnd.Seconds(), Commands: make([]StepCommandJSON, len(l.Commands)), Dropped: l.Dropped}
+		for i, c := range l.Commands {
+			served := servedNames[c.Served.String()]
+			if served == "" {
+				served = c.Served.String()
+			}
+			d.Commands[i] = StepCommandJSON{Cmd: c.Cmd.String(), Start: c.Start.Seconds(), End: c.End.Seconds(), Served: served}
+		}
+		j.LastStep = d
 	}
 	if n := a.Hits + a.Misses; n > 0 {
 		j.HitRatio = float64(a.Hits) / float64(n)
@@ -352,6 +478,9 @@ type Snapshot struct {
 	Accel    AccelJSON            `json:"accel"`
 	Threads  map[string][]Thread  `json:"threads"`
 	Heaps    map[string]HeapBrief `json:"heaps"`
+	// Stacks are, by VM, the stack of the thread of the latest stop, when
+	// known (see StackSource).
+	Stacks map[string]ThreadStack `json:"stacks"`
 }
 
 // HeapBrief is a VM's HPIF summary and map generation.
@@ -370,19 +499,29 @@ func (h *Handler) snapshot(now time.Time) []byte {
 		return h.snap
 	}
 	a := h.src.Accel()
+	if a.Run != h.run {
+		h.history, h.run = h.history[:0], a.Run // a new run starts its own history
+	}
 	h.history = append(h.history, AccelPoint{T: now.UnixMilli(), P50: a.StepLatency.P50.Seconds(), P99: a.StepLatency.P99.Seconds(), Hits: a.Hits, Misses: a.Misses})
 	if len(h.history) > historyLen {
 		h.history = slices.Delete(h.history, 0, len(h.history)-historyLen)
 	}
 	s := Snapshot{
 		Time: now, VMs: nonNil(h.src.VMs()), Sessions: sessionsJSON(h.src.Sessions()), Accel: accelJSON(a),
-		Threads: map[string][]Thread{}, Heaps: map[string]HeapBrief{},
+		Threads: map[string][]Thread{}, Heaps: map[string]HeapBrief{}, Stacks: map[string]ThreadStack{},
 	}
+	ss, _ := h.src.(StackSource)
 	s.Accel.History = slices.Clone(h.history)
 	for _, vm := range s.VMs {
 		s.Threads[vm.ID] = sortedThreads(h.src.Threads(vm.ID))
 		hp := h.src.Heap(vm.ID)
 		s.Heaps[vm.ID] = HeapBrief{Generation: hp.Generation, Info: heapInfoJSON(hp.Info)}
+		if ss != nil {
+			if st, ok := ss.CurrentStack(vm.ID); ok {
+				st.Frames = nonNil(st.Frames)
+				s.Stacks[vm.ID] = st
+			}
+		}
 	}
 	b, err := json.Marshal(s)
 	if err != nil {

@@ -52,7 +52,39 @@ type VM struct {
 	// Status is a short human-readable note ("thread updates not supported
 	// by this VM"), or empty.
 	Status string `json:"status,omitempty"`
+	// Kind is how jdwpaccel found the VM: "static" (--vm HOST:PORT),
+	// "scan" (--vm scan:), "adb" (--vm adb:), or another word a source
+	// chooses ("demo"); empty when unknown.
+	Kind string `json:"kind,omitempty"`
+	// Simulated says the VM is not a real one (a fake VM serving the page
+	// in the demo); the page badges it.
+	Simulated bool `json:"simulated,omitempty"`
+	// Threads says where the VM's thread data comes from: ThreadsDDM,
+	// ThreadsJDWP or ThreadsNone; ThreadsNote says it in words ("from the
+	// debugger's conversation, as of stop 12").
+	Threads     string `json:"threads"`
+	ThreadsNote string `json:"threads_note,omitempty"`
+	// Heap says what the VM can show of its heap: HeapDDM (it speaks DDM
+	// and can be asked: POST .../heap/request), HeapUnsupported (it speaks
+	// DDM but left heap requests unanswered) or HeapNone (no DDM);
+	// HeapNote says it in words.
+	Heap     string `json:"heap"`
+	HeapNote string `json:"heap_note,omitempty"`
 }
+
+// Values of VM.Threads.
+const (
+	ThreadsDDM  = "ddm"  // DDM thread notifications and status polls
+	ThreadsJDWP = "jdwp" // the debugger's own JDWP conversation, read passively
+	ThreadsNone = "none" // nothing yet
+)
+
+// Values of VM.Heap.
+const (
+	HeapDDM         = "ddm"
+	HeapUnsupported = "unsupported"
+	HeapNone        = "none"
+)
 
 // Thread is one row of the thread table (DDM THCR/THNM/THST).
 type Thread struct {
@@ -71,6 +103,58 @@ type Thread struct {
 	STime uint32 `json:"stime"`
 	// Daemon is the THST isDaemon flag.
 	Daemon bool `json:"daemon"`
+
+	// For threads read from the JDWP conversation (VM.Threads "jdwp"):
+	// Object is the JDWP threadID in hex ("0x1a2"; ID and TID are 0),
+	// Suspended the suspend status, Frames the frame count (0: unknown),
+	// Top the top frame ("com.x.Main.run:42", raw IDs when the debugger
+	// never resolved them), AsOfStop the stop the figures date from, and
+	// Current marks the thread of the latest stop.
+	Object    string `json:"object,omitempty"`
+	Suspended bool   `json:"suspended,omitempty"`
+	Frames    int    `json:"frames,omitempty"`
+	Top       string `json:"top,omitempty"`
+	AsOfStop  int    `json:"as_of_stop,omitempty"`
+	Current   bool   `json:"current,omitempty"`
+}
+
+// ThreadStack is one thread's stack as the page shows it.
+type ThreadStack struct {
+	// Thread is the thread's key: its DDM ID in decimal, or its JDWP
+	// threadID in hex ("0x1a2").
+	Thread string `json:"thread"`
+	Name   string `json:"name,omitempty"`
+	// From says where the frames come from: "ddm" (a DDM STKL reply) or
+	// "jdwp" (the frames the debugger last read); Note says it in words.
+	From     string       `json:"from"`
+	Note     string       `json:"note,omitempty"`
+	AsOfStop int          `json:"as_of_stop,omitempty"`
+	Frames   []StackFrame `json:"frames"`
+}
+
+// StackFrame is one frame of a ThreadStack. Line is -1 when unknown
+// (-2: native code, from DDM). Class and Method are empty when the
+// debugger never resolved them; the IDs (hex) are then what is known.
+type StackFrame struct {
+	Class    string `json:"class,omitempty"`
+	Method   string `json:"method,omitempty"`
+	Source   string `json:"source,omitempty"`
+	Line     int    `json:"line"`
+	ClassID  string `json:"class_id,omitempty"`
+	MethodID string `json:"method_id,omitempty"`
+	Index    uint64 `json:"index,omitempty"`
+}
+
+// StackSource is optionally implemented by a Source that can show a
+// thread's stack (GET /api/v1/vms/{vm}/threads/{thread}/stack, and the
+// current thread's in each snapshot).
+type StackSource interface {
+	// Stack is the stack of the thread keyed thread (ThreadStack.Thread)
+	// of vm, and whether there is one.
+	Stack(vm, thread string) (ThreadStack, bool)
+	// CurrentStack is the stack of the thread of vm's latest stop, if
+	// known; each snapshot carries it.
+	CurrentStack(vm string) (ThreadStack, bool)
 }
 
 // threadStatusLabels are DDMS's labels, indexed by the THST status byte.
@@ -198,6 +282,15 @@ type AccelStats struct {
 	// RecentSteps are the latest steps' latencies, oldest first (bounded by
 	// the source); may be nil, then the page charts the p50 history.
 	RecentSteps []time.Duration
+	// StepBreakdowns are the same steps with where their time went, and
+	// LastStep the latest with its commands; both may be empty.
+	StepBreakdowns []StepBreakdown
+	LastStep       *StepDetail
+	// Run names the run these figures belong to ("" when the source has
+	// no runs). When it changes, the handler starts the history over: a
+	// source starting a new run (a benchmark's next mode, the demo's kept
+	// VM) marks it this way.
+	Run string
 }
 
 // Percentiles summarise a latency distribution.
@@ -214,4 +307,5 @@ type Session struct {
 	Ended    time.Time // zero while open
 	Packets  uint64    // packets relayed both ways
 	Bytes    uint64    // bytes relayed both ways
+	Run      string    // the run the session belongs to, when the source has runs
 }

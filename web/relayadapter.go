@@ -8,27 +8,33 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/web/convo"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultStepIdle is how long the debugger must stay quiet after a stop
-// for SessionTracker to consider the step settled.
-const DefaultStepIdle = 250 * time.Millisecond
+// for SessionTracker to consider the step settled (a step also ends at the
+// next resume). Long enough for a debugger's pauses on a loaded machine.
+const DefaultStepIdle = time.Second
 
 const (
 	stepWindow   = 1000 // steps kept for percentiles
 	recentSteps  = 120  // steps charted
 	closedToKeep = 20   // ended sessions listed
+	maxStepCmds  = 400  // debugger commands kept per step for its waterfall
 )
 
 // SessionTracker is a relay observer (add it to every session's
 // Hooks.Observers) that lists sessions with their traffic, and times
 // debugger steps.
 //
-// A step is timed from the stop event (an Event.Composite reaching the
-// debugger after it resumed the VM or a thread) to the last reply the
-// debugger gets before it stays quiet for the idle time: how long the IDE
-// needs to show the new stop, which is what speculation shortens.
+// A step starts when the debugger resumes the VM or a thread, goes on
+// through a stop event (convo.IsStop: a suspending breakpoint, single
+// step, method entry or exit, exception or watchpoint; thread starts and
+// class prepares are not stops) and ends with the last answer the debugger
+// gets before it resumes again or stays quiet for the idle time. Its time
+// is what the user waits for, from the resume to a refreshed view, which
+// is what speculation shortens. Resumes followed by no stop are not steps.
 type SessionTracker struct {
 	// VMOf names a session's VM (VM.ID); the VM's address when nil.
 	VMOf func(s *relay.Session) string
@@ -41,18 +47,67 @@ type SessionTracker struct {
 	closed   []Session // most recent last, at most closedToKeep
 	steps    []time.Duration
 	stepsPos int // next slot of steps once it is full
-	recent   []time.Duration
+	recent   []StepBreakdown
+	last     *StepDetail
 	count    uint64
 }
 
 // trackedSession is one session's figures. Guarded by SessionTracker.mu.
 type trackedSession struct {
 	info Session
-	// step state: resumed after a resume command; stopped once the stop
-	// event arrived, with lastReply the latest reply to the debugger and
+	// step state: resumed after a resume command (at resumeAt, answered at
+	// resumeDone), stopped once the stop event arrived (at stopAt, of kind
+	// stopKind), with lastReply the latest answer to the debugger and
 	// lastCmd the debugger's latest command.
 	resumed, stopped           bool
+	resumeID                   uint32
+	resumeAt, resumeDone       time.Time
 	stopAt, lastReply, lastCmd time.Time
+	stopKind                   jdwp.EventKind
+	cmds                       []StepCommand  // after the stop, in order; reused
+	dropped                    int            // commands beyond maxStepCmds
+	pending                    map[uint32]int // debugger packet ID -> index in cmds
+	comp                       jdwp.Composite // reused to decode events
+}
+
+// StepCommand is one debugger command of a step, for its waterfall.
+type StepCommand struct {
+	Cmd jdwp.Cmd
+	// Start and End are offsets from the step's resume; End is zero while
+	// unanswered.
+	Start, End time.Duration
+	// Served is how it was answered: relay.Forwarded (a VM round trip),
+	// relay.CacheHit or relay.Belay.
+	Served relay.Origin
+}
+
+// StepBreakdown is where one step's time went, on its critical path.
+type StepBreakdown struct {
+	At    time.Time     // the resume
+	Total time.Duration // resume to the last answer
+	// Run is from the resume to the stop event (the resume's round trip
+	// and the program running to the stop).
+	Run time.Duration
+	// After the stop: VM is time with a forwarded command (a miss)
+	// outstanding, Belay time waiting only on speculation in flight, Cache
+	// time answered from the cache, Debugger time with nothing outstanding
+	// (the debugger thinking or the proxy relaying).
+	VM, Belay, Cache, Debugger time.Duration
+	// Serial VM round trips after the stop: periods with a miss or belay
+	// outstanding.
+	RoundTrips           int
+	Hits, Misses, Belays int
+	Event                string // the stop's event kind
+}
+
+// StepDetail is a step with its commands.
+type StepDetail struct {
+	StepBreakdown
+	// ResumeEnd is when the resume was answered (offset from the resume).
+	ResumeEnd time.Duration
+	Commands  []StepCommand
+	// Dropped counts commands beyond the waterfall's bound.
+	Dropped int
 }
 
 // NewSessionTracker returns an empty tracker.
@@ -80,7 +135,7 @@ func (t *SessionTracker) SessionStart(s *relay.Session) {
 		dbg = a.String()
 	}
 	t.mu.Lock()
-	t.sessions[s] = &trackedSession{info: Session{ID: s.ID, Debugger: dbg, VM: vm, Started: t.now()}} // now is guarded by mu
+	t.sessions[s] = &trackedSession{info: Session{ID: s.ID, Debugger: dbg, VM: vm, Started: t.now()}, pending: map[uint32]int{}} // now is guarded by mu
 	t.mu.Unlock()
 }
 
@@ -93,7 +148,7 @@ func (t *SessionTracker) SessionEnd(s *relay.Session, _ error) {
 	if ts == nil {
 		return
 	}
-	t.settle(ts, now)
+	t.finish(ts)
 	delete(t.sessions, s)
 	ts.info.Ended = now
 	t.closed = append(t.closed, ts.info)
@@ -103,7 +158,8 @@ func (t *SessionTracker) SessionEnd(s *relay.Session, _ error) {
 }
 
 // Observe implements relay.Observer: a map lookup and a few field updates
-// under the tracker's lock, no allocation.
+// under the tracker's lock; it allocates only when a step's command list
+// or pending map grows beyond its largest size so far.
 func (t *SessionTracker) Observe(s *relay.Session, f *relay.Frame) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -118,14 +174,55 @@ func (t *SessionTracker) Observe(s *relay.Session, f *relay.Frame) {
 		t.settle(ts, f.Time)
 		if f.Cmd == jdwp.CmdVirtualMachineResume || f.Cmd == jdwp.CmdThreadReferenceResume {
 			t.finish(ts)
-			ts.resumed = true
+			ts.resumed, ts.resumeID, ts.resumeAt = true, f.ID, f.Time
+		} else if ts.stopped {
+			if len(ts.cmds) < maxStepCmds {
+				ts.pending[f.ID] = len(ts.cmds)
+				ts.cmds = append(ts.cmds, StepCommand{Cmd: f.Cmd, Start: f.Time.Sub(ts.resumeAt), Served: f.Origin})
+			} else {
+				ts.dropped++
+			}
 		}
 		ts.lastCmd = f.Time
-	case f.Dir == relay.ToDebugger && f.Kind == relay.KindEvent && ts.resumed && !ts.stopped:
-		ts.stopped, ts.stopAt, ts.lastReply = true, f.Time, f.Time
-	case f.Dir == relay.ToDebugger && f.Kind == relay.KindReply && ts.stopped:
+	case f.Dir == relay.ToDebugger && f.Kind == relay.KindReply:
+		if ts.resumed && !ts.stopped && f.ID == ts.resumeID && ts.resumeDone.IsZero() {
+			ts.resumeDone = f.Time
+		}
+		if !ts.stopped {
+			return
+		}
 		ts.lastReply = f.Time
+		if i, ok := ts.pending[f.ID]; ok {
+			delete(ts.pending, f.ID)
+			c := &ts.cmds[i]
+			c.End, c.Served = f.Time.Sub(ts.resumeAt), f.Origin
+		}
+	case f.Dir == relay.ToDebugger && f.Kind == relay.KindEvent && ts.resumed && !ts.stopped:
+		if k, ok := stopEvent(s, f.Packet.Body(), &ts.comp); ok {
+			ts.stopped, ts.stopAt, ts.lastReply, ts.stopKind = true, f.Time, f.Time, k
+		}
 	}
+}
+
+// stopEvent says whether an Event.Composite body is a stop (convo.IsStop),
+// and of which kind. Without the session's ID sizes it reads the suspend
+// policy and the first event's kind alone.
+func stopEvent(s *relay.Session, body []byte, c *jdwp.Composite) (jdwp.EventKind, bool) {
+	if sz, ok := s.IDSizes(); ok {
+		c.Decode(body, sz) //nolint:errcheck // the events decoded before any failure count
+		if !convo.IsStop(c) {
+			return 0, false
+		}
+		for _, e := range c.Events {
+			if convo.IsStopKind(e.Kind) {
+				return e.Kind, true
+			}
+		}
+	}
+	if len(body) < 6 || body[0] == byte(jdwp.SuspendNone) || !convo.IsStopKind(jdwp.EventKind(body[5])) {
+		return 0, false
+	}
+	return jdwp.EventKind(body[5]), true
 }
 
 // settle finishes ts's step if the debugger has been quiet for the idle
@@ -140,20 +237,91 @@ func (t *SessionTracker) settle(ts *trackedSession, now time.Time) {
 // Callers hold mu.
 func (t *SessionTracker) finish(ts *trackedSession) {
 	if ts.stopped {
-		d := ts.lastReply.Sub(ts.stopAt)
+		d := breakdown(ts)
 		if len(t.steps) < stepWindow {
-			t.steps = append(t.steps, d)
+			t.steps = append(t.steps, d.Total)
 		} else {
-			t.steps[t.stepsPos] = d
+			t.steps[t.stepsPos] = d.Total
 			t.stepsPos = (t.stepsPos + 1) % stepWindow
 		}
-		t.recent = append(t.recent, d)
+		t.recent = append(t.recent, d.StepBreakdown)
 		if len(t.recent) > recentSteps {
 			t.recent = slices.Delete(t.recent, 0, len(t.recent)-recentSteps)
 		}
+		t.last = d
 		t.count++
 	}
 	ts.resumed, ts.stopped = false, false
+	ts.resumeDone = time.Time{}
+	ts.cmds, ts.dropped = ts.cmds[:0], 0
+	clear(ts.pending)
+}
+
+// breakdown is ts's step, which stopped, on its critical path.
+func breakdown(ts *trackedSession) *StepDetail {
+	d := &StepDetail{Commands: slices.Clone(ts.cmds)}
+	d.At = ts.resumeAt
+	d.Total = ts.lastReply.Sub(ts.resumeAt)
+	d.Run = ts.stopAt.Sub(ts.resumeAt)
+	d.Event = ts.stopKind.String()
+	if !ts.resumeDone.IsZero() {
+		d.ResumeEnd = ts.resumeDone.Sub(ts.resumeAt)
+	}
+	d.Dropped = ts.dropped
+	// Sweep the answered commands' intervals after the stop: at each
+	// moment the outstanding command that costs most (a miss, then a
+	// belay, then a hit) names the time.
+	type edge struct {
+		at    time.Duration
+		kind  relay.Origin
+		delta int
+	}
+	var edges []edge
+	for _, c := range d.Commands {
+		switch c.Served {
+		case relay.Forwarded:
+			d.Misses++
+		case relay.CacheHit:
+			d.Hits++
+		case relay.Belay:
+			d.Belays++
+		}
+		if c.End == 0 {
+			continue
+		}
+		edges = append(edges, edge{c.Start, c.Served, 1}, edge{c.End, c.Served, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
+	var open [relay.Synthetic + 1]int
+	prev := d.Run
+	busy := false
+	for _, e := range edges {
+		at := max(e.at, d.Run)
+		span := at - prev
+		switch {
+		case open[relay.Forwarded] > 0:
+			d.VM += span
+		case open[relay.Belay] > 0:
+			d.Belay += span
+		case open[relay.CacheHit] > 0:
+			d.Cache += span
+		default:
+			d.Debugger += span
+		}
+		prev = at
+		if e.kind <= relay.Synthetic {
+			open[e.kind] += e.delta
+		}
+		now := open[relay.Forwarded] > 0 || open[relay.Belay] > 0
+		if now && !busy {
+			d.RoundTrips++
+		}
+		busy = now
+	}
+	if rest := d.Total - prev; rest > 0 {
+		d.Debugger += rest
+	}
+	return d
 }
 
 // Sessions are the open sessions by ID, then the most recently ended ones.
@@ -171,8 +339,8 @@ func (t *SessionTracker) Sessions() []Session {
 	return out
 }
 
-// AddSteps fills a's step figures (Steps, StepLatency, RecentSteps),
-// settling steps that have gone quiet.
+// AddSteps fills a's step figures (Steps, StepLatency, RecentSteps,
+// StepBreakdowns, LastStep), settling steps that have gone quiet.
 func (t *SessionTracker) AddSteps(a *AccelStats) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -182,7 +350,16 @@ func (t *SessionTracker) AddSteps(a *AccelStats) {
 	}
 	a.Steps = t.count
 	a.StepLatency = percentiles(t.steps)
-	a.RecentSteps = slices.Clone(t.recent)
+	a.RecentSteps = make([]time.Duration, len(t.recent))
+	for i, b := range t.recent {
+		a.RecentSteps[i] = b.Total
+	}
+	a.StepBreakdowns = slices.Clone(t.recent)
+	if t.last != nil {
+		l := *t.last
+		l.Commands = slices.Clone(l.Commands)
+		a.LastStep = &l
+	}
 }
 
 // AccelFromGatherer reads the speculator's counters from a registry:

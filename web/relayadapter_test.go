@@ -13,8 +13,11 @@ import (
 )
 
 // TestSessionTracker runs one relay session: the debugger resumes, the VM
-// stops (an event), the debugger asks two questions and gets answers. The
-// tracker lists the session with its traffic and times one step.
+// sends a thread start (which suspends, but is no stop) and then a
+// breakpoint, the debugger asks two questions and gets answers. The
+// tracker lists the session with its traffic and times one step, from the
+// resume to the last answer; a resume followed only by a class prepare is
+// no step.
 func TestSessionTracker(t *testing.T) {
 	tr := NewSessionTracker()
 	dbgConn, dbgProxy := net.Pipe()
@@ -41,17 +44,30 @@ func TestSessionTracker(t *testing.T) {
 				return err
 			}
 			r := jdwp.NewReader(vmConn, 1<<20)
+			resumes := 0
 			for {
 				p, err := r.Next()
 				if err != nil {
 					return nil // the session ended
 				}
-				if _, err := vmConn.Write(jdwp.AppendReply(nil, p.ID(), 0, []byte{1, 2, 3})); err != nil {
+				reply := []byte{1, 2, 3}
+				if p.Cmd() == jdwp.CmdIDSizes {
+					reply = jdwp.AppendIDSizes(nil, sizes8)
+				}
+				if _, err := vmConn.Write(jdwp.AppendReply(nil, p.ID(), 0, reply)); err != nil {
 					return err
 				}
 				if p.Cmd() == jdwp.CmdVirtualMachineResume {
-					if _, err := vmConn.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, []byte{2, 0, 0, 0, 0})); err != nil {
-						return err
+					resumes++
+					evs := []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventBreakpoint}
+					if resumes > 1 {
+						evs = []jdwp.EventKind{jdwp.EventClassPrepare}
+					}
+					for _, k := range evs {
+						c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{Kind: k, Thread: 1, Signature: []byte("LX;")}}}
+						if _, err := vmConn.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &c))); err != nil {
+							return err
+						}
 					}
 				}
 			}
@@ -84,9 +100,14 @@ func TestSessionTracker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	send(10, jdwp.CmdIDSizes)
+	next()
 	send(1, jdwp.CmdVirtualMachineResume)
 	if p := next(); !p.IsReply() || p.ID() != 1 {
 		t.Fatalf("want the resume reply, got %v", p)
+	}
+	if p := next(); p.Cmd() != jdwp.CmdComposite {
+		t.Fatalf("want the thread start event, got %v", p)
 	}
 	if p := next(); p.Cmd() != jdwp.CmdComposite {
 		t.Fatalf("want the stop event, got %v", p)
@@ -97,7 +118,7 @@ func TestSessionTracker(t *testing.T) {
 	next()
 
 	ss := tr.Sessions()
-	if len(ss) != 1 || ss[0].Packets != 7 || !ss[0].Ended.IsZero() || ss[0].VM == "" {
+	if len(ss) != 1 || ss[0].Packets != 10 || !ss[0].Ended.IsZero() || ss[0].VM == "" {
 		t.Fatalf("sessions = %+v", ss)
 	}
 	var a AccelStats
@@ -111,6 +132,22 @@ func TestSessionTracker(t *testing.T) {
 	tr.AddSteps(&a)
 	if a.Steps != 1 || len(a.RecentSteps) != 1 || a.RecentSteps[0] <= 0 || a.StepLatency.P50 != a.RecentSteps[0] {
 		t.Fatalf("steps = %+v", a)
+	}
+	l := a.LastStep
+	if l == nil || l.Event != "BREAKPOINT" || len(l.Commands) != 2 || l.Misses != 2 || l.Hits != 0 || l.Total != a.RecentSteps[0] || l.Run <= 0 || l.Run > l.Total {
+		t.Fatalf("last step = %+v", l)
+	}
+	if sum := l.Run + l.VM + l.Belay + l.Cache + l.Debugger; sum != l.Total || l.RoundTrips != 2 {
+		t.Fatalf("breakdown %+v sums to %v, not %v", l.StepBreakdown, sum, l.Total)
+	}
+
+	// A resume answered only by a class prepare is no step.
+	send(5, jdwp.CmdVirtualMachineResume)
+	next()
+	next()
+	tr.AddSteps(&a)
+	if a.Steps != 1 {
+		t.Fatalf("a class prepare counted as a step: %+v", a)
 	}
 
 	dbgConn.Close()
@@ -142,5 +179,61 @@ func TestAccelFromGatherer(t *testing.T) {
 	a := AccelFromGatherer(reg)
 	if !a.Enabled || a.Hits != 10 || a.Misses != 3 || a.Belays != 2 || a.Wasted != 4 || a.RoundTripsSaved != 12 {
 		t.Fatalf("accel = %+v", a)
+	}
+}
+
+var sizes8 = jdwp.IDSizes{FieldID: 8, MethodID: 8, ObjectID: 8, ReferenceTypeID: 8, FrameID: 8}
+
+// TestStepBreakdown: a step's time after the stop goes to the costliest
+// outstanding command at each moment, and serial round trips count the
+// periods with a miss or belay outstanding.
+func TestStepBreakdown(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	ts := &trackedSession{
+		resumeAt: t0, stopAt: t0.Add(ms(40)), lastReply: t0.Add(ms(200)), stopped: true, stopKind: jdwp.EventSingleStep,
+		cmds: []StepCommand{
+			{Start: ms(45), End: ms(75), Served: relay.Forwarded}, // 30 ms VM
+			{Start: ms(80), End: ms(81), Served: relay.CacheHit},  // 1 ms cache
+			{Start: ms(90), End: ms(110), Served: relay.Belay},    // 20 ms belay
+			{Start: ms(100), End: ms(130), Served: relay.Forwarded},
+			{Start: ms(150), End: ms(0), Served: relay.Forwarded}, // unanswered: counted, not timed
+		},
+	}
+	d := breakdown(ts)
+	want := StepBreakdown{At: t0, Total: ms(200), Run: ms(40), VM: ms(30 + 30), Belay: ms(10), Cache: ms(1), Debugger: ms(5 + 5 + 9 + 70),
+		RoundTrips: 2, Hits: 1, Misses: 3, Belays: 1, Event: "SINGLE_STEP"}
+	if d.StepBreakdown != want {
+		t.Fatalf("breakdown\n got %+v\nwant %+v", d.StepBreakdown, want)
+	}
+}
+
+// TestTrackerObserveAllocs: between steps, and within a step once its
+// buffers have grown, observing a packet allocates nothing.
+func TestTrackerObserveAllocs(t *testing.T) {
+	tr := NewSessionTracker()
+	s := &relay.Session{ID: 1}
+	tr.sessions[s] = &trackedSession{pending: map[uint32]int{}}
+	cmd := jdwp.AppendCommand(nil, 5, jdwp.CmdThreadReferenceFrames, nil)
+	reply := jdwp.AppendReply(nil, 5, 0, nil)
+	now := time.Now()
+	frames := []relay.Frame{
+		{Dir: relay.ToVM, Kind: relay.KindCommand, Cmd: jdwp.CmdThreadReferenceFrames, Packet: cmd, ID: 5, Time: now},
+		{Dir: relay.ToDebugger, Kind: relay.KindReply, Cmd: jdwp.CmdThreadReferenceFrames, Packet: reply, ID: 5, Time: now},
+		{Dir: relay.ToDebugger, Kind: relay.KindDDM, Packet: cmd, Time: now},
+	}
+	observe := func() {
+		for i := range frames {
+			tr.Observe(s, &frames[i])
+		}
+	}
+	if n := testing.AllocsPerRun(100, observe); n != 0 {
+		t.Fatalf("between steps: %v allocations", n)
+	}
+	ts := tr.sessions[s]
+	ts.resumed, ts.stopped, ts.resumeAt, ts.stopAt, ts.lastReply = true, true, now, now, now
+	ts.cmds = make([]StepCommand, 0, 1000)
+	if n := testing.AllocsPerRun(100, observe); n != 0 {
+		t.Fatalf("within a step: %v allocations", n)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/web"
 )
 
 // TestSelfCommand: the by-hand instructions name a command that works as
@@ -49,28 +50,14 @@ func TestSelfCommand(t *testing.T) {
 	}
 }
 
-// pageSnapshot is the part of /api/v1/snapshot the demo test reads.
-type pageSnapshot struct {
-	VMs []struct {
-		ID, App, Status string
-	} `json:"vms"`
-	Sessions []struct {
-		ID   uint64 `json:"id"`
-		Open bool   `json:"open"`
-	} `json:"sessions"`
-	Accel struct {
-		Hits, Misses uint64
-	} `json:"accel"`
-}
-
-func getSnapshot(t *testing.T, url string) pageSnapshot {
+func getSnapshot(t *testing.T, url string) web.Snapshot {
 	t.Helper()
 	resp, err := http.Get(url + "api/v1/snapshot")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var s pageSnapshot
+	var s web.Snapshot
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +113,12 @@ func TestDemoKeepTwoDebuggers(t *testing.T) {
 	if !strings.Contains(s.VMs[0].App, "kept") {
 		t.Errorf("the JVM's name %q does not say which run it is", s.VMs[0].App)
 	}
+	if len(s.VMs) == 2 && (s.VMs[0].Simulated || !s.VMs[1].Simulated) {
+		t.Errorf("simulated flags %v, %v: want only the fake VM simulated", s.VMs[0].Simulated, s.VMs[1].Simulated)
+	}
+	if s.Accel.Run != "kept for your IDE" || len(s.Sessions) > 0 && s.Sessions[0].Run != "comparison run" {
+		t.Errorf("run %q, sessions %+v: want the kept run's figures and the comparison's session labelled", s.Accel.Run, s.Sessions)
+	}
 	if s.Accel.Hits != 0 || s.Accel.Misses != 0 {
 		t.Errorf("before any debugger attached to the kept VM, the page shows %+v: the comparison's figures", s.Accel)
 	}
@@ -152,5 +145,9 @@ func TestDemoKeepTwoDebuggers(t *testing.T) {
 	}
 	if s.Accel.Hits == 0 {
 		t.Errorf("the kept run's figures show no hits after two debuggers: %+v", s.Accel)
+	}
+	// The JVM's threads come from the latest debugger's conversation.
+	if s.VMs[0].Threads != web.ThreadsJDWP || len(s.Threads[demoJVMID]) < 20 {
+		t.Errorf("the demo JVM's threads: %q, %d rows", s.VMs[0].Threads, len(s.Threads[demoJVMID]))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/web"
+	"github.com/jdwpaccel/jdwpaccel/web/convo"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,9 +25,10 @@ const demoFakeAppName = "simulated (fake DDM VM) com.example.demo"
 // every run's sessions, numbered across runs (each run has its own relay
 // server, which numbers its sessions from 1).
 type demoPage struct {
-	*web.DDMSource // threads and heap of the simulated VM
+	*web.DDMSource // the VMs, threads, stacks and heap (its Served is p.served)
 	reg            prometheus.Gatherer
 	spec           *speculator.Speculator
+	convo          *convo.Watcher // the debuggee's threads, from the runs' conversations
 
 	mu   sync.Mutex // guards runs
 	runs []*demoRun // the current run last
@@ -44,7 +46,11 @@ type demoRun struct {
 }
 
 func newDemoPage(ddm *web.DDMSource, reg prometheus.Gatherer, spec *speculator.Speculator) *demoPage {
-	return &demoPage{DDMSource: ddm, reg: reg, spec: spec}
+	p := &demoPage{DDMSource: ddm, reg: reg, spec: spec, convo: convo.NewWatcher(func(*relay.Session) string { return demoJVMID })}
+	ddm.Served = p.served
+	ddm.Conversation = p.convo
+	ddm.SessionsFunc = p.Sessions
+	return p
 }
 
 // startRun begins a run labelled label and returns the relay hooks for its
@@ -68,7 +74,7 @@ func (p *demoPage) startRun(label string) func(*relay.Session) relay.Hooks {
 	p.runs = append(p.runs, r)
 	p.mu.Unlock()
 	return func(s *relay.Session) relay.Hooks {
-		h := relay.Hooks{Observers: []relay.Observer{r.tracker}}
+		h := relay.Hooks{Observers: []relay.Observer{r.tracker, p.convo}}
 		if p.spec != nil {
 			h.Interceptors = []relay.Interceptor{p.spec.NewSession(s)}
 		}
@@ -85,11 +91,11 @@ func (p *demoPage) current() *demoRun {
 	return p.runs[len(p.runs)-1]
 }
 
-// VMs implements web.Source: the demo's JVM, then the simulated VM.
-func (p *demoPage) VMs() []web.VM {
+// served lists the demo's JVM, then the simulated VM (DDMSource.Served).
+func (p *demoPage) served() []web.VM {
 	jvm := web.VM{
-		ID: demoJVMID, App: "Deep (OpenJDK), the demo's debuggee", Debuggers: []string{},
-		Status: "HotSpot speaks no DDM, so this VM has no thread or heap view; the simulated VM (in the VM menu) feeds those views",
+		ID: demoJVMID, App: "Deep (OpenJDK), the demo's debuggee", Kind: "demo",
+		Status: "HotSpot speaks no DDM: its threads come from the debugger's own conversation; the simulated VM (in the VM menu) shows the DDM thread and heap views",
 	}
 	if r := p.current(); r != nil {
 		jvm.App += ": " + r.label
@@ -97,20 +103,11 @@ func (p *demoPage) VMs() []web.VM {
 		jvm.Addr = r.vmAddr
 		r.mu.Unlock()
 	}
-	sessions := p.Sessions()
-	for _, s := range sessions {
-		if s.VM == demoJVMID && s.Ended.IsZero() {
-			jvm.Debuggers = append(jvm.Debuggers, s.Debugger)
-		}
-	}
 	out := []web.VM{jvm}
-	for _, vm := range p.DDMSource.VMs() {
-		note := "simulated: a fake Android VM served by the demo, not the debuggee"
-		if vm.Status != "" {
-			note += "; " + vm.Status
+	if p.Monitors != nil {
+		for _, m := range p.Monitors() {
+			out = append(out, web.VM{ID: m.Name(), Kind: "fake", Simulated: true, Status: "simulated: a fake Android VM served by the demo, not the debuggee"})
 		}
-		vm.Status = note
-		out = append(out, vm)
 	}
 	return out
 }
@@ -129,6 +126,7 @@ func (p *demoPage) Accel() web.AccelStats {
 	a.Wasted = sub(a.Wasted, r.base.Wasted)
 	a.RoundTripsSaved = sub(a.RoundTripsSaved, r.base.RoundTripsSaved)
 	r.tracker.AddSteps(&a)
+	a.Run = r.label
 	return a
 }
 
@@ -142,6 +140,7 @@ func (p *demoPage) Sessions() []web.Session {
 	for _, r := range slices.Backward(runs) {
 		for _, s := range r.tracker.Sessions() {
 			s.ID += r.offset
+			s.Run = r.label
 			out = append(out, s)
 		}
 	}

@@ -249,10 +249,12 @@ func TestDiscoveryWithoutDDM(t *testing.T) {
 	if st := vms[0].Stats(); st.Connections != 1 || st.DDMRequests["HELO"] != 0 {
 		t.Errorf("VM: %d connections, DDM requests %v; want only the debugger's, without DDM", st.Connections, st.DDMRequests)
 	}
+	// The page lists every VM served, DDM or not: this one without DDM
+	// data, and without a heap request to offer.
 	var got []web.VM
 	getJSON(t, base+"/api/v1/vms", &got)
-	if len(got) != 0 {
-		t.Errorf("page lists %+v with --ddm=false", got)
+	if len(got) != 1 || got[0].ID != vmKey(1000) || got[0].DDM || got[0].Kind != discover.KindADB || got[0].Heap != web.HeapNone || len(got[0].Debuggers) != 1 {
+		t.Errorf("page lists %+v with --ddm=false; want the one VM, without DDM", got)
 	}
 	if strings.Contains(logs.String(), "holding a VM connection") {
 		t.Errorf("a DDM holder ran with --ddm=false:\n%s", logs)

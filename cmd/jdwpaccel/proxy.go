@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/discover"
@@ -15,6 +16,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/web"
+	"github.com/jdwpaccel/jdwpaccel/web/convo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -93,14 +95,18 @@ type stack struct {
 	sessVMs *sessionVMs            // with discovery: each session's VM
 	journal *journal.Journal       // nil without --journal
 	tracker *web.SessionTracker
+	convo   *convo.Watcher    // threads and stacks from the debuggers' conversations
+	vmSpec  string            // --vm
+	manager *discover.Manager // with discovery, once runProxy made it; before serve
 }
 
 // buildStack wires the speculator, the journal, the session tracker and
 // the DDM tap into a relay configuration for the VM at pf.vm. Background
 // work (the DDM holder) runs until ctx ends; close the journal when done.
 func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack, error) {
-	st := &stack{reg: newRegistry(), tracker: web.NewSessionTracker()}
+	st := &stack{reg: newRegistry(), tracker: web.NewSessionTracker(), vmSpec: pf.vm}
 	st.tracker.VMOf = func(*relay.Session) string { return pf.vm }
+	st.convo = convo.NewWatcher(func(s *relay.Session) string { return st.tracker.VMOf(s) })
 	st.cfg = relay.Config{
 		DialVM:        relay.DialTCP(pf.vm),
 		MaxPacketSize: pf.maxPacket,
@@ -128,7 +134,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		if st.journal != nil {
 			h.Observers = append(h.Observers, st.journal)
 		}
-		h.Observers = append(h.Observers, st.tracker)
+		h.Observers = append(h.Observers, st.tracker, st.convo)
 		return h
 	}
 	if isDiscoverySpec(pf.vm) {
@@ -157,6 +163,8 @@ func (st *stack) monitorSource() *web.DDMSource {
 			}
 			return nil
 		},
+		Served:       st.servedVMs,
+		Conversation: st.convo,
 		AccelFunc: func() web.AccelStats {
 			a := web.AccelFromGatherer(st.reg)
 			st.tracker.AddSteps(&a)
@@ -164,6 +172,38 @@ func (st *stack) monitorSource() *web.DDMSource {
 		},
 		SessionsFunc: st.tracker.Sessions,
 	}
+}
+
+// servedVMs are the VMs the proxy serves: the one --vm names, or every VM
+// discovery found (scan, adb, static), each with where to attach to it.
+func (st *stack) servedVMs() []web.VM {
+	if !isDiscoverySpec(st.vmSpec) {
+		return []web.VM{{ID: st.vmSpec, Addr: st.vmSpec, Kind: discover.KindStatic}}
+	}
+	if st.manager == nil {
+		return nil
+	}
+	snap := st.manager.List()
+	out := make([]web.VM, 0, len(snap.VMs))
+	for _, v := range snap.VMs {
+		vm := web.VM{ID: v.Key, Addr: v.Addr, Kind: v.Kind, App: v.Name, PID: uint32(max(v.PID, 0))}
+		if vm.Addr == "" && v.Serial != "" {
+			vm.Addr = "adb " + v.Serial
+		}
+		var notes []string
+		if v.Listen != "" {
+			notes = append(notes, "attach at "+v.Listen)
+		}
+		if v.Selected && snap.Listen != "" {
+			notes = append(notes, "selected: "+snap.Listen+" reaches it")
+		}
+		if v.SuspendOnStart && v.Sessions == 0 {
+			notes = append(notes, "waits for a debugger (suspend=y)")
+		}
+		vm.Status = strings.Join(notes, "; ")
+		out = append(out, vm)
+	}
+	return out
 }
 
 // serve starts the metrics and monitor HTTP servers the flags ask for and
@@ -284,6 +324,7 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 			return exitUsage
 		}
 		extra[discover.APIPrefix] = discover.Handler(manager)
+		st.manager = manager
 	}
 	url, err := st.serve(ctx, pf, log, extra)
 	if err != nil {
