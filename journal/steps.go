@@ -231,7 +231,7 @@ func (s *sessSteps) packet(r *Record) {
 		}
 		if c.resume {
 			prev := s.cur()
-			prev.End, prev.Complete = r.T, true
+			prev.End, prev.Complete = max(r.T, prev.Start), true // records out of time order do not make negative steps
 			s.steps = append(s.steps, &stepState{Step: Step{Index: len(s.steps), Start: r.T}})
 		}
 		st := s.cur()
