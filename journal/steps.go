@@ -197,6 +197,13 @@ func ComputeSteps(recs []Record) *StepsReport {
 		r := &recs[i]
 		switch r.Type {
 		case TypeSessionStart:
+			// A session number seen before starts a new session when not
+			// a rotated file's re-announcement: journals shared by several
+			// relay servers (the benchmark's) number each one's sessions
+			// from 1.
+			if s, ok := by[r.Session]; ok && !r.Continued && (s.ended || len(s.steps) > 1 || len(s.steps[0].cmds) > 0) {
+				delete(by, r.Session)
+			}
 			get(r)
 		case TypeSessionEnd:
 			s := get(r)

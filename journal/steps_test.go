@@ -171,6 +171,29 @@ func TestStepsCriticalPath(t *testing.T) {
 	}
 }
 
+// TestStepsSessionNumberReused: a journal shared by two relay servers has
+// two sessions numbered 1, one after the other; they stay apart.
+func TestStepsSessionNumberReused(t *testing.T) {
+	s := newStepScript()
+	s.cmd(jdwp.CmdVirtualMachineResume, ServedForwarded, 0, 10)
+	s.event(11, jdwp.SuspendAll, "BREAKPOINT")
+	s.cmd(jdwp.CmdThreadReferenceFrames, ServedForwarded, 12, 22)
+	s.end(30)
+	s.recs = append(s.recs, Record{Type: TypeSessionStart, Session: 1, T: 5000 * msNs})
+	s.cmd(jdwp.CmdVirtualMachineResume, ServedForwarded, 5001, 5011)
+	s.event(5012, jdwp.SuspendAll, "BREAKPOINT")
+	rep := ComputeSteps(s.recs)
+	if len(rep.Sessions) != 2 {
+		t.Fatalf("%d sessions, want 2", len(rep.Sessions))
+	}
+	if d := rep.Sessions[0].Steps[1].Duration; d != 30*time.Millisecond {
+		t.Errorf("the first session's last step lasts %v, want 30ms (to its end)", d)
+	}
+	if st := rep.Sessions[1].Steps; len(st) != 2 || st[1].Stop != "BREAKPOINT" {
+		t.Errorf("second session %+v", st)
+	}
+}
+
 // TestStepsWithoutBytes: a journal written with --journal-raw-bytes -1
 // keeps no bytes; events then suspend by their kinds, and belays are
 // matched to speculation by command alone.
