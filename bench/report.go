@@ -283,14 +283,13 @@ func svgPanel(b *strings.Builder, x0, y0 float64, wl string, row svgRow, cells [
 				fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1"/>`+"\n", x, py(vlo), x, py(vhi), col)
 			}
 			svgMarker(b, mi, x, py(v), col, row.hollow && c.Noise)
-			what := "median step"
 			if vlo <= 0 {
 				fmt.Fprintf(b, `<title>%s %s at %g ms RTT: time to first stop %.1f ms</title>`+"\n",
 					html.EscapeString(wl), html.EscapeString(m), c.RTTMS, v)
 				continue
 			}
-			fmt.Fprintf(b, `<title>%s %s at %g ms RTT: %s %.1f ms (min %.1f, max %.1f)</title>`+"\n",
-				html.EscapeString(wl), html.EscapeString(m), c.RTTMS, what, v, vlo, vhi)
+			fmt.Fprintf(b, `<title>%s %s at %g ms RTT: median step %.1f ms (min %.1f, max %.1f)</title>`+"\n",
+				html.EscapeString(wl), html.EscapeString(m), c.RTTMS, v, vlo, vhi)
 		}
 	}
 }
