@@ -92,6 +92,10 @@ type Step struct {
 	// RoundTrips is the length of the critical path: the serial round
 	// trips of the step.
 	RoundTrips int `json:"serial_round_trips"`
+	// PathWait is the sum of the critical path's waits: RoundTrips times
+	// the RTT, plus whatever made each of its round trips longer (the VM's
+	// work, commands queued ahead at the VM, a loaded machine).
+	PathWait time.Duration `json:"path_wait_ns"`
 	// Waiting is the time during which at least one wait was outstanding.
 	Waiting time.Duration `json:"waiting_ns"`
 	Path    []Link        `json:"critical_path"`
@@ -304,6 +308,9 @@ func (s *sessSteps) finish() SessionSteps {
 		}
 		st.Path, st.Waiting = criticalPath(ws, st)
 		st.RoundTrips = len(st.Path)
+		for _, l := range st.Path {
+			st.PathWait += l.Wait
+		}
 		if st.Index > 0 {
 			for _, l := range st.Path {
 				links[l.Name]++
@@ -402,7 +409,9 @@ const StepsLegend = `# A step runs from a resume command to the next (step 0: fr
 # serial RTs: the critical path, the longest chain of waits for the VM that followed one another
 # (forwarded commands, belays from their speculative command, the resume until the stop event;
 # cache hits and commands overlapping another wait add none). RTs×RTT: that chain at the
-# session's estimated RTT; waiting: time with any wait outstanding; the rest is local work.`
+# session's estimated RTT; path ms: the chain's waits as they were (longer than RTs×RTT when
+# round trips were slowed, e.g. by commands queued at the VM); waiting: time with any wait
+# outstanding; the rest of the step is local work (debugger, proxy, the program running).`
 
 // WriteText renders the report: per session a table of steps, then, unless
 // brief, each step's critical path with the command that caused each
@@ -413,7 +422,7 @@ func (rep *StepsReport) WriteText(w io.Writer, brief bool) error {
 		fmt.Fprintf(w, "\nsession %d: %d steps, RTT estimate %s (median VM round trip of forwarded commands), median serial round trips per step %g\n",
 			ss.Session, max(len(ss.Steps)-1, 0), dur(ss.RTT), ss.MedianRoundTrips)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "step\tstart s\tstop\tthread\tms\tcmds\tfwd\thit\tbelay\tserial RTs\tRTs×RTT ms\twaiting ms\t\n")
+		fmt.Fprint(tw, "step\tstart s\tstop\tthread\tms\tcmds\tfwd\thit\tbelay\tserial RTs\tRTs×RTT ms\tpath ms\twaiting ms\t\n")
 		for _, st := range ss.Steps {
 			stop, thread := st.Stop, "-"
 			switch {
@@ -429,9 +438,9 @@ func (rep *StepsReport) WriteText(w io.Writer, brief bool) error {
 			if !st.Complete {
 				idx += "*"
 			}
-			fmt.Fprintf(tw, "%s\t%.6f\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", idx, float64(st.Start)/1e9, stop, thread,
+			fmt.Fprintf(tw, "%s\t%.6f\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t\n", idx, float64(st.Start)/1e9, stop, thread,
 				ms(st.Duration), st.Commands, st.Forwarded, st.CacheHits, st.Belays, st.RoundTrips,
-				float64(st.RoundTrips)*ms(ss.RTT), ms(st.Waiting))
+				float64(st.RoundTrips)*ms(ss.RTT), ms(st.PathWait), ms(st.Waiting))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

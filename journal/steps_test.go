@@ -138,6 +138,9 @@ func TestStepsCriticalPath(t *testing.T) {
 	if l := ss.Steps[1].Path[3]; l.Served != ServedBelay || l.Offset != 35*time.Millisecond || l.Wait != 10*time.Millisecond {
 		t.Errorf("belay link %+v, want from 65 ms (35 ms into the step) for 10 ms", l)
 	}
+	if got := ss.Steps[1].PathWait; (got - 51*time.Millisecond).Abs() > time.Microsecond {
+		t.Errorf("path wait %v, want 11+10+10+10+10 ms", got)
+	}
 	if ss.Steps[1].Path[0].Served != "resume" || ss.Steps[1].Path[0].Wait != 11*time.Millisecond {
 		t.Errorf("resume link %+v, want resume → stop event, 11 ms", ss.Steps[1].Path[0])
 	}
