@@ -38,10 +38,13 @@ func machine() string {
 // is noise, not a result.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tstops\tmedian step ms\t95% CI\tmin-max\tp95 ms\tspeedup\t95% CI\thit ratio\twasted spec\tdigests\t")
+	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tstops\tmedian step ms\t95% CI\tmin-max\tp95 ms\tspeedup\t95% CI\tfirst stop ms\tspeedup\thit ratio\twasted spec\tdigests\t")
 	noisy := false
 	for _, c := range r.Cells {
-		speed, speedCI, hit, waste := "-", "-", "-", "-"
+		speed, speedCI, hit, waste, firstSpeed := "-", "-", "-", "-", "-"
+		if c.FirstStopSpeedup > 0 {
+			firstSpeed = fmt.Sprintf("%.2fx", c.FirstStopSpeedup)
+		}
 		if c.Speedup > 0 {
 			speed = fmt.Sprintf("%.2fx", c.Speedup)
 			if c.Noise {
@@ -61,9 +64,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if !c.DigestsMatch {
 			ok = "MISMATCH"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.1f\t%s-%s\t%s-%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.1f\t%s-%s\t%s-%s\t%.1f\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t\n",
 			c.Workload, c.Mode, c.RTTMS, c.Stops, c.MedianMS, ms1(c.MedianCI[0]), ms1(c.MedianCI[1]), ms1(c.MinMS), ms1(c.MaxMS),
-			c.P95MS, speed, speedCI, hit, waste, ok)
+			c.P95MS, speed, speedCI, c.FirstStopMS, firstSpeed, hit, waste, ok)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -71,9 +74,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.Slopes) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "workload\tmode\tserial round trips/step\tintercept ms\t")
+		fmt.Fprintln(tw, "workload\tmode\tserial round trips/step\tintercept ms\tserial round trips to first stop\tintercept ms\t")
 		for _, s := range r.Slopes {
-			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t\n", s.Workload, s.Mode, s.RoundTrips, s.InterceptMS)
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", s.Workload, s.Mode, s.RoundTrips, s.InterceptMS, s.FirstStopRoundTrips, s.FirstStopInterceptMS)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -141,11 +144,27 @@ func svgTime(ms float64) string {
 	return fmt.Sprintf("%g ms", ms)
 }
 
-// WriteSVG draws median step time against RTT, one panel per workload and
-// one line per mode: a log scale of step time against log(1+RTT), so that
-// 0 and 1 ms stay apart. Each point has a bar from the cell's fastest to its
-// slowest step; a hollow marker is a cell within the direct cell's noise.
-// The legend sits below the panels, off the data.
+// svgRow is one row of panels: a figure of each cell against RTT.
+type svgRow struct {
+	title string
+	// value returns the cell's point and the bar around it (lo, hi; 0
+	// for none); a point <= 0 is not drawn.
+	value func(c Cell) (v, lo, hi float64)
+	// hollow marks a point within the direct cell's noise.
+	hollow bool
+}
+
+var svgRows = []svgRow{
+	{title: "median step time (log scale)", hollow: true, value: func(c Cell) (float64, float64, float64) { return c.MedianMS, c.MinMS, c.MaxMS }},
+	{title: "time to first stop (log scale)", value: func(c Cell) (float64, float64, float64) { return c.FirstStopMS, 0, 0 }},
+}
+
+// WriteSVG draws, one panel per workload and one line per mode, median step
+// time against RTT (first row) and time to the first stop (second row): a
+// log scale of time against log(1+RTT), so that 0 and 1 ms stay apart. Each
+// step-time point has a bar from the cell's fastest to its slowest step; a
+// hollow marker is a cell within the direct cell's noise. The legend sits
+// below the panels, off the data.
 func (r *Report) WriteSVG(w io.Writer) error {
 	var workloads, modes []string
 	for _, c := range r.Cells {
@@ -156,95 +175,25 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			modes = append(modes, c.Mode)
 		}
 	}
+	rowH := svgTop + svgPlotH + svgBelow
 	width := svgPanelW * float64(max(1, len(workloads)))
-	height := svgTop + svgPlotH + svgBelow + svgLegendH
-	plotW := svgPanelW - svgLeft - svgRight
+	height := rowH*float64(len(svgRows)) + svgLegendH
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	for i, wl := range workloads {
-		x0 := float64(i) * svgPanelW
-		var cells []Cell
-		var rtts []float64
-		minMS, maxMS := math.Inf(1), 0.0
-		for _, c := range r.Cells {
-			if c.Workload != wl {
-				continue
-			}
-			cells = append(cells, c)
-			if !slices.Contains(rtts, c.RTTMS) {
-				rtts = append(rtts, c.RTTMS)
-			}
-			for _, v := range []float64{c.MinMS, c.MedianMS, c.MaxMS} {
-				if v > 0 {
-					minMS, maxMS = min(minMS, v), max(maxMS, v)
+	for ri, row := range svgRows {
+		for i, wl := range workloads {
+			var cells []Cell
+			for _, c := range r.Cells {
+				if c.Workload == wl {
+					cells = append(cells, c)
 				}
 			}
-		}
-		slices.Sort(rtts)
-		if maxMS == 0 {
-			minMS, maxMS = 1, 10
-		}
-		// A decade boundary right at a point would put its marker on the frame.
-		lo, hi := math.Floor(math.Log10(max(minMS*0.8, 0.01))), math.Ceil(math.Log10(maxMS*1.25))
-		if hi <= lo {
-			hi = lo + 1
-		}
-		maxX := math.Log10(1 + max(rtts[len(rtts)-1], 1))
-		left, right := x0+svgLeft, x0+svgLeft+plotW
-		top, bottom := svgTop, svgTop+svgPlotH
-		px := func(rtt float64) float64 { return left + 10 + (plotW-20)*math.Log10(1+rtt)/maxX }
-		py := func(ms float64) float64 {
-			return bottom - svgPlotH*(math.Log10(max(ms, 0.01))-lo)/(hi-lo)
-		}
-		fmt.Fprintf(&b, `<text x="%.0f" y="20" font-size="13" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(wl))
-		// Decade grid lines and labels.
-		for e := lo; e <= hi; e++ {
-			y := py(math.Pow(10, e))
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y, right, y)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-5, y+4, svgTime(math.Pow(10, e)))
-		}
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="black"/>`+"\n", left, top, right-left, bottom-top)
-		// RTT ticks, skipping labels that would collide.
-		lastLabel := math.Inf(-1)
-		for _, rtt := range rtts {
-			x := px(rtt)
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x, bottom, x, bottom+4)
-			if x-lastLabel >= svgMinLabel {
-				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", x, bottom+16, rtt)
-				lastLabel = x
-			}
-		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">link RTT (ms)</text>`+"\n", (left+right)/2, bottom+36)
-		fmt.Fprintf(&b, `<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">median step time (log scale)</text>`+"\n", x0+16, (top+bottom)/2)
-		for mi, m := range modes {
-			col := svgColors[mi%len(svgColors)]
-			dx := (float64(mi) - float64(len(modes)-1)/2) * svgDodge
-			var pts []string
-			for _, c := range cells {
-				if c.Mode == m && c.MedianMS > 0 {
-					pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(c.RTTMS)+dx, py(c.MedianMS)))
-				}
-			}
-			if len(pts) > 1 {
-				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", col, strings.Join(pts, " "))
-			}
-			for _, c := range cells {
-				if c.Mode != m || c.MedianMS <= 0 {
-					continue
-				}
-				x := px(c.RTTMS) + dx
-				if c.MinMS > 0 && c.MaxMS > 0 {
-					fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1"/>`+"\n", x, py(c.MinMS), x, py(c.MaxMS), col)
-				}
-				svgMarker(&b, mi, x, py(c.MedianMS), col, c.Noise)
-				fmt.Fprintf(&b, `<title>%s %s at %g ms RTT: median %.1f ms (min %.1f, max %.1f)</title>`+"\n",
-					html.EscapeString(wl), html.EscapeString(m), c.RTTMS, c.MedianMS, c.MinMS, c.MaxMS)
-			}
+			svgPanel(&b, float64(i)*svgPanelW, float64(ri)*rowH, wl, row, cells, modes)
 		}
 	}
 	// The legend, below the panels.
-	ly := svgTop + svgPlotH + svgBelow + 16
+	ly := rowH*float64(len(svgRows)) + 16
 	x := svgLeft
 	for mi, m := range modes {
 		col := svgColors[mi%len(svgColors)]
@@ -258,4 +207,89 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// svgPanel draws one workload's panel of one row at (x0, y0).
+func svgPanel(b *strings.Builder, x0, y0 float64, wl string, row svgRow, cells []Cell, modes []string) {
+	plotW := svgPanelW - svgLeft - svgRight
+	var rtts []float64
+	minMS, maxMS := math.Inf(1), 0.0
+	for _, c := range cells {
+		if !slices.Contains(rtts, c.RTTMS) {
+			rtts = append(rtts, c.RTTMS)
+		}
+		v, lo, hi := row.value(c)
+		for _, x := range []float64{lo, v, hi} {
+			if x > 0 {
+				minMS, maxMS = min(minMS, x), max(maxMS, x)
+			}
+		}
+	}
+	slices.Sort(rtts)
+	if maxMS == 0 {
+		minMS, maxMS = 1, 10
+	}
+	// A decade boundary right at a point would put its marker on the frame.
+	lo, hi := math.Floor(math.Log10(max(minMS*0.8, 0.01))), math.Ceil(math.Log10(maxMS*1.25))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	maxX := math.Log10(1 + max(rtts[len(rtts)-1], 1))
+	left, right := x0+svgLeft, x0+svgLeft+plotW
+	top, bottom := y0+svgTop, y0+svgTop+svgPlotH
+	px := func(rtt float64) float64 { return left + 10 + (plotW-20)*math.Log10(1+rtt)/maxX }
+	py := func(ms float64) float64 {
+		return bottom - svgPlotH*(math.Log10(max(ms, 0.01))-lo)/(hi-lo)
+	}
+	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="13" font-weight="bold">%s</text>`+"\n", left, y0+20, html.EscapeString(wl))
+	// Decade grid lines and labels.
+	for e := lo; e <= hi; e++ {
+		y := py(math.Pow(10, e))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y, right, y)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-5, y+4, svgTime(math.Pow(10, e)))
+	}
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="black"/>`+"\n", left, top, right-left, bottom-top)
+	// RTT ticks, skipping labels that would collide.
+	lastLabel := math.Inf(-1)
+	for _, rtt := range rtts {
+		x := px(rtt)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x, bottom, x, bottom+4)
+		if x-lastLabel >= svgMinLabel {
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", x, bottom+16, rtt)
+			lastLabel = x
+		}
+	}
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">link RTT (ms)</text>`+"\n", (left+right)/2, bottom+36)
+	fmt.Fprintf(b, `<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", x0+16, (top+bottom)/2, html.EscapeString(row.title))
+	for mi, m := range modes {
+		col := svgColors[mi%len(svgColors)]
+		dx := (float64(mi) - float64(len(modes)-1)/2) * svgDodge
+		var pts []string
+		for _, c := range cells {
+			if v, _, _ := row.value(c); c.Mode == m && v > 0 {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(c.RTTMS)+dx, py(v)))
+			}
+		}
+		if len(pts) > 1 {
+			fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", col, strings.Join(pts, " "))
+		}
+		for _, c := range cells {
+			v, vlo, vhi := row.value(c)
+			if c.Mode != m || v <= 0 {
+				continue
+			}
+			x := px(c.RTTMS) + dx
+			if vlo > 0 && vhi > 0 {
+				fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1"/>`+"\n", x, py(vlo), x, py(vhi), col)
+			}
+			svgMarker(b, mi, x, py(v), col, row.hollow && c.Noise)
+			if vlo <= 0 {
+				fmt.Fprintf(b, `<title>%s %s at %g ms RTT: time to first stop %.1f ms</title>`+"\n",
+					html.EscapeString(wl), html.EscapeString(m), c.RTTMS, v)
+				continue
+			}
+			fmt.Fprintf(b, `<title>%s %s at %g ms RTT: median step %.1f ms (min %.1f, max %.1f)</title>`+"\n",
+				html.EscapeString(wl), html.EscapeString(m), c.RTTMS, v, vlo, vhi)
+		}
+	}
 }

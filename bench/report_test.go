@@ -67,15 +67,17 @@ func parseSVG(t *testing.T, data []byte) (w, h float64, texts []svgText, count m
 }
 
 // TestSVGLayout: every label lies inside the picture (at about 7 px per
-// character), both axes have titles, every cell has a marker, and the
-// legend sits below the plots, not over the data.
+// character), both axes of both rows (step time, time to first stop) have
+// titles, every cell has a marker in each, and the legend sits below the
+// plots, not over the data.
 func TestSVGLayout(t *testing.T) {
 	var rep Report
 	for _, wl := range []string{"Deep/idea-like", "Shallow/idea-like"} {
 		for _, rtt := range []float64{0, 1, 10, 30, 100} {
 			for mi, m := range []string{"direct", "proxy", "speculate"} {
 				med := (5 + 85*rtt) / float64(1+4*mi)
-				rep.Cells = append(rep.Cells, Cell{Workload: wl, Mode: m, RTTMS: rtt, MedianMS: med, MinMS: med * 0.9, MaxMS: med * 1.3, Noise: mi == 1})
+				rep.Cells = append(rep.Cells, Cell{Workload: wl, Mode: m, RTTMS: rtt, MedianMS: med, MinMS: med * 0.9, MaxMS: med * 1.3, Noise: mi == 1,
+					FirstStopMS: 300 + 20*med})
 			}
 		}
 	}
@@ -84,12 +86,15 @@ func TestSVGLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, h, texts, count := parseSVG(t, buf.Bytes())
-	plotBottom := svgTop + svgPlotH
-	var xTitle, yTitle, legend int
+	plotBottom := 2*(svgTop+svgPlotH) + svgBelow
+	var xTitle, yTitle, firstTitle, legend int
 	for _, tx := range texts {
 		if tx.x < 0 {
 			if strings.Contains(tx.s, "step time") {
 				yTitle++
+			}
+			if strings.Contains(tx.s, "first stop") {
+				firstTitle++
 			}
 			continue
 		}
@@ -116,16 +121,16 @@ func TestSVGLayout(t *testing.T) {
 			}
 		}
 	}
-	if xTitle != 2 || yTitle != 2 {
-		t.Errorf("axis titles: %d x, %d y, want 2 of each", xTitle, yTitle)
+	if xTitle != 4 || yTitle != 2 || firstTitle != 2 {
+		t.Errorf("axis titles: %d x, %d y of step time, %d of first stop, want 4, 2, 2", xTitle, yTitle, firstTitle)
 	}
 	if legend != 3 {
 		t.Errorf("%d legend entries, want 3", legend)
 	}
-	// One marker per cell, plus one per legend entry: circles for the
-	// first mode, squares (rect, besides the background and the two plot
-	// frames) for the second, triangles for the third.
-	if count["circle"] != 10+1 || count["rect"] != 10+1+1+2 || count["polygon"] != 10+1 {
+	// One marker per cell and row, plus one per legend entry: circles for
+	// the first mode, squares (rect, besides the background and the four
+	// plot frames) for the second, triangles for the third.
+	if count["circle"] != 20+1 || count["rect"] != 20+1+1+4 || count["polygon"] != 20+1 {
 		t.Errorf("markers: %d circles, %d rects, %d polygons", count["circle"], count["rect"], count["polygon"])
 	}
 	if !strings.Contains(buf.String(), `fill="white" stroke="#7f7f7f"`) {

@@ -46,9 +46,19 @@ type Mode struct {
 type Workload struct {
 	Profile  string `json:"profile"`
 	Debuggee string `json:"debuggee"`
+	// Breakpoints is how many breakpoints the driver sets at attach (0 or
+	// 1: the debuggee's own; see javavm.DriverOptions.Breakpoints).
+	Breakpoints int `json:"breakpoints,omitempty"`
 }
 
-func (w Workload) String() string { return w.Debuggee + "/" + w.Profile }
+// String is "Deep/idea-like", with " 5bp" appended for more than one
+// breakpoint.
+func (w Workload) String() string {
+	if w.Breakpoints > 1 {
+		return fmt.Sprintf("%s/%s %dbp", w.Debuggee, w.Profile, w.Breakpoints)
+	}
+	return w.Debuggee + "/" + w.Profile
+}
 
 // Config is a benchmark matrix.
 type Config struct {
@@ -81,6 +91,11 @@ type Cell struct {
 	// StepMS are the measured steps' times, in stop order.
 	StepMS  []float64 `json:"step_ms"`
 	BurstMS float64   `json:"median_burst_ms"`
+	// FirstStopMS is the time to the first stop: from the driver's attach
+	// to the end of its work at the breakpoint stop (its state shown), one
+	// sample per cell; FirstStopSpeedup is the direct cell's over it.
+	FirstStopMS      float64 `json:"first_stop_ms"`
+	FirstStopSpeedup float64 `json:"first_stop_speedup_vs_direct,omitempty"`
 	// Speedup is the direct cell's median over this cell's, and SpeedupCI
 	// its 95% bootstrap confidence interval.
 	Speedup   float64    `json:"speedup_vs_direct,omitempty"`
@@ -98,12 +113,15 @@ type Cell struct {
 
 // Slope is the least-squares fit of median step time against RTT for one
 // workload and mode: RoundTrips is the number of serial round trips a step
-// costs.
+// costs. FirstStopRoundTrips and FirstStopInterceptMS are the same fit of
+// the time to the first stop.
 type Slope struct {
-	Workload    string  `json:"workload"`
-	Mode        string  `json:"mode"`
-	RoundTrips  float64 `json:"serial_round_trips_per_step"`
-	InterceptMS float64 `json:"intercept_ms"`
+	Workload             string  `json:"workload"`
+	Mode                 string  `json:"mode"`
+	RoundTrips           float64 `json:"serial_round_trips_per_step"`
+	InterceptMS          float64 `json:"intercept_ms"`
+	FirstStopRoundTrips  float64 `json:"serial_round_trips_to_first_stop"`
+	FirstStopInterceptMS float64 `json:"first_stop_intercept_ms"`
 }
 
 // Report is the whole matrix.
@@ -156,6 +174,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					c.DigestsMatch = slices.Equal(c.Digests, direct.Digests)
 					if !c.DigestsMatch {
 						rep.Mismatches = append(rep.Mismatches, fmt.Sprintf("%s: %s", label, firstDifference(direct.Digests, c.Digests)))
+					}
+					if c.FirstStopMS > 0 {
+						c.FirstStopSpeedup = direct.FirstStopMS / c.FirstStopMS
 					}
 					if c.MedianMS > 0 {
 						c.Speedup = direct.MedianMS / c.MedianMS
@@ -219,6 +240,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	// too, so Steps steps are measured.
 	res, err := javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
 		Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps + cfg.Warmup, Warmup: cfg.Warmup + 1,
+		Breakpoints: w.Breakpoints,
 	})
 	if err != nil {
 		return nil, err
@@ -236,7 +258,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		Workload: w.String(), Mode: m.Name, RTTMS: float64(rtt) / float64(time.Millisecond),
 		Stops: len(steady), MedianMS: sp.Median, MinMS: sp.Min, MaxMS: sp.Max, MedianCI: sp.CI,
 		StepMS: stepMS, P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
-		Digests: res.Digests(),
+		FirstStopMS: res.Summary.FirstStopMS, Digests: res.Digests(),
 	}, nil
 }
 
@@ -294,38 +316,52 @@ func quantile(v []float64, q float64) float64 {
 	return quantileSorted(v, q)
 }
 
-// slopes fits median step time against RTT for each (workload, mode).
+// slopes fits median step time, and time to the first stop, against RTT
+// for each (workload, mode).
 func slopes(cells []Cell) []Slope {
 	type key struct{ w, m string }
-	pts := map[key][][2]float64{}
+	steps := map[key][][2]float64{}
+	first := map[key][][2]float64{}
 	var order []key
 	for _, c := range cells {
 		k := key{c.Workload, c.Mode}
-		if _, ok := pts[k]; !ok {
+		if _, ok := steps[k]; !ok {
 			order = append(order, k)
 		}
-		pts[k] = append(pts[k], [2]float64{c.RTTMS, c.MedianMS})
+		steps[k] = append(steps[k], [2]float64{c.RTTMS, c.MedianMS})
+		first[k] = append(first[k], [2]float64{c.RTTMS, c.FirstStopMS})
 	}
 	var out []Slope
 	for _, k := range order {
-		p := pts[k]
-		if len(p) < 2 {
+		b, a, ok := fitLine(steps[k])
+		if !ok {
 			continue
 		}
-		var sx, sy, sxx, sxy float64
-		for _, xy := range p {
-			sx += xy[0]
-			sy += xy[1]
-			sxx += xy[0] * xy[0]
-			sxy += xy[0] * xy[1]
-		}
-		n := float64(len(p))
-		den := n*sxx - sx*sx
-		if den == 0 {
-			continue
-		}
-		b := (n*sxy - sx*sy) / den
-		out = append(out, Slope{Workload: k.w, Mode: k.m, RoundTrips: b, InterceptMS: (sy - b*sx) / n})
+		s := Slope{Workload: k.w, Mode: k.m, RoundTrips: b, InterceptMS: a}
+		s.FirstStopRoundTrips, s.FirstStopInterceptMS, _ = fitLine(first[k])
+		out = append(out, s)
 	}
 	return out
+}
+
+// fitLine is the least-squares line y = a + b·x through p; ok is false
+// with fewer than two distinct x.
+func fitLine(p [][2]float64) (b, a float64, ok bool) {
+	if len(p) < 2 {
+		return 0, 0, false
+	}
+	var sx, sy, sxx, sxy float64
+	for _, xy := range p {
+		sx += xy[0]
+		sy += xy[1]
+		sxx += xy[0] * xy[0]
+		sxy += xy[0] * xy[1]
+	}
+	n := float64(len(p))
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0, 0, false
+	}
+	b = (n*sxy - sx*sy) / den
+	return b, (sy - b*sx) / n, true
 }

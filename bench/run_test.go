@@ -86,19 +86,63 @@ func TestSlopes(t *testing.T) {
 	var cells []Cell
 	for _, rtt := range []float64{0, 1, 10, 30, 100} {
 		cells = append(cells,
-			Cell{Workload: "w", Mode: "direct", RTTMS: rtt, MedianMS: 5 + 80*rtt},
-			Cell{Workload: "w", Mode: "fast", RTTMS: rtt, MedianMS: 7 + 4*rtt})
+			Cell{Workload: "w", Mode: "direct", RTTMS: rtt, MedianMS: 5 + 80*rtt, FirstStopMS: 400 + 120*rtt},
+			Cell{Workload: "w", Mode: "fast", RTTMS: rtt, MedianMS: 7 + 4*rtt, FirstStopMS: 410 + 30*rtt})
 	}
 	got := slopes(cells)
 	if len(got) != 2 {
 		t.Fatalf("got %d slopes", len(got))
 	}
-	for i, want := range []struct{ rt, icpt float64 }{{80, 5}, {4, 7}} {
-		if math.Abs(got[i].RoundTrips-want.rt) > 1e-9 || math.Abs(got[i].InterceptMS-want.icpt) > 1e-9 {
-			t.Errorf("slope %d = %+v, want %v round trips, intercept %v", i, got[i], want.rt, want.icpt)
+	for i, want := range []struct{ rt, icpt, first, firstIcpt float64 }{{80, 5, 120, 400}, {4, 7, 30, 410}} {
+		if math.Abs(got[i].RoundTrips-want.rt) > 1e-9 || math.Abs(got[i].InterceptMS-want.icpt) > 1e-9 ||
+			math.Abs(got[i].FirstStopRoundTrips-want.first) > 1e-9 || math.Abs(got[i].FirstStopInterceptMS-want.firstIcpt) > 1e-9 {
+			t.Errorf("slope %d = %+v, want %v round trips, intercept %v; to the first stop %v, %v", i, got[i], want.rt, want.icpt, want.first, want.firstIcpt)
 		}
 	}
 	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.5); q != 3 {
 		t.Errorf("median = %v, want 3", q)
+	}
+}
+
+// TestDigestsNewWorkloads: the pooled server (idea-like and the pipelined
+// idea-async) and Deep with five breakpoints see the same values through
+// the relay as directly, and every cell reports its time to the first stop
+// and, for the proxied cells, its speedup.
+func TestDigestsNewWorkloads(t *testing.T) {
+	jdktest.RequireJDK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := javavm.Compile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		RTTs: []time.Duration{0},
+		Workloads: []Workload{
+			{Profile: javavm.ProfileIdeaLike, Debuggee: javavm.Server},
+			{Profile: javavm.ProfileIdeaAsync, Debuggee: javavm.Server},
+			{Profile: javavm.ProfileIdeaLike, Debuggee: javavm.Deep, Breakpoints: 5},
+		},
+		Steps: 2, Warmup: 1, Build: b, Log: zerolog.Nop(),
+		Modes: []Mode{{Name: "direct", Direct: true}, {Name: "proxy"}},
+	}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v (mismatches %q)", err, rep.Mismatches)
+	}
+	if len(rep.Cells) != 6 {
+		t.Fatalf("%d cells, want 6", len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if !c.DigestsMatch || c.FirstStopMS <= 0 || c.Mode == "proxy" && c.FirstStopSpeedup <= 0 {
+			t.Errorf("cell %s %s: digests match %v, first stop %.1f ms (speedup %.2f)", c.Workload, c.Mode, c.DigestsMatch, c.FirstStopMS, c.FirstStopSpeedup)
+		}
+	}
+	if w := rep.Cells[4].Workload; w != "Deep/idea-like 5bp" {
+		t.Errorf("workload label %q", w)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "first stop ms") {
+		t.Errorf("table (%v) has no time to first stop:\n%s", err, table.String())
 	}
 }

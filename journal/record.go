@@ -17,8 +17,9 @@
 // and marked in the journal itself: never silently.
 //
 // The package also reads JSON Lines journals back (Decoder, ReadFiles),
-// filters and renders them (Filter, FormatRecord) and summarises them
-// (ComputeStats) for "jdwpaccel journal". Its tests check the invariants
+// filters and renders them (Filter, FormatRecord), summarises them
+// (ComputeStats) and finds each step's critical path, its serial round
+// trips (ComputeSteps, steps.go) for "jdwpaccel journal". Its tests check the invariants
 // of the journals it writes (Check, in check_test.go).
 package journal
 

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,11 @@ const (
 	// first 20 frames with line, source and Method.IsObsolete, top-frame
 	// locals and this, one level of fields, strings and array heads.
 	ProfileIdeaLike = "idea-like"
+	// ProfileIdeaAsync is idea-like as IntelliJ's async JDI sends it: the
+	// per-thread, per-frame and per-object reads go out from several JDI
+	// threads at once (DriverOptions.Threads, 8 when not set), so they
+	// overlap on the wire. It sees exactly what idea-like sees.
+	ProfileIdeaAsync = "idea-async"
 	// ProfileVSCodeLike is java-debug-like: thread names, frame count and
 	// frames with line/source/signature, top-frame variables and one level
 	// of children.
@@ -34,7 +40,7 @@ const (
 )
 
 // Profiles lists every driver profile.
-var Profiles = []string{ProfileJDBMin, ProfileIdeaLike, ProfileVSCodeLike, ProfileTranscript}
+var Profiles = []string{ProfileJDBMin, ProfileIdeaLike, ProfileIdeaAsync, ProfileVSCodeLike, ProfileTranscript}
 
 // DriverOptions configures RunDriver.
 type DriverOptions struct {
@@ -52,9 +58,16 @@ type DriverOptions struct {
 	// Warmup is the number of first stops flagged as warm-up (cold JDI
 	// caches) and left out of the summary medians.
 	Warmup int
-	// Threads > 1 runs the per-thread and per-frame queries on that many
-	// JDI caller threads (an async IDE); 0 or 1 is a synchronous IDE.
+	// Threads > 1 runs the per-thread, per-frame and per-object queries on
+	// that many JDI caller threads (an async IDE); 0 or 1 is a synchronous
+	// IDE, except for ProfileIdeaAsync, which then uses 8.
 	Threads int
+	// Breakpoints is how many breakpoints the driver sets at attach (0 or
+	// 1: the debuggee's one at its "// @breakpoint" line). The others are
+	// its "// @breakpoint-extra CLASS" lines (ExtraBreakpoints), in lines
+	// never reached or classes never loaded, as an IDE's other breakpoints
+	// often are; MaxBreakpoints says how many a debuggee has.
+	Breakpoints int
 	// StepInto forces STEP_INTO; otherwise the driver steps over, except
 	// for NewClasses, which it always steps into.
 	StepInto bool
@@ -94,6 +107,9 @@ type Summary struct {
 	Measured      int     `json:"measured"`
 	MedianMS      float64 `json:"median_ms"`
 	MedianBurstMS float64 `json:"median_burst_ms"`
+	// FirstStopMS is the time to the first stop: from before the attach to
+	// the end of the breakpoint stop's work (its state shown).
+	FirstStopMS float64 `json:"first_stop_ms"`
 }
 
 // DriverResult is a parsed driver run.
@@ -241,6 +257,16 @@ func DriverArgs(b *Build, opts DriverOptions) ([]string, error) {
 		"--hotswap-dir", b.HotSwap)
 	if opts.Threads > 1 {
 		args = append(args, "--threads", strconv.Itoa(opts.Threads))
+	}
+	if opts.Breakpoints > 1 {
+		extra, err := ExtraBreakpoints(opts.Debuggee)
+		if err != nil {
+			return nil, err
+		}
+		if len(extra) < opts.Breakpoints-1 {
+			return nil, fmt.Errorf("%w: %s has %d breakpoints, %d asked", ErrNoBreakpoint, opts.Debuggee, len(extra)+1, opts.Breakpoints)
+		}
+		args = append(args, "--breakpoints", strconv.Itoa(opts.Breakpoints), "--bp-extra", strings.Join(extra[:opts.Breakpoints-1], ","))
 	}
 	if opts.StepInto {
 		args = append(args, "--step", "into")

@@ -17,10 +17,13 @@
 //     before, so class metadata is cold on nearly every stop.
 //   - ToStringWatch: an object whose toString() the driver invokes per stop.
 //   - HotSwap: calls HotTarget, which the driver redefines half way.
+//   - Server: a pooled server, 200 worker threads parked on the pool's queue
+//     and the main thread handling requests.
 //   - Transcript: the debuggee of the jdb transcript tests.
 //
 // Each has a breakpoint line marked "// @breakpoint" in its source; see
-// BreakpointLine.
+// BreakpointLine. Some have other breakpoint lines, never hit, marked
+// "// @breakpoint-extra CLASS" (ExtraBreakpoints).
 package javavm
 
 import (
@@ -52,16 +55,21 @@ const (
 	ToStringWatch = "ToStringWatch"
 	HotSwap       = "HotSwap"
 	Transcript    = "Transcript"
+	Server        = "Server"
 	// Layouts: 24 classes with different field layouts take turns in the
 	// same locals (a test of the speculator's field IDs, not a benchmark).
 	Layouts = "Layouts"
 )
 
 // Debuggees lists every debuggee main class.
-var Debuggees = []string{Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Transcript}
+var Debuggees = []string{Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Transcript, Server}
 
-// breakpointMarker marks the breakpoint line in a debuggee's source.
-const breakpointMarker = "// @breakpoint"
+// breakpointMarker marks the breakpoint line in a debuggee's source;
+// extraMarker, followed by the class name, the lines of other breakpoints.
+const (
+	breakpointMarker = "// @breakpoint"
+	extraMarker      = "// @breakpoint-extra"
+)
 
 // compileFormat is mixed into the cache key; bump it when the javac
 // invocation or the cache layout changes.
@@ -245,9 +253,42 @@ func BreakpointLine(debuggee string) (int, error) {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
-		if strings.Contains(sc.Text(), breakpointMarker) {
+		if strings.Contains(sc.Text(), breakpointMarker) && !strings.Contains(sc.Text(), extraMarker) {
 			return n, nil
 		}
 	}
 	return 0, fmt.Errorf("%w: %s", ErrNoBreakpoint, debuggee)
+}
+
+// ExtraBreakpoints returns the debuggee's other breakpoints, "Class:line"
+// in source order, from its "// @breakpoint-extra CLASS" lines.
+func ExtraBreakpoints(debuggee string) ([]string, error) {
+	data, err := javaSources.ReadFile("java/" + debuggee + ".java")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoBreakpoint, debuggee, err)
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		_, after, ok := strings.Cut(sc.Text(), extraMarker)
+		if !ok {
+			continue
+		}
+		class := strings.TrimSpace(after)
+		if class == "" || strings.ContainsAny(class, " :,") {
+			return nil, fmt.Errorf("%w: %s line %d: want %q followed by a class name", ErrNoBreakpoint, debuggee, n, extraMarker)
+		}
+		out = append(out, fmt.Sprintf("%s:%d", class, n))
+	}
+	return out, nil
+}
+
+// MaxBreakpoints is how many breakpoints DriverOptions.Breakpoints may ask
+// for on the debuggee: its own and its extra ones.
+func MaxBreakpoints(debuggee string) int {
+	extra, err := ExtraBreakpoints(debuggee)
+	if err != nil {
+		return 1
+	}
+	return 1 + len(extra)
 }

@@ -26,6 +26,8 @@ Examples:
   jdwpaccel bench --out bench/out
   # one workload at two RTTs
   jdwpaccel bench --workloads Deep/idea-like --rtt 0ms,30ms --steps 6
+  # the pooled server's 200 threads, a synchronous and a pipelined IDE
+  jdwpaccel bench --workloads Server/idea-like,Server/idea-async --rtt 0ms,30ms --modes direct,speculate --steps 4 --warmup 1
   # soak: step Deep/idea-like through the proxy for 10 minutes at 5 ms RTT,
   # sampling RSS, goroutines and cache bytes every 5 s
   jdwpaccel bench --soak 10m --out bench/out/soak
@@ -157,7 +159,8 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
 	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
-	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap; profiles: jdb-min, idea-like, vscode-like)")
+	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Server (200 pooled worker threads); profiles: jdb-min, idea-like, idea-async (idea-like with its reads sent from 8 JDI threads at once, as IntelliJ's async JDI), vscode-like)")
+	breakpoints := fs.Int("breakpoints", 5, "breakpoints the driver sets at attach, as an IDE sets all of its own, up to as many as the debuggee has (Deep: 5, the others 1); the extra ones are never hit")
 	steps := fs.Int("steps", 8, "measured steps per cell (after the breakpoint stop and the warm-up steps)")
 	warmup := fs.Int("warmup", 2, "warm-up steps per cell after the breakpoint stop, not measured")
 	out := fs.String("out", "bench/out", "`directory` for bench.json and bench.svg (soak.json and soak.svg with --soak)")
@@ -195,7 +198,13 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	}
 	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Log: log, Progress: progressBar(e.stderr)}
 	if cfg.RTTs, err = parseRTTs(*rtts); err == nil {
-		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil {
+		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil && *breakpoints < 1 {
+			err = fmt.Errorf("bad --breakpoints %d", *breakpoints)
+		}
+		for i := range cfg.Workloads {
+			cfg.Workloads[i].Breakpoints = min(*breakpoints, javavm.MaxBreakpoints(cfg.Workloads[i].Debuggee))
+		}
+		if err == nil {
 			var closeJournal func() error
 			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, *cacheBytes, log)
 			defer func() {

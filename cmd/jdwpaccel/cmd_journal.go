@@ -19,6 +19,7 @@ import (
 
 const journalUsage = `Usage: jdwpaccel journal show  [flags] PATH...
        jdwpaccel journal stats [flags] PATH...
+       jdwpaccel journal steps [flags] PATH...
 
 Read JSON Lines journals written by "jdwpaccel proxy --journal PATH.jsonl".
 Give rotated files oldest first: PATH.2 PATH.1 PATH.
@@ -28,6 +29,10 @@ Give rotated files oldest first: PATH.2 PATH.1 PATH.
          how it was served (forwarded, cache_hit, belay, synthetic), latency
   stats  commands per type, hits / misses / belays, round trips saved,
          speculative commands sent and used, latency percentiles per command
+  steps  for every step (resume, stop event, the work at the stop, next
+         resume) of each session: its serial round trips, the critical path
+         (the longest chain of waits for the VM, one after another) and the
+         command that caused each round trip
 
 Examples:
   jdwpaccel journal show j.jsonl --set ThreadReference,StackFrame --since 2s
@@ -35,6 +40,8 @@ Examples:
   jdwpaccel journal show j.jsonl --view wire --served synthetic
   jdwpaccel journal stats j.jsonl.1 j.jsonl
   jdwpaccel journal stats --json j.jsonl
+  jdwpaccel journal steps j.jsonl
+  jdwpaccel journal steps --brief --session 2 j.jsonl
 `
 
 // journalFlags are the filters common to show and stats.
@@ -124,11 +131,13 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func cmdJournal(_ context.Context, e *env, args []string) int {
 	if len(args) == 0 {
-		return usageFailure(e, "journal", errors.New("say show or stats"))
+		return usageFailure(e, "journal", errors.New("say show, stats or steps"))
 	}
 	sub := args[0]
 	switch sub {
 	case "show", "stats":
+	case "steps":
+		return cmdJournalSteps(e, args[1:])
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(e.stdout, journalUsage)
 		return exitOK

@@ -43,4 +43,24 @@ public class Deep {
             steps++;
         }
     }
+
+    /**
+     * Never called: the lines an IDE's other breakpoints sit on (the driver's
+     * --breakpoints N sets them at attach, after the one above).
+     */
+    String summary() {
+        String s = label + ":" + steps; // @breakpoint-extra Deep
+        return s.trim(); // @breakpoint-extra Deep
+    }
+}
+
+/**
+ * Never loaded: breakpoints in it wait for a class prepare event that never
+ * comes, as an IDE's breakpoints in code not reached yet do.
+ */
+class DeepReport {
+    static String render(Deep d) {
+        String head = "report " + d.label; // @breakpoint-extra DeepReport
+        return head + " " + d.steps; // @breakpoint-extra DeepReport
+    }
 }

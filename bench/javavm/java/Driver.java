@@ -35,6 +35,7 @@ import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -48,9 +49,18 @@ import java.util.concurrent.Future;
  * doing a profile's per-stop work (what an IDE fetches to refresh its views)
  * at every stop. One JSON line per stop on stdout, then a summary line.
  *
- * Usage: Driver --port N [--host H] --profile jdb-min|idea-like|vscode-like|transcript
+ * Usage: Driver --port N [--host H] --profile jdb-min|idea-like|idea-async|vscode-like|transcript
  *   --debuggee NAME --bp-line L [--bp-class C] --steps K [--warmup W] [--threads N]
- *   [--step over|into] [--hotswap-dir DIR] [--dump]
+ *   [--breakpoints N --bp-extra C:L,C:L...] [--step over|into] [--hotswap-dir DIR] [--dump]
+ *
+ * --breakpoints N sets, at attach, the breakpoint at --bp-class:--bp-line and
+ * the first N-1 of --bp-extra, as an IDE sets all its breakpoints: in a
+ * loaded class at once, in another when its class is prepared (lines never
+ * reached, or classes never loaded, are fine). idea-async is idea-like with
+ * its per-thread, per-frame and per-object reads sent from --threads JDI
+ * threads at once (8 unless given), as IntelliJ's async JDI does. The
+ * summary line's first_stop_ms runs from before the attach to the end of
+ * the breakpoint stop's work: the time to the first stop shown.
  *
  * The per-stop digest is the SHA-256 of a canonical text of everything the
  * profile saw, without object IDs or timing, so runs on separate VMs agree.
@@ -65,6 +75,8 @@ public final class Driver {
     private int steps = 10;
     private int warmup = 2;
     private int threads = 1;
+    private int breakpoints = 1;
+    private final List<String[]> extraBreakpoints = new ArrayList<>();
     private String stepKind;
     private String hotswapDir;
     private boolean dump;
@@ -111,6 +123,17 @@ public final class Driver {
                 case "--steps": steps = Integer.parseInt(v); break;
                 case "--warmup": warmup = Integer.parseInt(v); break;
                 case "--threads": threads = Integer.parseInt(v); break;
+                case "--breakpoints": breakpoints = Integer.parseInt(v); break;
+                case "--bp-extra":
+                    for (String cl : v.split(",")) {
+                        int colon = cl.lastIndexOf(':');
+                        if (colon <= 0) {
+                            throw new IllegalArgumentException("bad --bp-extra entry " + cl + " (want Class:line)");
+                        }
+                        Integer.parseInt(cl.substring(colon + 1));
+                        extraBreakpoints.add(new String[] {cl.substring(0, colon), cl.substring(colon + 1)});
+                    }
+                    break;
                 case "--step": stepKind = v; break;
                 case "--hotswap-dir": hotswapDir = v; break;
                 default: throw new IllegalArgumentException("unknown flag " + a);
@@ -124,7 +147,16 @@ public final class Driver {
         }
         switch (profile) {
             case "jdb-min": case "idea-like": case "vscode-like": case "transcript": break;
+            case "idea-async":
+                if (threads <= 1) {
+                    threads = 8;
+                }
+                break;
             default: throw new IllegalArgumentException("unknown profile " + profile);
+        }
+        if (breakpoints < 1 || breakpoints - 1 > extraBreakpoints.size()) {
+            throw new IllegalArgumentException("--breakpoints " + breakpoints + " needs " + (breakpoints - 1)
+                    + " --bp-extra entries, have " + extraBreakpoints.size());
         }
         if (bpClass == null) {
             bpClass = debuggee;
@@ -151,39 +183,52 @@ public final class Driver {
         Map<String, Connector.Argument> ca = conn.defaultArguments();
         ca.get("hostname").setValue(host);
         ca.get("port").setValue(Integer.toString(port));
+        long tAttach = System.nanoTime();
         vm = conn.attach(ca);
         if (threads > 1) {
             pool = Executors.newFixedThreadPool(threads);
         }
         EventRequestManager erm = vm.eventRequestManager();
 
-        // Breakpoint at bpClass:bpLine, deferred until the class is prepared.
+        // The breakpoints, each set at once in a loaded class, or when its
+        // class is prepared. If the main class is loaded, the VM is already
+        // running (a previous debugger detached): the breakpoint suspends
+        // it, and resuming here would undo a hit that raced ahead of us.
         long t0 = System.nanoTime();
-        EventSet set;
-        List<ReferenceType> loaded = vm.classesByName(bpClass);
-        if (loaded.isEmpty()) {
+        List<String[]> bps = new ArrayList<>();
+        bps.add(new String[] {bpClass, Integer.toString(bpLine)});
+        bps.addAll(extraBreakpoints.subList(0, breakpoints - 1));
+        Map<String, List<Integer>> pending = new LinkedHashMap<>();
+        for (String[] bp : bps) {
+            int line = Integer.parseInt(bp[1]);
+            List<Integer> waiting = pending.get(bp[0]);
+            if (waiting != null) {
+                waiting.add(line);
+                continue;
+            }
+            List<ReferenceType> loaded = vm.classesByName(bp[0]);
+            if (!loaded.isEmpty()) {
+                setBreakpoint(erm, loaded.get(0), line);
+                continue;
+            }
+            waiting = new ArrayList<>();
+            waiting.add(line);
+            pending.put(bp[0], waiting);
             ClassPrepareRequest cpr = erm.createClassPrepareRequest();
-            cpr.addClassFilter(bpClass);
+            cpr.addClassFilter(bp[0]);
             cpr.setSuspendPolicy(EventRequest.SUSPEND_ALL);
             cpr.enable();
-            // The VM was started with suspend=y: its initial suspension is
-            // the VMStartEvent's, which await() resumes (exactly once; an
-            // extra vm.resume() here could undo a later event's suspension).
-            set = await(ClassPrepareEvent.class);
-            ReferenceType rt = ((ClassPrepareEvent) first(set, ClassPrepareEvent.class)).referenceType();
-            erm.deleteEventRequest(cpr);
-            setBreakpoint(erm, rt);
-            set.resume();
-        } else {
-            // The class is loaded, so the VM is already running (a previous
-            // debugger detached): the breakpoint suspends it. Resuming here
-            // would undo a hit that raced ahead of us.
-            setBreakpoint(erm, loaded.get(0));
         }
-        set = await(BreakpointEvent.class);
-        ThreadReference thread = ((LocatableEvent) first(set, BreakpointEvent.class)).thread();
-        // Only the first hit is wanted; steps drive the rest.
-        erm.deleteEventRequests(new ArrayList<>(erm.breakpointRequests()));
+        // The VM was started with suspend=y: its initial suspension is the
+        // VMStartEvent's, which awaitBreakpoint() resumes (exactly once; an
+        // extra vm.resume() here could undo a later event's suspension).
+        EventSet set = awaitBreakpoint(erm, pending);
+        BreakpointEvent hit = (BreakpointEvent) first(set, BreakpointEvent.class);
+        ThreadReference thread = hit.thread();
+        // Only the first hit of this breakpoint is wanted; steps drive the
+        // rest. The others stay, as an IDE's do.
+        erm.deleteEventRequest(hit.request());
+        double firstStopMS = 0;
 
         List<double[]> timings = new ArrayList<>();
         for (int stop = 0; stop <= steps; stop++) {
@@ -206,6 +251,9 @@ public final class Driver {
                 watch(thread, text);
             }
             long t2 = System.nanoTime();
+            if (stop == 0) {
+                firstStopMS = (t2 - tAttach) / 1e6;
+            }
             if (debuggee.equals("HotSwap") && stop == steps / 2) {
                 redefine(text);
             }
@@ -238,7 +286,8 @@ public final class Driver {
         System.out.println("{\"summary\":true,\"stops\":" + (steps + 1)
                 + ",\"measured\":" + timings.size()
                 + ",\"median_ms\":" + fmt(median(ms))
-                + ",\"median_burst_ms\":" + fmt(median(burst)) + "}");
+                + ",\"median_burst_ms\":" + fmt(median(burst))
+                + ",\"first_stop_ms\":" + fmt(firstStopMS) + "}");
         System.out.flush();
         erm.deleteEventRequests(new ArrayList<>(erm.stepRequests()));
         if (pool != null) {
@@ -247,14 +296,46 @@ public final class Driver {
         vm.dispose();
     }
 
-    private void setBreakpoint(EventRequestManager erm, ReferenceType rt) throws AbsentInformationException {
-        List<Location> locs = rt.locationsOfLine(bpLine);
+    private void setBreakpoint(EventRequestManager erm, ReferenceType rt, int line) throws AbsentInformationException {
+        List<Location> locs = rt.locationsOfLine(line);
         if (locs.isEmpty()) {
-            throw new IllegalStateException("no code at " + bpClass + ":" + bpLine);
+            throw new IllegalStateException("no code at " + rt.name() + ":" + line);
         }
         BreakpointRequest bp = erm.createBreakpointRequest(locs.get(0));
         bp.setSuspendPolicy(EventRequest.SUSPEND_ALL);
         bp.enable();
+    }
+
+    /**
+     * Waits for an event set holding a breakpoint event, resuming others; a
+     * class prepare event of a class in pending gets that class's
+     * breakpoints set (and its request deleted) first.
+     */
+    private EventSet awaitBreakpoint(EventRequestManager erm, Map<String, List<Integer>> pending) throws Exception {
+        while (true) {
+            EventSet set = vm.eventQueue().remove();
+            boolean hit = false;
+            for (Event e : set) {
+                if (e instanceof BreakpointEvent) {
+                    hit = true;
+                } else if (e instanceof ClassPrepareEvent) {
+                    ReferenceType rt = ((ClassPrepareEvent) e).referenceType();
+                    List<Integer> lines = pending.remove(rt.name());
+                    if (lines != null) {
+                        erm.deleteEventRequest(e.request());
+                        for (int line : lines) {
+                            setBreakpoint(erm, rt, line);
+                        }
+                    }
+                } else if (e instanceof VMDeathEvent || e instanceof VMDisconnectEvent) {
+                    throw new IllegalStateException("VM went away while waiting for the breakpoint");
+                }
+            }
+            if (hit) {
+                return set;
+            }
+            set.resume();
+        }
     }
 
     /** Waits for an event set holding an event of the wanted kind, resuming others. */
@@ -290,6 +371,7 @@ public final class Driver {
             case "jdb-min": return jdbMin(thread, out);
             case "vscode-like": return vscodeLike(thread, out);
             case "transcript": return ideaLike(thread, out, true);
+            case "idea-async": return ideaLike(thread, out, false);
             default: return ideaLike(thread, out, false);
         }
     }
@@ -383,26 +465,42 @@ public final class Driver {
             vars = Collections.emptyList();
         }
         Map<LocalVariable, Value> vals = frame.getValues(vars);
+        List<Callable<String>> rendered = new ArrayList<>();
         for (LocalVariable v : vars) {
             Value val = vals.get(v);
-            out.append(prefix).append("local ").append(v.name()).append(" = ").append(render(val)).append('\n');
+            rendered.add(() -> render(val));
             if (val instanceof ObjectReference && !(val instanceof StringReference) && !(val instanceof ArrayReference)) {
                 objects.add(val);
                 names.add(prefix + v.name());
             }
         }
+        List<String> shown = all(rendered);
+        for (int i = 0; i < vars.size(); i++) {
+            out.append(prefix).append("local ").append(vars.get(i).name()).append(" = ").append(shown.get(i)).append('\n');
+        }
+        // One level of fields of each object, each object's reads on its own
+        // caller thread when there are several.
+        List<Callable<String>> children = new ArrayList<>();
         for (int i = 0; i < objects.size(); i++) {
             ObjectReference o = (ObjectReference) objects.get(i);
-            List<Field> fields = new ArrayList<>();
-            for (Field f : o.referenceType().visibleFields()) {
-                if (!f.isStatic()) {
-                    fields.add(f);
+            String name = names.get(i);
+            children.add(() -> {
+                List<Field> fields = new ArrayList<>();
+                for (Field f : o.referenceType().visibleFields()) {
+                    if (!f.isStatic()) {
+                        fields.add(f);
+                    }
                 }
-            }
-            Map<Field, Value> fv = o.getValues(fields);
-            for (Field f : fields) {
-                out.append(names.get(i)).append('.').append(f.name()).append(" = ").append(render(fv.get(f))).append('\n');
-            }
+                Map<Field, Value> fv = o.getValues(fields);
+                StringBuilder sb = new StringBuilder();
+                for (Field f : fields) {
+                    sb.append(name).append('.').append(f.name()).append(" = ").append(render(fv.get(f))).append('\n');
+                }
+                return sb.toString();
+            });
+        }
+        for (String s : all(children)) {
+            out.append(s);
         }
     }
 
