@@ -19,4 +19,5 @@ const (
 	LogErrorCode    = "error_code"
 	LogAttempts     = "attempts"
 	LogWriteTimeout = "write_timeout"
+	LogClosedBy     = "closed_by" // debugger, vm or proxy: whose connection ended a session
 )
