@@ -518,8 +518,9 @@ func (d *debugger) echo(payload string) {
 
 // ---- memory and leaks -----------------------------------------------------
 
-// heapPeak samples the heap every millisecond until stopped, and returns
-// the largest HeapAlloc seen above the value at start.
+// heapPeak samples the heap every 10 ms until stopped, and returns the
+// largest HeapAlloc seen above the value at start. (ReadMemStats stops
+// the world; sampling every millisecond slowed a 100 MiB relay fivefold.)
 type heapPeak struct {
 	base uint64
 	max  atomic.Uint64
@@ -534,7 +535,7 @@ func startHeapPeak() *heapPeak {
 	h := &heapPeak{base: ms.HeapAlloc, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
-		tick := time.NewTicker(time.Millisecond)
+		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			var ms runtime.MemStats
@@ -1033,4 +1034,116 @@ func TestFault200Sessions(t *testing.T) {
 	if ended := strings.Count(p.logs.String(), `"closed_by"`); ended != n+3 {
 		t.Errorf("%d session end lines, want %d", ended, n+3)
 	}
+}
+
+// bigArray is the length of the byte[] of TestFault100MBReply: its
+// ArrayReference.GetValues reply is 100 MiB and 16 bytes.
+const bigArray = 100 * mib
+
+// newBigArray makes the VM allocate a byte[bigArray] (ArrayType.NewInstance)
+// and keeps it from the collector; it returns the array's object ID.
+func (d *debugger) newBigArray() uint64 {
+	d.t.Helper()
+	w := d.writer()
+	w.String("[B")
+	cr := jdwp.NewBodyReader(d.call(jdwp.CmdVirtualMachineClassesBySignature, w.Buf), d.sizes)
+	if cr.Int32() != 1 {
+		d.t.Fatal("no class [B")
+	}
+	cr.Uint8()
+	arrayType := cr.ReferenceTypeID()
+	w = d.writer()
+	w.ReferenceTypeID(arrayType)
+	w.Int32(bigArray)
+	nr := jdwp.NewBodyReader(d.call(jdwp.CmdArrayTypeNewInstance, w.Buf), d.sizes)
+	nr.Uint8()
+	array := nr.ObjectID()
+	w = d.writer()
+	w.ObjectID(array)
+	d.call(jdwp.CmdObjectReferenceDisableCollection, w.Buf)
+	return array
+}
+
+// getAll sends ArrayReference.GetValues for the whole array.
+func (d *debugger) getAll(array uint64) uint32 {
+	w := d.writer()
+	w.ObjectID(array)
+	w.Int32(0)
+	w.Int32(bigArray)
+	return d.send(jdwp.CmdArrayReferenceGetValues, w.Buf)
+}
+
+// TestFault100MBReply: a debugger asks a real VM for all of a 100 MiB
+// byte[]. With the default --max-packet-size (64 MiB) the proxy skips the
+// reply without buffering it, the debugger gets a JDWP INTERNAL error
+// reply, and its session goes on; with a larger maximum the reply is
+// relayed whole. The proxy's peak heap is sampled in both cases.
+//
+// Bounds: skipping holds no more than the reader's and writer's buffers,
+// so the peak stays under 16 MiB (measured: no growth at all). Relaying
+// holds the packet once in the VM reader's buffer, grown by doubling as
+// the bytes arrive (so the last 64 MiB step is garbage beside it), and
+// once in the debugger writer's queue: 100 + 64 + 100 MiB, measured 264
+// MiB, 2.6× the reply. The bound is 3× the reply (300 MiB); a further
+// copy of the whole reply (by a hook keeping it, say) breaks it. The
+// debugger here streams the reply (its jdwp.Reader skips it), so its own
+// memory is not counted.
+func TestFault100MBReply(t *testing.T) {
+	b := testBuild(t)
+	port := freePort(t)
+	startJVMAt(t, b, port, javavm.Shallow, "-Xmx400m")
+	replyLen := int64(jdwp.HeaderSize + 1 + 4 + bigArray)
+
+	t.Run("default maximum: INTERNAL error", func(t *testing.T) {
+		p := faultProxy(t, vmAddr(port))
+		d := attach(t, p.addr)
+		d.idSizes()
+		d.event(jdwp.EventVMStart)
+		array := d.newBigArray()
+		heap := startHeapPeak()
+		start := time.Now()
+		r, err := d.reply(d.getAll(array))
+		if err != nil || r.ErrorCode() != jdwp.ErrorInternal {
+			t.Fatalf("debugger got %v, %v; want an INTERNAL error reply", r, err)
+		}
+		took := time.Since(start)
+		d.version() // the session goes on
+		grown := heap.end()
+		t.Logf("100 MiB reply skipped in %v; proxy heap peak +%.1f MiB", took.Round(time.Millisecond), float64(grown)/mib)
+		if grown > 16*mib {
+			t.Errorf("heap peak +%d MiB while skipping the reply; want under 16 MiB", grown/mib)
+		}
+		p.logs.wait(t, "about the skipped reply", 5*time.Second, func(rec map[string]any) bool {
+			return rec["length"] == float64(replyLen) && rec["level"] == "warn"
+		})
+		d.call(jdwp.CmdVirtualMachineDispose, nil)
+		d.conn.Close()
+		p.logs.sessionEnd(t, p.logs.sessionOf(t, d.conn))
+	})
+
+	t.Run("128 MiB maximum: relayed", func(t *testing.T) {
+		p := faultProxy(t, vmAddr(port), "--max-packet-size", strconv.Itoa(128*mib))
+		d := attach(t, p.addr)
+		d.idSizes()
+		array := d.newBigArray() // the VM reset after the first session: a new array
+		heap := startHeapPeak()
+		start := time.Now()
+		id := d.getAll(array)
+		d.conn.SetReadDeadline(time.Now().Add(replyTimeout))
+		_, err := d.r.Next() // the debugger's reader (1 MiB limit) reports the header and skips the rest
+		var tl *jdwp.TooLargeError
+		if !errors.As(err, &tl) {
+			t.Fatalf("debugger got %v; want the 100 MiB reply", err)
+		}
+		if h := tl.Packet(); !h.IsReply() || h.ID() != id || h.ErrorCode() != jdwp.ErrorNone || int64(h.Length()) != replyLen {
+			t.Fatalf("debugger got %v; want the reply to %d, %d bytes", h, id, replyLen)
+		}
+		d.version() // reads past all of the reply's bytes first
+		took := time.Since(start)
+		grown := heap.end()
+		t.Logf("100 MiB reply relayed in %v; proxy heap peak +%.1f MiB (%.2f× the reply)", took.Round(time.Millisecond), float64(grown)/mib, float64(grown)/float64(replyLen))
+		if grown > 3*replyLen {
+			t.Errorf("heap peak +%d MiB relaying a 100 MiB reply; want under %d MiB", grown/mib, 3*replyLen/mib)
+		}
+	})
 }
