@@ -85,6 +85,18 @@ func (l *logSink) wait(t *testing.T, what string, timeout time.Duration, match f
 	}
 }
 
+// find returns the first log record for which match holds, or nil.
+func (l *logSink) find(match func(rec map[string]any) bool) map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, rec := range l.lines {
+		if match(rec) {
+			return rec
+		}
+	}
+	return nil
+}
+
 // sessionEnd waits for the log line that ends session id and returns it.
 func (l *logSink) sessionEnd(t *testing.T, id int) map[string]any {
 	t.Helper()
@@ -1146,4 +1158,60 @@ func TestFault100MBReply(t *testing.T) {
 			t.Errorf("heap peak +%d MiB relaying a 100 MiB reply; want under %d MiB", grown/mib, 3*replyLen/mib)
 		}
 	})
+}
+
+// TestFaultVMKilledOtherSessionGoesOn: one proxy serves two real VMs
+// (--vm scan:, each VM on its own port); killing one VM in the middle of a
+// burst of its debugger's commands ends that session only: the other
+// debugger's session goes on.
+func TestFaultVMKilledOtherSessionGoesOn(t *testing.T) {
+	b := testBuild(t)
+	portA, portB := freePort(t), freePort(t)
+	vmA := startJVMAt(t, b, portA, javavm.Shallow)
+	vmB := startJVMAt(t, b, portB, javavm.Shallow)
+	p := faultProxy(t, fmt.Sprintf("scan:%d,%d", portA, portB), "--vm-port-base", strconv.Itoa(freePort(t)), "--scan-interval", "200ms")
+	listen := map[int]string{}
+	for _, v := range []*jvm{vmA, vmB} {
+		pid := v.cmd.Process.Pid
+		rec := p.logs.wait(t, fmt.Sprintf("finding VM pid %d", pid), 15*time.Second, func(rec map[string]any) bool {
+			return rec["message"] == "VM found" && rec["pid"] == float64(pid)
+		})
+		listen[pid], _ = rec["listen"].(string)
+	}
+
+	other := attach(t, listen[vmB.cmd.Process.Pid])
+	other.idSizes()
+	other.event(jdwp.EventVMStart)
+	d := attach(t, listen[vmA.cmd.Process.Pid])
+	d.idSizes()
+	var buf []byte
+	first := d.nextID
+	for i := range 500 {
+		w := d.writer()
+		w.String(fmt.Sprintf("Lno/such/Class%d;", i))
+		buf = jdwp.AppendCommand(buf, d.nextID, jdwp.CmdVirtualMachineClassesBySignature, w.Buf)
+		d.nextID++
+	}
+	d.conn.Write(buf)
+	if _, err := d.reply(first); err != nil {
+		t.Fatal(err)
+	}
+	vmA.kill()
+	if n, err := d.drain(15 * time.Second); err != io.EOF {
+		t.Fatalf("debugger of the killed VM: %d more packets, then %v; want EOF", n, err)
+	}
+	end := p.logs.sessionEnd(t, p.logs.sessionOf(t, d.conn))
+	t.Logf("killed VM's session: %v (%v)", end["message"], end["error"])
+	for range 20 {
+		if v := other.version(); !strings.Contains(v, "Java") {
+			t.Fatalf("other VM's version %q", v)
+		}
+	}
+	otherAddr := other.conn.LocalAddr().String()
+	if rec := p.logs.find(func(rec map[string]any) bool {
+		msg, _ := rec["message"].(string)
+		return rec["debugger"] == otherAddr && strings.Contains(msg, "ended")
+	}); rec != nil {
+		t.Errorf("the other VM's session ended: %v", rec)
+	}
 }
