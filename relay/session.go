@@ -149,7 +149,7 @@ func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
 		f.Cmd = p.Cmd()
 	}
 	s.observe(f)
-	err := s.queueToVM(f)
+	err := s.queueToVM(f, false)
 	*f = Frame{}
 	framePool.Put(f)
 	return err
@@ -268,8 +268,9 @@ func vmCommandKind(c jdwp.Cmd) Kind {
 	return KindVMCommand
 }
 
-// queueToVM records a command as pending, then queues it for the VM.
-func (s *Session) queueToVM(f *Frame) error {
+// queueToVM records a command as pending, then queues it for the VM,
+// without a copy when owned (the caller gives f.Packet's bytes away).
+func (s *Session) queueToVM(f *Frame, owned bool) error {
 	if f.Kind == KindCommand {
 		id := f.Packet.ID()
 		s.pendingMu.Lock()
@@ -278,6 +279,9 @@ func (s *Session) queueToVM(f *Frame) error {
 		}
 		s.vmPending[id] = pending{cmd: f.Cmd, sent: f.Time, origin: f.Origin}
 		s.pendingMu.Unlock()
+	}
+	if owned {
+		return s.toVM.enqueueOwned(f.Packet)
 	}
 	return s.toVM.enqueue(f.Packet)
 }
@@ -424,7 +428,9 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 			s.observe(f)
 		}
 		if action == Forward {
-			if err := s.queueToVM(f); err != nil {
+			// A big packet's buffer is the reader's no more: queue it
+			// as it is, rather than hold a copy too.
+			if err := s.queueToVM(f, r.Owned(f.Packet)); err != nil {
 				return fmt.Errorf("write to VM: %w", err)
 			}
 			if err := s.toVM.waitRoom(s.done); err != nil {
@@ -511,7 +517,11 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		}
 		s.observe(f)
 		if action == Forward {
-			if err := s.toDbg.enqueue(p); err != nil {
+			enqueue := s.toDbg.enqueue
+			if r.Owned(p) {
+				enqueue = s.toDbg.enqueueOwned // as in relayDebuggerToVM
+			}
+			if err := enqueue(p); err != nil {
 				return fmt.Errorf("write to debugger: %w", err)
 			}
 			if err := s.toDbg.waitRoom(s.done); err != nil {

@@ -1093,13 +1093,16 @@ func (d *debugger) getAll(array uint64) uint32 {
 //
 // Bounds: skipping holds no more than the reader's and writer's buffers,
 // so the peak stays under 16 MiB (measured: no growth at all). Relaying
-// holds the packet once in the VM reader's buffer, grown by doubling as
-// the bytes arrive (so the last 64 MiB step is garbage beside it), and
-// once in the debugger writer's queue: 100 + 64 + 100 MiB, measured 264
-// MiB, 2.6× the reply. The bound is 3× the reply (300 MiB); a further
-// copy of the whole reply (by a hook keeping it, say) breaks it. The
-// debugger here streams the reply (its jdwp.Reader skips it), so its own
-// memory is not counted.
+// holds the packet once, in the VM reader's buffer, which the debugger's
+// writer then takes without a copy (jdwp.Reader.Owned); that buffer grew
+// by doubling as the bytes arrived, so the earlier steps (64 MiB, then 32,
+// 16, ...) may still be uncollected garbage beside it: at most 100 + 64 +
+// 64 MiB. Measured: 164 to 196 MiB, 1.64× to 1.96× the reply (264 MiB,
+// 2.6×, when the writer copied the packet). The bound is 2.5× the reply
+// without the speculator; another copy of the whole reply (by a hook
+// keeping it, say) breaks it. The debugger here
+// streams the reply (its jdwp.Reader skips it), so its own memory is not
+// counted.
 func TestFault100MBReply(t *testing.T) {
 	b := testBuild(t)
 	port := freePort(t)
@@ -1133,31 +1136,49 @@ func TestFault100MBReply(t *testing.T) {
 		p.logs.sessionEnd(t, p.logs.sessionOf(t, d.conn))
 	})
 
-	t.Run("128 MiB maximum: relayed", func(t *testing.T) {
-		p := faultProxy(t, vmAddr(port), "--max-packet-size", strconv.Itoa(128*mib))
-		d := attach(t, p.addr)
-		d.idSizes()
-		array := d.newBigArray() // the VM reset after the first session: a new array
-		heap := startHeapPeak()
-		start := time.Now()
-		id := d.getAll(array)
-		d.conn.SetReadDeadline(time.Now().Add(replyTimeout))
-		_, err := d.r.Next() // the debugger's reader (1 MiB limit) reports the header and skips the rest
-		var tl *jdwp.TooLargeError
-		if !errors.As(err, &tl) {
-			t.Fatalf("debugger got %v; want the 100 MiB reply", err)
-		}
-		if h := tl.Packet(); !h.IsReply() || h.ID() != id || h.ErrorCode() != jdwp.ErrorNone || int64(h.Length()) != replyLen {
-			t.Fatalf("debugger got %v; want the reply to %d, %d bytes", h, id, replyLen)
-		}
-		d.version() // reads past all of the reply's bytes first
-		took := time.Since(start)
-		grown := heap.end()
-		t.Logf("100 MiB reply relayed in %v; proxy heap peak +%.1f MiB (%.2f× the reply)", took.Round(time.Millisecond), float64(grown)/mib, float64(grown)/float64(replyLen))
-		if grown > 3*replyLen {
-			t.Errorf("heap peak +%d MiB relaying a 100 MiB reply; want under %d MiB", grown/mib, 3*replyLen/mib)
-		}
-	})
+	for _, c := range []struct {
+		name  string
+		flags []string
+		bound int64 // in bytes
+	}{
+		// The speculator may copy the reply to cache it (speculator's
+		// session.store copies any storable reply, then evicts entries
+		// until the cache is under its 64 MiB bound: all of them, this
+		// one too): one more reply's worth, seen once in several runs
+		// (264 MiB). The bound allows for it until store refuses replies
+		// above the cache's bound.
+		{"128 MiB maximum: relayed", nil, 7 * replyLen / 2},
+		{"128 MiB maximum: relayed, no speculator", []string{"--speculate=false"}, 5 * replyLen / 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := faultProxy(t, vmAddr(port), append([]string{"--max-packet-size", strconv.Itoa(128 * mib)}, c.flags...)...)
+			d := attach(t, p.addr)
+			d.idSizes()
+			array := d.newBigArray() // the VM reset after the last session: a new array
+			heap := startHeapPeak()
+			start := time.Now()
+			id := d.getAll(array)
+			d.conn.SetReadDeadline(time.Now().Add(replyTimeout))
+			_, err := d.r.Next() // the debugger's reader (1 MiB limit) reports the header and skips the rest
+			var tl *jdwp.TooLargeError
+			if !errors.As(err, &tl) {
+				t.Fatalf("debugger got %v; want the 100 MiB reply", err)
+			}
+			if h := tl.Packet(); !h.IsReply() || h.ID() != id || h.ErrorCode() != jdwp.ErrorNone || int64(h.Length()) != replyLen {
+				t.Fatalf("debugger got %v; want the reply to %d, %d bytes", h, id, replyLen)
+			}
+			d.version() // reads past all of the reply's bytes first
+			took := time.Since(start)
+			grown := heap.end()
+			t.Logf("100 MiB reply relayed in %v; proxy heap peak +%.1f MiB (%.2f× the reply)", took.Round(time.Millisecond), float64(grown)/mib, float64(grown)/float64(replyLen))
+			if grown > c.bound {
+				t.Errorf("heap peak +%d MiB relaying a 100 MiB reply; want under %d MiB", grown/mib, c.bound/mib)
+			}
+			d.call(jdwp.CmdVirtualMachineDispose, nil)
+			d.conn.Close()
+			p.logs.sessionEnd(t, p.logs.sessionOf(t, d.conn))
+		})
+	}
 }
 
 // TestFaultVMKilledOtherSessionGoesOn: one proxy serves two real VMs
