@@ -104,7 +104,7 @@ const (
 	svgTop      = 40.0  // panel title above the plot
 	svgPlotH    = 240.0 // the plot area's height
 	svgBelow    = 46.0  // x tick labels and the x-axis title
-	svgLegendH  = 44.0  // the legend, below every panel
+	svgLegendH  = 60.0  // the legend, below every panel
 	svgMarkerR  = 3.5
 	svgDodge    = 5.0 // horizontal offset between modes at one RTT
 	svgMinLabel = 16.0
@@ -253,7 +253,8 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", x+28, ly+4, html.EscapeString(m))
 		x += 40 + 7*float64(len(m))
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">bars: fastest to slowest measured step; hollow marker: within the noise of direct</text>`+"\n", svgLeft, ly+20)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">bars: fastest to slowest measured step;</text>`+"\n", svgLeft, ly+20)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">hollow marker: within the noise of direct</text>`+"\n", svgLeft, ly+36)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err

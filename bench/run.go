@@ -32,6 +32,10 @@ type Mode struct {
 	Copy bool
 	// NewHooks gives each relay session its hooks; nil is pass-through.
 	NewHooks func(*relay.Session) relay.Hooks
+	// Via, when set, puts the mode's own path (e.g. an adb server and a
+	// device) in front of vmAddr, the link to the VM, and returns the
+	// address the driver attaches to; what it starts lives until ctx ends.
+	Via func(ctx context.Context, vmAddr string) (string, error)
 	// Stats, when set, returns the accelerator's counters accumulated
 	// since the last call (hits, misses, belays, speculative_sent,
 	// speculative_wasted, ...); it is called after each cell.
@@ -200,6 +204,8 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	defer lk.Close()
 	addr := lk.Addr().String()
 	switch {
+	case m.Via != nil:
+		addr, err = m.Via(ctx, addr)
 	case m.Copy:
 		addr, err = startCopy(ctx, addr)
 	case !m.Direct:

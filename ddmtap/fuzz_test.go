@@ -1,45 +1,42 @@
 package ddmtap
 
 import (
-	"bytes"
 	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 )
 
-// FuzzDecode runs every chunk decoder, both directions, on arbitrary data:
-// no panic, and whatever decodes re-encodes to data that decodes to the
-// same value.
-func FuzzDecode(f *testing.F) {
-	for _, fx := range fixtures {
-		f.Add(uint32(fx.typ), uint8(fx.dir), unhex(f, fx.data))
-	}
-	f.Add(uint32(TypeZLIB), uint8(VMToHost), Compressed{Inner: Chunk{Type: TypeTHDE, Data: []byte{0, 0, 0, 1}}}.AppendData(nil))
-	f.Fuzz(func(t *testing.T, typ uint32, dir uint8, data []byte) {
-		d := Direction(dir & 1)
-		p, err := Decode(d, Chunk{Type: Type(typ), Data: data})
-		if err != nil {
-			return
-		}
-		again, err := Decode(d, Chunk{Type: p.ChunkType(), Data: p.AppendData(nil)})
-		if err != nil {
-			t.Fatalf("re-encoded %T does not decode: %v", p, err)
-		}
-		if first, second := p.AppendData(nil), again.AppendData(nil); !bytes.Equal(first, second) {
-			t.Fatalf("round trip of %T:\n %x\n %x", p, first, second)
-		}
-	})
+// seeds are one payload of each kind the monitor keeps, for FuzzChunks.
+var seeds = []ddm.Payload{
+	ddm.Hello{ClientVersion: 1, PID: 4242, VMIdent: "V", AppName: "app", Optional: 2, UserID: 10, ABI: "x86"},
+	ddm.StringList{T: ddm.TypeFEAT, Items: []string{"a", "bc"}},
+	ddm.AppName{Name: "a", Optional: 2, PackageName: "p"},
+	ddm.U1{T: ddm.TypeWAIT},
+	ddm.ThreadName{T: ddm.TypeTHCR, ID: 1, Name: "main"},
+	ddm.ThreadName{T: ddm.TypeTHNM, ID: 1, Name: "x"},
+	ddm.U4{T: ddm.TypeTHDE, V: 1},
+	ddm.ThreadStatus{Threads: []ddm.ThreadStat{{ID: 1, Status: 1, TID: 4242, UTime: 10, STime: 5}}},
+	ddm.ThreadStatus{Design: true, Threads: []ddm.ThreadStat{{ID: 1, Status: 1}}},
+	ddm.StackTrace{ThreadID: 1, Frames: []ddm.StackFrame{{Class: "C", Method: "m", Line: -2}}},
+	ddm.HeapInfo{Heaps: []ddm.HeapSummary{{HeapID: 1, TimeMs: 1, Reason: 3, MaxSize: 256, Size: 128, Allocated: 64, Objects: 10}}},
+	ddm.HeapSegment{T: ddm.TypeHPSG, HeapID: 1, Unit: 8, Start: 0x12c00000, Units: 305, Runs: []byte{0x09, 0x02, 0x00, 0x01, 0x91, 0xff, 0x11, 0x2b}},
+	ddm.HeapSegment{T: ddm.TypeNHSG, HeapID: 1, Unit: 8, Start: 0x40000000, Units: 2, Runs: []byte{0x39, 0x01}},
+	ddm.U4{T: ddm.TypeSTAG, V: uint32(ddm.MakeType("ATCH"))},
+	ddm.Fail{Code: 1, Message: "bad"},
+	ddm.Inflated{Inner: ddm.U4{T: ddm.TypeTHDE, V: 1}},
 }
 
 // FuzzChunks iterates arbitrary packet bodies and applies them to a monitor.
 func FuzzChunks(f *testing.F) {
-	f.Add(AppendCommand(nil, 1, U1{T: TypeTHEN, V: 1}, Empty{T: TypeTHST}).Body())
+	f.Add(ddm.AppendCommand(nil, 1, ddm.U1{T: ddm.TypeTHEN, V: 1}, ddm.Empty{T: ddm.TypeTHST}).Body())
 	f.Add([]byte{0x48, 0x50, 0x53, 0x54, 0, 0, 0, 4, 0, 0, 0, 1, 0x48, 0x50, 0x45, 0x4e, 0, 0, 0, 4, 0, 0, 0, 1})
-	for _, fx := range fixtures {
-		f.Add(AppendChunk(nil, fx.typ, unhex(f, fx.data)))
+	for _, p := range seeds {
+		f.Add(ddm.AppendPayload(nil, p))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m := NewMonitor("fuzz", nopLog, nil)
-		m.HandlePayload(VMToHost, body)
-		m.HandlePayload(HostToVM, body)
+		m.HandlePayload(ddm.VMToHost, body)
+		m.HandlePayload(ddm.HostToVM, body)
 		_ = m.Snapshot()
 	})
 }

@@ -1,17 +1,16 @@
 package ddmtap
 
 import (
-	"errors"
-	"fmt"
 	"math/bits"
 	"slices"
 	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 )
 
 // Heap segment state byte (§4.1): bit 7 partial, bits 5..3 kind, bits 2..0
 // solidity.
 const (
-	statePartial   = 0x80
 	solidityFree   = 0
 	kindNative     = 7
 	numBuckets     = 10
@@ -39,44 +38,6 @@ func BucketOf(state uint8) uint8 {
 		return BucketFree
 	}
 	return (state>>3)&7 + 2
-}
-
-var errOddRuns = errors.New("odd number of run bytes")
-
-// walkRuns decodes (state, units-1) pairs into elements (§4.2/§4.3): a
-// pair with the partial bit is continued by the next pair, which must have
-// the same state ignoring the bit. fn (may be nil) gets each element's
-// state (without the partial bit) and its units.
-func walkRuns(runs []byte, fn func(state uint8, units uint64)) (elements int, total uint64, err error) {
-	if len(runs)%2 != 0 {
-		return 0, 0, errOddRuns
-	}
-	var cur uint8
-	var units uint64
-	open := false
-	for i := 0; i < len(runs); i += 2 {
-		st, n := runs[i], uint64(runs[i+1])+1
-		if open && st&^statePartial != cur {
-			return elements, total, fmt.Errorf("run at byte %d: state 0x%02x continues a partial run of state 0x%02x", i, st, cur)
-		}
-		cur = st &^ statePartial
-		units += n
-		if st&statePartial != 0 {
-			open = true
-			continue
-		}
-		open = false
-		elements++
-		total += units
-		if fn != nil {
-			fn(cur, units)
-		}
-		units = 0
-	}
-	if open {
-		return elements, total, errors.New("segment ends inside a partial run")
-	}
-	return elements, total, nil
 }
 
 // MapRun is a stretch of heap of one bucket: adjacent elements of the same
@@ -152,13 +113,13 @@ func (b *heapBuilder) start(heapID uint32) {
 }
 
 // add folds one decoded segment into the walk.
-func (b *heapBuilder) add(s HeapSegment) {
+func (b *heapBuilder) add(s ddm.HeapSegment) {
 	if !b.active { // HPSG without HPST: ddmlib starts a new set
 		b.start(s.HeapID)
 	}
 	seg := MapSegment{Start: s.Start, Offset: s.Offset, Unit: s.Unit}
 	unit := uint64(s.Unit)
-	walkRuns(s.Runs, func(state uint8, units uint64) { //nolint:errcheck // checked by DecodeHeapSegment
+	ddm.WalkRuns(s.Runs, func(state uint8, units uint64) { //nolint:errcheck // checked by DecodeHeapSegment
 		n := units * unit
 		k := BucketOf(state)
 		seg.Bytes += n

@@ -1,15 +1,18 @@
 package ddmtap
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -82,7 +85,7 @@ type Holder struct {
 // NewHolder returns a Holder for the VM; Run starts it.
 func NewHolder(cfg HolderConfig) *Holder {
 	if cfg.Dial == nil {
-		cfg.Dial = relay.DialTCP(cfg.Addr)
+		cfg.Dial = relay.TCP(cfg.Addr)
 	}
 	if cfg.ReconnectDelay <= 0 {
 		cfg.ReconnectDelay = time.Second
@@ -94,7 +97,7 @@ func NewHolder(cfg HolderConfig) *Holder {
 		cfg.MaxHeld = 4 << 20
 	}
 	cfg.Options = cfg.Options.withDefaults()
-	log := cfg.Logger.With().Str("component", "ddm").Logger()
+	log := cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger()
 	return &Holder{
 		cfg:  cfg,
 		log:  log,
@@ -170,7 +173,7 @@ func (h *Holder) wantConn() bool {
 }
 
 // dial opens and handshakes a VM connection, marking the holder as
-// dialling so that Run and DialVM never dial at the same time.
+// dialling so that Run and Dial never dial at the same time.
 func (h *Holder) dial(ctx context.Context) (net.Conn, error) {
 	conn, err := h.cfg.Dial(ctx)
 	if err != nil {
@@ -224,7 +227,7 @@ func (h *Holder) hold(ctx context.Context) error {
 	w := &connWriter{conn: conn}
 	l := h.newLink()
 	l.setSend(w.write)
-	hc := &heldConn{h: h, conn: conn, w: w, l: l, done: make(chan struct{})}
+	hc := &heldConn{h: h, conn: conn, br: bufio.NewReaderSize(conn, readerSize), w: w, l: l, done: make(chan struct{})}
 	h.mu.Lock()
 	h.held = hc
 	h.mu.Unlock()
@@ -246,14 +249,14 @@ func (h *Holder) shutdown() {
 		return
 	}
 	if h.mon.DDM() == DDMYes {
-		hc.l.request(U1{T: TypeTHEN, V: 0}) //nolint:errcheck // best effort on the way out
+		hc.l.request(ddm.U1{T: ddm.TypeTHEN, V: 0}) //nolint:errcheck // best effort on the way out
 		hc.l.mu.Lock()
 		heap := hc.l.heapAsked
 		hc.l.mu.Unlock()
 		if heap {
-			hc.l.request(U1{T: TypeHPIF, V: 0})                         //nolint:errcheck
-			hc.l.request(SegmentRequest{T: TypeHPSG})                   //nolint:errcheck
-			hc.l.request(SegmentRequest{T: TypeNHSG, When: 0, What: 0}) //nolint:errcheck
+			hc.l.request(ddm.U1{T: ddm.TypeHPIF, V: 0})                         //nolint:errcheck
+			hc.l.request(ddm.SegmentRequest{T: ddm.TypeHPSG})                   //nolint:errcheck
+			hc.l.request(ddm.SegmentRequest{T: ddm.TypeNHSG, When: 0, What: 0}) //nolint:errcheck
 		}
 	}
 	hc.w.disable()
@@ -262,13 +265,14 @@ func (h *Holder) shutdown() {
 	hc.l.close()
 }
 
-// DialVM is relay.Config.DialVM (with VMHandshakeDone true): it hands the
-// held connection to the debugger, with the non-DDM packets held for it
-// read first, or dials a fresh one.
-func (h *Holder) DialVM(ctx context.Context) (net.Conn, error) {
+// Dial is the relay.Dialer of the VM: it hands the held connection to the
+// debugger, with the non-DDM packets held for it read first, or dials a
+// fresh one. The connection comes handshaken, with the DDM tap of its link
+// as its hooks (none for a pass-through connection).
+func (h *Holder) Dial(ctx context.Context) (relay.VMConn, error) {
 	for {
 		if c := h.take(); c != nil {
-			return c, nil
+			return c.vmConn(), nil
 		}
 		mine, wait := h.beginDial()
 		if !mine {
@@ -276,16 +280,20 @@ func (h *Holder) DialVM(ctx context.Context) (net.Conn, error) {
 			case <-wait:
 				continue // the dial in progress may have produced a held connection
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return relay.VMConn{}, ctx.Err()
 			}
 		}
-		return h.dialFresh(ctx)
+		c, err := h.dialFresh(ctx)
+		if err != nil {
+			return relay.VMConn{}, err
+		}
+		return c.vmConn(), nil
 	}
 }
 
 // dialFresh dials a new connection for a debugger (the dialler slot is
 // held by the caller).
-func (h *Holder) dialFresh(ctx context.Context) (net.Conn, error) {
+func (h *Holder) dialFresh(ctx context.Context) (*lentConn, error) {
 	defer h.endDial()
 	conn, err := h.dial(ctx)
 	if err != nil {
@@ -308,7 +316,7 @@ func (h *Holder) dialFresh(ctx context.Context) (net.Conn, error) {
 }
 
 // take hands over the held connection, or returns nil.
-func (h *Holder) take() net.Conn {
+func (h *Holder) take() *lentConn {
 	h.mu.Lock()
 	hc := h.held
 	h.held = nil
@@ -334,9 +342,9 @@ func (h *Holder) take() net.Conn {
 		h.mu.Unlock()
 		return nil
 	}
-	prefix := append(hc.keep, hc.partial...)
-	h.log.Info().Int("held_bytes", len(prefix)).Msg("handing the held VM connection to the debugger")
-	return &lentConn{Conn: hc.conn, h: h, l: hc.l, prefix: prefix}
+	br, held := hc.handOver()
+	h.log.Info().Int("held_bytes", held).Msg("handing the held VM connection to the debugger")
+	return &lentConn{Conn: hc.conn, h: h, l: hc.l, br: br}
 }
 
 func (h *Holder) newLink() *link {
@@ -368,19 +376,20 @@ func (h *Holder) release(c *lentConn) {
 	}
 }
 
-// Hooks returns the session hooks for relay.Config.NewHooks: the DDM
-// interceptor of the link that owns the session's VM connection (none for
-// a pass-through connection or a non-DDM VM).
-func (h *Holder) Hooks(s *relay.Session) relay.Hooks {
-	a, ok := s.VMAddr().(linkAddr)
-	if !ok || a.c.h != h || a.c.l == nil {
-		return relay.Hooks{}
+// vmConn is the connection as the relay takes it, with the DDM tap of its
+// link as its hooks.
+func (c *lentConn) vmConn() relay.VMConn {
+	vc := relay.VMConn{Conn: c, Handshaken: true, Reader: c.br}
+	if c.l != nil {
+		vc.Hooks = func(*relay.Session) relay.Hooks {
+			return relay.Hooks{Interceptors: []relay.Interceptor{tap{l: c.l}}, Observers: []relay.Observer{sessionStart{c}}}
+		}
 	}
-	return relay.Hooks{Interceptors: []relay.Interceptor{tap{l: a.c.l}}, Observers: []relay.Observer{sessionStart{a.c}}}
+	return vc
 }
 
-// sessionStart hands the link's writes to the session once it runs: NewHooks
-// is called while the session is still being built, and SendToVM from the
+// sessionStart hands the link's writes to the session once it runs: the
+// hooks are made while the session is still being built, and SendToVM from the
 // link's own goroutine before then races with it. Until then a fresh
 // connection's pre-session writer keeps writing.
 type sessionStart struct{ c *lentConn }
@@ -399,106 +408,128 @@ func (o sessionStart) SessionStart(s *relay.Session) {
 // SessionEnd implements relay.SessionObserver.
 func (sessionStart) SessionEnd(*relay.Session, error) {}
 
+// readerSize is the buffer of a held connection's reader, as the relay's.
+const readerSize = 64 << 10
+
 // heldConn is a connection held while no debugger is attached. Its reader
-// goroutine owns keep and partial until done is closed.
+// goroutine owns br, under and keep until done is closed.
 type heldConn struct {
-	h        *Holder
-	conn     net.Conn
+	h    *Holder
+	conn net.Conn
+	// br reads conn. Packets are framed with Peek and discarded only once
+	// handled, so a read deadline set by take never loses a byte: the
+	// bytes of an incomplete packet stay buffered for the debugger. A
+	// packet larger than br's buffer is peeked through a bigger reader
+	// stacked on br (under holds the readers below, each reading the one
+	// before it), popped again once empty.
+	br       *bufio.Reader
+	under    []*bufio.Reader
 	w        *connWriter
 	l        *link
 	stopping atomic.Bool
 	done     chan struct{}
 	keep     []byte // whole non-DDM packets kept for the debugger
-	partial  []byte // bytes of an incomplete packet when reading stopped
 	err      error  // why reading ended, unless stopped by take
 }
 
-// read parses packets until the connection fails or take stops it with a
-// read deadline; it never loses a byte: an incomplete packet is kept in
-// partial for the debugger.
+// read handles packets until the connection fails or take stops it with a
+// read deadline.
 func (hc *heldConn) read() {
 	defer close(hc.done)
-	buf := make([]byte, 0, 64<<10)
-	tmp := make([]byte, 32<<10)
 	for {
-		for len(buf) >= jdwp.HeaderSize {
-			n := binary.BigEndian.Uint32(buf)
-			if err := jdwp.CheckLength(n, jdwp.DefaultMaxPacketSize); err != nil {
-				hc.err = err
-				hc.partial = buf
-				return
-			}
-			if int(n) > len(buf) {
-				break
-			}
-			p := jdwp.Packet(buf[:n])
-			if ours, ddm := hc.l.fromVM(p); !ours && !ddm {
-				if len(hc.keep)+len(p) > hc.h.cfg.MaxHeld {
-					hc.err = fmt.Errorf("ddmtap: more than %d bytes of non-DDM packets while holding", hc.h.cfg.MaxHeld)
-					hc.partial = buf
-					return
-				}
-				hc.keep = append(hc.keep, p...)
-			}
-			buf = buf[:copy(buf, buf[n:])]
-		}
-		m, err := hc.conn.Read(tmp)
-		buf = append(buf, tmp[:m]...)
+		p, err := hc.next()
 		if err != nil {
-			var ne net.Error
-			if !(hc.stopping.Load() && errors.As(err, &ne) && ne.Timeout()) {
-				hc.err = err
-				h := hc.h
-				h.mu.Lock()
-				if h.held == hc {
-					h.held = nil
-					h.mu.Unlock()
-					hc.conn.Close()
-					h.lost(hc.l, err)
-					go hc.l.close()
-					h.log.Info().Err(err).Msg("VM closed the held connection")
-					h.poke()
-				} else {
-					h.mu.Unlock()
-				}
-			}
-			hc.partial = buf
+			hc.fail(err)
 			return
 		}
+		if ours, chunk := hc.l.fromVM(p); !ours && !chunk {
+			if len(hc.keep)+len(p) > hc.h.cfg.MaxHeld {
+				hc.err = fmt.Errorf("ddmtap: more than %d bytes of non-DDM packets while holding", hc.h.cfg.MaxHeld)
+				return
+			}
+			hc.keep = append(hc.keep, p...)
+		}
+		hc.br.Discard(len(p)) //nolint:errcheck // the bytes are buffered: peeked
+		for len(hc.under) > 0 && hc.br.Buffered() == 0 {
+			hc.br, hc.under = hc.under[len(hc.under)-1], hc.under[:len(hc.under)-1]
+		}
 	}
 }
 
-// lentConn is a VM connection handed to a relay session: reads return the
-// held bytes first; Close tells the holder the debugger is gone.
+// next returns the next whole packet without consuming it: the packet
+// aliases br's buffer until it is discarded.
+func (hc *heldConn) next() (jdwp.Packet, error) {
+	hdr, err := hc.br.Peek(4)
+	if err != nil {
+		return nil, err
+	}
+	n := jdwp.Packet(hdr).Length()
+	if err := jdwp.CheckLength(n, jdwp.DefaultMaxPacketSize); err != nil {
+		return nil, err
+	}
+	if int(n) > hc.br.Size() {
+		hc.under = append(hc.under, hc.br)
+		hc.br = bufio.NewReaderSize(hc.br, int(n))
+	}
+	b, err := hc.br.Peek(int(n))
+	return jdwp.Packet(b), err
+}
+
+// fail records why reading ended. A bad length field leaves the
+// connection held, for take to drop when a debugger arrives; any other
+// error but take's deadline means the VM closed the held connection: it is
+// dropped.
+func (hc *heldConn) fail(err error) {
+	var ne net.Error
+	if hc.stopping.Load() && errors.As(err, &ne) && ne.Timeout() {
+		return
+	}
+	hc.err = err
+	if errors.Is(err, jdwp.ErrShortPacket) || errors.Is(err, jdwp.ErrPacketTooLarge) {
+		return
+	}
+	h := hc.h
+	h.mu.Lock()
+	if h.held != hc {
+		h.mu.Unlock()
+		return
+	}
+	h.held = nil
+	h.mu.Unlock()
+	hc.conn.Close()
+	h.lost(hc.l, err)
+	go hc.l.close()
+	h.log.Info().Err(err).Msg("VM closed the held connection")
+	h.poke()
+}
+
+// handOver returns the reader the debugger's session reads the VM from,
+// with the packets kept for the debugger first, and how many bytes it
+// holds already. Called once reading stopped.
+func (hc *heldConn) handOver() (*bufio.Reader, int) {
+	held := len(hc.keep)
+	for _, r := range append(hc.under, hc.br) {
+		held += r.Buffered()
+	}
+	if len(hc.keep) == 0 {
+		return hc.br, held
+	}
+	return bufio.NewReaderSize(io.MultiReader(bytes.NewReader(hc.keep), hc.br), readerSize), held
+}
+
+// lentConn is a VM connection handed to a relay session; Close tells the
+// holder the debugger is gone.
 type lentConn struct {
 	net.Conn
-	h      *Holder
-	l      *link       // nil for a pass-through connection
-	w      *connWriter // pre-session writer of a fresh connection, or nil
-	prefix []byte      // owned by the lentConn; read before the connection
-	once   sync.Once
-}
-
-func (c *lentConn) Read(b []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(b, c.prefix)
-		c.prefix = c.prefix[n:]
-		return n, nil
-	}
-	return c.Conn.Read(b)
+	h    *Holder
+	l    *link         // nil for a pass-through connection
+	w    *connWriter   // pre-session writer of a fresh connection, or nil
+	br   *bufio.Reader // the session's reader of a held connection, or nil
+	once sync.Once
 }
 
 func (c *lentConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.h.release(c) })
 	return err
-}
-
-// RemoteAddr carries the connection so that Holder.Hooks can find its link
-// from relay.Session.VMAddr.
-func (c *lentConn) RemoteAddr() net.Addr { return linkAddr{Addr: c.Conn.RemoteAddr(), c: c} }
-
-type linkAddr struct {
-	net.Addr
-	c *lentConn
 }

@@ -1,11 +1,16 @@
 package ddmtap_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -152,7 +157,7 @@ func proxy(t *testing.T, h *ddmtap.Holder) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relay.NewServer(relay.Config{DialVM: h.DialVM, VMHandshakeDone: true, NewHooks: h.Hooks, Logger: zerolog.Nop()})
+	srv := relay.NewServer(relay.Config{DialVM: h.Dial, Logger: zerolog.Nop()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.Serve(ctx, ln); close(done) }()
@@ -189,7 +194,7 @@ func (d *debugger) send(p jdwp.Packet) {
 
 // next reads packets until one matches; every packet read is checked
 // against the rule that the proxy's DDM never reaches the debugger.
-func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func(ddmtap.Type) bool) jdwp.Packet {
+func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func(ddm.Type) bool) jdwp.Packet {
 	d.t.Helper()
 	for {
 		p, err := d.r.Next()
@@ -199,8 +204,8 @@ func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func
 		if p.IsReply() && ddmtap.OwnID(p.ID()) {
 			d.t.Fatalf("%s: the debugger got a reply to the proxy's own request: %v", what, p)
 		}
-		if ddmtap.IsDDMCommand(p) {
-			typ, _ := ddmtap.FirstType(p.Body())
+		if ddm.IsCommand(p) {
+			typ, _ := ddm.FirstType(p.Body())
 			if allowDDM == nil || !allowDDM(typ) {
 				d.t.Fatalf("%s: the debugger got a DDM chunk it did not ask for: %s", what, typ)
 			}
@@ -278,19 +283,19 @@ func TestDebuggerSpeakingDDM(t *testing.T) {
 	addr := proxy(t, h)
 	wait(t, mon, "monitoring", func(s ddmtap.Snapshot) bool { return len(s.Threads) == 4 })
 	d := attach(t, addr)
-	threads := func(t ddmtap.Type) bool {
-		return t == ddmtap.TypeTHCR || t == ddmtap.TypeTHDE || t == ddmtap.TypeTHNM
+	threads := func(t ddm.Type) bool {
+		return t == ddm.TypeTHCR || t == ddm.TypeTHDE || t == ddm.TypeTHNM
 	}
 	// ddmlib's ids start at 0x40000000.
-	d.send(ddmtap.AppendCommand(nil, 0x40000001, ddmtap.U4{T: ddmtap.TypeHELO, V: 1}))
+	d.send(ddm.AppendCommand(nil, 0x40000001, ddm.U4{T: ddm.TypeHELO, V: 1}))
 	p := d.next("HELO reply", replyTo(0x40000001), nil)
-	if typ, _ := ddmtap.FirstType(p.Body()); typ != ddmtap.TypeHELO {
+	if typ, _ := ddm.FirstType(p.Body()); typ != ddm.TypeHELO {
 		t.Fatalf("debugger's HELO reply carries %s", typ)
 	}
-	d.send(ddmtap.AppendCommand(nil, 0x40000002, ddmtap.U1{T: ddmtap.TypeTHEN, V: 1}))
+	d.send(ddm.AppendCommand(nil, 0x40000002, ddm.U1{T: ddm.TypeTHEN, V: 1}))
 	n := 0
 	d.next("THCR burst for the debugger", func(p jdwp.Packet) bool {
-		if ddmtap.IsDDMCommand(p) {
+		if ddm.IsCommand(p) {
 			n++
 		}
 		return n == 4
@@ -359,15 +364,14 @@ func TestVMDyingOnHELOIsNeverProbedAgain(t *testing.T) {
 					return
 				}
 				r := jdwp.NewReader(c, 0)
-				n := 0
 				for {
 					p, err := r.Next()
 					if err != nil {
-						helos <- n
+						helos <- 0
 						return
 					}
 					if p.Cmd() == jdwp.CmdDDMChunk {
-						n++
+						helos <- 1
 						return // "crash"
 					}
 					c.Write(jdwp.AppendReply(nil, p.ID(), jdwp.ErrorNone, nil))
@@ -387,7 +391,88 @@ func TestVMDyingOnHELOIsNeverProbedAgain(t *testing.T) {
 	d.send(jdwp.AppendCommand(nil, 1, jdwp.CmdIDSizes, nil))
 	d.next("IDSizes", replyTo(1), nil)
 	d.c.Close()
+	if n := <-helos; n != 1 {
+		t.Fatal("the held connection ended without HELO")
+	}
 	if n := <-helos; n != 0 {
-		t.Fatalf("the debugger's connection carried %d DDM packets after the VM died on HELO", n)
+		t.Fatalf("the debugger's connection carried DDM after the VM died on HELO")
+	}
+}
+
+// TestTakeInsideAPacket: the debugger arrives while the held connection is
+// in the middle of a VM packet. The holder stops reading there and hands
+// over what it buffered: the debugger gets the packet kept for it while
+// holding (VM_START) and then the cut packet, intact, whether it fits the
+// holder's read buffer or not.
+func TestTakeInsideAPacket(t *testing.T) {
+	for _, events := range []int{1, 10000} {
+		t.Run(fmt.Sprintf("%d_events", events), func(t *testing.T) {
+			// Composite events, IDs of 8 bytes: suspend policy, count, then
+			// per event kind, request ID, thread.
+			composite := func(id uint32, kind jdwp.EventKind, n int) jdwp.Packet {
+				body := append([]byte{0}, binary.BigEndian.AppendUint32(nil, uint32(n))...)
+				for i := range n {
+					body = append(body, byte(kind))
+					body = binary.BigEndian.AppendUint32(body, 0)
+					body = binary.BigEndian.AppendUint64(body, uint64(i+1))
+				}
+				return jdwp.AppendCommand(nil, id, jdwp.CmdComposite, body)
+			}
+			start := composite(1, jdwp.EventVMStart, 1)
+			cut := composite(2, jdwp.EventThreadStart, events)
+			if cut.Length() > 64<<10 != (events > 1) {
+				t.Fatalf("packet of %d bytes", cut.Length())
+			}
+
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			attached := make(chan struct{})
+			vmDone := make(chan error, 1)
+			go func() {
+				vmDone <- func() error {
+					c, err := ln.Accept()
+					if err != nil {
+						return err
+					}
+					defer c.Close()
+					if err := jdwp.ReadHandshake(c); err != nil {
+						return err
+					}
+					jdwp.WriteHandshake(c)
+					c.Write(start)
+					r := jdwp.NewReader(c, 0)
+					helo, err := r.Next()
+					if err != nil {
+						return err
+					}
+					go io.Copy(io.Discard, c) // the proxy's DDM requests after HELO
+					c.Write(ddm.AppendReply(nil, helo.ID(), ddm.Hello{ClientVersion: 1, PID: 77, VMIdent: "V", AppName: "app"}))
+					c.Write(ddm.AppendCommand(nil, 0x20000001, ddm.ThreadName{T: ddm.TypeTHCR, ID: 1, Name: "main"}))
+					half := len(cut) / 2
+					c.Write(cut[:half])
+					<-attached
+					_, err = c.Write(cut[half:])
+					return err
+				}()
+			}()
+
+			h := startHolder(t, ln.Addr().String(), nil)
+			wait(t, h.Monitor(), "the VM's THCR", func(s ddmtap.Snapshot) bool { return len(s.Threads) == 1 })
+			time.Sleep(50 * time.Millisecond) // the holder reads the first half
+			d := attach(t, proxy(t, h))       // the relay took the connection
+			close(attached)
+			if err := <-vmDone; err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []jdwp.Packet{start, cut} {
+				got := d.next("the held packets", func(jdwp.Packet) bool { return true }, nil)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("debugger got %v (%d bytes), want %v (%d bytes)", got, len(got), want, len(want))
+				}
+			}
+		})
 	}
 }

@@ -205,7 +205,7 @@ func relayTo(t *testing.T, cfg relay.Config) string {
 func startHotSpotHolder(t *testing.T, addr string) (*ddmtap.Holder, *wireRecorder) {
 	t.Helper()
 	rec := &wireRecorder{}
-	dial := relay.DialTCP(addr)
+	dial := relay.TCP(addr)
 	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: addr, Logger: zerolog.Nop(), Options: testOpts,
 		Dial: func(ctx context.Context) (net.Conn, error) {
 			c, err := dial(ctx)
@@ -408,7 +408,7 @@ func TestHotSpotJdbTranscriptSameWithDDM(t *testing.T) {
 	// With DDM: the holder pre-connects and holds the suspended VM.
 	vmAddr, _ = startJava(t)
 	h, rec := startHotSpotHolder(t, vmAddr)
-	withDDM := jdbSession(t, relayTo(t, relay.Config{DialVM: h.DialVM, VMHandshakeDone: true, NewHooks: h.Hooks}))
+	withDDM := jdbSession(t, relayTo(t, relay.Config{DialVM: h.Dial}))
 
 	// jdb prints its bare "> " prompt from the command thread while the
 	// event thread prints "VM Started"; where the prompt lands is a race

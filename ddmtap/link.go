@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -47,7 +48,7 @@ func (o Options) withDefaults() Options {
 
 // pendingReq is one of the proxy's DDM requests awaiting its reply.
 type pendingReq struct {
-	t    Type
+	t    ddm.Type
 	sent time.Time
 }
 
@@ -151,7 +152,7 @@ func (l *link) begin() {
 	l.mon.setRequester(l.requestHeap)
 	go l.loop()
 	if d := l.mon.DDM(); d == DDMYes || d == DDMUnknown && l.knownDDM {
-		l.request(U4{T: TypeHELO, V: 1}) //nolint:errcheck // a failed send means the link is going away
+		l.request(ddm.U4{T: ddm.TypeHELO, V: 1}) //nolint:errcheck // a failed send means the link is going away
 	}
 }
 
@@ -187,7 +188,7 @@ func (l *link) probePending() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, pr := range l.pending {
-		if pr.t == TypeHELO {
+		if pr.t == ddm.TypeHELO {
 			return true
 		}
 	}
@@ -225,7 +226,7 @@ func (l *link) versionReply(p jdwp.Packet) {
 		return
 	}
 	l.log.Info().Str("vm_name", name).Msg("VM is an Android runtime; asking for DDM")
-	l.request(U4{T: TypeHELO, V: 1}) //nolint:errcheck // a failed send means the link is going away
+	l.request(ddm.U4{T: ddm.TypeHELO, V: 1}) //nolint:errcheck // a failed send means the link is going away
 }
 
 // close stops the loop; the connection is gone.
@@ -250,8 +251,8 @@ func (l *link) close() {
 // Android runtime, gets one (see begin). An enable (THEN, HPIF, HPSG,
 // NHSG) is recorded as the proxy's and sent as the union with what the
 // debugger enabled.
-func (l *link) request(p Payload) error {
-	if p.ChunkType() != TypeHELO && l.mon.DDM() != DDMYes {
+func (l *link) request(p ddm.Payload) error {
+	if p.ChunkType() != ddm.TypeHELO && l.mon.DDM() != DDMYes {
 		return ErrNotConnected
 	}
 	id := l.newID()
@@ -259,8 +260,8 @@ func (l *link) request(p Payload) error {
 	p = l.ownEnable(p)
 	l.mu.Unlock()
 	t := p.ChunkType()
-	l.mon.metrics.chunk(HostToVM, t)
-	return l.sendOwn(id, pendingReq{t: t}, AppendCommand(nil, id, p), "DDM "+t.String())
+	l.mon.metrics.chunk(ddm.HostToVM, t)
+	return l.sendOwn(id, pendingReq{t: t}, ddm.AppendCommand(nil, id, p), "DDM "+t.String())
 }
 
 func (l *link) expect(feat int) {
@@ -280,7 +281,7 @@ func (l *link) requestHeap() error {
 	if err := l.enableHeap(); err != nil {
 		return err
 	}
-	return l.request(Empty{T: TypeHPGC})
+	return l.request(ddm.Empty{T: ddm.TypeHPGC})
 }
 
 // enableHeap asks for a summary and segments at every GC, once per link.
@@ -292,11 +293,11 @@ func (l *link) enableHeap() error {
 	if done {
 		return nil
 	}
-	if err := l.request(U1{T: TypeHPIF, V: 3}); err != nil {
+	if err := l.request(ddm.U1{T: ddm.TypeHPIF, V: 3}); err != nil {
 		return err
 	}
-	l.request(SegmentRequest{T: TypeHPSG, When: 1, What: 0}) //nolint:errcheck // best effort; a failed send means the link is going away
-	l.request(SegmentRequest{T: TypeNHSG, When: 1, What: 0}) //nolint:errcheck
+	l.request(ddm.SegmentRequest{T: ddm.TypeHPSG, When: 1, What: 0}) //nolint:errcheck // best effort; a failed send means the link is going away
+	l.request(ddm.SegmentRequest{T: ddm.TypeNHSG, When: 1, What: 0}) //nolint:errcheck
 	l.expect(FeatHeapInfo)
 	l.expect(FeatHeapSegments)
 	l.expect(FeatNativeHeap)
@@ -304,8 +305,8 @@ func (l *link) enableHeap() error {
 }
 
 // fromVM handles a packet from the VM. ours: a reply to the proxy's own
-// request (never for the debugger); ddm: a VM-originated DDM command.
-func (l *link) fromVM(p jdwp.Packet) (ours, ddm bool) {
+// request (never for the debugger); chunk: a VM-originated DDM command.
+func (l *link) fromVM(p jdwp.Packet) (ours, chunk bool) {
 	if p.IsReply() {
 		if !OwnID(p.ID()) {
 			return false, false
@@ -320,7 +321,7 @@ func (l *link) fromVM(p jdwp.Packet) (ours, ddm bool) {
 		return true, false
 	}
 	if p.Cmd() == jdwp.CmdDDMChunk {
-		l.mon.HandlePayload(VMToHost, p.Body())
+		l.mon.HandlePayload(ddm.VMToHost, p.Body())
 		return false, true
 	}
 	return false, false
@@ -329,7 +330,7 @@ func (l *link) fromVM(p jdwp.Packet) (ours, ddm bool) {
 // reply handles the VM's reply to one of the proxy's requests.
 func (l *link) reply(pr pendingReq, p jdwp.Packet) {
 	if code := p.ErrorCode(); code != 0 {
-		if pr.t == TypeHELO {
+		if pr.t == ddm.TypeHELO {
 			l.mon.setDDM(DDMNo)
 			l.log.Info().Stringer("error", code).Msg("VM answered HELO with a JDWP error: not a DDM VM; no further DDM traffic")
 			return
@@ -340,8 +341,8 @@ func (l *link) reply(pr pendingReq, p jdwp.Packet) {
 	if len(p.Body()) == 0 {
 		return // null handler result: an empty reply
 	}
-	first := l.mon.HandlePayload(VMToHost, p.Body())
-	if pr.t == TypeHELO && first == TypeHELO {
+	first := l.mon.HandlePayload(ddm.VMToHost, p.Body())
+	if pr.t == ddm.TypeHELO && first == ddm.TypeHELO {
 		l.helloDone()
 	}
 }
@@ -349,8 +350,8 @@ func (l *link) reply(pr pendingReq, p jdwp.Packet) {
 // helloDone starts monitoring after a HELO reply.
 func (l *link) helloDone() {
 	l.log.Info().Msg("VM speaks DDM; monitoring threads")
-	l.request(Empty{T: TypeFEAT})    //nolint:errcheck // best effort; a failed send means the link is going away
-	l.request(U1{T: TypeTHEN, V: 1}) //nolint:errcheck
+	l.request(ddm.Empty{T: ddm.TypeFEAT})    //nolint:errcheck // best effort; a failed send means the link is going away
+	l.request(ddm.U1{T: ddm.TypeTHEN, V: 1}) //nolint:errcheck
 	l.expect(FeatThreadNotify)
 	l.poll()
 	if l.mon.heapWanted() {
@@ -362,7 +363,7 @@ func (l *link) poll() {
 	if l.mon.supportOf(FeatThreadStatus) == Unsupported {
 		return
 	}
-	if l.request(Empty{T: TypeTHST}) == nil {
+	if l.request(ddm.Empty{T: ddm.TypeTHST}) == nil {
 		l.expect(FeatThreadStatus)
 	}
 	l.mu.Lock()
@@ -372,9 +373,9 @@ func (l *link) poll() {
 
 // dataReply says whether a request type is answered with data when it
 // works, so that silence is worth counting as a timeout.
-func dataReply(t Type) bool {
+func dataReply(t ddm.Type) bool {
 	switch t {
-	case TypeHELO, TypeFEAT, TypeTHST, TypeSTKL, TypeREAQ, TypeREAL:
+	case ddm.TypeHELO, ddm.TypeFEAT, ddm.TypeTHST, ddm.TypeSTKL, ddm.TypeREAQ, ddm.TypeREAL:
 		return true
 	}
 	return false
@@ -404,7 +405,7 @@ func (l *link) loop() {
 }
 
 func (l *link) expire(now time.Time) {
-	var timedOut []Type
+	var timedOut []ddm.Type
 	var probes []expectation
 	l.mu.Lock()
 	for id, pr := range l.pending {
@@ -462,25 +463,25 @@ func unionSeg(own, dbg [2]uint8) [2]uint8 {
 
 // ownEnable records an enable request of the proxy and returns the request
 // the VM must get: the union with the debugger's settings. l.mu is held.
-func (l *link) ownEnable(p Payload) Payload {
+func (l *link) ownEnable(p ddm.Payload) ddm.Payload {
 	switch v := p.(type) {
-	case U1:
+	case ddm.U1:
 		switch {
-		case v.T == TypeTHEN:
+		case v.T == ddm.TypeTHEN:
 			l.own.threads = v.V != 0
 			if l.dbg.threads {
 				v.V = 1
 			}
-		case v.T == TypeHPIF && (v.V == 0 || v.V == 2 || v.V == 3):
+		case v.T == ddm.TypeHPIF && (v.V == 0 || v.V == 2 || v.V == 3):
 			l.own.hpif = v.V
 			v.V = max(l.own.hpif, l.dbg.hpif)
 		}
 		return v
-	case SegmentRequest:
+	case ddm.SegmentRequest:
 		own, dbg := &l.own.hpsg, l.dbg.hpsg
 		switch v.T {
-		case TypeHPSG:
-		case TypeNHSG:
+		case ddm.TypeHPSG:
+		case ddm.TypeNHSG:
 			own, dbg = &l.own.nhsg, l.dbg.nhsg
 		default:
 			return v
@@ -507,7 +508,7 @@ func (l *link) ownEnable(p Payload) Payload {
 // THEN(0) kept at THEN(1) makes the VM re-announce its threads, to the
 // monitor only.
 func (l *link) noteDebuggerDDM(body []byte) {
-	it := NewChunks(body)
+	it := ddm.NewChunks(body)
 	c, ok := it.Next()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -517,12 +518,12 @@ func (l *link) noteDebuggerDDM(body []byte) {
 	}
 	d := c.Data // aliases body: rewritten in place, same length
 	switch c.Type {
-	case TypeTHEN:
+	case ddm.TypeTHEN:
 		l.dbg.threads = d[0] != 0
 		if l.own.threads {
 			d[0] = 1
 		}
-	case TypeHPIF:
+	case ddm.TypeHPIF:
 		switch d[0] {
 		case 1:
 			l.dbgNow++ // one-shot; the setting does not change
@@ -530,12 +531,12 @@ func (l *link) noteDebuggerDDM(body []byte) {
 			l.dbg.hpif = d[0]
 			d[0] = max(l.own.hpif, l.dbg.hpif)
 		}
-	case TypeHPSG, TypeNHSG:
+	case ddm.TypeHPSG, ddm.TypeNHSG:
 		if len(d) < 2 || d[0] > 1 || d[1] > 1 {
 			return // the VM answers FAIL and keeps its setting
 		}
 		own, dbg := l.own.hpsg, &l.dbg.hpsg
-		if c.Type == TypeNHSG {
+		if c.Type == ddm.TypeNHSG {
 			own, dbg = l.own.nhsg, &l.dbg.nhsg
 		}
 		*dbg = [2]uint8{d[0], d[1]}
@@ -560,7 +561,7 @@ const (
 // reason rewritten in place to 2 where the VM, kept at every GC for the
 // proxy, said 3).
 func (l *link) debuggerWants(body []byte) bool {
-	it := NewChunks(body)
+	it := ddm.NewChunks(body)
 	c, _ := it.Next()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -568,9 +569,9 @@ func (l *link) debuggerWants(body []byte) bool {
 		return false
 	}
 	switch c.Type {
-	case TypeTHCR, TypeTHDE, TypeTHNM:
+	case ddm.TypeTHCR, ddm.TypeTHDE, ddm.TypeTHNM:
 		return l.dbg.threads
-	case TypeHPIF:
+	case ddm.TypeHPIF:
 		if len(c.Data) <= hpifReason {
 			return l.dbg.hpif != 0
 		}
@@ -591,9 +592,9 @@ func (l *link) debuggerWants(body []byte) bool {
 			return true
 		}
 		return false
-	case TypeHPST, TypeHPEN, TypeHPSG, TypeHPSO:
+	case ddm.TypeHPST, ddm.TypeHPEN, ddm.TypeHPSG, ddm.TypeHPSO:
 		return l.dbg.hpsg[0] != 0
-	case TypeNHST, TypeNHEN, TypeNHSG:
+	case ddm.TypeNHST, ddm.TypeNHEN, ddm.TypeNHSG:
 		return l.dbg.nhsg[0] != 0
 	}
 	return true
@@ -630,7 +631,7 @@ func (t tap) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 			t.l.versionReply(f.Packet)
 		}
 		if f.Cmd == jdwp.CmdDDMChunk && f.Packet.ErrorCode() == 0 {
-			t.l.mon.HandlePayload(VMToHost, f.Packet.Body())
+			t.l.mon.HandlePayload(ddm.VMToHost, f.Packet.Body())
 		}
 	case relay.KindDDM:
 		t.l.fromVM(f.Packet)

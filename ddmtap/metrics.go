@@ -2,28 +2,34 @@ package ddmtap
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 )
 
-// Error reasons, the closed label set of jdwpaccel_ddm_errors_total.
+// Reason is why a DDM problem was counted: the closed label set of
+// jdwpaccel_ddm_errors_total.
+type Reason string
+
+// DDM error reasons.
 const (
-	ReasonMalformed   = "malformed"    // a chunk that does not match its layout
-	ReasonChunkLength = "chunk_length" // a chunk header running past its packet
-	ReasonUnknownType = "unknown_type" // a chunk type outside the catalogue
-	ReasonFailChunk   = "fail_chunk"   // the VM answered with FAIL
-	ReasonJDWPError   = "jdwp_error"   // the VM answered with a JDWP error
-	ReasonTimeout     = "timeout"      // a request that got no reply in time
-	ReasonDial        = "dial"         // the holder could not reach the VM
-	ReasonProbeLost   = "probe_lost"   // the VM closed the connection with a first probe unanswered
+	ReasonMalformed   Reason = "malformed"    // a chunk that does not match its layout
+	ReasonChunkLength Reason = "chunk_length" // a chunk header running past its packet
+	ReasonUnknownType Reason = "unknown_type" // a chunk type outside the catalogue
+	ReasonFailChunk   Reason = "fail_chunk"   // the VM answered with FAIL
+	ReasonJDWPError   Reason = "jdwp_error"   // the VM answered with a JDWP error
+	ReasonTimeout     Reason = "timeout"      // a request that got no reply in time
+	ReasonDial        Reason = "dial"         // the holder could not reach the VM
+	ReasonProbeLost   Reason = "probe_lost"   // the VM closed the connection with a first probe unanswered
 )
 
-var errorReasons = []string{ReasonMalformed, ReasonChunkLength, ReasonUnknownType, ReasonFailChunk, ReasonJDWPError, ReasonTimeout, ReasonDial, ReasonProbeLost}
+var errorReasons = []Reason{ReasonMalformed, ReasonChunkLength, ReasonUnknownType, ReasonFailChunk, ReasonJDWPError, ReasonTimeout, ReasonDial, ReasonProbeLost}
 
 // Metrics are the DDM tap's Prometheus metrics. Children are resolved once,
 // so counting a chunk is an index and an atomic add. A nil *Metrics counts
 // nothing.
 type Metrics struct {
-	chunks  [2][]prometheus.Counter // by Direction, then knownTypes index; last is "other"
-	errors  map[string]prometheus.Counter
+	chunks  [2][]prometheus.Counter // by Direction, then typeIndex; last is "other"
+	errors  map[Reason]prometheus.Counter
 	threads prometheus.Gauge
 	heap    [3]prometheus.Gauge // size, allocated, max of the last HPIF
 }
@@ -47,16 +53,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Java heap of the last HPIF summary, by measure (size, allocated, max).",
 	}, []string{"measure"})
 	reg.MustRegister(chunks, errs, threads, heap)
-	m := &Metrics{errors: make(map[string]prometheus.Counter, len(errorReasons)), threads: threads}
+	m := &Metrics{errors: make(map[Reason]prometheus.Counter, len(errorReasons)), threads: threads}
 	for d := range m.chunks {
-		dir := Direction(d).String()
-		for _, t := range knownTypes {
+		dir := ddm.Direction(d).String()
+		for _, t := range ddm.KnownTypes() {
 			m.chunks[d] = append(m.chunks[d], chunks.WithLabelValues(t.String(), dir))
 		}
 		m.chunks[d] = append(m.chunks[d], chunks.WithLabelValues("other", dir))
 	}
 	for _, r := range errorReasons {
-		m.errors[r] = errs.WithLabelValues(r)
+		m.errors[r] = errs.WithLabelValues(string(r))
 	}
 	for i, name := range []string{"size", "allocated", "max"} {
 		m.heap[i] = heap.WithLabelValues(name)
@@ -65,26 +71,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // typeIndex maps known types to their metric slot.
-var typeIndex = func() map[Type]int {
-	m := make(map[Type]int, len(knownTypes))
-	for i, t := range knownTypes {
+var typeIndex = func() map[ddm.Type]int {
+	known := ddm.KnownTypes()
+	m := make(map[ddm.Type]int, len(known))
+	for i, t := range known {
 		m[t] = i
 	}
 	return m
 }()
 
-func (m *Metrics) chunk(d Direction, t Type) {
+func (m *Metrics) chunk(d ddm.Direction, t ddm.Type) {
 	if m == nil {
 		return
 	}
 	i, ok := typeIndex[t]
 	if !ok {
-		i = len(knownTypes)
+		i = len(typeIndex)
 	}
 	m.chunks[d][i].Inc()
 }
 
-func (m *Metrics) error(reason string) {
+func (m *Metrics) error(reason Reason) {
 	if m == nil {
 		return
 	}
@@ -99,7 +106,7 @@ func (m *Metrics) threadsAdd(n int) {
 	}
 }
 
-func (m *Metrics) heapSummary(h HeapSummary) {
+func (m *Metrics) heapSummary(h ddm.HeapSummary) {
 	if m == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
@@ -90,7 +91,7 @@ type Thread struct {
 	Created    time.Time // when THCR (or the first THST) arrived
 	Died       time.Time // when THDE arrived; zero while alive
 	Updated    time.Time // last THCR/THNM/THST touching it
-	Stack      []StackFrame
+	Stack      []ddm.StackFrame
 }
 
 // Snapshot is a copy of a Monitor's state; it shares nothing mutable with
@@ -103,7 +104,7 @@ type Snapshot struct {
 	Support          map[string]string
 	Threads          []Thread // live, by ID
 	DeadThreads      []Thread // most recent last, bounded
-	HeapInfo         []HeapSummary
+	HeapInfo         []ddm.HeapSummary
 	HeapInfoTime     time.Time
 	Heap             *HeapMap // last complete Java heap walk, or nil
 	NativeHeap       *HeapMap // last complete native heap walk, or nil
@@ -141,7 +142,7 @@ type Monitor struct {
 	epoch     uint64            // connection epoch; THCR stamps threads with it
 	seen      map[uint32]uint64 // thread id → epoch of its last THCR
 	dead      []Thread
-	heapInfo  []HeapSummary
+	heapInfo  []ddm.HeapSummary
 	heapTime  time.Time
 	java, nat heapBuilder
 	heap      *HeapMap
@@ -317,20 +318,20 @@ func (m *Monitor) supportOf(f int) Support {
 }
 
 // countError counts and logs a DDM problem; never fatal.
-func (m *Monitor) countError(reason string, err error, msg string) {
+func (m *Monitor) countError(reason Reason, err error, msg string) {
 	m.metrics.error(reason)
 	m.mu.Lock()
 	m.errors++
 	m.mu.Unlock()
-	m.log.Warn().Err(err).Str(relay.LogReason, reason).Msg(msg)
+	m.log.Warn().Err(err).Str(relay.LogReason, string(reason)).Msg(msg)
 }
 
 // HandlePayload applies all chunks of a DDM packet body travelling in
 // direction d. Malformed or unknown chunks are counted and logged. It
 // returns the type of the first chunk (0 if none).
-func (m *Monitor) HandlePayload(d Direction, payload []byte) Type {
-	it := NewChunks(payload)
-	var first Type
+func (m *Monitor) HandlePayload(d ddm.Direction, payload []byte) ddm.Type {
+	it := ddm.NewChunks(payload)
+	var first ddm.Type
 	for c, ok := it.Next(); ok; c, ok = it.Next() {
 		if first == 0 {
 			first = c.Type
@@ -344,7 +345,7 @@ func (m *Monitor) HandlePayload(d Direction, payload []byte) Type {
 }
 
 // HandleChunk decodes one chunk and applies it to the state.
-func (m *Monitor) HandleChunk(d Direction, c Chunk) {
+func (m *Monitor) HandleChunk(d ddm.Direction, c ddm.Chunk) {
 	m.metrics.chunk(d, c.Type)
 	m.mu.Lock()
 	m.chunks++
@@ -353,26 +354,26 @@ func (m *Monitor) HandleChunk(d Direction, c Chunk) {
 		m.countError(ReasonUnknownType, nil, "unknown DDM chunk type "+c.Type.String()+"; ignored")
 		return
 	}
-	p, err := Decode(d, c)
+	p, err := ddm.Decode(d, c)
 	if err != nil {
 		m.countError(ReasonMalformed, err, "malformed DDM chunk; ignored")
 		return
 	}
-	if z, ok := p.(Inflated); ok {
+	if z, ok := p.(ddm.Inflated); ok {
 		p = z.Inner
 	}
-	if d == VMToHost {
+	if d == ddm.VMToHost {
 		m.apply(p)
 	}
 }
 
 // apply folds a VM→host payload into the state.
-func (m *Monitor) apply(p Payload) {
+func (m *Monitor) apply(p ddm.Payload) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch v := p.(type) {
-	case Hello:
+	case ddm.Hello:
 		m.id.DDM = DDMYes
 		m.id.ClientVersion, m.id.PID, m.id.VMIdent = v.ClientVersion, v.PID, v.VMIdent
 		m.setAppName(v.AppName)
@@ -394,11 +395,11 @@ func (m *Monitor) apply(p Payload) {
 		if v.Optional > 5 {
 			m.id.Stage = v.Stage.String()
 		}
-	case StringList:
-		if v.T == TypeFEAT {
+	case ddm.StringList:
+		if v.T == ddm.TypeFEAT {
 			m.id.Features = v.Items
 		}
-	case AppName:
+	case ddm.AppName:
 		m.setAppName(v.Name)
 		if v.Optional > 0 {
 			m.id.UserID, m.id.HasUserID = v.UserID, true
@@ -406,28 +407,28 @@ func (m *Monitor) apply(p Payload) {
 		if v.Optional > 1 && v.PackageName != "" {
 			m.id.PackageName = v.PackageName
 		}
-	case U1:
-		if v.T == TypeWAIT && v.V == 0 && !m.debugger {
+	case ddm.U1:
+		if v.T == ddm.TypeWAIT && v.V == 0 && !m.debugger {
 			m.id.WaitingForDebugger = true
 		}
-	case U4:
+	case ddm.U4:
 		m.applyU4(v, now)
-	case ThreadName:
+	case ddm.ThreadName:
 		m.support[FeatThreadNotify] = Supported
 		t := m.threads[v.ID]
 		if t == nil {
-			if v.T == TypeTHNM {
+			if v.T == ddm.TypeTHNM {
 				break // rename of a thread we never saw created
 			}
 			t = &Thread{ID: v.ID, Alive: true, Created: now, Status: 5, StatusName: StatusName(5)}
 			m.threads[v.ID] = t
 			m.metrics.threadsAdd(1)
 		}
-		if v.T == TypeTHCR {
+		if v.T == ddm.TypeTHCR {
 			m.seen[v.ID] = m.epoch
 		}
 		t.Name, t.Updated = v.Name, now
-	case ThreadStatus:
+	case ddm.ThreadStatus:
 		m.support[FeatThreadStatus] = Supported
 		for _, e := range v.Threads {
 			t := m.threads[e.ID]
@@ -442,23 +443,23 @@ func (m *Monitor) apply(p Payload) {
 			t.Status, t.StatusName = e.Status, StatusName(e.Status)
 			t.TID, t.UTime, t.STime, t.Daemon, t.Updated = e.TID, e.UTime, e.STime, e.Daemon, now
 		}
-	case StackTrace:
+	case ddm.StackTrace:
 		if t := m.threads[v.ThreadID]; t != nil {
 			t.Stack = v.Frames
 		}
-	case HeapInfo:
+	case ddm.HeapInfo:
 		m.support[FeatHeapInfo] = Supported
 		m.heapInfo, m.heapTime = v.Heaps, now
 		if len(v.Heaps) > 0 {
 			m.metrics.heapSummary(v.Heaps[0])
 		}
-	case HeapSegment:
-		if v.T == TypeNHSG {
+	case ddm.HeapSegment:
+		if v.T == ddm.TypeNHSG {
 			m.nat.add(v)
 		} else {
 			m.java.add(v)
 		}
-	case Fail:
+	case ddm.Fail:
 		m.errors++
 		m.metrics.error(ReasonFailChunk)
 		m.log.Info().Int32("fail_code", v.Code).Str("fail_message", v.Message).Msg("VM answered a DDM request with FAIL")
@@ -474,26 +475,26 @@ func (m *Monitor) setAppName(name string) {
 	}
 }
 
-func (m *Monitor) applyU4(v U4, now time.Time) {
+func (m *Monitor) applyU4(v ddm.U4, now time.Time) {
 	switch v.T {
-	case TypeTHDE:
+	case ddm.TypeTHDE:
 		if t := m.threads[v.V]; t != nil {
 			m.buryLocked(t, now)
 		}
-	case TypeHPST:
+	case ddm.TypeHPST:
 		m.support[FeatHeapSegments] = Supported
 		m.java.start(v.V)
-	case TypeHPEN:
+	case ddm.TypeHPEN:
 		m.heap = m.java.finish(false, now)
 		m.heap.HeapID = v.V
-	case TypeNHST:
+	case ddm.TypeNHST:
 		m.support[FeatNativeHeap] = Supported
 		m.nat.start(v.V)
-	case TypeNHEN:
+	case ddm.TypeNHEN:
 		m.native = m.nat.finish(true, now)
 		m.native.HeapID = v.V
-	case TypeSTAG:
-		m.id.Stage = Type(v.V).String()
+	case ddm.TypeSTAG:
+		m.id.Stage = ddm.Type(v.V).String()
 	}
 }
 
@@ -536,25 +537,4 @@ func (m *Monitor) sweepThreads(epoch uint64) {
 	if changed {
 		m.bump()
 	}
-}
-
-// Registry lists the monitors of the VMs the proxy knows. Safe for
-// concurrent use.
-type Registry struct {
-	mu       sync.Mutex // guards monitors
-	monitors []*Monitor
-}
-
-// Add registers a monitor.
-func (r *Registry) Add(m *Monitor) {
-	r.mu.Lock()
-	r.monitors = append(r.monitors, m)
-	r.mu.Unlock()
-}
-
-// List returns the registered monitors in registration order.
-func (r *Registry) List() []*Monitor {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.monitors)
 }

@@ -135,7 +135,7 @@ func (s *testSource) set(vms ...VM) {
 
 // relayServe is the ServeFunc the proxy uses, minus its hooks.
 func relayServe(ctx context.Context, vm VM, dial DialFunc, ln net.Listener) error {
-	return relay.NewServer(relay.Config{DialVM: dial, Logger: zerolog.Nop(), HandshakeTimeout: 5 * time.Second}).Serve(ctx, ln)
+	return relay.NewServer(relay.Config{DialVM: relay.Plain(dial), Logger: zerolog.Nop(), HandshakeTimeout: 5 * time.Second}).Serve(ctx, ln)
 }
 
 // debugger is a minimal JDWP client.

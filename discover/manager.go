@@ -33,7 +33,7 @@ const (
 // that:
 //
 //	func(ctx context.Context, vm discover.VM, dial discover.DialFunc, ln net.Listener) error {
-//		return relay.NewServer(relay.Config{DialVM: dial, ...}).Serve(ctx, ln)
+//		return relay.NewServer(relay.Config{DialVM: relay.Plain(dial), ...}).Serve(ctx, ln)
 //	}
 //
 // dial reaches the VM at its current address and fails with ErrVMGone

@@ -1,13 +1,18 @@
-// Package keyable owns the identity of cacheable JDWP commands: which
-// commands have replies that can be cached, how long such a reply stays
-// true (its validity tier and scope), and the Key that names one command
-// with its parameters in canonical form.
+// Package keyable owns the identity of JDWP commands as the speculative
+// cache sees them, in one table (table.go) with one row per command of the
+// specification: the command's effect on VM state (read-only, resume,
+// invoke, suspend, redefine, dispose, mutate) and, for a cacheable command,
+// how long its reply stays true (validity tier and scope) and the layout of
+// its parameters. Describe returns any command's row, Lookup a cacheable
+// one's.
 //
-// A Key is a comparable value (no pointers), so it can be a map key and is
+// A Key names one cacheable command with its parameters in canonical form.
+// It is a comparable value (no pointers), so it can be a map key and is
 // built and looked up without allocating. The parameters are the command's
 // body bytes, validated against the command's layout with the session's ID
 // sizes: a body that does not parse exactly, or is longer than MaxParams,
-// has no Key and is simply not cached.
+// has no Key and is simply not cached. Key.Subject reads the typed ID a
+// reply's validity hangs on (a class, an object or a thread).
 package keyable
 
 import (
@@ -80,84 +85,48 @@ const (
 	fSlots                     // int count, then count (int slot, byte tag) (must be last)
 )
 
-// Info describes a cacheable command.
+// layout is a cacheable command's parameters, in order, one field per
+// byte from the lowest; the first zero byte ends it. (A packed integer, not
+// an array, so that Info stays small and is passed in registers.)
+type layout uint32
+
+// Info is a command's row of the table: its effect on VM state and, for a
+// cacheable command, how long its reply stays true and how its parameters
+// are laid out. Info holds no pointers.
 type Info struct {
-	Tier  Tier
-	Scope Scope
+	Effect Effect
+	Tier   Tier
+	Scope  Scope
 	// AbsentOK says an ABSENT_INFORMATION error reply is as stable as a
 	// success (class-lifetime tables and attributes).
 	AbsentOK bool
-	layout   []field
+	layout   layout
 }
 
 // Cacheable reports whether i describes a cacheable command.
 func (i Info) Cacheable() bool { return i.Tier != TierNone }
 
-var table = map[jdwp.Cmd]Info{}
-
-func add(c jdwp.Cmd, t Tier, s Scope, absentOK bool, layout ...field) {
-	table[c] = Info{Tier: t, Scope: s, AbsentOK: absentOK, layout: layout}
-}
-
-func init() {
-	for _, c := range []jdwp.Cmd{jdwp.CmdVirtualMachineVersion, jdwp.CmdVirtualMachineIDSizes,
-		jdwp.CmdVirtualMachineCapabilities, jdwp.CmdVirtualMachineClassPaths, jdwp.CmdVirtualMachineCapabilitiesNew} {
-		add(c, TierVM, ScopeNone, false)
-	}
-	for _, c := range []jdwp.Cmd{jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeClassLoader,
-		jdwp.CmdReferenceTypeModifiers, jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeMethods,
-		jdwp.CmdReferenceTypeInterfaces, jdwp.CmdReferenceTypeClassObject,
-		jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.CmdReferenceTypeFieldsWithGeneric,
-		jdwp.CmdReferenceTypeMethodsWithGeneric, jdwp.CmdReferenceTypeClassFileVersion,
-		jdwp.CmdReferenceTypeConstantPool, jdwp.CmdReferenceTypeModule, jdwp.CmdClassTypeSuperclass} {
-		add(c, TierClass, ScopeNone, false, fRefType)
-	}
-	add(jdwp.CmdReferenceTypeSourceFile, TierClass, ScopeNone, true, fRefType)
-	add(jdwp.CmdReferenceTypeSourceDebugExtension, TierClass, ScopeNone, true, fRefType)
-	add(jdwp.CmdMethodLineTable, TierClass, ScopeNone, true, fRefType, fMethod)
-	add(jdwp.CmdMethodVariableTable, TierClass, ScopeNone, true, fRefType, fMethod)
-	add(jdwp.CmdMethodBytecodes, TierClass, ScopeNone, false, fRefType, fMethod)
-	add(jdwp.CmdMethodIsObsolete, TierClass, ScopeNone, false, fRefType, fMethod)
-	add(jdwp.CmdMethodVariableTableWithGeneric, TierClass, ScopeNone, true, fRefType, fMethod)
-
-	for _, c := range []jdwp.Cmd{jdwp.CmdObjectReferenceReferenceType, jdwp.CmdStringReferenceValue,
-		jdwp.CmdArrayReferenceLength, jdwp.CmdClassObjectReferenceReflectedType,
-		jdwp.CmdModuleReferenceName, jdwp.CmdModuleReferenceClassLoader} {
-		add(c, TierObject, ScopeNone, false, fObject)
-	}
-
-	for _, c := range []jdwp.Cmd{jdwp.CmdThreadReferenceStatus, jdwp.CmdThreadReferenceFrameCount,
-		jdwp.CmdThreadReferenceOwnedMonitors, jdwp.CmdThreadReferenceCurrentContendedMonitor,
-		jdwp.CmdThreadReferenceSuspendCount, jdwp.CmdThreadReferenceOwnedMonitorsStackDepthInfo} {
-		add(c, TierStop, ScopeThread, false, fObject)
-	}
-	add(jdwp.CmdThreadReferenceFrames, TierStop, ScopeThread, false, fObject, fInt, fInt)
-	add(jdwp.CmdStackFrameGetValues, TierStop, ScopeThread, false, fObject, fFrame, fSlots)
-	add(jdwp.CmdStackFrameThisObject, TierStop, ScopeThread, false, fObject, fFrame)
-
-	add(jdwp.CmdVirtualMachineAllThreads, TierStop, ScopeVM, false)
-	add(jdwp.CmdVirtualMachineTopLevelThreadGroups, TierStop, ScopeVM, false)
-	for _, c := range []jdwp.Cmd{jdwp.CmdThreadReferenceName, jdwp.CmdThreadReferenceThreadGroup,
-		jdwp.CmdThreadGroupReferenceName, jdwp.CmdThreadGroupReferenceParent,
-		jdwp.CmdThreadGroupReferenceChildren, jdwp.CmdObjectReferenceMonitorInfo} {
-		add(c, TierStop, ScopeVM, false, fObject)
-	}
-	add(jdwp.CmdObjectReferenceGetValues, TierStop, ScopeVM, false, fObject, fFieldIDs)
-	add(jdwp.CmdArrayReferenceGetValues, TierStop, ScopeVM, false, fObject, fInt, fInt)
-	add(jdwp.CmdReferenceTypeGetValues, TierStop, ScopeVM, false, fRefType, fFieldIDs)
+// Command is one row of the table.
+type Command struct {
+	Cmd jdwp.Cmd
+	Info
 }
 
 // Lookup returns the Info of a command, and whether it is cacheable.
 func Lookup(c jdwp.Cmd) (Info, bool) {
-	i, ok := table[c]
-	return i, ok
+	if i := index[c]; i.Cacheable() {
+		return i, true
+	}
+	return Info{}, false
 }
 
 // Commands lists every cacheable command (for tests and documentation).
 func Commands() []jdwp.Cmd {
-	out := make([]jdwp.Cmd, 0, len(table))
-	for c := range table {
-		out = append(out, c)
+	var out []jdwp.Cmd
+	for i := range table {
+		if table[i].Cacheable() {
+			out = append(out, table[i].Cmd)
+		}
 	}
 	return out
 }
@@ -213,8 +182,8 @@ func New(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Key, Info, bool) {
 // Fill is New writing into *k, so callers on hot paths avoid copying the
 // key. On false *k is unspecified.
 func Fill(k *Key, c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Info, bool) {
-	info, ok := table[c]
-	if !ok || len(params) > MaxParams || !matches(info.layout, params, sizes) {
+	info := index[c]
+	if !info.Cacheable() || len(params) > MaxParams || !matches(info.layout, params, sizes) {
 		return Info{}, false
 	}
 	k.c = c
@@ -224,20 +193,27 @@ func Fill(k *Key, c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Info, bool) {
 	return info, true
 }
 
-// ScopeID is the ID a key's validity hangs on: the class (TierClass), the
-// object (TierObject) or the thread (TierStop with ScopeThread). It is zero
-// for keys whose validity hangs on no single ID.
-func (k *Key) ScopeID(info Info, sizes jdwp.IDSizes) uint64 {
-	var n int
+// Subject is what a key's validity hangs on. At most one field is set,
+// chosen by the command's tier and scope; the zero Subject hangs on no
+// single ID (VM-lifetime facts, VM-scoped stop state).
+type Subject struct {
+	Class  jdwp.ClassID  // TierClass: the class whose unload or redefinition ends it
+	Object jdwp.ObjectID // TierObject: the object whose disposal ends it
+	Thread jdwp.ThreadID // TierStop, ScopeThread: the thread that must stay suspended
+}
+
+// Subject reads the key's subject from its first parameter.
+func (k *Key) Subject(info Info, sizes jdwp.IDSizes) Subject {
+	b := k.b[:k.n]
 	switch {
 	case info.Tier == TierClass:
-		n = sizes.ReferenceTypeID
-	case info.Tier == TierObject, info.Tier == TierStop && info.Scope == ScopeThread:
-		n = sizes.ObjectID
-	default:
-		return 0
+		return Subject{Class: jdwp.ClassID(readID(b, sizes.ReferenceTypeID))}
+	case info.Tier == TierObject:
+		return Subject{Object: jdwp.ObjectID(readID(b, sizes.ObjectID))}
+	case info.Tier == TierStop && info.Scope == ScopeThread:
+		return Subject{Thread: jdwp.ThreadID(readID(b, sizes.ObjectID))}
 	}
-	return readID(k.b[:k.n], n)
+	return Subject{}
 }
 
 // readID reads a big-endian ID of n bytes at the start of b, or 0.
@@ -253,11 +229,11 @@ func readID(b []byte, n int) uint64 {
 }
 
 // matches reports whether b is exactly a body of the layout.
-func matches(layout []field, b []byte, s jdwp.IDSizes) bool {
+func matches(l layout, b []byte, s jdwp.IDSizes) bool {
 	off := 0
-	for _, f := range layout {
+	for ; l != 0; l >>= 8 {
 		var n int
-		switch f {
+		switch f := field(l & 0xff); f {
 		case fObject:
 			n = s.ObjectID
 		case fRefType:

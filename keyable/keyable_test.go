@@ -32,8 +32,8 @@ func TestKeysDistinguishParameters(t *testing.T) {
 	if kl == ka {
 		t.Fatal("different commands with equal parameters must differ")
 	}
-	if got := ka.ScopeID(ia, sizes8); got != 7 {
-		t.Fatalf("ScopeID = %d, want the class 7", got)
+	if got := ka.Subject(ia, sizes8); got != (Subject{Class: 7}) {
+		t.Fatalf("Subject = %+v, want the class 7", got)
 	}
 	if !bytes.Equal(ka.Params(), a) || ka.Cmd() != jdwp.CmdMethodIsObsolete {
 		t.Fatal("Params/Cmd do not round-trip")
@@ -69,7 +69,7 @@ func TestLayoutsAreIDSizeAware(t *testing.T) {
 		w.Uint8('L')
 	})
 	k, info, ok := New(jdwp.CmdStackFrameGetValues, slots, sizes4)
-	if !ok || info.Scope != ScopeThread || k.ScopeID(info, sizes4) != 1 {
+	if !ok || info.Scope != ScopeThread || k.Subject(info, sizes4) != (Subject{Thread: 1}) {
 		t.Fatalf("GetValues: ok=%v info=%+v", ok, info)
 	}
 	if _, _, ok := New(jdwp.CmdStackFrameGetValues, slots[:len(slots)-1], sizes4); ok {
@@ -179,6 +179,28 @@ func FuzzOf(f *testing.F) {
 		if !ok || k2 != k {
 			t.Fatal("New(Params) does not round-trip")
 		}
-		_ = k.ScopeID(info, sz)
+		_ = k.Subject(info, sz)
 	})
+}
+
+func TestSubjectFollowsTierAndScope(t *testing.T) {
+	obj := body(sizes4, func(w *jdwp.BodyWriter) { w.ObjectID(9) })
+	for _, c := range []struct {
+		cmd  jdwp.Cmd
+		want Subject
+	}{
+		{jdwp.CmdStringReferenceValue, Subject{Object: 9}},      // object lifetime
+		{jdwp.CmdThreadReferenceFrameCount, Subject{Thread: 9}}, // stop state of one thread
+		{jdwp.CmdReferenceTypeSignature, Subject{Class: 9}},     // class lifetime
+		{jdwp.CmdThreadReferenceName, Subject{}},                // stop state of the whole VM
+		{jdwp.CmdObjectReferenceMonitorInfo, Subject{}},         // stop state of the whole VM
+	} {
+		k, info, ok := New(c.cmd, obj, sizes4)
+		if !ok {
+			t.Fatalf("%v not keyable", c.cmd)
+		}
+		if got := k.Subject(info, sizes4); got != c.want {
+			t.Errorf("%v: Subject %+v, want %+v", c.cmd, got, c.want)
+		}
+	}
 }

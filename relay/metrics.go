@@ -5,24 +5,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Protocol error reasons, the closed label set of
-// jdwpaccel_protocol_errors_total.
+// Reason is why a session ended with a protocol or I/O error: the closed
+// label set of jdwpaccel_protocol_errors_total.
+type Reason string
+
+// Protocol error reasons.
 const (
-	ReasonBadHandshake    = "bad_handshake"
-	ReasonShortPacket     = "short_packet"
-	ReasonOversizedPacket = "oversized_packet"
-	ReasonTruncated       = "truncated"
-	ReasonDialVM          = "dial_vm"
+	ReasonBadHandshake    Reason = "bad_handshake"
+	ReasonShortPacket     Reason = "short_packet"
+	ReasonOversizedPacket Reason = "oversized_packet"
+	ReasonTruncated       Reason = "truncated"
+	ReasonDialVM          Reason = "dial_vm"
 	// ReasonVMBusy: the VM refused a second debugger while this server
 	// had a session attached to it.
-	ReasonVMBusy = "vm_busy"
+	ReasonVMBusy Reason = "vm_busy"
 	// ReasonWriteTimeout: a peer did not take the proxy's bytes within the
 	// write timeout.
-	ReasonWriteTimeout = "write_timeout"
-	ReasonIO           = "io"
+	ReasonWriteTimeout Reason = "write_timeout"
+	ReasonIO           Reason = "io"
 )
 
-var protocolErrorReasons = []string{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonVMBusy, ReasonWriteTimeout, ReasonIO}
+var protocolErrorReasons = []Reason{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonVMBusy, ReasonWriteTimeout, ReasonIO}
 
 // Metrics are the relay's Prometheus metrics. Label children are resolved
 // once, here, so counting a packet is an array index and an atomic add.
@@ -30,7 +33,7 @@ type Metrics struct {
 	packets  [2][numKinds]prometheus.Counter
 	bytes    [2][numKinds]prometheus.Counter
 	latency  [256]prometheus.Observer // by command set; unknown sets share "other"
-	errors   map[string]prometheus.Counter
+	errors   map[Reason]prometheus.Counter
 	sessions prometheus.Counter
 	active   prometheus.Gauge
 	panics   map[string]prometheus.Counter // by hook kind
@@ -74,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	})
 	reg.MustRegister(packets, bytes, latency, errs, sessions, active, panics, oversize)
 
-	m := &Metrics{errors: map[string]prometheus.Counter{}, sessions: sessions, active: active,
+	m := &Metrics{errors: map[Reason]prometheus.Counter{}, sessions: sessions, active: active,
 		panics: map[string]prometheus.Counter{}, oversize: oversize}
 	for _, h := range []string{hookInterceptor, hookObserver, hookLifecycle} {
 		m.panics[h] = panics.WithLabelValues(h)
@@ -95,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	for _, r := range protocolErrorReasons {
-		m.errors[r] = errs.WithLabelValues(r)
+		m.errors[r] = errs.WithLabelValues(string(r))
 	}
 	return m
 }
@@ -111,7 +114,7 @@ func (m *Metrics) count(f *Frame) {
 	}
 }
 
-func (m *Metrics) protocolError(reason string) {
+func (m *Metrics) protocolError(reason Reason) {
 	if m == nil {
 		return
 	}

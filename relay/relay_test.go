@@ -394,7 +394,7 @@ func TestBadInput(t *testing.T) {
 	r := newRig(t, nil)
 	cases := []struct {
 		name   string
-		reason string
+		reason relay.Reason
 		run    func(t *testing.T)
 	}{
 		{"wrong handshake", relay.ReasonBadHandshake, func(t *testing.T) {
@@ -424,12 +424,12 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := counter(t, r.reg, "jdwpaccel_protocol_errors_total", c.reason)
+			before := counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(c.reason))
 			c.run(t)
 			waitFor(t, func() bool {
-				return counter(t, r.reg, "jdwpaccel_protocol_errors_total", c.reason) == before+1
+				return counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(c.reason)) == before+1
 			})
-			if !strings.Contains(r.logs.String(), `"reason":"`+c.reason+`"`) {
+			if !strings.Contains(r.logs.String(), `"reason":"`+string(c.reason)+`"`) {
 				t.Errorf("no log line with reason %s in:\n%s", c.reason, r.logs)
 			}
 		})

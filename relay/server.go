@@ -25,15 +25,57 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// A VMConn is a connection to the VM for a new session, as a Dialer
+// returns it.
+type VMConn struct {
+	Conn net.Conn
+	// Handshaken says the JDWP handshake was already exchanged on Conn.
+	Handshaken bool
+	// Hooks, if not nil, returns the hooks that come with the connection
+	// (a client that shares it with the debugger, such as the DDM tap);
+	// they run before Config.NewHooks's.
+	Hooks func(s *Session) Hooks
+	// Reader, if not nil, is the reader of Conn the session reads the VM
+	// from, for a connection read before the session: it may already hold
+	// the connection's next bytes (see ddmtap.Holder).
+	Reader *bufio.Reader
+}
+
+// A Dialer opens a connection to the VM for a new session.
+type Dialer func(ctx context.Context) (VMConn, error)
+
+// Plain makes a Dialer of a function that opens a plain connection (no
+// handshake yet, no hooks).
+func Plain(dial func(ctx context.Context) (net.Conn, error)) Dialer {
+	return func(ctx context.Context) (VMConn, error) {
+		c, err := dial(ctx)
+		return VMConn{Conn: c}, err
+	}
+}
+
+// ChainHooks returns a Config.NewHooks that runs each of fs (nil ones are
+// skipped) and concatenates their interceptors and observers, in order.
+func ChainHooks(fs ...func(s *Session) Hooks) func(s *Session) Hooks {
+	return func(s *Session) Hooks {
+		var h Hooks
+		for _, f := range fs {
+			if f == nil {
+				continue
+			}
+			more := f(s)
+			h.Interceptors = append(h.Interceptors, more.Interceptors...)
+			h.Observers = append(h.Observers, more.Observers...)
+		}
+		return h
+	}
+}
+
 // Config configures a Server.
 type Config struct {
 	// DialVM opens a connection to the VM for a new session.
-	DialVM func(ctx context.Context) (net.Conn, error)
-	// VMHandshakeDone says DialVM returns connections on which the JDWP
-	// handshake has already been exchanged.
-	VMHandshakeDone bool
+	DialVM Dialer
 	// DialRetry is how long a new session keeps trying to reach the VM
-	// (dial and, unless VMHandshakeDone, handshake) while it refuses or
+	// (dial and, unless the connection is Handshaken, handshake) while it refuses or
 	// drops connections, as HotSpot does for a few milliseconds after each
 	// detach and a VM does while it starts (DefaultDialRetry when zero;
 	// negative for a single attempt).
@@ -75,13 +117,16 @@ const (
 	DefaultWriteTimeout    = 30 * time.Second
 )
 
-// DialTCP returns a DialVM function for a VM at addr.
-func DialTCP(addr string) func(ctx context.Context) (net.Conn, error) {
+// TCP returns a function that opens a plain TCP connection to addr.
+func TCP(addr string) func(ctx context.Context) (net.Conn, error) {
 	return func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
 	}
 }
+
+// DialTCP returns a Dialer for a VM at addr.
+func DialTCP(addr string) Dialer { return Plain(TCP(addr)) }
 
 // Server accepts debuggers and relays each to its own VM connection.
 type Server struct {
@@ -151,8 +196,8 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	log := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String()).Logger()
 	m := srv.cfg.Metrics
 
-	fail := func(reason string, err error, msg string) error {
-		log.Error().Err(err).Str(LogReason, reason).Msg(msg)
+	fail := func(reason Reason, err error, msg string) error {
+		log.Error().Err(err).Str(LogReason, string(reason)).Msg(msg)
 		m.protocolError(reason) // after the log line: tests wait on the count, then read the log
 		return err
 	}
@@ -164,14 +209,15 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 		if retryable(err) {
 			// A client that connected and left (a port probe, a
 			// debugger giving up): nothing for a user to fix.
-			log.Info().Err(err).Str(LogReason, classify(err)).Msg("client closed its connection before the JDWP handshake")
+			log.Info().Err(err).Str(LogReason, string(classify(err))).Msg("client closed its connection before the JDWP handshake")
 			m.protocolError(classify(err))
 			return err
 		}
 		return fail(classify(err), err, "debugger handshake failed (is a non-JDWP client using this port?); closing its connection")
 	}
 
-	vm, vmr, attempts, err := srv.reachVM(ctx)
+	vc, vmr, attempts, err := srv.reachVM(ctx)
+	vm := vc.Conn
 	if err != nil {
 		refuse(debugger)
 		switch {
@@ -179,7 +225,7 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 			log.Info().Msg("shutting down; refused the debugger")
 			return nil
 		case srv.active.Load() > 0 && retryable(err):
-			log.Warn().Err(err).Str(LogReason, ReasonVMBusy).Int(LogAttempts, attempts).
+			log.Warn().Err(err).Str(LogReason, string(ReasonVMBusy)).Int(LogAttempts, attempts).
 				Msg("the VM refused a second debugger while another is attached through this proxy (a JDWP VM takes one debugger at a time); refused this one")
 			m.protocolError(ReasonVMBusy)
 			return err
@@ -214,16 +260,14 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	}
 	srv.active.Add(1)
 	defer srv.active.Add(-1)
-	if srv.cfg.NewHooks != nil {
-		s.hooks = srv.cfg.NewHooks(s)
-	}
+	s.hooks = ChainHooks(vc.Hooks, srv.cfg.NewHooks)(s)
 	return s.run(ctx, jdwp.NewReader(dbr, s.maxPacket), jdwp.NewReader(vmr, s.maxPacket))
 }
 
-// reachVM dials the VM and exchanges the handshake (unless
-// VMHandshakeDone), retrying for DialRetry while the VM refuses or drops
+// reachVM dials the VM and exchanges the handshake (unless the connection
+// is Handshaken), retrying for DialRetry while the VM refuses or drops
 // connections. It returns the number of attempts made.
-func (srv *Server) reachVM(ctx context.Context) (net.Conn, *bufio.Reader, int, error) {
+func (srv *Server) reachVM(ctx context.Context) (VMConn, *bufio.Reader, int, error) {
 	deadline := time.Now().Add(srv.cfg.DialRetry)
 	backoff := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -233,29 +277,33 @@ func (srv *Server) reachVM(ctx context.Context) (net.Conn, *bufio.Reader, int, e
 		}
 		wait := min(backoff, time.Until(deadline))
 		if ctx.Err() != nil || !retryable(err) || wait <= 0 {
-			return nil, nil, attempt, err
+			return VMConn{}, nil, attempt, err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, nil, attempt, err
+			return VMConn{}, nil, attempt, err
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
 	}
 }
 
 // tryVM is one attempt of reachVM.
-func (srv *Server) tryVM(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+func (srv *Server) tryVM(ctx context.Context) (VMConn, *bufio.Reader, error) {
 	dctx, cancel := context.WithTimeout(ctx, srv.cfg.HandshakeTimeout)
 	defer cancel()
-	vm, err := srv.cfg.DialVM(dctx)
+	vc, err := srv.cfg.DialVM(dctx)
 	if err != nil {
-		return nil, nil, err
+		return VMConn{}, nil, err
 	}
-	vmr := bufio.NewReaderSize(vm, 64<<10)
-	if !srv.cfg.VMHandshakeDone {
+	vm := vc.Conn
+	vmr := vc.Reader
+	if vmr == nil {
+		vmr = bufio.NewReaderSize(vm, 64<<10)
+	}
+	if !vc.Handshaken {
 		vm.SetDeadline(time.Now().Add(srv.cfg.HandshakeTimeout))
 		err := jdwp.WriteHandshake(vm)
 		if err == nil {
@@ -263,11 +311,11 @@ func (srv *Server) tryVM(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 		}
 		if err != nil {
 			vm.Close()
-			return nil, nil, fmt.Errorf("VM handshake: %w", err)
+			return VMConn{}, nil, fmt.Errorf("VM handshake: %w", err)
 		}
 		vm.SetDeadline(time.Time{})
 	}
-	return vm, vmr, nil
+	return vc, vmr, nil
 }
 
 // retryable reports whether a failure to reach the VM may be the VM not
@@ -349,11 +397,11 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 		s.log.Info().Err(err).Str(LogClosedBy, by).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
 		err = nil
 	case peerGone(err):
-		s.log.Warn().Err(err).Str(LogReason, reason).Str(LogClosedBy, by).Msg("session ended: a peer reset or dropped its connection; both connections closed")
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended: a peer reset or dropped its connection; both connections closed")
 	case reason == ReasonWriteTimeout:
-		s.log.Warn().Err(err).Str(LogReason, reason).Str(LogClosedBy, by).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
 	default:
-		s.log.Error().Err(err).Str(LogReason, reason).Str(LogClosedBy, by).Msg("session ended by a protocol error; both connections closed")
+		s.log.Error().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended by a protocol error; both connections closed")
 	}
 	if err != nil {
 		s.metrics.protocolError(reason) // after the log line, as in ServeConn

@@ -650,7 +650,7 @@ func discard(c net.Conn) {
 
 // classify maps an error that ended a session to a protocol error reason,
 // or "" for an orderly end.
-func classify(err error) string {
+func classify(err error) Reason {
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, ErrSessionClosed):
 		return ""

@@ -31,7 +31,7 @@ type pipeRig struct {
 func newPipeRig(t *testing.T, cfg relay.Config) *pipeRig {
 	t.Helper()
 	pr := &pipeRig{t: t, vms: make(chan net.Conn, 4), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
-	cfg.DialVM = pr.dialVM
+	cfg.DialVM = relay.Plain(pr.dialVM)
 	cfg.Logger = zerolog.New(pr.logs)
 	cfg.Metrics = relay.NewMetrics(pr.reg)
 	pr.cfg = cfg
@@ -54,7 +54,7 @@ func (pr *pipeRig) dialVM(context.Context) (net.Conn, error) {
 
 // setDial replaces the server with one dialing the VM with dial.
 func (pr *pipeRig) setDial(dial func(context.Context) (net.Conn, error)) {
-	pr.cfg.DialVM = dial
+	pr.cfg.DialVM = relay.Plain(dial)
 	pr.srv = relay.NewServer(pr.cfg)
 }
 
@@ -390,7 +390,7 @@ func TestPeerResetAfterVMEnd(t *testing.T) {
 			if tc.wantLevel != "info" {
 				wantCount = 1
 			}
-			if n := counter(t, r.reg, "jdwpaccel_protocol_errors_total", relay.ReasonIO); n != wantCount {
+			if n := counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonIO)); n != wantCount {
 				t.Errorf("io errors counted = %v, want %v", n, wantCount)
 			}
 		})
@@ -412,7 +412,7 @@ func TestWriteTimeoutEndsSession(t *testing.T) {
 			t.Errorf("session ended after %v, want the 30 s write timeout", d)
 		}
 		pr.wg.Wait()
-		if n := counter(t, pr.reg, "jdwpaccel_protocol_errors_total", relay.ReasonWriteTimeout); n != 1 {
+		if n := counter(t, pr.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonWriteTimeout)); n != 1 {
 			t.Errorf("write timeouts counted = %v, want 1", n)
 		}
 		if logs := pr.logs.String(); !strings.Contains(logs, `"level":"warn"`) || !strings.Contains(logs, "write timeout") {

@@ -3,6 +3,7 @@ package speculator
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"os"
@@ -367,3 +368,6 @@ func (r *rig) waitStats(cond func(Stats) bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// be32 reads a big-endian int32 at the start of b.
+func be32(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }

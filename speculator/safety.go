@@ -36,11 +36,12 @@ import (
 const logOwnFor = 10 * time.Second
 
 // classFacts are class-lifetime facts from the VM's replies, used only to
-// check the IDs of speculative commands. Guarded by session.mu.
+// check the IDs of speculative commands. Part of facts, guarded by
+// session.mu; forgotten for a class when facts invalidates it.
 type classFacts struct {
-	fields map[uint64][]uint64      // class -> its declared field IDs
-	super  map[uint64]uint64        // class -> superclass (0: none)
-	vars   map[methodKey][]variable // (class, method) -> variable table
+	fields map[jdwp.ClassID][]jdwp.FieldID // class -> its declared field IDs
+	super  map[jdwp.ClassID]jdwp.ClassID   // class -> superclass (0: none)
+	vars   map[methodKey][]variable        // (class, method) -> variable table
 }
 
 // variable is one VariableTable entry.
@@ -52,11 +53,12 @@ type variable struct {
 }
 
 func newClassFacts() classFacts {
-	return classFacts{fields: map[uint64][]uint64{}, super: map[uint64]uint64{}, vars: map[methodKey][]variable{}}
+	return classFacts{fields: map[jdwp.ClassID][]jdwp.FieldID{}, super: map[jdwp.ClassID]jdwp.ClassID{},
+		vars: map[methodKey][]variable{}}
 }
 
 // forget drops what is known of class c (unloaded or redefined).
-func (cf *classFacts) forget(c uint64) {
+func (cf *classFacts) forget(c jdwp.ClassID) {
 	delete(cf.fields, c)
 	delete(cf.super, c)
 	for k := range cf.vars {
@@ -80,13 +82,14 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 		cf.reset()
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
+	pr := jdwp.NewBodyReader(params, sizes)
 	switch c {
 	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
-		class := readID(params, sizes.ReferenceTypeID)
+		class := pr.Class()
 		n := r.Count(sizes.FieldID + 4 + 4 + 4)
-		ids := make([]uint64, 0, n)
+		ids := make([]jdwp.FieldID, 0, n)
 		for i := 0; i < n && r.Err() == nil; i++ {
-			ids = append(ids, r.FieldID())
+			ids = append(ids, r.Field())
 			r.StringBytes()
 			r.StringBytes()
 			if c == jdwp.CmdReferenceTypeFieldsWithGeneric {
@@ -98,13 +101,13 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 			cf.fields[class] = ids
 		}
 	case jdwp.CmdClassTypeSuperclass:
-		class := readID(params, sizes.ReferenceTypeID)
-		sup := r.ReferenceTypeID()
+		class := pr.Class()
+		sup := r.Class()
 		if r.Err() == nil {
 			cf.super[class] = sup
 		}
 	case jdwp.CmdMethodVariableTable, jdwp.CmdMethodVariableTableWithGeneric:
-		mk := methodKey{class: readID(params, sizes.ReferenceTypeID), method: readID(params[sizes.ReferenceTypeID:], sizes.MethodID)}
+		mk := methodKey{class: pr.Class(), method: pr.Method()}
 		r.Int32() // argCnt
 		n := r.Count(8 + 4 + 4 + 4 + 4)
 		vars := make([]variable, 0, n)
@@ -130,7 +133,7 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 
 // fieldsOfType says whether every field ID in ids is declared by class t
 // or one of its known superclasses.
-func (cf *classFacts) fieldsOfType(t uint64, ids []uint64) bool {
+func (cf *classFacts) fieldsOfType(t jdwp.ClassID, ids []jdwp.FieldID) bool {
 	for _, f := range ids {
 		found := false
 		for c, hops := t, 0; c != 0 && hops < 64 && !found; hops++ {
@@ -162,7 +165,7 @@ func (cf *classFacts) fieldsOfType(t uint64, ids []uint64) bool {
 // slotsLive says whether every (slot, tag) pair is a variable of the
 // method live at code index idx, with a matching tag.
 func (cf *classFacts) slotsLive(loc jdwp.Location, slots []slotTag) bool {
-	vars, ok := cf.vars[methodKey{class: loc.Class, method: loc.Method}]
+	vars, ok := cf.vars[methodOf(loc)]
 	if !ok {
 		return false
 	}
@@ -192,42 +195,39 @@ func sameKind(sig, tag jdwp.Tag) bool {
 	return sig == tag || sig.IsObject() && tag.IsObject()
 }
 
-// safeToSend checks the IDs of speculation s against the rule above.
-func (ss *session) safeToSend(s *spec, sizes jdwp.IDSizes) bool {
-	params := s.key.Params()
+// safeToSend checks the IDs of speculation s against the rule above;
+// frames are the current stop's.
+func (f *facts) safeToSend(s *spec, frames map[jdwp.FrameID]frameInfo, sizes jdwp.IDSizes) bool {
+	r := jdwp.NewBodyReader(s.key.Params(), sizes)
 	switch s.key.Cmd() {
 	case jdwp.CmdObjectReferenceGetValues:
-		obj := readID(params, sizes.ObjectID)
-		t, ok := ss.objType[obj]
+		t, ok := f.objType[r.Object()]
 		if !ok {
 			return false
 		}
-		r := jdwp.NewBodyReader(params[sizes.ObjectID:], sizes)
 		n := r.Count(sizes.FieldID)
-		ids := ss.idBuf[:0]
+		ids := f.fieldBuf[:0]
 		for i := 0; i < n && r.Err() == nil; i++ {
-			ids = append(ids, r.FieldID())
+			ids = append(ids, r.Field())
 		}
-		ss.idBuf = ids
-		return r.Err() == nil && ss.facts.fieldsOfType(t, ids)
+		f.fieldBuf = ids
+		return r.Err() == nil && f.classes.fieldsOfType(t, ids)
 	case jdwp.CmdStackFrameGetValues, jdwp.CmdStackFrameThisObject:
-		thread := readID(params, sizes.ObjectID)
-		fr := readID(params[sizes.ObjectID:], sizes.FrameID)
-		fi, ok := ss.ep.frames[fr]
+		thread := r.Thread()
+		fi, ok := frames[r.Frame()]
 		if !ok || fi.thread != thread {
 			return false
 		}
 		if s.key.Cmd() == jdwp.CmdStackFrameThisObject {
 			return true
 		}
-		r := jdwp.NewBodyReader(params[sizes.ObjectID+sizes.FrameID:], sizes)
 		n := r.Count(5)
-		slots := ss.slotBuf[:0]
+		slots := f.slotBuf[:0]
 		for i := 0; i < n && r.Err() == nil; i++ {
 			slots = append(slots, slotTag{slot: r.Int32(), tag: jdwp.Tag(r.Uint8())})
 		}
-		ss.slotBuf = slots
-		return r.Err() == nil && ss.facts.slotsLive(fi.loc, slots)
+		f.slotBuf = slots
+		return r.Err() == nil && f.classes.slotsLive(fi.loc, slots)
 	}
 	info, ok := keyable.Lookup(s.key.Cmd())
 	return ok && info.Cacheable()

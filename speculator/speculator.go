@@ -27,6 +27,18 @@
 // in this session and valid for that command (field IDs of the object's own
 // class or its superclasses, frames of the current stop, live slots). The
 // rule is written out, and enforced just before sending, in safety.go.
+//
+// Shape: a session (session.go) is the relay.Interceptor glue over four
+// parts, each with its own type, invariants and file, all guarded by the
+// session's one lock: facts (facts.go, safety.go: invalidation
+// generations, suspension, class signatures, object types, the class facts
+// that speculative IDs are checked against), replyCache (cache.go: the
+// LRU within its byte budget), learner (learner.go: stops, templates,
+// learned parameters, usage gates) and dispatcher (dispatch.go: the
+// in-flight budget, the queue and the output to the VM). The prediction
+// rules (predict.go, predict_values.go) connect them. What each command
+// does to cached facts comes from keyable's table (keyable.Effect), and IDs
+// are typed (jdwp.ThreadID, jdwp.ClassID, ...; keyable.Subject).
 package speculator
 
 import (

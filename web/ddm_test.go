@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -23,7 +24,7 @@ type ddmVM struct {
 	rng *rand.Rand
 
 	mu      sync.Mutex // guards threads and nextID
-	threads []ddmtap.ThreadStat
+	threads []ddm.ThreadStat
 	nextID  uint32
 }
 
@@ -31,12 +32,12 @@ func newDDMVM(t testing.TB, mon *ddmtap.Monitor, seed uint64) *ddmVM {
 	return &ddmVM{t: t, mon: mon, rng: rand.New(rand.NewPCG(seed, 1)), nextID: 1}
 }
 
-func (v *ddmVM) send(p ddmtap.Payload) {
-	v.mon.HandleChunk(ddmtap.VMToHost, ddmtap.Chunk{Type: p.ChunkType(), Data: p.AppendData(nil)})
+func (v *ddmVM) send(p ddm.Payload) {
+	v.mon.HandleChunk(ddm.VMToHost, ddm.Chunk{Type: p.ChunkType(), Data: p.AppendData(nil)})
 }
 
 func (v *ddmVM) hello() {
-	v.send(ddmtap.Hello{ClientVersion: 1, PID: 31337, VMIdent: "Dalvik v2.1.0", AppName: "org.example.notes"})
+	v.send(ddm.Hello{ClientVersion: 1, PID: 31337, VMIdent: "Dalvik v2.1.0", AppName: "org.example.notes"})
 }
 
 // spawn announces a thread (THCR).
@@ -44,9 +45,9 @@ func (v *ddmVM) spawn(name string) {
 	v.mu.Lock()
 	id := v.nextID
 	v.nextID++
-	v.threads = append(v.threads, ddmtap.ThreadStat{ID: id, Status: 4, TID: 31337 + id*3, Daemon: id > 1})
+	v.threads = append(v.threads, ddm.ThreadStat{ID: id, Status: 4, TID: 31337 + id*3, Daemon: id > 1})
 	v.mu.Unlock()
-	v.send(ddmtap.ThreadName{T: ddmtap.TypeTHCR, ID: id, Name: name})
+	v.send(ddm.ThreadName{T: ddm.TypeTHCR, ID: id, Name: name})
 }
 
 // tick changes thread states and CPU times and sends a THST; every few
@@ -68,10 +69,10 @@ func (v *ddmVM) tick(n int) {
 		died = v.threads[8].ID
 		v.threads = append(v.threads[:8], v.threads[9:]...)
 	}
-	st := ddmtap.ThreadStatus{Threads: append([]ddmtap.ThreadStat(nil), v.threads...)}
+	st := ddm.ThreadStatus{Threads: append([]ddm.ThreadStat(nil), v.threads...)}
 	v.mu.Unlock()
 	if died != 0 {
-		v.send(ddmtap.U4{T: ddmtap.TypeTHDE, V: died})
+		v.send(ddm.U4{T: ddm.TypeTHDE, V: died})
 	}
 	if n%3 == 0 {
 		v.spawn(fmt.Sprintf("worker-%d", n))
@@ -90,8 +91,8 @@ func appendRuns(dst []byte, state uint8, units int) []byte {
 
 // heap sends HPIF and a whole heap walk, HPST, HPSG chunks, HPEN.
 func (v *ddmVM) heap() {
-	v.send(ddmtap.HeapInfo{Heaps: []ddmtap.HeapSummary{{HeapID: 1, TimeMs: time.Now().UnixMilli(), Reason: 3, MaxSize: 192 << 20, Size: 3 << 20, Allocated: 2 << 20, Objects: 21000}}})
-	v.send(ddmtap.U4{T: ddmtap.TypeHPST, V: 1})
+	v.send(ddm.HeapInfo{Heaps: []ddm.HeapSummary{{HeapID: 1, TimeMs: time.Now().UnixMilli(), Reason: 3, MaxSize: 192 << 20, Size: 3 << 20, Allocated: 2 << 20, Objects: 21000}}})
+	v.send(ddm.U4{T: ddm.TypeHPST, V: 1})
 	start := uint32(0x12c00000)
 	for range 6 {
 		var runs []byte
@@ -121,10 +122,10 @@ func (v *ddmVM) heap() {
 			runs = appendRuns(runs, state, n)
 			units += n
 		}
-		v.send(ddmtap.HeapSegment{T: ddmtap.TypeHPSG, HeapID: 1, Unit: 8, Start: start, Units: uint32(units), Runs: runs})
+		v.send(ddm.HeapSegment{T: ddm.TypeHPSG, HeapID: 1, Unit: 8, Start: start, Units: uint32(units), Runs: runs})
 		start += uint32(units * 8)
 	}
-	v.send(ddmtap.U4{T: ddmtap.TypeHPEN, V: 1})
+	v.send(ddm.U4{T: ddm.TypeHPEN, V: 1})
 }
 
 func TestDDMAdapter(t *testing.T) {
@@ -135,13 +136,13 @@ func TestDDMAdapter(t *testing.T) {
 		vm.spawn(n)
 	}
 	vm.tick(1)
-	vm.send(ddmtap.HeapInfo{Heaps: []ddmtap.HeapSummary{{HeapID: 1, TimeMs: 1, MaxSize: 100, Size: 80, Allocated: 20, Objects: 3}}})
-	vm.send(ddmtap.U4{T: ddmtap.TypeHPST, V: 1})
+	vm.send(ddm.HeapInfo{Heaps: []ddm.HeapSummary{{HeapID: 1, TimeMs: 1, MaxSize: 100, Size: 80, Allocated: 20, Objects: 3}}})
+	vm.send(ddm.U4{T: ddm.TypeHPST, V: 1})
 	// object 2 units, object 3 units (merged by the tap into one run),
 	// free 300 units (a partial run), byte[] 1 unit.
 	runs := appendRuns(appendRuns(appendRuns(appendRuns(nil, 0x01, 2), 0x01, 3), 0x00, 300), 0x11, 1)
-	vm.send(ddmtap.HeapSegment{T: ddmtap.TypeHPSG, HeapID: 1, Unit: 8, Start: 0x1000, Units: 306, Runs: runs})
-	vm.send(ddmtap.U4{T: ddmtap.TypeHPEN, V: 1})
+	vm.send(ddm.HeapSegment{T: ddm.TypeHPSG, HeapID: 1, Unit: 8, Start: 0x1000, Units: 306, Runs: runs})
+	vm.send(ddm.U4{T: ddm.TypeHPEN, V: 1})
 
 	src := &DDMSource{Monitors: func() []*ddmtap.Monitor { return []*ddmtap.Monitor{mon} },
 		SessionsFunc: func() []Session {

@@ -20,7 +20,7 @@ func TestSessionTracker(t *testing.T) {
 	dbgConn, dbgProxy := net.Pipe()
 	vmProxy, vmConn := net.Pipe()
 	srv := relay.NewServer(relay.Config{
-		DialVM:   func(context.Context) (net.Conn, error) { return vmProxy, nil },
+		DialVM:   relay.Plain(func(context.Context) (net.Conn, error) { return vmProxy, nil }),
 		Logger:   zerolog.Nop(),
 		NewHooks: func(*relay.Session) relay.Hooks { return relay.Hooks{Observers: []relay.Observer{tr}} },
 	})

@@ -66,6 +66,9 @@ func benchModes(list, journalPath string, cacheBytes int64, log zerolog.Logger) 
 			}}, nil
 		},
 	}
+	for name, mk := range adbBenchModes(log) {
+		all[name] = mk
+	}
 	modes = []bench.Mode{{Name: "direct", Direct: true}}
 	for _, n := range strings.Split(list, ",") {
 		n = strings.TrimSpace(n)
@@ -152,7 +155,7 @@ func progressBar(w io.Writer) func(done, total int, label string) {
 func cmdBench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
-	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate")
+	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
 	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap; profiles: jdb-min, idea-like, vscode-like)")
 	steps := fs.Int("steps", 8, "measured steps per cell (after the breakpoint stop and the warm-up steps)")

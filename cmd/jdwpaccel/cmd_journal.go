@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -225,7 +226,7 @@ func (pf *proxyFlags) openJournal(log zerolog.Logger, reg prometheus.Registerer)
 	v, _ := version()
 	j, err := journal.OpenFiles(journal.Options{
 		MaxBytes: pf.journalMax, RawLimit: pf.journalRaw, QueueSize: pf.journalQ,
-		Version: v, Logger: log.With().Str("component", "journal").Logger(), Registerer: reg,
+		Version: v, Logger: log.With().Str(relay.LogComponent, "journal").Logger(), Registerer: reg,
 	}, files...)
 	switch {
 	case errors.Is(err, journal.ErrUnknownFormat), errors.Is(err, journal.ErrSameFile):

@@ -68,7 +68,7 @@ func (f *ddmFlags) register(fs *flag.FlagSet) {
 }
 
 // setupDDM starts the DDM holder for the VM at vmAddr and wires it into cfg
-// (see wireDDM). The holder runs until ctx ends. With DDM disabled it
+// (cfg.DialVM dials through it). The holder runs until ctx ends. With DDM disabled it
 // changes nothing and returns nil.
 func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) *ddmtap.Holder {
 	if f.mode == ddmOff {
@@ -83,29 +83,9 @@ func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer
 		ReconnectDelay:   f.reconnect,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
-	wireDDM(h, cfg)
-	go h.Run(ctx) //nolint:errcheck // Run returns nil when ctx ends
+	cfg.DialVM = h.Dial // the held connection, with the DDM tap as its hooks
+	go h.Run(ctx)       //nolint:errcheck // Run returns nil when ctx ends
 	return h
-}
-
-// wireDDM makes cfg use the holder h: cfg.DialVM hands the held VM
-// connection to each debugger (cfg.VMHandshakeDone becomes true) and
-// cfg.NewHooks gets the DDM interceptor first, ahead of whatever hooks cfg
-// already had, so that the proxy's own DDM traffic is consumed before other
-// interceptors see it.
-func wireDDM(h *ddmtap.Holder, cfg *relay.Config) {
-	cfg.DialVM = h.DialVM
-	cfg.VMHandshakeDone = true
-	prev := cfg.NewHooks
-	cfg.NewHooks = func(s *relay.Session) relay.Hooks {
-		hooks := h.Hooks(s)
-		if prev != nil {
-			more := prev(s)
-			hooks.Interceptors = append(hooks.Interceptors, more.Interceptors...)
-			hooks.Observers = append(hooks.Observers, more.Observers...)
-		}
-		return hooks
-	}
 }
 
 // vmMonitors are the DDM monitors of the VMs discovery found, by VM key
@@ -177,7 +157,7 @@ func newDDMVMs(f ddmFlags, reg prometheus.Registerer) *ddmVMs {
 }
 
 // start creates vm's holder dialling with dial, wires it into cfg (see
-// wireDDM), registers its monitor and runs it until ctx ends. stop ends
+// cfg.DialVM), registers its monitor and runs it until ctx ends. stop ends
 // the holder (disabling the DDM features it enabled on a held connection
 // and closing it), waits for it and unregisters the monitor; call it once
 // the VM's relay server has returned. start returns a no-op stop and leaves
@@ -200,7 +180,7 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 		ReconnectDelay:   d.flags.reconnect,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
-	wireDDM(h, cfg)
+	cfg.DialVM = h.Dial // the held connection, with the DDM tap as its hooks
 	d.mons.add(vm.Key, h.Monitor())
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -245,7 +225,7 @@ func cmdFakeVM(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&waitDbg, "wait-for-debugger", false, "announce WAIT until a debugger (non-DDM packet) arrives")
 	lf.register(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: jdwpaccel fakevm [flags]\n\nServe a fake DDM-speaking VM (no real Dalvik/ART) for demos and benchmarks.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel fakevm [flags]\n\nServe a fake DDM-speaking VM (no real Dalvik/ART) for demos and benchmarks.\n\nIt answers DDM and only a few VirtualMachine commands (Version, IDSizes, AllThreads,\nSuspend, Resume, Dispose): it is for the DDM monitor and the live page, not for a debugger.\nA JDI debugger such as jdb cannot attach to it (jdb fails at attach with\nUnsupportedOperationException); debug a real JVM or Android app instead.\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), fakeVMExamples)
 	}

@@ -286,7 +286,6 @@ func demoKeep(ctx context.Context, out io.Writer, self string, build *javavm.Bui
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 	cfg := st.cfg
 	cfg.DialVM = relay.DialTCP(lk.Addr().String())
-	cfg.VMHandshakeDone = false
 	cfg.NewHooks = hooks
 	if err := relay.NewServer(cfg).Serve(ctx, ln); err != nil {
 		return exitError

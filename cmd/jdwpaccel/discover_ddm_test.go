@@ -293,8 +293,8 @@ func TestDDMVMsStart(t *testing.T) {
 		vm := discover.VM{Key: c.kind + ":1", Kind: c.kind, Dial: dial}
 		var cfg relay.Config
 		stop := d.start(context.Background(), vm, dial, &cfg)
-		if got := len(d.mons.List()) == 1; got != c.want || cfg.VMHandshakeDone != c.want || (cfg.NewHooks != nil) != c.want {
-			t.Errorf("%s: holder %v (handshake done %v), want %v", c.kind, got, cfg.VMHandshakeDone, c.want)
+		if got := len(d.mons.List()) == 1; got != c.want || (cfg.DialVM != nil) != c.want {
+			t.Errorf("%s: holder %v (dialling through it %v), want %v", c.kind, got, cfg.DialVM != nil, c.want)
 		}
 		stop()
 		if n := len(d.mons.List()); n != 0 {

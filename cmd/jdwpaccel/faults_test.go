@@ -1098,9 +1098,9 @@ func (d *debugger) getAll(array uint64) uint32 {
 // by doubling as the bytes arrived, so the earlier steps (64 MiB, then 32,
 // 16, ...) may still be uncollected garbage beside it: at most 100 + 64 +
 // 64 MiB. Measured: 164 to 196 MiB, 1.64× to 1.96× the reply (264 MiB,
-// 2.6×, when the writer copied the packet). The bound is 2.5× the reply
-// without the speculator; another copy of the whole reply (by a hook
-// keeping it, say) breaks it. The debugger here
+// 2.6×, when the writer copied the packet). The bound is 2.5× the reply;
+// another copy of the whole reply (by a hook keeping it, say) breaks it.
+// The debugger here
 // streams the reply (its jdwp.Reader skips it), so its own memory is not
 // counted.
 func TestFault100MBReply(t *testing.T) {
@@ -1141,13 +1141,10 @@ func TestFault100MBReply(t *testing.T) {
 		flags []string
 		bound int64 // in bytes
 	}{
-		// The speculator may copy the reply to cache it (speculator's
-		// session.store copies any storable reply, then evicts entries
-		// until the cache is under its 64 MiB bound: all of them, this
-		// one too): one more reply's worth, seen once in several runs
-		// (264 MiB). The bound allows for it until store refuses replies
-		// above the cache's bound.
-		{"128 MiB maximum: relayed", nil, 7 * replyLen / 2},
+		// With the speculator, which must not copy a reply above a quarter
+		// of its cache's budget (before it did, one run in several peaked
+		// at 264 MiB), and without.
+		{"128 MiB maximum: relayed", nil, 5 * replyLen / 2},
 		{"128 MiB maximum: relayed, no speculator", []string{"--speculate=false"}, 5 * replyLen / 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {

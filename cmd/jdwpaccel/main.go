@@ -39,6 +39,8 @@ func subcommands() []subcommand {
 		{"demo", "step a bundled deep program over a slow link, directly and through jdwpaccel", cmdDemo},
 		{"bench", "measure step times directly and through jdwpaccel over emulated links", cmdBench},
 		{"link", "emulate a slow link (RTT, jitter, bandwidth) in front of a TCP service", cmdLink},
+		{"adb", "front the adb server: accelerate the JDWP streams of Android Studio and adb tools", cmdADB},
+		{"fakedevice", "serve a fake Android device that a real adb server accepts (adb connect)", cmdFakeDevice},
 		{"fakevm", "serve a fake DDM VM (design2007, dalvik or art) for demos and tests", cmdFakeVM},
 		{"journal", "show or summarise a journal written by proxy --journal", cmdJournal},
 		{"vms", "list the VMs a running proxy found (--vm scan: or adb:)", cmdVMs},

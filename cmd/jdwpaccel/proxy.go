@@ -113,7 +113,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 			return nil, usageError{err}
 		}
 		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT},
-			log.With().Str("component", "speculator").Logger(), speculator.NewMetrics(st.reg))
+			log.With().Str(relay.LogComponent, "speculator").Logger(), speculator.NewMetrics(st.reg))
 	}
 	j, err := pf.openJournal(log, st.reg)
 	if err != nil {

@@ -70,12 +70,6 @@ func newWireCheck(t *testing.T, vmAddr string) *wireCheck {
 
 func (w *wireCheck) Addr() string { return w.ln.Addr().String() }
 
-func (w *wireCheck) problem(format string, args ...any) {
-	w.mu.Lock()
-	w.problems = append(w.problems, fmt.Sprintf(format, args...))
-	w.mu.Unlock()
-}
-
 func (w *wireCheck) serve(c net.Conn) {
 	defer c.Close()
 	vm, err := net.Dial("tcp", w.vm)

@@ -52,7 +52,7 @@ func newVMManager(spec string, vf vmFlags, selected net.Listener, serve discover
 		ScanInterval: vf.scanInterval,
 		ConnectProbe: vf.connectProbe,
 		ADBAddr:      vf.adbServer,
-		Logger:       log.With().Str("component", "discover").Logger(),
+		Logger:       log.With().Str(relay.LogComponent, "discover").Logger(),
 	})
 	if err != nil {
 		return nil, err
@@ -75,23 +75,18 @@ func newVMManager(spec string, vf vmFlags, selected net.Listener, serve discover
 // base's settings (its DialVM is replaced by the VM's). vmOf, if not nil,
 // learns which VM each session serves (for the session list). ddm, if not
 // nil, gives each VM its own DDM holder and monitor for the VM's lifetime:
-// the VM's debuggers get the held connection (see wireDDM).
+// the VM's debuggers get the held connection (see ddmVMs.start).
 func relayServeFunc(base relay.Config, vmOf *sessionVMs, ddm *ddmVMs) discover.ServeFunc {
 	return func(ctx context.Context, vm discover.VM, dial discover.DialFunc, ln net.Listener) error {
 		cfg := base
-		cfg.DialVM = dial
+		cfg.DialVM = relay.Plain(dial)
 		cfg.Logger = base.Logger.With().Str(discover.LogVMKey, vm.Key).Logger()
 		if vmOf != nil {
-			prev := base.NewHooks
-			cfg.NewHooks = func(s *relay.Session) relay.Hooks {
+			cfg.NewHooks = relay.ChainHooks(base.NewHooks, func(s *relay.Session) relay.Hooks {
 				vmOf.tag(s, vm.Key)
-				var h relay.Hooks
-				if prev != nil {
-					h = prev(s)
-				}
-				h.Observers = append(h.Observers, vmOf) // last, to untag after the others ended the session
-				return h
-			}
+				// last, to untag after the others ended the session
+				return relay.Hooks{Observers: []relay.Observer{vmOf}}
+			})
 		}
 		if ddm != nil {
 			stop := ddm.start(ctx, vm, dial, &cfg)

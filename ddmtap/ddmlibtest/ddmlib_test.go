@@ -138,7 +138,7 @@ func startProxy(t *testing.T, vmAddr string) (*ddmtap.Monitor, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relay.NewServer(relay.Config{DialVM: h.DialVM, VMHandshakeDone: true, NewHooks: h.Hooks, Logger: zerolog.Nop()})
+	srv := relay.NewServer(relay.Config{DialVM: h.Dial, Logger: zerolog.Nop()})
 	sdone := make(chan struct{})
 	go func() { srv.Serve(ctx, ln); close(sdone) }()
 	t.Cleanup(func() { cancel(); <-sdone; <-hdone })

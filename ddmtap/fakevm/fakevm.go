@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/rs/zerolog"
 )
@@ -357,13 +357,13 @@ func (vc *vmConn) send(p jdwp.Packet) {
 }
 
 // chunk sends a VM-originated DDM chunk; vm.mu must be held.
-func (vm *VM) chunk(vc *vmConn, p ddmtap.Payload) {
+func (vm *VM) chunk(vc *vmConn, p ddm.Payload) {
 	vc.nextID++
 	id := 0x10000000 + vc.nextID
 	if vm.cfg.Profile == ART {
 		id = 0x80000000 | vc.nextID
 	}
-	vc.send(ddmtap.AppendCommand(nil, id, p))
+	vc.send(ddm.AppendCommand(nil, id, p))
 }
 
 func (vm *VM) jdwpCommand(vc *vmConn, p jdwp.Packet) {
@@ -412,7 +412,7 @@ var errNoHandler = errors.New("no handler")
 // ddm handles a (199,1) command: the first chunk only, like every VM.
 // It returns false when the VM exits (EXIT).
 func (vm *VM) ddm(vc *vmConn, p jdwp.Packet) bool {
-	it := ddmtap.NewChunks(p.Body())
+	it := ddm.NewChunks(p.Body())
 	c, ok := it.Next()
 	if !ok {
 		vm.nullReply(vc, p.ID())
@@ -423,12 +423,12 @@ func (vm *VM) ddm(vc *vmConn, p jdwp.Packet) bool {
 	reply, err := vm.handle(vc, c)
 	vm.mu.Unlock()
 	switch {
-	case c.Type == ddmtap.TypeEXIT && err == nil:
+	case c.Type == ddm.TypeEXIT && err == nil:
 		return false
 	case err != nil || reply == nil:
 		vm.nullReply(vc, p.ID())
 	default:
-		vc.send(ddmtap.AppendReply(nil, p.ID(), reply))
+		vc.send(ddm.AppendReply(nil, p.ID(), reply))
 	}
 	return true
 }
@@ -448,23 +448,23 @@ func (vm *VM) nullReply(vc *vmConn, id uint32) {
 
 // handle runs a DDM request; vm.mu is held. It returns the reply chunk,
 // nil for a null result, or errNoHandler.
-func (vm *VM) handle(vc *vmConn, c ddmtap.Chunk) (ddmtap.Payload, error) {
+func (vm *VM) handle(vc *vmConn, c ddm.Chunk) (ddm.Payload, error) {
 	prof := vm.cfg.Profile
 	switch c.Type {
-	case ddmtap.TypeHELO:
+	case ddm.TypeHELO:
 		if vm.waiting {
-			vm.chunk(vc, ddmtap.U1{T: ddmtap.TypeWAIT, V: 0})
+			vm.chunk(vc, ddm.U1{T: ddm.TypeWAIT, V: 0})
 		}
 		return vm.hello(), nil
-	case ddmtap.TypeFEAT:
+	case ddm.TypeFEAT:
 		switch prof {
 		case Dalvik:
-			return ddmtap.StringList{T: ddmtap.TypeFEAT, Items: []string{"hprof-heap-dump-streaming", "hprof-heap-dump", "method-trace-profiling-streaming", "method-trace-profiling"}}, nil
+			return ddm.StringList{T: ddm.TypeFEAT, Items: []string{"hprof-heap-dump-streaming", "hprof-heap-dump", "method-trace-profiling-streaming", "method-trace-profiling"}}, nil
 		case ART:
-			return ddmtap.StringList{T: ddmtap.TypeFEAT, Items: []string{"hprof-heap-dump-streaming", "hprof-heap-dump", "method-sample-profiling", "method-trace-profiling-streaming", "method-trace-profiling", "view-hierarchy"}}, nil
+			return ddm.StringList{T: ddm.TypeFEAT, Items: []string{"hprof-heap-dump-streaming", "hprof-heap-dump", "method-sample-profiling", "method-trace-profiling-streaming", "method-trace-profiling", "view-hierarchy"}}, nil
 		}
 		return nil, errNoHandler
-	case ddmtap.TypeTHEN:
+	case ddm.TypeTHEN:
 		if len(c.Data) < 1 {
 			return nil, errNoHandler
 		}
@@ -472,42 +472,42 @@ func (vm *VM) handle(vc *vmConn, c ddmtap.Chunk) (ddmtap.Payload, error) {
 		if vc.notify {
 			for _, id := range vm.threadIDs() {
 				t := vm.threads[id]
-				vm.chunk(vc, ddmtap.ThreadName{T: ddmtap.TypeTHCR, ID: t.id, Name: t.name})
+				vm.chunk(vc, ddm.ThreadName{T: ddm.TypeTHCR, ID: t.id, Name: t.name})
 			}
 		}
 		return nil, nil
-	case ddmtap.TypeTHST:
+	case ddm.TypeTHST:
 		return vm.threadStatus(), nil
-	case ddmtap.TypeSTKL:
+	case ddm.TypeSTKL:
 		if len(c.Data) < 4 || prof == Design2007 {
 			return nil, errNoHandler
 		}
 		id := uint32(c.Data[0])<<24 | uint32(c.Data[1])<<16 | uint32(c.Data[2])<<8 | uint32(c.Data[3])
 		if vm.threads[id] == nil {
-			return ddmtap.Fail{Code: 1, Message: "Stack trace unavailable"}, nil
+			return ddm.Fail{Code: 1, Message: "Stack trace unavailable"}, nil
 		}
-		return ddmtap.StackTrace{ThreadID: id, Frames: []ddmtap.StackFrame{
+		return ddm.StackTrace{ThreadID: id, Frames: []ddm.StackFrame{
 			{Class: "java.lang.Object", Method: "wait", Line: -2},
 			{Class: "com.example.fake.Worker", Method: "run", File: "Worker.java", Line: 42},
 		}}, nil
-	case ddmtap.TypeHPGC:
+	case ddm.TypeHPGC:
 		vm.gc(vc)
 		return nil, nil
-	case ddmtap.TypeEXIT:
+	case ddm.TypeEXIT:
 		return nil, nil
-	case ddmtap.TypeMPRQ:
+	case ddm.TypeMPRQ:
 		if prof == Design2007 {
 			return nil, errNoHandler
 		}
-		return ddmtap.U1{T: ddmtap.TypeMPRQ, V: 0}, nil // no method profiling running
+		return ddm.U1{T: ddm.TypeMPRQ, V: 0}, nil // no method profiling running
 	}
 	if prof == ART {
 		return nil, errNoHandler // Android 12+: no heap, allocation or HPROF handlers
 	}
 	switch c.Type {
-	case ddmtap.TypeHPIF:
+	case ddm.TypeHPIF:
 		if len(c.Data) < 1 || c.Data[0] > 3 {
-			return ddmtap.Fail{Code: 1, Message: "Unsupported HPIF what"}, nil
+			return ddm.Fail{Code: 1, Message: "Unsupported HPIF what"}, nil
 		}
 		if c.Data[0] == 1 {
 			vm.chunk(vc, vm.heapInfo(1))
@@ -515,11 +515,11 @@ func (vm *VM) handle(vc *vmConn, c ddmtap.Chunk) (ddmtap.Payload, error) {
 			vc.hpifWhen = c.Data[0]
 		}
 		return nil, nil
-	case ddmtap.TypeHPSG, ddmtap.TypeNHSG:
+	case ddm.TypeHPSG, ddm.TypeNHSG:
 		if len(c.Data) < 2 || c.Data[0] > 1 || c.Data[1] > 1 {
-			return ddmtap.Fail{Code: 1, Message: "Unsupported " + c.Type.String() + " what/when"}, nil
+			return ddm.Fail{Code: 1, Message: "Unsupported " + c.Type.String() + " what/when"}, nil
 		}
-		if c.Type == ddmtap.TypeHPSG {
+		if c.Type == ddm.TypeHPSG {
 			vc.hpsgWhen, vc.hpsgWhat = c.Data[0], c.Data[1]
 		} else {
 			vc.nhsgWhen = c.Data[0]
@@ -530,27 +530,27 @@ func (vm *VM) handle(vc *vmConn, c ddmtap.Chunk) (ddmtap.Payload, error) {
 		return nil, errNoHandler
 	}
 	switch c.Type {
-	case ddmtap.TypeREAE:
+	case ddm.TypeREAE:
 		if len(c.Data) > 0 {
 			vc.allocTrak = c.Data[0] != 0
 		}
 		return nil, nil
-	case ddmtap.TypeREAQ:
+	case ddm.TypeREAQ:
 		b := uint8(0)
 		if vc.allocTrak {
 			b = 1
 		}
-		return ddmtap.U1{T: ddmtap.TypeREAQ, V: b}, nil
-	case ddmtap.TypeREAL:
-		return ddmtap.Allocations{Entries: []ddmtap.Allocation{
-			{Size: 24, TID: 1, Class: "Ljava/lang/String;", Frames: []ddmtap.AllocFrame{{Class: "Lcom/example/fake/Worker;", Method: "run", File: "Worker.java", Line: 42}}},
+		return ddm.U1{T: ddm.TypeREAQ, V: b}, nil
+	case ddm.TypeREAL:
+		return ddm.Allocations{Entries: []ddm.Allocation{
+			{Size: 24, TID: 1, Class: "Ljava/lang/String;", Frames: []ddm.AllocFrame{{Class: "Lcom/example/fake/Worker;", Method: "run", File: "Worker.java", Line: 42}}},
 		}}, nil
 	}
 	return nil, errNoHandler
 }
 
-func (vm *VM) hello() ddmtap.Hello {
-	h := ddmtap.Hello{ClientVersion: 1, PID: vm.cfg.PID, AppName: vm.cfg.AppName}
+func (vm *VM) hello() ddm.Hello {
+	h := ddm.Hello{ClientVersion: 1, PID: vm.cfg.PID, AppName: vm.cfg.AppName}
 	switch vm.cfg.Profile {
 	case Design2007:
 		h.VMIdent = "Dalvik v0.9"
@@ -564,17 +564,17 @@ func (vm *VM) hello() ddmtap.Hello {
 	return h
 }
 
-func (vm *VM) threadStatus() ddmtap.ThreadStatus {
-	ts := ddmtap.ThreadStatus{Design: vm.cfg.Profile == Design2007}
+func (vm *VM) threadStatus() ddm.ThreadStatus {
+	ts := ddm.ThreadStatus{Design: vm.cfg.Profile == Design2007}
 	for _, id := range vm.threadIDs() {
 		t := vm.threads[id]
-		ts.Threads = append(ts.Threads, ddmtap.ThreadStat{ID: t.id, Status: t.status, TID: t.tid, UTime: t.utime, STime: t.stime, Daemon: t.daemon})
+		ts.Threads = append(ts.Threads, ddm.ThreadStat{ID: t.id, Status: t.status, TID: t.tid, UTime: t.utime, STime: t.stime, Daemon: t.daemon})
 	}
 	return ts
 }
 
 // heapInfo summarises the current heap; vm.mu is held.
-func (vm *VM) heapInfo(reason uint8) ddmtap.HeapInfo {
+func (vm *VM) heapInfo(reason uint8) ddm.HeapInfo {
 	var size, alloc, objs uint32
 	for _, e := range vm.heap() {
 		size += e.Units * 8
@@ -583,7 +583,7 @@ func (vm *VM) heapInfo(reason uint8) ddmtap.HeapInfo {
 			objs++
 		}
 	}
-	return ddmtap.HeapInfo{Heaps: []ddmtap.HeapSummary{{
+	return ddm.HeapInfo{Heaps: []ddm.HeapSummary{{
 		HeapID: 1, TimeMs: vm.cfg.Now().UnixMilli(), Reason: reason,
 		MaxSize: 256 << 20, Size: size, Allocated: alloc, Objects: objs,
 	}}}
@@ -627,16 +627,16 @@ func appendRuns(dst []byte, e Element) []byte {
 // walk sends HPST, segment chunks and HPEN for the Java heap (or the
 // NHxx family for the native heap); vm.mu is held.
 func (vm *VM) walk(vc *vmConn, native bool) {
-	st, seg, en := ddmtap.TypeHPST, ddmtap.TypeHPSG, ddmtap.TypeHPEN
+	st, seg, en := ddm.TypeHPST, ddm.TypeHPSG, ddm.TypeHPEN
 	if native {
-		st, seg, en = ddmtap.TypeNHST, ddmtap.TypeNHSG, ddmtap.TypeNHEN
+		st, seg, en = ddm.TypeNHST, ddm.TypeNHSG, ddm.TypeNHEN
 	} else if vc.hpsgWhat == 1 {
-		seg = ddmtap.TypeHPSO
+		seg = ddm.TypeHPSO
 	}
 	heapID := uint32(1)
-	vm.chunk(vc, ddmtap.U4{T: st, V: heapID})
+	vm.chunk(vc, ddm.U4{T: st, V: heapID})
 	if native && vm.cfg.Profile != Design2007 && vm.cfg.Profile != Dalvik {
-		vm.chunk(vc, ddmtap.U4{T: en, V: heapID})
+		vm.chunk(vc, ddm.U4{T: en, V: heapID})
 		return
 	}
 	elems := vm.heap()
@@ -646,7 +646,7 @@ func (vm *VM) walk(vc *vmConn, native bool) {
 		elems = []Element{{State: 7<<3 | 1, Units: 512}, {State: 0, Units: 64}, {State: 7<<3 | 1, Units: 40}}
 	}
 	addr := base
-	cur := ddmtap.HeapSegment{T: seg, HeapID: heapID, Unit: 8, Start: addr}
+	cur := ddm.HeapSegment{T: seg, HeapID: heapID, Unit: 8, Start: addr}
 	flush := func() {
 		if len(cur.Runs) > 0 {
 			vm.chunk(vc, cur)
@@ -654,16 +654,16 @@ func (vm *VM) walk(vc *vmConn, native bool) {
 	}
 	for _, e := range elems {
 		runs := appendRuns(nil, e)
-		if ddmtap.SegmentHeaderSize+len(cur.Runs)+len(runs) > maxSegmentData {
+		if ddm.SegmentHeaderSize+len(cur.Runs)+len(runs) > maxSegmentData {
 			flush()
-			cur = ddmtap.HeapSegment{T: seg, HeapID: heapID, Unit: 8, Start: addr}
+			cur = ddm.HeapSegment{T: seg, HeapID: heapID, Unit: 8, Start: addr}
 		}
 		cur.Runs = append(cur.Runs, runs...)
 		cur.Units += e.Units
 		addr += e.Units * 8
 	}
 	flush()
-	vm.chunk(vc, ddmtap.U4{T: en, V: heapID})
+	vm.chunk(vc, ddm.U4{T: en, V: heapID})
 }
 
 // gc runs a collection: heap notifications as configured; vm.mu is held.
@@ -745,34 +745,17 @@ func (vm *VM) Churn() {
 		id := ids[vm.rnd.IntN(len(ids))]
 		delete(vm.threads, id)
 		if notify {
-			vm.chunk(vc, ddmtap.U4{T: ddmtap.TypeTHDE, V: id})
+			vm.chunk(vc, ddm.U4{T: ddm.TypeTHDE, V: id})
 		}
 		return
 	}
 	vm.objCount++
 	t := vm.addThread(fmt.Sprintf("Worker-%d", vm.objCount), vm.rnd.IntN(2) == 0)
 	if notify {
-		vm.chunk(vc, ddmtap.ThreadName{T: ddmtap.TypeTHCR, ID: t.id, Name: t.name})
+		vm.chunk(vc, ddm.ThreadName{T: ddm.TypeTHCR, ID: t.id, Name: t.name})
 		if vm.cfg.Profile == ART && vm.rnd.IntN(3) == 0 {
 			t.name += " (renamed)"
-			vm.chunk(vc, ddmtap.ThreadName{T: ddmtap.TypeTHNM, ID: t.id, Name: t.name})
+			vm.chunk(vc, ddm.ThreadName{T: ddm.TypeTHNM, ID: t.id, Name: t.name})
 		}
-	}
-}
-
-// SetAppName renames the app and sends APNM if a connection is up.
-func (vm *VM) SetAppName(name string) {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	vm.cfg.AppName = name
-	if vc := vm.conn; vc != nil {
-		a := ddmtap.AppName{Name: name}
-		switch vm.cfg.Profile {
-		case Dalvik:
-			a.Optional = 1
-		case ART:
-			a.Optional, a.PackageName = 2, name
-		}
-		vm.chunk(vc, a)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // These tests check the fake VM's bytes against fixtures written by hand
 // from the reference's layout tables (ddm-protocol.md §1.1, §2, §4), not
-// through the ddmtap codec.
+// through the ddm codec.
 
 func unhex(t *testing.T, s string) []byte {
 	t.Helper()

@@ -1,22 +1,4 @@
-// Package ddmtap owns the proxy's DDM (Dalvik Debug Monitor) side: the chunk
-// codec for JDWP command set 199 (every chunk type of
-// shared/reference/ddm-protocol.md, UTF-16 strings, several chunks per
-// packet, ZLIB-wrapped chunks), the per-VM Monitor (identity, thread table,
-// heap summaries and heap maps with DDMS-style statistics), the DDM client
-// that pairs its own requests with their replies by packet ID, the Holder
-// that keeps a VM connection for monitoring while no debugger is attached
-// and hands it, untouched, to the next debugger, and the relay.Interceptor
-// that keeps DDM running alongside a debugger session.
-//
-// Packets are JDWP (199,1) commands in both directions; DDM replies carry no
-// chunk type in the JDWP header and are paired through pending IDs.
-//
-// The rule for what the proxy sends on its own: DDM only to a VM known to
-// speak it (found through adb, --ddm=force, or whose reply to the
-// debugger's own VirtualMachine.Version names an Android runtime), never to
-// HotSpot (command set 199 can crash it) or an unknown VM, and nothing else
-// at all (see link.begin).
-package ddmtap
+package ddm
 
 import (
 	"bytes"
@@ -25,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
@@ -35,7 +18,7 @@ type Type uint32
 // MakeType returns the Type spelled by s (four characters).
 func MakeType(s string) Type {
 	if len(s) != 4 {
-		panic("ddmtap: chunk type must be 4 characters: " + s) // programming error, constants only
+		panic("ddm: chunk type must be 4 characters: " + s) // programming error, constants only
 	}
 	return Type(binary.BigEndian.Uint32([]byte(s)))
 }
@@ -100,7 +83,7 @@ var (
 	TypeDTRC = MakeType("DTRC")
 )
 
-// knownTypes is the closed set of chunk types used as metric labels.
+// knownTypes is the reference catalogue, in its order.
 var knownTypes = []Type{
 	TypeHELO, TypeFEAT, TypeAPNM, TypeWAIT, TypeEXIT, TypeSTAG, TypeARTT, TypeTEST,
 	TypeTHEN, TypeTHCR, TypeTHDE, TypeTHNM, TypeTHST, TypeSTKL,
@@ -109,6 +92,10 @@ var knownTypes = []Type{
 	TypeMPRS, TypeMPRE, TypeMPSS, TypeMPSE, TypeSPSS, TypeSPSE, TypeMPRQ,
 	TypeVULW, TypeVURT, TypeVUOP, TypeVUGL, TypeFAIL, TypeZLIB, TypeDBGD, TypeDTRC,
 }
+
+// KnownTypes returns the chunk types of the reference catalogue, in a fixed
+// order (a closed set, fit for metric labels).
+func KnownTypes() []Type { return slices.Clone(knownTypes) }
 
 // Known reports whether t is in the reference catalogue.
 func (t Type) Known() bool {
@@ -132,13 +119,13 @@ type Chunk struct {
 // Codec errors. Decoders wrap one of these; none is fatal to a session.
 var (
 	// ErrMalformed is a chunk whose data does not match its layout.
-	ErrMalformed = errors.New("ddmtap: malformed chunk")
+	ErrMalformed = errors.New("ddm: malformed chunk")
 	// ErrChunkLength is a chunk header whose length exceeds the packet.
-	ErrChunkLength = errors.New("ddmtap: chunk length beyond the packet")
+	ErrChunkLength = errors.New("ddm: chunk length beyond the packet")
 	// ErrNotDDM is a packet that is not a (199,1) command or a reply body.
-	ErrNotDDM = errors.New("ddmtap: not a DDM packet")
+	ErrNotDDM = errors.New("ddm: not a DDM packet")
 	// ErrTooLarge is a ZLIB chunk that inflates beyond MaxInflated.
-	ErrTooLarge = errors.New("ddmtap: inflated chunk too large")
+	ErrTooLarge = errors.New("ddm: inflated chunk too large")
 )
 
 // Chunks iterates over the chunks of a DDM payload defensively (§1.3):
@@ -184,13 +171,6 @@ func FirstType(payload []byte) (Type, bool) {
 	return Type(binary.BigEndian.Uint32(payload)), true
 }
 
-// AppendChunk appends a chunk header and data to dst.
-func AppendChunk(dst []byte, t Type, data []byte) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, uint32(t))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(data)))
-	return append(dst, data...)
-}
-
 // Payload is a decoded chunk that can encode itself.
 type Payload interface {
 	// ChunkType is the type this payload is sent as.
@@ -233,8 +213,8 @@ func AppendReply(dst []byte, id uint32, ps ...Payload) jdwp.Packet {
 	return jdwp.Packet(dst[start:])
 }
 
-// IsDDMCommand reports whether p is a (199,1) command packet.
-func IsDDMCommand(p jdwp.Packet) bool {
+// IsCommand reports whether p is a (199,1) command packet.
+func IsCommand(p jdwp.Packet) bool {
 	return len(p) >= jdwp.HeaderSize && !p.IsReply() && p.Cmd() == jdwp.CmdDDMChunk
 }
 

@@ -1,4 +1,4 @@
-package ddmtap
+package ddm
 
 import (
 	"encoding/binary"
@@ -507,7 +507,7 @@ func DecodeHeapSegment(t Type, data []byte) (HeapSegment, error) {
 	s.Runs = data[SegmentHeaderSize:]
 	var units uint64
 	var err error
-	s.Elements, units, err = walkRuns(s.Runs, nil)
+	s.Elements, units, err = WalkRuns(s.Runs, nil)
 	if err != nil {
 		return HeapSegment{}, fmt.Errorf("%w: %s: %v", ErrMalformed, t, err)
 	}

@@ -1,4 +1,4 @@
-package ddmtap
+package ddm
 
 import (
 	"encoding/binary"

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jdwpaccel/jdwpaccel/adbfront"
+	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/jdwpaccel/jdwpaccel/web"
+	"github.com/rs/zerolog"
+)
+
+// adbFlags are the flags of "jdwpaccel adb"; the relay's settings live in
+// a proxyFlags so that buildStack wires them as for the proxy.
+type adbFlags struct {
+	pf       proxyFlags
+	upstream string
+	ddm      bool
+}
+
+func (a *adbFlags) register(fs *flag.FlagSet) {
+	p := &a.pf
+	fs.StringVar(&p.listen, "listen", "127.0.0.1:5038", "where adb clients connect (adb -P PORT, ANDROID_ADB_SERVER_PORT=PORT, Android Studio's manually managed adb server port), `ADDR`")
+	fs.StringVar(&a.upstream, "upstream", "127.0.0.1:5037", "the real adb server, `HOST:PORT`")
+	fs.BoolVar(&p.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (anyone who connects controls the devices)")
+	fs.StringVar(&p.httpAddr, "http-addr", vmsDefaultHTTPAddr, "serve the live monitor page, JSON API and /metrics at http://`ADDR`/ (empty: off)")
+	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics alone at http://`ADDR`/metrics")
+	fs.IntVar(&p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest JDWP packet accepted from either peer, in `bytes`")
+	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure pass-through")
+	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
+	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts")
+	fs.Var(&p.journalList, "journal", "write a journal of every JDWP stream to `PATH` (.jsonl, .perfetto.json, .pcapng); repeatable")
+	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format`: jsonl, perfetto or pcapng (default: from the extension)")
+	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
+	fs.IntVar(&p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (negative: none)")
+	fs.IntVar(&p.journalQ, "journal-queue", 8192, "journal records buffered between the relay and the file")
+	fs.BoolVar(&a.ddm, "ddm", true, "decode the DDM traffic of the JDWP streams (Android Studio's own thread and heap requests) into the live page; the front never sends DDM itself")
+	p.log.register(fs)
+}
+
+const adbExamples = `
+Examples:
+  # the real adb server stays on 5037; the front listens on 5038
+  adb start-server
+  jdwpaccel adb
+  adb -P 5038 devices                 # any adb command, through the front
+  ANDROID_ADB_SERVER_PORT=5038 studio # or: Settings > Build, Execution, Deployment > Debugger >
+                                      # Android Studio: "Use existing manually managed server", port 5038
+  # a plain debugger: the front executes the forward itself and relays it
+  adb -P 5038 forward tcp:8600 jdwp:$(adb shell pidof -s com.example.app)
+  jdb -attach 127.0.0.1:8600
+`
+
+func cmdADB(ctx context.Context, e *env, args []string) int {
+	var af adbFlags
+	fs := flag.NewFlagSet("adb", flag.ContinueOnError)
+	af.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel adb [--listen 127.0.0.1:5038] [--upstream 127.0.0.1:5037] [flags]\n\nFront the adb server: every request goes to it unchanged, except the JDWP streams\n(jdwp:PID, and forwards to jdwp:PID), which run through the accelerator.\n\nFlags:\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), adbExamples)
+	}
+	if code, ok := parseFlags(fs, args, e); !ok {
+		return code
+	}
+	pf := &af.pf
+	pf.httpDefault = true
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "http-addr" {
+			pf.httpDefault = false
+		}
+	})
+	log, err := pf.log.logger(e.stderr)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel adb: %v\n", err)
+		return exitUsage
+	}
+	if err := af.check(log); err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel adb: %v\n", err)
+		return exitUsage
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pf.vm = "adb-front" // only names the stack; each stream brings its VM connection
+	pf.ddm.mode = ddmOff
+	st, err := buildStack(ctx, pf, log)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel adb: %v\n", err)
+		if errors.As(err, new(usageError)) {
+			return exitUsage
+		}
+		return exitError
+	}
+	code := runADBFront(ctx, &af, st, log)
+	if st.journal != nil {
+		if err := st.journal.Close(); err != nil {
+			log.Error().Err(err).Msg("journal not written completely")
+			code = exitError
+		}
+	}
+	return code
+}
+
+func (af *adbFlags) check(log zerolog.Logger) error {
+	if _, _, err := net.SplitHostPort(af.upstream); err != nil {
+		return fmt.Errorf("bad --upstream %q: %v", af.upstream, err)
+	}
+	if af.upstream == af.pf.listen {
+		return fmt.Errorf("--upstream %s is the front's own --listen address", af.upstream)
+	}
+	for _, a := range []struct{ name, addr string }{{"--listen", af.pf.listen}, {"--metrics-addr", af.pf.metricsAddr}, {"--http-addr", af.pf.httpAddr}} {
+		if a.addr == "" && a.name != "--listen" {
+			continue
+		}
+		if err := checkListen(a.name, a.addr, af.pf.allowRemote, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logger) int {
+	pf := &af.pf
+	ln, err := net.Listen("tcp", pf.listen)
+	if err != nil {
+		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
+		return exitError
+	}
+	fr := newFrontRelay(st, af.ddm)
+	if pf.httpAddr != "" {
+		src := &web.DDMSource{
+			Monitors: fr.mons.List,
+			AccelFunc: func() web.AccelStats {
+				a := web.AccelFromGatherer(st.reg)
+				st.tracker.AddSteps(&a)
+				return a
+			},
+			SessionsFunc: st.tracker.Sessions,
+		}
+		h := web.NewHandler(src, st.reg, log)
+		context.AfterFunc(ctx, h.Close)
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		addr, err := serveHTTP(ctx, pf.httpAddr, mux, log, "monitor")
+		switch {
+		case err != nil && pf.httpDefault:
+			log.Warn().Err(err).Str("addr", pf.httpAddr).Msg("cannot serve the live monitor on its default address; going on without it (set --http-addr)")
+		case err != nil:
+			ln.Close()
+			log.Error().Err(err).Msg("cannot serve HTTP")
+			return exitError
+		default:
+			log.Info().Str("url", "http://"+addr.String()+"/").Msg("live monitor")
+		}
+	}
+	if pf.metricsAddr != "" && pf.metricsAddr != pf.httpAddr {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metricsHandler(st.reg))
+		if _, err := serveHTTP(ctx, pf.metricsAddr, mux, log, "metrics"); err != nil {
+			ln.Close()
+			log.Error().Err(err).Msg("cannot serve HTTP")
+			return exitError
+		}
+	}
+	front := adbfront.New(adbfront.Config{
+		Upstream: af.upstream,
+		JDWP:     fr.serve,
+		Logger:   log.With().Str(relay.LogComponent, "adbfront").Logger(),
+	})
+	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(adbfront.LogUpstream, af.upstream).Bool("speculate", pf.speculate).
+		Msg("adb front listening; point adb clients here")
+	if err := front.Serve(ctx, ln); err != nil {
+		log.Error().Err(err).Msg("adb front stopped")
+		return exitError
+	}
+	log.Info().Msg("adb front shut down")
+	return exitOK
+}
+
+// frontRelay runs the front's JDWP streams: one relay.Server per device
+// process (so that its logs carry the device and pid, and its sessions
+// the VM key adb:SERIAL:PID on the page), with the stack's hooks, and a
+// passive DDM monitor per process (ddmtap.Passive).
+type frontRelay struct {
+	st   *stack
+	ddm  bool
+	vms  *sessionVMs
+	mons *vmMonitors
+	dm   *ddmtap.Metrics
+
+	mu      sync.Mutex // guards servers
+	servers map[adbfront.Target]*relay.Server
+}
+
+func newFrontRelay(st *stack, ddm bool) *frontRelay {
+	fr := &frontRelay{st: st, ddm: ddm, vms: newSessionVMs(), mons: newVMMonitors(), servers: map[adbfront.Target]*relay.Server{}}
+	if ddm {
+		fr.dm = ddmtap.NewMetrics(st.reg)
+	}
+	st.tracker.VMOf = fr.vms.VMOf
+	return fr
+}
+
+// vmConnKey carries a stream's VM connection (a *streamVM) to the
+// relay's DialVM.
+type vmConnKey struct{}
+
+// streamVM is the VM side of one adb JDWP stream: it can be dialled once
+// (the relay's servers for streams make a single attempt, DialRetry < 0).
+type streamVM struct {
+	conn net.Conn
+	used atomic.Bool
+}
+
+func withStreamVM(ctx context.Context, vm net.Conn) context.Context {
+	return context.WithValue(ctx, vmConnKey{}, &streamVM{conn: vm})
+}
+
+func dialStreamVM(ctx context.Context) (relay.VMConn, error) {
+	s, ok := ctx.Value(vmConnKey{}).(*streamVM)
+	if !ok {
+		return relay.VMConn{}, errors.New("no VM connection for this stream")
+	}
+	if s.used.Swap(true) {
+		return relay.VMConn{}, errors.New("this stream's VM connection was used already")
+	}
+	return relay.VMConn{Conn: s.conn}, nil
+}
+
+func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if srv := fr.servers[t]; srv != nil {
+		return srv
+	}
+	key := t.String()
+	cfg := fr.st.cfg
+	cfg.DialVM = dialStreamVM
+	cfg.DialRetry = -1 // the stream is opened once, by the client
+	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
+	var tap relay.Observer
+	if fr.ddm {
+		mon := ddmtap.NewMonitor(key, cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger(), fr.dm)
+		fr.mons.add(key, mon)
+		tap = ddmtap.Passive(mon)
+	}
+	prev := cfg.NewHooks
+	cfg.NewHooks = func(s *relay.Session) relay.Hooks {
+		fr.vms.tag(s, key)
+		var h relay.Hooks
+		if prev != nil {
+			h = prev(s)
+		}
+		if tap != nil {
+			h.Observers = append(h.Observers, tap)
+		}
+		h.Observers = append(h.Observers, fr.vms) // last: untags the session after the others ended it
+		return h
+	}
+	srv := relay.NewServer(cfg)
+	fr.servers[t] = srv
+	return srv
+}
+
+// serve is the front's adbfront.JDWPFunc.
+func (fr *frontRelay) serve(ctx context.Context, client, vm net.Conn, t adbfront.Target) error {
+	defer vm.Close()
+	defer client.Close()
+	return fr.server(t).ServeConn(withStreamVM(ctx, vm), client)
+}

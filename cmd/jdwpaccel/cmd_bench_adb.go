@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/adbdevice"
+	"github.com/jdwpaccel/jdwpaccel/adbfront"
+	"github.com/jdwpaccel/jdwpaccel/bench"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/rs/zerolog"
+)
+
+// adbBenchModes are the bench modes through a real adb server: each cell
+// starts an adb server on a free port, a fake device (adbdevice) whose
+// process 4001 is the link to the cell's VM, and connects them; "adb"
+// attaches the driver to the adb server's own forward of jdwp:4001,
+// "adb-front" to a forward made through "jdwpaccel adb" with speculation.
+// The link sits between the fake device and the VM, so the adb protocol's
+// own acknowledgements do not cross it (on a real Wi-Fi adb link they do,
+// which costs both modes more).
+func adbBenchModes(log zerolog.Logger) map[string]func() (bench.Mode, error) {
+	return map[string]func() (bench.Mode, error){
+		"adb": func() (bench.Mode, error) {
+			if _, err := exec.LookPath("adb"); err != nil {
+				return bench.Mode{}, errNoADB
+			}
+			return bench.Mode{Name: "adb", Via: func(ctx context.Context, vmAddr string) (string, error) {
+				port, _, err := startBenchADB(ctx, vmAddr, log)
+				if err != nil {
+					return "", err
+				}
+				return benchForward(ctx, port)
+			}}, nil
+		},
+		"adb-front": func() (bench.Mode, error) {
+			if _, err := exec.LookPath("adb"); err != nil {
+				return bench.Mode{}, errNoADB
+			}
+			sp := speculator.New(speculator.Config{Enabled: true}, log, nil)
+			return bench.Mode{Name: "adb-front", Stats: statsDelta(sp), Via: func(ctx context.Context, vmAddr string) (string, error) {
+				port, _, err := startBenchADB(ctx, vmAddr, log)
+				if err != nil {
+					return "", err
+				}
+				front, err := startBenchFront(ctx, port, sp.Hooks, log)
+				if err != nil {
+					return "", err
+				}
+				return benchForward(ctx, front)
+			}}, nil
+		},
+	}
+}
+
+var errNoADB = errors.New("the adb modes need the adb command (apt-get install -y adb)")
+
+// runADBClient runs the adb client against the server on port. Its output
+// goes to a file: "adb start-server" leaves a daemon holding its stdout.
+func runADBClient(ctx context.Context, port int, args ...string) (string, error) {
+	f, err := os.CreateTemp("", "jdwpaccel-adb")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, "adb", append([]string{"-P", strconv.Itoa(port)}, args...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), "ANDROID_ADB_SERVER_PORT=", "ADB_SERVER_SOCKET=", "ANDROID_SERIAL=")
+	err = cmd.Run()
+	out, rerr := os.ReadFile(f.Name())
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return string(out), fmt.Errorf("adb -P %d %s: %w: %s", port, strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// pickADBPort returns a free port for an adb server below the kernel's
+// ephemeral range. An adb client that finds no server on a port it then
+// starts one on retries connecting, and a port from the ephemeral range
+// can then be given to the client's own socket: the connection meets
+// itself and the client reads its own request ("protocol fault (status
+// 30 30 30 63?!)").
+func pickADBPort() (int, error) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				low = n
+			}
+		}
+	}
+	base := 1024 + int(time.Now().UnixNano()%int64(low-1024))
+	for i := range low - 1024 {
+		port := 1024 + (base-1024+i*7919)%(low-1024)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free port below the ephemeral range for an adb server")
+}
+
+// startBenchADB starts an adb server and a fake device leading to vmAddr,
+// connected; both stop when ctx ends. It returns the server's port and the
+// device's serial.
+func startBenchADB(ctx context.Context, vmAddr string, log zerolog.Logger) (int, string, error) {
+	port, err := pickADBPort()
+	if err != nil {
+		return 0, "", err
+	}
+	if _, err := runADBClient(ctx, port, "start-server"); err != nil {
+		return 0, "", err
+	}
+	context.AfterFunc(ctx, func() {
+		kctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := runADBClient(kctx, port, "kill-server"); err != nil {
+			log.Warn().Err(err).Int("port", port).Msg("cannot stop the bench's adb server")
+		}
+	})
+	dln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, "", err
+	}
+	dev := adbdevice.New(adbdevice.Config{Processes: []adbdevice.Process{{PID: 4001, Name: "bench", Addr: vmAddr}}, Logger: log})
+	go dev.Serve(ctx, dln) //nolint:errcheck // ends with ctx
+	serial := dln.Addr().String()
+	if _, err := runADBClient(ctx, port, "connect", serial); err != nil {
+		return 0, "", err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := runADBClient(wctx, port, "-s", serial, "wait-for-device"); err != nil {
+		return 0, "", err
+	}
+	return port, serial, nil
+}
+
+// startBenchFront serves an adb front before the adb server on upstream,
+// relaying JDWP streams with hooks, until ctx ends; it returns its port.
+func startBenchFront(ctx context.Context, upstream int, hooks func(*relay.Session) relay.Hooks, log zerolog.Logger) (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	srv := relay.NewServer(relay.Config{DialVM: dialStreamVM, DialRetry: -1, NewHooks: hooks, Logger: log})
+	front := adbfront.New(adbfront.Config{
+		Upstream: "127.0.0.1:" + strconv.Itoa(upstream),
+		JDWP: func(ctx context.Context, client, vm net.Conn, _ adbfront.Target) error {
+			defer vm.Close()
+			defer client.Close()
+			return srv.ServeConn(withStreamVM(ctx, vm), client)
+		},
+		Logger: log,
+	})
+	go front.Serve(ctx, ln) //nolint:errcheck // ends with ctx
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// benchForward forwards a free local port to jdwp:4001 through the adb
+// server (or front) on port and returns its address.
+func benchForward(ctx context.Context, port int) (string, error) {
+	out, err := runADBClient(ctx, port, "forward", "tcp:0", "jdwp:4001")
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSpace(out)
+	if _, err := strconv.Atoi(p); err != nil {
+		return "", fmt.Errorf("adb forward printed %q", out)
+	}
+	return "127.0.0.1:" + p, nil
+}

@@ -1,0 +1,190 @@
+package speculator
+
+import (
+	"unsafe"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// entry is one cached reply.
+type entry struct {
+	reply []byte // whole reply packet; owned by the cache, never modified
+	info  keyable.Info
+	subj  keyable.Subject
+	gen   generation
+	rec   *spec  // the speculation that fetched it, nil for organic replies
+	stop  uint64 // the last stop (learner serial) that stored or served it
+}
+
+// entryOverhead is what an entry costs the heap beyond its reply's bytes:
+// its key twice (the LRU's map and its list element), the entry, the list
+// element's links and the map's share of a bucket (load factor included).
+// TestCacheAccountsRealCost checks it against the heap.
+const entryOverhead = int64(2*unsafe.Sizeof(keyable.Key{}) + unsafe.Sizeof(entry{}) + 4*8 + 64)
+
+// agedOverhead is what an object-lifetime entry costs in addition: its
+// place in the ageing queue.
+const agedOverhead = int64(unsafe.Sizeof(aged{}))
+
+// replyCost is what a reply of n bytes costs: its copy, rounded up as the
+// allocator rounds small sizes, plus entryOverhead (and agedOverhead for
+// an object-lifetime entry).
+func replyCost(n int, t keyable.Tier) int64 {
+	c := int64(n+15)&^15 + entryOverhead
+	if t == keyable.TierObject {
+		c += agedOverhead
+	}
+	return c
+}
+
+// aged is an object-lifetime entry's place in the ageing queue: its key,
+// and the stop at which it was queued.
+type aged struct {
+	key  keyable.Key
+	stop uint64
+}
+
+// Bounds on what the cache keeps beyond its byte budget.
+const (
+	// maxShareOfBudget: a reply over limit/maxShareOfBudget is not cached
+	// (nor copied), so that one huge array cannot flush everything else.
+	maxShareOfBudget = 4
+	// objectStops: an object-lifetime entry not stored or served during
+	// the last objectStops stops is dropped, so that entries for objects
+	// the debugger no longer looks at (a new String every step) do not
+	// pile up until the budget evicts useful ones.
+	objectStops = 16
+)
+
+// replyCache holds the VM's replies by key, least recently used first out.
+// Guarded by session.mu.
+//
+// It owns the entries and their bytes. Invariants: bytes is the sum of
+// len(reply)+entryOverhead over the entries and is at most limit after
+// every store (and the Speculator's gauges move with it, through evicted);
+// an entry is served only while facts says it is valid, and an invalid
+// one found by lookup is dropped; a speculation whose entry leaves the
+// cache unused is counted wasted, once.
+type replyCache struct {
+	sp    *Speculator // counts bytes, entries and wasted speculation
+	facts *facts      // validity of entries
+	lru   *simplelru.LRU[keyable.Key, *entry]
+	bytes int64  // replyCost of every entry
+	peak  int64  // the most bytes ever held (for returning memory at the end)
+	limit int64  // Config.CacheBytes
+	stop  uint64 // the current stop (learner serial), set by tick
+	// ageing holds the object-lifetime entries' keys in the order they
+	// were queued (stop ascending); tick drops the ones untouched for
+	// objectStops stops and queues the others again. A key may be queued
+	// for an entry that has since left the cache; tick skips it.
+	ageing []aged
+	head   int // ageing[:head] is consumed
+}
+
+func newReplyCache(sp *Speculator, f *facts) *replyCache {
+	c := &replyCache{sp: sp, facts: f, limit: sp.cfg.CacheBytes}
+	lru, err := simplelru.NewLRU[keyable.Key, *entry](sp.cfg.MaxEntries, c.evicted)
+	if err != nil { // only for a non-positive size, which fill prevents
+		panic(err)
+	}
+	c.lru = lru
+	return c
+}
+
+// storable reports whether a reply may be cached at all.
+func storable(p jdwp.Packet, info keyable.Info) bool {
+	code := p.ErrorCode()
+	return code == jdwp.ErrorNone || info.AbsentOK && code == jdwp.ErrorAbsentInformation
+}
+
+// store caches a copy of reply p to the command key, fetched at gen. A
+// reply too large for the budget is neither copied nor cached, and an
+// older entry for the key is dropped either way.
+func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Subject, gen generation, p jdwp.Packet, rec *spec) {
+	if _, ok := c.lru.Peek(*key); ok {
+		c.lru.Remove(*key) // evicted() accounts for it
+	}
+	size := replyCost(len(p), info.Tier)
+	if size > c.limit/maxShareOfBudget {
+		return
+	}
+	e := &entry{reply: append([]byte(nil), p...), info: info, subj: subj, gen: gen, rec: rec, stop: c.stop}
+	c.lru.Add(*key, e)
+	if info.Tier == keyable.TierObject {
+		c.ageing = append(c.ageing, aged{key: *key, stop: c.stop})
+	}
+	c.bytes += size
+	c.peak = max(c.peak, c.bytes)
+	c.sp.addCache(size, 1)
+	for c.bytes > c.limit && c.lru.Len() > 0 {
+		c.lru.RemoveOldest()
+	}
+	if info.Tier == keyable.TierClass {
+		c.facts.classCached(subj.Class)
+	}
+}
+
+// evicted is the LRU's callback for every entry leaving the cache.
+func (c *replyCache) evicted(_ keyable.Key, e *entry) {
+	size := replyCost(len(e.reply), e.info.Tier)
+	c.bytes -= size
+	c.sp.addCache(-size, -1)
+	if r := e.rec; r != nil && !r.used && !r.done {
+		r.done = true
+		traceSpec(r, outcomeWasted, 999)
+		c.sp.countSpec(outcomeWasted, 1)
+	}
+}
+
+// lookup returns a valid cached entry for key, dropping an invalid one.
+func (c *replyCache) lookup(key *keyable.Key) *entry {
+	e, ok := c.lru.Get(*key)
+	if !ok {
+		return nil
+	}
+	if c.facts.valid(e.info, e.subj, e.gen) {
+		e.stop = c.stop
+		return e
+	}
+	c.lru.Remove(*key)
+	return nil
+}
+
+// tick starts stop serial and drops the object-lifetime entries not
+// stored or served during the last objectStops stops.
+func (c *replyCache) tick(serial uint64) {
+	c.stop = serial
+	for c.head < len(c.ageing) && c.ageing[c.head].stop+objectStops <= serial {
+		a := c.ageing[c.head]
+		c.ageing[c.head] = aged{}
+		c.head++
+		e, ok := c.lru.Peek(a.key)
+		switch {
+		case !ok || e.info.Tier != keyable.TierObject:
+		case e.stop+objectStops <= serial:
+			c.lru.Remove(a.key)
+		default:
+			c.ageing = append(c.ageing, aged{key: a.key, stop: e.stop})
+		}
+	}
+	if c.head > len(c.ageing)/2 {
+		c.ageing = c.ageing[:copy(c.ageing, c.ageing[c.head:])]
+		c.head = 0
+	}
+}
+
+// has reports whether a valid entry for key is cached, without touching
+// its recency.
+func (c *replyCache) has(key *keyable.Key) bool {
+	e, ok := c.lru.Peek(*key)
+	return ok && c.facts.valid(e.info, e.subj, e.gen)
+}
+
+// purge empties the cache (evicted returns the bytes and counts unused
+// speculation).
+func (c *replyCache) purge() {
+	c.lru.Purge()
+	c.ageing, c.head = nil, 0
+}

@@ -1,0 +1,168 @@
+package speculator
+
+import (
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
+	"github.com/jdwpaccel/jdwpaccel/trigger"
+	"github.com/rs/zerolog"
+)
+
+// spec is one speculative command, from decision to reply; it stays
+// referenced by its cache entry to account for its use.
+type spec struct {
+	key       keyable.Key
+	info      keyable.Info
+	subj      keyable.Subject
+	gen       generation
+	kind      kind
+	tmpl      *template
+	level     uint8 // object nesting of the values it will return
+	id        uint32
+	sent      bool
+	cancelled bool
+	used      bool
+	done      bool     // accounted as wasted (or superseded)
+	waiters   []uint32 // belayed debugger command IDs
+}
+
+// dispatcher owns the speculative commands between decision and reply:
+// the in-flight budget, the queue of speculation waiting for room, the
+// proxy's packet IDs (retag), the output to the VM, and the round-trip
+// estimate taken from the VM's replies (which gates speculation). Guarded by
+// session.mu, and every send happens under it, so no later debugger
+// command can overtake a speculation (belay relies on that order).
+//
+// Invariants: inflight holds, per key, the speculation sent or queued for
+// it (at most one); nInFlight counts those sent whose reply has not been
+// seen, and new ones are sent only while it is below max; queue holds
+// unsent speculation in decision order; ids is the only source of the
+// proxy's packet IDs towards the VM.
+type dispatcher struct {
+	max       int                       // Config.MaxInFlight
+	ids       *retag.Table              // packet IDs of the proxy's range
+	trig      *trigger.Manager[cmdData] // pending map, for typing replies
+	facts     *facts                    // validity of queued speculation
+	inflight  map[keyable.Key]*spec     // speculations sent or queued, by key
+	queue     []*spec                   // speculations waiting for in-flight room
+	nInFlight int                       // speculations sent, reply not yet seen
+	sendBuf   []byte                    // speculative command packets
+	rtt       rttEstimator
+	// onSend is told of each speculation as it is sent (stats, episode
+	// accounting, logging).
+	onSend func(s *spec)
+	log    zerolog.Logger
+}
+
+// pending is the speculation sent or queued for key, if any.
+func (d *dispatcher) pending(key *keyable.Key) *spec { return d.inflight[*key] }
+
+// submit records s as the speculation for its key and sends it, or
+// queues it while the in-flight budget is spent.
+func (d *dispatcher) submit(rs *relay.Session, s *spec) {
+	d.inflight[s.key] = s
+	if d.nInFlight < d.max {
+		d.send(rs, s)
+	} else {
+		d.queue = append(d.queue, s)
+	}
+}
+
+// send writes a speculative command to the VM.
+func (d *dispatcher) send(rs *relay.Session, s *spec) {
+	s.id = d.ids.NewSynthetic()
+	s.sent = true
+	d.nInFlight++
+	d.trig.Track(s.id, s.key.Cmd(), cmdData{spec: s})
+	d.sendBuf = s.key.AppendCommand(d.sendBuf[:0], s.id)
+	d.onSend(s)
+	if err := rs.SendToVM(d.sendBuf, relay.Synthetic); err != nil {
+		d.log.Debug().Err(err).Msg("cannot send a speculative command")
+	}
+}
+
+// drain sends queued speculation as in-flight room frees up, dropping
+// what was cancelled or invalidated while it waited.
+func (d *dispatcher) drain(rs *relay.Session) {
+	for len(d.queue) > 0 && d.nInFlight < d.max {
+		s := d.queue[0]
+		d.queue = d.queue[1:]
+		if s.cancelled || !d.facts.valid(s.info, s.subj, s.gen) {
+			d.forget(s)
+			s.cancelled = true
+			continue
+		}
+		d.send(rs, s)
+	}
+}
+
+// replied accounts the VM's reply to s.
+func (d *dispatcher) replied(s *spec) {
+	d.forget(s)
+	d.nInFlight--
+}
+
+// forget drops s as its key's speculation (unless superseded).
+func (d *dispatcher) forget(s *spec) {
+	if d.inflight[s.key] == s {
+		delete(d.inflight, s.key)
+	}
+}
+
+// cancel drops a queued (unsent) speculation that the debugger's own
+// command replaces.
+func (d *dispatcher) cancel(s *spec) {
+	s.cancelled = true
+	delete(d.inflight, s.key)
+}
+
+// dropQueue forgets the queue (the stop it was for has ended).
+func (d *dispatcher) dropQueue() { d.queue = d.queue[:0] }
+
+// rttEstimator tracks the link round trip (minimum of recent reply
+// latencies, which include VM service and queueing) and the VM's service
+// time (spacing of back-to-back synthetic replies).
+type rttEstimator struct {
+	ring      [32]time.Duration
+	n         int
+	lastSynth time.Time
+	service   time.Duration // EWMA
+}
+
+func (r *rttEstimator) sample(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	r.ring[r.n%len(r.ring)] = d
+	r.n++
+}
+
+func (r *rttEstimator) sampleSynthetic(d time.Duration, at time.Time, inFlight int) {
+	r.sample(d)
+	if inFlight > 1 && !r.lastSynth.IsZero() {
+		gap := at.Sub(r.lastSynth)
+		if gap > 0 && gap < 50*time.Millisecond {
+			if r.service == 0 {
+				r.service = gap
+			} else {
+				r.service += (gap - r.service) / 8
+			}
+		}
+	}
+	r.lastSynth = at
+}
+
+// min is the smallest recent latency, or 0 before enough samples.
+func (r *rttEstimator) min() time.Duration {
+	if r.n < 3 {
+		return 0
+	}
+	n := min(r.n, len(r.ring))
+	m := r.ring[0]
+	for _, d := range r.ring[1:n] {
+		m = min(m, d)
+	}
+	return m
+}

@@ -1,0 +1,359 @@
+package speculator
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// generation counts invalidations in one session. Every command records
+// the generation current when it is sent; a fact it fetched is valid while
+// that generation is at least every invalidation generation covering the
+// fact.
+type generation uint64
+
+// facts is what the session knows of the VM's state, and so of which
+// cached replies are still true. Guarded by session.mu.
+//
+// It owns the invalidation generations (global per tier, per class, per
+// object), the suspension state, the class signatures (to turn a
+// CLASS_UNLOAD, which names a signature, into class IDs), the objects'
+// types and the class facts that safeToSend checks speculative IDs
+// against (safety.go).
+//
+// Invariants: gen only grows, and every other generation is at most gen;
+// suspension is believed only when no resume-like command is in flight
+// (unknown counts as running); a class with cached facts is in idSig or
+// in unsigned, so an unload of an unknown signature still reaches it; the
+// per-ID maps are bounded, and past a bound the whole tier is invalidated
+// instead.
+type facts struct {
+	sp *Speculator // counts invalidations
+
+	gen        generation
+	vmInval    generation
+	stopInval  generation
+	classAll   generation
+	objAll     generation
+	classInval map[jdwp.ClassID]generation  // class -> generation of its last invalidation
+	objInval   map[jdwp.ObjectID]generation // object -> generation of its last invalidation
+
+	// Suspension as far as the proxy can tell. Unknown counts as running.
+	allSuspended    bool
+	suspended       map[jdwp.ThreadID]bool // threads suspended on their own
+	resumesInFlight int                    // resume-like commands awaiting replies
+	suspChanges     uint64                 // bumps on every change of the above
+
+	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
+	sigIDs   map[string][]jdwp.ClassID
+	idSig    map[jdwp.ClassID]struct{} // classes whose signature is known
+	unsigned map[jdwp.ClassID]struct{} // classes with cached facts, signature unknown
+
+	objType  map[jdwp.ObjectID]jdwp.ClassID // object -> its reference type
+	classes  classFacts                     // fields, superclasses, variable tables: for safeToSend
+	fieldBuf []jdwp.FieldID                 // safeToSend's scratch
+	slotBuf  []slotTag                      // safeToSend's scratch
+}
+
+func newFacts(sp *Speculator) facts {
+	return facts{
+		sp:         sp,
+		classInval: map[jdwp.ClassID]generation{},
+		objInval:   map[jdwp.ObjectID]generation{},
+		suspended:  map[jdwp.ThreadID]bool{},
+		sigIDs:     map[string][]jdwp.ClassID{},
+		idSig:      map[jdwp.ClassID]struct{}{},
+		unsigned:   map[jdwp.ClassID]struct{}{},
+		objType:    map[jdwp.ObjectID]jdwp.ClassID{},
+		classes:    newClassFacts(),
+	}
+}
+
+// Bounds: the per-ID invalidation maps (beyond it the whole tier is
+// invalidated instead) and the signature maps.
+const (
+	maxInvalMap = 1 << 16
+	maxClasses  = 1 << 18
+)
+
+func (f *facts) bump(r reason) generation {
+	f.gen++
+	f.sp.countInvalidation(r)
+	return f.gen
+}
+
+func (f *facts) invalidateStop(r reason) { f.stopInval = f.bump(r) }
+
+// invalidateAll forgets every stop, class and object fact (a composite
+// that cannot be read may hide anything).
+func (f *facts) invalidateAll(r reason) {
+	f.clearSuspension()
+	g := f.bump(r)
+	f.stopInval, f.classAll, f.objAll = g, g, g
+}
+
+func (f *facts) clearSuspension() {
+	f.allSuspended = false
+	clear(f.suspended)
+	f.suspChanges++
+}
+
+// suspendedNow reports whether t is believed suspended.
+func (f *facts) suspendedNow(t jdwp.ThreadID) bool { return f.allSuspended || f.suspended[t] }
+
+// scopeOK reports whether a stop-state fact about subj can be stable now.
+func (f *facts) scopeOK(info keyable.Info, subj keyable.Subject) bool {
+	if info.Tier != keyable.TierStop {
+		return true
+	}
+	if f.allSuspended {
+		return true
+	}
+	return info.Scope == keyable.ScopeThread && f.suspended[subj.Thread]
+}
+
+// valid reports whether a fact about subj fetched at generation gen is
+// still true.
+func (f *facts) valid(info keyable.Info, subj keyable.Subject, gen generation) bool {
+	switch info.Tier {
+	case keyable.TierVM:
+		return gen >= f.vmInval
+	case keyable.TierClass:
+		return gen >= f.vmInval && gen >= f.classAll && gen >= f.classInval[subj.Class]
+	case keyable.TierObject:
+		return gen >= f.vmInval && gen >= f.objAll && gen >= f.objInval[subj.Object]
+	case keyable.TierStop:
+		return gen >= f.vmInval && gen >= f.stopInval && f.scopeOK(info, subj)
+	}
+	return false
+}
+
+// classCached notes that a fact about class c is cached: if its signature
+// is unknown, an unload of any class must drop it.
+func (f *facts) classCached(c jdwp.ClassID) {
+	if _, known := f.idSig[c]; !known {
+		f.unsigned[c] = struct{}{}
+	}
+}
+
+// ---- effects of commands (keyable.Effect) --------------------------------
+
+// resumeSent: the debugger resumes the VM or a thread.
+func (f *facts) resumeSent() {
+	f.resumesInFlight++
+	f.clearSuspension()
+	f.invalidateStop(reasonResume)
+}
+
+// invokeSent: the debugger invokes a method. It returns the suspension to
+// restore when the invoke's reply comes, and the mark it holds only if
+// nothing else changed the suspension in between.
+func (f *facts) invokeSent() (*suspSnap, uint64) {
+	snap := &suspSnap{all: f.allSuspended}
+	for t, ok := range f.suspended {
+		if ok {
+			snap.threads = append(snap.threads, t)
+		}
+	}
+	f.resumesInFlight++
+	f.clearSuspension()
+	f.invalidateStop(reasonInvoke)
+	return snap, f.suspChanges
+}
+
+// resumeReplied: a resume's reply came.
+func (f *facts) resumeReplied() { f.resumesInFlight = max(0, f.resumesInFlight-1) }
+
+// invokeReplied: the invoke's reply came; the VM suspended the threads
+// again as they were.
+func (f *facts) invokeReplied(snap *suspSnap, mark uint64) {
+	f.resumesInFlight = max(0, f.resumesInFlight-1)
+	if f.resumesInFlight == 0 && f.suspChanges == mark && snap != nil {
+		f.allSuspended = snap.all
+		for _, t := range snap.threads {
+			f.suspended[t] = true
+		}
+		f.suspChanges++
+		f.invalidateStop(reasonInvoke)
+	}
+}
+
+// suspendReplied: the reply to a successful suspend of the VM (all) or
+// of thread t.
+func (f *facts) suspendReplied(all bool, t jdwp.ThreadID) {
+	if f.resumesInFlight != 0 {
+		return
+	}
+	if all {
+		f.allSuspended = true
+	} else {
+		f.suspended[t] = true
+	}
+	f.suspChanges++
+	f.invalidateStop(reasonSuspend)
+}
+
+// redefine: the classes a RedefineClasses body lists change.
+func (f *facts) redefine(body []byte, sizes jdwp.IDSizes) {
+	g := f.bump(reasonRedefine)
+	f.stopInval = g
+	r := jdwp.NewBodyReader(body, sizes)
+	n := r.Count(sizes.ReferenceTypeID + 4)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		id := r.Class()
+		r.Bytes(int(r.Int32()))
+		if r.Err() == nil {
+			f.classInval[id] = g
+			f.classes.forget(id)
+		}
+	}
+	if r.Err() != nil || len(f.classInval) > maxInvalMap {
+		f.classAll = g
+		clear(f.classInval)
+		f.classes.reset()
+	}
+}
+
+// dispose: the object IDs a DisposeObjects body lists may be reused.
+func (f *facts) dispose(body []byte, sizes jdwp.IDSizes) {
+	g := f.bump(reasonDispose)
+	r := jdwp.NewBodyReader(body, sizes)
+	n := r.Count(sizes.ObjectID + 4)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		id := r.Object()
+		r.Int32()
+		if r.Err() == nil {
+			f.objInval[id] = g
+			delete(f.objType, id)
+		}
+	}
+	if r.Err() != nil || len(f.objInval) > maxInvalMap {
+		f.objAll = g
+		clear(f.objInval)
+	}
+}
+
+// ---- events ----------------------------------------------------------------
+
+func (f *facts) onClassPrepare(_ jdwp.SuspendPolicy, e *jdwp.Event) {
+	f.addSignature(e.Signature, e.ClassID())
+}
+
+func (f *facts) onClassUnload(_ jdwp.SuspendPolicy, e *jdwp.Event) {
+	g := f.bump(reasonClassUnload)
+	if ids, ok := f.sigIDs[string(e.Signature)]; ok {
+		for _, id := range ids {
+			f.classInval[id] = g
+			f.classes.forget(id)
+			delete(f.idSig, id)
+		}
+		delete(f.sigIDs, string(e.Signature))
+	}
+	// Classes with cached facts whose signature was never seen might be
+	// the one unloaded.
+	for id := range f.unsigned {
+		f.classInval[id] = g
+		f.classes.forget(id)
+	}
+	clear(f.unsigned)
+	if len(f.classInval) > maxInvalMap {
+		f.classAll = g
+		clear(f.classInval)
+		f.classes.reset()
+	}
+}
+
+func (f *facts) onThreadLifecycle(jdwp.SuspendPolicy, *jdwp.Event) {
+	f.invalidateStop(reasonThreadLifecycle)
+}
+
+func (f *facts) onVMDeath(jdwp.SuspendPolicy, *jdwp.Event) {
+	g := f.bump(reasonVMDeath)
+	f.vmInval, f.stopInval, f.classAll, f.objAll = g, g, g, g
+	f.classes.reset()
+}
+
+// ---- facts from replies ----------------------------------------------------
+
+func (f *facts) addSignature(sig []byte, id jdwp.ClassID) {
+	if id == 0 {
+		return
+	}
+	if _, ok := f.idSig[id]; ok {
+		return
+	}
+	if len(f.idSig) >= maxClasses {
+		// Forget signatures; classes with cached facts become "unsigned"
+		// only as facts are stored again, so invalidate the class tier.
+		clear(f.idSig)
+		clear(f.sigIDs)
+		clear(f.unsigned)
+		f.classAll = f.bump(reasonClassUnload)
+	}
+	f.idSig[id] = struct{}{}
+	s := string(sig)
+	f.sigIDs[s] = append(f.sigIDs[s], id)
+	delete(f.unsigned, id)
+}
+
+// signatureQueried is the signature a ClassesBySignature command asks
+// for, kept until its reply names the classes ("" for other commands).
+func signatureQueried(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) string {
+	if c != jdwp.CmdVirtualMachineClassesBySignature {
+		return ""
+	}
+	return jdwp.NewBodyReader(body, sizes).String()
+}
+
+// learnReply records the signatures and object types in a successful
+// reply to the debugger's command c (d as recorded when it was sent).
+func (f *facts) learnReply(c jdwp.Cmd, d *cmdData, p jdwp.Packet, sizes jdwp.IDSizes) {
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	switch c {
+	case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
+		if d.keyed {
+			sig := r.StringBytes()
+			if r.Err() == nil {
+				f.addSignature(sig, d.subj.Class)
+			}
+		}
+	case jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
+		n := r.Count(1 + sizes.ReferenceTypeID + 4 + 4)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			r.Uint8()
+			id := r.Class()
+			sig := r.StringBytes()
+			if c == jdwp.CmdVirtualMachineAllClassesWithGeneric {
+				r.StringBytes()
+			}
+			r.Int32()
+			if r.Err() == nil {
+				f.addSignature(sig, id)
+			}
+		}
+	case jdwp.CmdVirtualMachineClassesBySignature:
+		n := r.Count(1 + sizes.ReferenceTypeID + 4)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			r.Uint8()
+			id := r.Class()
+			r.Int32()
+			if r.Err() == nil {
+				f.addSignature([]byte(d.sig), id)
+			}
+		}
+	case jdwp.CmdObjectReferenceReferenceType:
+		if d.keyed {
+			r.Uint8()
+			t := r.Class()
+			if r.Err() == nil {
+				f.setObjType(d.subj.Object, t)
+			}
+		}
+	}
+}
+
+func (f *facts) setObjType(obj jdwp.ObjectID, t jdwp.ClassID) {
+	if len(f.objType) >= maxInvalMap {
+		clear(f.objType)
+	}
+	f.objType[obj] = t
+}

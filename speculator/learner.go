@@ -1,0 +1,350 @@
+package speculator
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// kind is the prediction rule that produced a speculation; usage is
+// tracked per kind so rules the debugger does not benefit from stop.
+type kind uint8
+
+const (
+	kTemplate     kind = iota // replay of a command the debugger sent at the last stop
+	kDefault                  // first-stop guesses: frame count, frames, threads
+	kThreadName               // name of each thread of an AllThreads reply
+	kThreadStatus             // status of each thread of an AllThreads reply
+	kObsolete                 // Method.IsObsolete of each frame's method
+	kThis                     // StackFrame.ThisObject at learned depths
+	kFrameValues              // StackFrame.GetValues with the learned slots
+	kRefType                  // ObjectReference.ReferenceType of objects found
+	kString                   // StringReference.Value of strings found
+	kArrayLength              // ArrayReference.Length of arrays found
+	kArrayValues              // ArrayReference.GetValues with the learned range
+	kFields                   // ObjectReference.GetValues with the learned fields
+	kFrames                   // ThreadReference.Frames sized by the learned rule from the frame count
+	kClassSource              // ReferenceType.SourceFile and SourceDebugExtension of frame classes
+	kClassMembers             // ReferenceType.Methods(WithGeneric) of frame classes
+	kClassInfo                // fields, interfaces, superclass of object types and their superclasses
+	kLineTable                // Method.LineTable of frame methods
+	kVarTable                 // Method.VariableTable(WithGeneric) of frame methods at learned depths
+	numKinds
+)
+
+// template is a stop-state command the debugger sent at a previous stop,
+// replayed at the next. rel marks a ThreadReference command about the
+// stopped thread, replayed for the new stopped thread.
+type template struct {
+	key     keyable.Key // with the thread ID zeroed when rel
+	rel     bool
+	seen    uint64 // last episode the debugger sent it
+	unused  int    // consecutive stops at which its replay went unused
+	removed bool
+}
+
+// frameInfo is what a Frames reply said of one frame.
+type frameInfo struct {
+	depth  int
+	thread jdwp.ThreadID
+	loc    jdwp.Location
+}
+
+// methodKey names a method, or (exact) one code index of it.
+type methodKey struct {
+	class  jdwp.ClassID
+	method jdwp.MethodID
+	index  uint64
+	exact  bool
+}
+
+func methodOf(loc jdwp.Location) methodKey {
+	return methodKey{class: loc.ClassID(), method: loc.MethodID()}
+}
+
+// episode is one stop: from a suspending event to the next resume or stop.
+type episode struct {
+	active     bool
+	serial     uint64
+	thread     jdwp.ThreadID
+	frames     map[jdwp.FrameID]frameInfo // frames of this stop's Frames replies
+	requested  []*template                // templates the debugger sent, in order
+	specs      []*spec
+	frameCount int32  // the stopped thread's frame count, 0 until seen
+	valueDepth uint64 // depths whose values the debugger asked (bit set)
+	thisDepth  uint64
+	threads    []jdwp.ThreadID         // the VM's threads, from this stop's AllThreads reply
+	expanded   [numKinds]bool          // rules already widened by expandSiblings
+	wantFields map[jdwp.ObjectID]uint8 // objects awaiting their type before fields
+	wantArray  map[jdwp.ObjectID]bool  // arrays awaiting their length before values
+	sentKind   [numKinds]int
+	usedKind   [numKinds]int
+}
+
+// learner is what the session learned about the debugger across stops,
+// and the current stop (ep). Guarded by session.mu.
+//
+// It owns the templates, the learned parameters (slots, fields, array
+// range, frames rule, depths) and the usage gates: a rule keeps predicting
+// only while its speculation gets used (ratio), and stop-state speculation
+// pauses on fast links while most of it is wasted (waste). Invariants:
+// every template in templates is either removed or in byKey under its key;
+// ep.serial is the serial of the last episode begun and grows by one per
+// stop; every bounded map is cleared rather than grown past its bound.
+type learner struct {
+	ep        episode
+	serial    uint64
+	templates []*template
+	byKey     map[keyable.Key]*template
+	slots     map[methodKey][]byte    // SF.GetValues parameters after the frame ID
+	fields    map[jdwp.ClassID][]byte // reference type -> OR.GetValues parameters after the object ID
+	arrFirst  int32
+	arrLen    int32
+	arrKnown  bool
+	// framesRule is how many top frames the debugger asks after the
+	// frame count: 0 unknown, -1 all of them, n > 0 at most n.
+	framesRule int32
+	valueDepth uint64
+	thisDepth  uint64
+	ratio      [numKinds]float64 // smoothed used/sent per kind
+	waste      float64           // smoothed wasted/sent of stop-state speculation
+	// asked is the last episode (at least 1) in which the debugger sent
+	// each cacheable command (any parameters); rules derived from replies
+	// predict only commands the debugger sends in this workload.
+	asked map[jdwp.Cmd]uint64
+	tbuf  []byte // template parameters scratch
+}
+
+func newLearner() learner {
+	l := learner{byKey: map[keyable.Key]*template{}, slots: map[methodKey][]byte{},
+		fields: map[jdwp.ClassID][]byte{}, asked: map[jdwp.Cmd]uint64{}}
+	for i := range l.ratio {
+		l.ratio[i] = 1
+	}
+	return l
+}
+
+// Bounds of learned state and of speculation per stop.
+const (
+	maxTemplates   = 1024
+	maxLearned     = 4096
+	maxSpecPerStop = 1024
+	maxDepth       = 64
+)
+
+// kindAllowed gates prediction rules: a derived rule (not a template or the
+// first-stop default) predicts command c only if the debugger has sent c
+// (with any parameters) in this session, and only while most of its
+// speculation gets used (with an occasional probe so it can come back).
+// The debugger not sending c at a stop is no evidence against the rule:
+// the stop may have had nothing to ask it about (no string, no new class).
+func (l *learner) kindAllowed(k kind, c jdwp.Cmd) bool {
+	if k == kTemplate || k == kDefault {
+		return true
+	}
+	if l.asked[c] == 0 {
+		return false
+	}
+	return l.ratio[k] >= 0.3 || l.ep.serial%8 == 0
+}
+
+func (l *learner) beginEpisode(thread jdwp.ThreadID) {
+	l.serial++
+	l.ep = episode{active: true, serial: l.serial, thread: thread, frames: map[jdwp.FrameID]frameInfo{},
+		wantFields: map[jdwp.ObjectID]uint8{}, wantArray: map[jdwp.ObjectID]bool{}}
+}
+
+// endEpisode accounts the stop's speculation, drops what it still had
+// queued at d, updates what was learned, and returns the number of its
+// stop-state speculations wasted.
+func (l *learner) endEpisode(d *dispatcher) (wasted int) {
+	ep := &l.ep
+	if !ep.active {
+		return 0
+	}
+	for _, s := range ep.specs {
+		if s.cancelled || !s.sent {
+			d.forget(s)
+			continue
+		}
+		if s.used {
+			ep.usedKind[s.kind]++
+		} else if s.info.Tier == keyable.TierStop && !s.done {
+			s.done = true
+			traceSpec(s, outcomeWasted, ep.serial)
+			wasted++
+		}
+		if t := s.tmpl; t != nil && !t.removed {
+			if s.used || t.seen == ep.serial {
+				t.unused = 0
+			} else if t.unused++; t.unused >= 2 {
+				t.removed = true
+				delete(l.byKey, t.key)
+			}
+		}
+	}
+	d.dropQueue()
+	if stopSent := countStopSent(ep.specs); stopSent > 0 {
+		l.waste = l.waste/2 + float64(wasted)/float64(stopSent)/2
+	}
+	for k := range ep.sentKind {
+		if n := ep.sentKind[k]; n > 0 {
+			l.ratio[k] = l.ratio[k]/2 + float64(ep.usedKind[k])/float64(n)/2
+		}
+	}
+	// Templates for the next stop: what the debugger sent at this one, in
+	// its order, then the older ones still alive.
+	if len(ep.requested) > 0 {
+		next := append([]*template(nil), ep.requested...)
+		for _, t := range l.templates {
+			if !t.removed && t.seen != ep.serial && len(next) < maxTemplates {
+				next = append(next, t)
+			}
+		}
+		l.templates = next
+	} else {
+		live := l.templates[:0]
+		for _, t := range l.templates {
+			if !t.removed {
+				live = append(live, t)
+			}
+		}
+		l.templates = live
+	}
+	if ep.valueDepth != 0 {
+		l.valueDepth = ep.valueDepth
+	}
+	if ep.thisDepth != 0 {
+		l.thisDepth = ep.thisDepth
+	}
+	*ep = episode{}
+	return wasted
+}
+
+func countStopSent(specs []*spec) int {
+	n := 0
+	for _, s := range specs {
+		if s.sent && !s.cancelled && s.info.Tier == keyable.TierStop {
+			n++
+		}
+	}
+	return n
+}
+
+// learnCommand records what the debugger asks during a stop. objType is
+// the known type of an object (facts.objType).
+func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable.Subject, sizes jdwp.IDSizes,
+	objType map[jdwp.ObjectID]jdwp.ClassID) {
+	ep := &l.ep
+	c := key.Cmd()
+	l.asked[c] = max(l.serial, 1)
+	if !ep.active {
+		return
+	}
+	params := key.Params()
+	switch c {
+	case jdwp.CmdStackFrameGetValues, jdwp.CmdStackFrameThisObject:
+		r := jdwp.NewBodyReader(params, sizes)
+		r.Thread()
+		fi, ok := ep.frames[r.Frame()]
+		if !ok || fi.depth >= maxDepth {
+			return
+		}
+		if c == jdwp.CmdStackFrameThisObject {
+			ep.thisDepth |= 1 << fi.depth
+			return
+		}
+		ep.valueDepth |= 1 << fi.depth
+		tail := params[sizes.ObjectID+sizes.FrameID:]
+		if len(l.slots) >= maxLearned {
+			clear(l.slots)
+		}
+		mk := methodOf(fi.loc)
+		l.slots[mk] = setBytes(l.slots[mk], tail)
+		mk.index, mk.exact = fi.loc.Index, true
+		l.slots[mk] = setBytes(l.slots[mk], tail)
+		return
+	case jdwp.CmdObjectReferenceGetValues:
+		// As before the redesign this looks up the key's subject, which
+		// for this VM-scoped stop fact is no object (zero), so the field
+		// list is never learned here; the object would be
+		// subjectObject(key, sizes). Kept unchanged: fixing it changes
+		// what is speculated.
+		if t, ok := objType[subj.Object]; ok {
+			if len(l.fields) >= maxLearned {
+				clear(l.fields)
+			}
+			l.fields[t] = setBytes(l.fields[t], params[sizes.ObjectID:])
+		}
+	case jdwp.CmdThreadReferenceFrames:
+		r := jdwp.NewBodyReader(params, sizes)
+		thread, start, n := r.Thread(), r.Int32(), r.Int32()
+		if cnt := ep.frameCount; thread == ep.thread && start == 0 && n > 0 && cnt > 0 {
+			switch {
+			case n < cnt:
+				l.framesRule = n
+			case n == cnt && (l.framesRule <= 0 || n > l.framesRule):
+				l.framesRule = -1
+			}
+		}
+	case jdwp.CmdArrayReferenceGetValues:
+		r := jdwp.NewBodyReader(params, sizes)
+		r.Object()
+		l.arrFirst, l.arrLen = r.Int32(), r.Int32()
+		l.arrKnown = true
+	}
+	if info.Tier != keyable.TierStop {
+		return
+	}
+	// A template: replayed verbatim (or for the new stopped thread).
+	tk := *key
+	rel := c.Set == jdwp.SetThreadReference && firstThread(key, sizes) == ep.thread
+	if rel {
+		tk = l.withThread(key, 0, sizes)
+	}
+	t := l.byKey[tk]
+	if t == nil {
+		if len(l.byKey) >= maxTemplates {
+			return
+		}
+		t = &template{key: tk, rel: rel}
+		l.byKey[tk] = t
+	}
+	t.unused = 0
+	if t.seen != ep.serial {
+		t.seen = ep.serial
+		ep.requested = append(ep.requested, t)
+	}
+}
+
+// firstThread is the thread a ThreadReference command's parameters start
+// with.
+func firstThread(k *keyable.Key, sizes jdwp.IDSizes) jdwp.ThreadID {
+	return jdwp.NewBodyReader(k.Params(), sizes).Thread()
+}
+
+func setBytes(dst, src []byte) []byte {
+	if string(dst) == string(src) {
+		return dst
+	}
+	return append(dst[:0:0], src...)
+}
+
+// withThread returns a copy of k whose first (thread) parameter is t.
+func (l *learner) withThread(k *keyable.Key, t jdwp.ThreadID, sizes jdwp.IDSizes) keyable.Key {
+	l.tbuf = replaceThread(l.tbuf[:0], k.Params(), t, sizes)
+	var out keyable.Key
+	if _, ok := keyable.Fill(&out, k.Cmd(), l.tbuf, sizes); !ok {
+		return *k // cannot happen: same layout, same sizes
+	}
+	return out
+}
+
+// replaceThread appends params to dst with its first (thread) ID set to t.
+func replaceThread(dst, params []byte, t jdwp.ThreadID, sizes jdwp.IDSizes) []byte {
+	w := jdwp.BodyWriter{Buf: dst, Sizes: sizes}
+	w.Thread(t)
+	if len(params) >= sizes.ObjectID {
+		w.Buf = append(w.Buf, params[sizes.ObjectID:]...)
+	}
+	return w.Buf
+}
