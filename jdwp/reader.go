@@ -51,6 +51,15 @@ func NewReader(r io.Reader, max int) *Reader {
 // returned as packets; a forwarder flushes when it reaches zero.
 func (r *Reader) Buffered() int { return r.br.Buffered() }
 
+// Owned reports whether p, the packet the last call to Next returned, is
+// in a buffer the Reader will never use again, so that the caller may keep
+// p after calling Next again, without copying it. That is the case of a
+// packet above 1 MiB: its buffer grew for it alone and is dropped before
+// the next packet.
+func (r *Reader) Owned(p Packet) bool {
+	return len(p) > keepBufSize && cap(r.buf) > keepBufSize && &p[0] == &r.buf[0]
+}
+
 // HasPacket reports whether a whole packet is already buffered, so that a
 // forwarder can delay its flush until the burst has been written.
 func (r *Reader) HasPacket() bool {

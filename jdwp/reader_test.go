@@ -261,3 +261,34 @@ func TestReaderSkipsOversized(t *testing.T) {
 		t.Errorf("cut inside the skipped packet: %v, want ErrTruncated", err)
 	}
 }
+
+// TestOwnedBigPacket: a packet above 1 MiB is the caller's to keep: the
+// next packet does not overwrite it. A smaller one is not.
+func TestOwnedBigPacket(t *testing.T) {
+	big := AppendCommand(nil, 1, CmdIDSizes, bytes.Repeat([]byte{0xaa}, 2<<20))
+	small := AppendCommand(nil, 2, CmdIDSizes, bytes.Repeat([]byte{0x55}, 100))
+	var stream []byte
+	stream = append(stream, big...)
+	stream = append(stream, big...)
+	stream = append(stream, small...)
+	stream = append(stream, small...)
+	r := NewReader(bytes.NewReader(stream), 4<<20)
+	p1, err := r.Next()
+	if err != nil || !r.Owned(p1) {
+		t.Fatalf("first big packet: %v, owned %v", err, err == nil && r.Owned(p1))
+	}
+	p2, err := r.Next()
+	if err != nil || !r.Owned(p2) || !r.Owned(p2) {
+		t.Fatalf("second big packet: %v", err)
+	}
+	if &p1[0] == &p2[0] || !bytes.Equal(p1, big) {
+		t.Fatal("the second big packet overwrote the first, which the caller owned")
+	}
+	s1, err := r.Next()
+	if err != nil || r.Owned(s1) || r.Owned(p2) {
+		t.Fatalf("small packet: %v, owned %v; the big one still reported owned: %v", err, r.Owned(s1), r.Owned(p2))
+	}
+	if !bytes.Equal(p2, big) {
+		t.Fatal("a small packet overwrote the owned big one")
+	}
+}

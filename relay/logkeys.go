@@ -19,5 +19,6 @@ const (
 	LogErrorCode    = "error_code"
 	LogAttempts     = "attempts"
 	LogWriteTimeout = "write_timeout"
+	LogClosedBy     = "closed_by" // debugger, vm or proxy: whose connection ended a session
 	LogComponent    = "component" // the package or part that logged: ddm, speculator, journal, discover, web
 )

@@ -355,38 +355,53 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 
 	var wg sync.WaitGroup
 	wg.Add(4)
-	go func() { defer wg.Done(); s.end(s.readDebugger(dbr)) }()
-	go func() { defer wg.Done(); s.end(s.readVM(vmr)) }()
-	go func() { defer wg.Done(); s.end(s.writeDebugger()) }()
-	go func() { defer wg.Done(); s.end(s.writeVM()) }()
+	go func() {
+		defer wg.Done()
+		s.end(peerDebugger, s.readDebugger(dbr))
+		discard(s.debugger)
+	}()
+	go func() {
+		defer wg.Done()
+		s.end(peerVM, s.readVM(vmr))
+		discard(s.vm)
+	}()
+	go func() { defer wg.Done(); s.end(peerDebugger, s.writeDebugger()) }()
+	go func() { defer wg.Done(); s.end(peerVM, s.writeVM()) }()
 	<-s.ended
 	// Deliver what was queued before the end (the reply to Dispose, the
-	// VM_DEATH event), within the write timeout, then close.
+	// VM_DEATH event), within the write timeout, then close: each peer
+	// gets an end of stream after the last byte, and what it still sends
+	// is read and dropped for a moment (lingerTimeout) rather than left
+	// unread, since closing a socket with unread bytes resets the
+	// connection and can destroy the bytes just written before the peer
+	// read them.
 	s.toVM.stop()
 	s.toDbg.stop()
 	<-s.toVM.exited
 	<-s.toDbg.exited
-	s.close()
+	s.closeWrites()
 	wg.Wait()
+	s.close()
 
 	for _, ic := range s.hooks.Interceptors {
 		s.lifecycle(func() { ic.Close(s) })
 	}
 	err := s.endErr
 	reason := classify(err)
+	by := s.endedBy
 	switch {
 	case reason == "":
 		err = nil
-		s.log.Info().Msg("debugger session ended")
+		s.log.Info().Str(LogClosedBy, by).Msg("debugger session ended")
 	case s.ending.Load() && (peerGone(err) || reason == ReasonIO):
-		s.log.Info().Err(err).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
+		s.log.Info().Err(err).Str(LogClosedBy, by).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
 		err = nil
 	case peerGone(err):
-		s.log.Warn().Err(err).Str(LogReason, string(reason)).Msg("session ended: a peer reset or dropped its connection; both connections closed")
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended: a peer reset or dropped its connection; both connections closed")
 	case reason == ReasonWriteTimeout:
-		s.log.Warn().Err(err).Str(LogReason, string(reason)).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
 	default:
-		s.log.Error().Err(err).Str(LogReason, string(reason)).Msg("session ended by a protocol error; both connections closed")
+		s.log.Error().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended by a protocol error; both connections closed")
 	}
 	if err != nil {
 		s.metrics.protocolError(reason) // after the log line, as in ServeConn

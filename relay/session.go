@@ -95,12 +95,14 @@ type Session struct {
 	// resetting its connection after that is the normal end.
 	ending atomic.Bool
 
-	endOnce   sync.Once
-	endErr    error         // the first reader or writer result (nil for an orderly end)
-	ended     chan struct{} // closed by the first end call
-	closed    atomic.Bool
-	closeOnce sync.Once
-	done      chan struct{} // closed when both connections are closed
+	endOnce     sync.Once
+	endErr      error         // the first reader or writer result (nil for an orderly end)
+	endedBy     string        // whose connection ended the session: peerDebugger, peerVM or peerProxy
+	ended       chan struct{} // closed by the first end call
+	closed      atomic.Bool
+	releaseOnce sync.Once
+	closeOnce   sync.Once
+	done        chan struct{} // closed when the session is released (closeWrites or close)
 }
 
 // framePool holds Frames for injected packets.
@@ -147,7 +149,7 @@ func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
 		f.Cmd = p.Cmd()
 	}
 	s.observe(f)
-	err := s.queueToVM(f)
+	err := s.queueToVM(f, false)
 	*f = Frame{}
 	framePool.Put(f)
 	return err
@@ -266,8 +268,9 @@ func vmCommandKind(c jdwp.Cmd) Kind {
 	return KindVMCommand
 }
 
-// queueToVM records a command as pending, then queues it for the VM.
-func (s *Session) queueToVM(f *Frame) error {
+// queueToVM records a command as pending, then queues it for the VM,
+// without a copy when owned (the caller gives f.Packet's bytes away).
+func (s *Session) queueToVM(f *Frame, owned bool) error {
 	if f.Kind == KindCommand {
 		id := f.Packet.ID()
 		s.pendingMu.Lock()
@@ -276,6 +279,9 @@ func (s *Session) queueToVM(f *Frame) error {
 		}
 		s.vmPending[id] = pending{cmd: f.Cmd, sent: f.Time, origin: f.Origin}
 		s.pendingMu.Unlock()
+	}
+	if owned {
+		return s.toVM.enqueueOwned(f.Packet)
 	}
 	return s.toVM.enqueue(f.Packet)
 }
@@ -378,6 +384,9 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 		if err != nil {
 			return err
 		}
+		if s.closed.Load() {
+			return ErrSessionClosed // read while the session ends: not relayed, not observed
+		}
 		*f = Frame{Dir: ToVM, Packet: p, ID: p.ID(), Time: time.Now()}
 		if p.IsReply() {
 			f.Kind = KindDebuggerReply
@@ -419,7 +428,9 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 			s.observe(f)
 		}
 		if action == Forward {
-			if err := s.queueToVM(f); err != nil {
+			// A big packet's buffer is the reader's no more: queue it
+			// as it is, rather than hold a copy too.
+			if err := s.queueToVM(f, r.Owned(f.Packet)); err != nil {
 				return fmt.Errorf("write to VM: %w", err)
 			}
 			if err := s.toVM.waitRoom(s.done); err != nil {
@@ -448,6 +459,9 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 			if p = s.replaceOversizedReply(err); p == nil {
 				return err
 			}
+		}
+		if s.closed.Load() {
+			return ErrSessionClosed // read while the session ends: not relayed, not observed
 		}
 		*f = Frame{Dir: ToDebugger, Packet: p, Time: time.Now()}
 		synthetic := false
@@ -503,7 +517,11 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		}
 		s.observe(f)
 		if action == Forward {
-			if err := s.toDbg.enqueue(p); err != nil {
+			enqueue := s.toDbg.enqueue
+			if r.Owned(p) {
+				enqueue = s.toDbg.enqueueOwned // as in relayDebuggerToVM
+			}
+			if err := enqueue(p); err != nil {
 				return fmt.Errorf("write to debugger: %w", err)
 			}
 			if err := s.toDbg.waitRoom(s.done); err != nil {
@@ -556,23 +574,78 @@ func (s *Session) learnIDSizes(body []byte) {
 		Msg("learned ID sizes")
 }
 
-// end records the first result of a reader or writer and starts the
-// session's shutdown.
-func (s *Session) end(err error) {
+// Peers whose connection ends a session, the values of the closed_by log
+// field: the debugger's or the VM's (its reader or writer returned first),
+// or the proxy's own shutdown (the session was closed before either did).
+const (
+	peerDebugger = "debugger"
+	peerVM       = "vm"
+	peerProxy    = "proxy"
+)
+
+// end records the first result of a reader or writer, and the peer whose
+// connection it serves, and starts the session's shutdown.
+func (s *Session) end(peer string, err error) {
 	s.endOnce.Do(func() {
-		s.endErr = err
+		if s.closed.Load() {
+			peer = peerProxy
+		}
+		s.endErr, s.endedBy = err, peer
 		close(s.ended)
 	})
 }
 
-// close closes both connections once; readers and writers then return.
-func (s *Session) close() {
-	s.closeOnce.Do(func() {
+// lingerTimeout bounds how long a session's end waits for a peer to close
+// its side after the proxy closed its own (closeWrites).
+const lingerTimeout = 500 * time.Millisecond
+
+// release marks the session closed once: Send* fail, and readers and
+// writers blocked on room or data return.
+func (s *Session) release() {
+	s.releaseOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.done)
+	})
+}
+
+// closeWrites ends the session gracefully: each connection gets an end of
+// stream after the bytes already written, and its reader, which stops
+// relaying, reads and drops what the peer still sends until the peer
+// closes or lingerTimeout passes. A connection that cannot half-close is
+// closed at once.
+func (s *Session) closeWrites() {
+	s.release()
+	deadline := time.Now().Add(lingerTimeout)
+	for _, c := range []net.Conn{s.debugger, s.vm} {
+		cw, ok := c.(interface{ CloseWrite() error })
+		if !ok || cw.CloseWrite() != nil {
+			c.Close()
+			continue
+		}
+		c.SetReadDeadline(deadline)
+	}
+}
+
+// close closes both connections once; readers and writers then return.
+func (s *Session) close() {
+	s.release()
+	s.closeOnce.Do(func() {
 		s.debugger.Close()
 		s.vm.Close()
 	})
+}
+
+// discard reads and drops what c still delivers, until its peer closes,
+// the read deadline set by closeWrites passes, or c is closed. A reader
+// calls it once it stopped relaying, so the proxy never closes c with
+// bytes left unread.
+func discard(c net.Conn) {
+	var buf [4096]byte
+	for {
+		if _, err := c.Read(buf[:]); err != nil {
+			return
+		}
+	}
 }
 
 // classify maps an error that ended a session to a protocol error reason,

@@ -23,14 +23,19 @@ const keepQueueBytes = 1 << 20
 // producer keeps ownership of what it passed in. buf belongs to the queue
 // (mu) until the writer swaps it out; the writer then owns it, writes it,
 // and hands it back as the next empty buf. Steady state thus ping-pongs
-// two buffers and allocates nothing.
+// two buffers and allocates nothing. A big packet whose bytes the producer
+// gives away (enqueueOwned, a reader forwarding a packet jdwp.Reader.Owned
+// says it may keep) is queued without a copy: the queue is then segs (the
+// copies queued before it, then the packet) followed by buf.
 type sideWriter struct {
 	conn    net.Conn
 	timeout time.Duration // write deadline of each Write; zero for none
 	limit   int           // queued bytes above which waitRoom blocks
 
-	mu       sync.Mutex // guards buf, stopping and err
-	buf      []byte     // queued packets in wire order; see ownership above
+	mu       sync.Mutex // guards buf, segs, queued, stopping and err
+	buf      []byte     // queued packets in wire order, after segs; see ownership above
+	segs     [][]byte   // the queue's head when a packet was queued without a copy; see above
+	queued   int        // bytes in segs and buf
 	stopping bool       // no more packets accepted; the writer exits once buf is written
 	err      error      // why nothing more is accepted (the write error, or ErrSessionClosed)
 
@@ -72,6 +77,28 @@ func (w *sideWriter) enqueue(p []byte) error {
 		return err
 	}
 	w.buf = append(w.buf, p...)
+	w.queued += len(p)
+	w.mu.Unlock()
+	signal(w.wake)
+	return nil
+}
+
+// enqueueOwned queues p without copying it: the caller gives p away and
+// must never touch its bytes again. For big packets, whose copy would
+// double the memory they take.
+func (w *sideWriter) enqueueOwned(p []byte) error {
+	w.mu.Lock()
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	if len(w.buf) > 0 {
+		w.segs = append(w.segs, w.buf)
+		w.buf = nil
+	}
+	w.segs = append(w.segs, p)
+	w.queued += len(p)
 	w.mu.Unlock()
 	signal(w.wake)
 	return nil
@@ -84,7 +111,7 @@ func (w *sideWriter) enqueue(p []byte) error {
 func (w *sideWriter) waitRoom(abort <-chan struct{}) error {
 	for {
 		w.mu.Lock()
-		n, err := len(w.buf), w.err
+		n, err := w.queued, w.err
 		w.mu.Unlock()
 		if err != nil {
 			return err
@@ -119,7 +146,7 @@ func (w *sideWriter) run(abort <-chan struct{}) error {
 	defer close(w.exited)
 	for {
 		w.mu.Lock()
-		for len(w.buf) == 0 {
+		for w.queued == 0 {
 			if w.stopping {
 				w.mu.Unlock()
 				return nil
@@ -132,8 +159,8 @@ func (w *sideWriter) run(abort <-chan struct{}) error {
 			}
 			w.mu.Lock()
 		}
-		out := w.buf
-		w.buf = w.spare[:0]
+		out, segs := w.buf, w.segs
+		w.buf, w.segs, w.queued = w.spare[:0], nil, 0
 		w.mu.Unlock()
 		signal(w.room)
 
@@ -146,10 +173,10 @@ func (w *sideWriter) run(abort <-chan struct{}) error {
 				w.deadlineAt = now
 			}
 		}
-		if _, err := w.conn.Write(out); err != nil {
+		if err := w.write(segs, out); err != nil {
 			w.mu.Lock()
 			w.err = err
-			w.buf = nil
+			w.buf, w.segs, w.queued = nil, nil, 0
 			w.mu.Unlock()
 			signal(w.room) // release a reader in waitRoom: it sees err
 			return err
@@ -159,4 +186,15 @@ func (w *sideWriter) run(abort <-chan struct{}) error {
 		}
 		w.spare = out[:0]
 	}
+}
+
+// write writes segs, then out, in order.
+func (w *sideWriter) write(segs [][]byte, out []byte) error {
+	if segs == nil {
+		_, err := w.conn.Write(out)
+		return err
+	}
+	bufs := net.Buffers(append(segs, out))
+	_, err := bufs.WriteTo(w.conn) // one writev where the connection allows it
+	return err
 }
