@@ -146,8 +146,12 @@ func TestStepsMatchMeasuredSteps(t *testing.T) {
 			got := medianFloat(rts)
 			t.Logf("%s: journal says %.1f serial round trips per step (%.1f commands); the driver's fastest step took %.1f ms at %v (%v measured) and %.1f ms at 0 ms: %.1f round trips",
 				tc.name, got, float64(commands)/float64(len(rts)), measured, rtt, ss.RTT, local, implied)
-			if tol := math.Max(1.5, 0.15*got); math.Abs(implied-got) > tol {
-				t.Errorf("journal steps reports %.1f serial round trips per step, the measured step times imply %.1f (tolerance %.1f)", got, implied, tol)
+			// Load only ever adds time, so the measured steps can imply more
+			// round trips than there were, never fewer: the journal may not
+			// claim more than the times allow (tight), nor far fewer (loose:
+			// on a busy 2-core machine one round trip has cost 1.3 RTTs).
+			if tol := math.Max(1.5, 0.15*got); got > implied+tol || got < implied/1.6-tol {
+				t.Errorf("journal steps reports %.1f serial round trips per step, the measured step times imply %.1f (allowed %.1f..%.1f)", got, implied, implied/1.6-tol, implied+tol)
 			}
 			if tc.threads > 1 && got >= 0.9*float64(commands)/float64(len(rts)) {
 				t.Errorf("pipelined client: %.1f round trips for %.1f commands per step; overlapping commands should not count", got, float64(commands)/float64(len(rts)))
