@@ -56,10 +56,6 @@ func (r reason) String() string {
 	return "unknown"
 }
 
-// Reasons lists the invalidation reasons (the label values of
-// jdwpaccel_cache_invalidations_total).
-func Reasons() []string { return append([]string(nil), reasonNames[:]...) }
-
 // Metrics are the speculator's Prometheus metrics, shared by all sessions.
 // Label children are resolved once so counting is an index and an add.
 type Metrics struct {

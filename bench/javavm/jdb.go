@@ -87,13 +87,8 @@ func isExitCommand(cmd string) bool {
 // It returns the normalised transcript (NormalizeJDB): script lines are
 // included as "$ cmd", prompts and blank lines are stripped and object IDs
 // replaced, so two runs (direct vs through a proxy, or two fresh VMs) can
-// be compared for equality.
-func RunJDB(ctx context.Context, addr string, script []string) (string, error) {
-	return runJDB(ctx, addr, "", script)
-}
-
-// RunJDB is the package RunJDB with -sourcepath set to the build's sources,
-// so jdb prints the source line at each stop.
+// be compared for equality. jdb runs with -sourcepath set to the build's
+// sources, so it prints the source line at each stop.
 func (b *Build) RunJDB(ctx context.Context, addr string, script []string) (string, error) {
 	return runJDB(ctx, addr, b.Source, script)
 }
