@@ -8,8 +8,8 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/web/convo"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultStepIdle is how long the debugger must stay quiet after a stop
@@ -362,54 +362,19 @@ func (t *SessionTracker) AddSteps(a *AccelStats) {
 	}
 }
 
-// AccelFromGatherer reads the speculator's counters from a registry:
-// hits, misses and belays from jdwpaccel_cache_requests_total, wasted
-// speculation from jdwpaccel_speculative_commands_total; round trips saved
-// are hits plus belays (the debugger did not wait for a full VM round
-// trip). Enabled is whether the speculator registered its metrics.
-func AccelFromGatherer(g prometheus.Gatherer) AccelStats {
-	var a AccelStats
-	mfs, err := g.Gather()
-	if err != nil && len(mfs) == 0 {
-		return a
+// AccelFromStats is the page's view of the speculator's counters st (see
+// speculator.Stats): round trips saved are hits plus belays (the debugger
+// did not wait for a full VM round trip). Enabled is set: st comes from a
+// running speculator.
+func AccelFromStats(st speculator.Stats) AccelStats {
+	return AccelStats{
+		Enabled:         true,
+		Hits:            uint64(max(st.Hits, 0)),
+		Misses:          uint64(max(st.Misses, 0)),
+		Belays:          uint64(max(st.Belays, 0)),
+		RoundTripsSaved: uint64(max(st.RoundTripsSaved, 0)),
+		Wasted:          uint64(max(st.SpecWasted, 0)),
 	}
-	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "jdwpaccel_cache_requests_total":
-			a.Enabled = true
-			for _, m := range mf.GetMetric() {
-				v := uint64(m.GetCounter().GetValue())
-				switch labelValue(m.GetLabel(), "result") {
-				case "hit":
-					a.Hits += v
-				case "miss":
-					a.Misses += v
-				case "belay":
-					a.Belays += v
-				}
-			}
-		case "jdwpaccel_speculative_commands_total":
-			for _, m := range mf.GetMetric() {
-				if labelValue(m.GetLabel(), "outcome") == "wasted" {
-					a.Wasted += uint64(m.GetCounter().GetValue())
-				}
-			}
-		}
-	}
-	a.RoundTripsSaved = a.Hits + a.Belays
-	return a
-}
-
-func labelValue[L interface {
-	GetName() string
-	GetValue() string
-}](ls []L, name string) string {
-	for _, l := range ls {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // percentiles of ds (which it does not modify).

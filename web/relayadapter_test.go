@@ -8,7 +8,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
 
@@ -163,22 +163,16 @@ func TestSessionTracker(t *testing.T) {
 	}
 }
 
-func TestAccelFromGatherer(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	if a := AccelFromGatherer(reg); a.Enabled || a.Hits != 0 {
-		t.Fatalf("empty registry: %+v", a)
-	}
-	req := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jdwpaccel_cache_requests_total", Help: "h"}, []string{"result"})
-	spec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jdwpaccel_speculative_commands_total", Help: "h"}, []string{"outcome"})
-	reg.MustRegister(req, spec)
-	req.WithLabelValues("hit").Add(10)
-	req.WithLabelValues("miss").Add(3)
-	req.WithLabelValues("belay").Add(2)
-	spec.WithLabelValues("sent").Add(20)
-	spec.WithLabelValues("wasted").Add(4)
-	a := AccelFromGatherer(reg)
+func TestAccelFromStats(t *testing.T) {
+	st := speculator.Stats{Hits: 10, Misses: 3, Belays: 2, SpecSent: 20, SpecWasted: 4, RoundTripsSaved: 12}
+	a := AccelFromStats(st)
 	if !a.Enabled || a.Hits != 10 || a.Misses != 3 || a.Belays != 2 || a.Wasted != 4 || a.RoundTripsSaved != 12 {
 		t.Fatalf("accel = %+v", a)
+	}
+	// A run's figures: counters since the run started.
+	base := speculator.Stats{Hits: 4, Misses: 1, Belays: 1, SpecWasted: 1, RoundTripsSaved: 5}
+	if a := AccelFromStats(st.Since(base)); a.Hits != 6 || a.Misses != 2 || a.Belays != 1 || a.Wasted != 3 || a.RoundTripsSaved != 7 {
+		t.Fatalf("since base: %+v", a)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
@@ -54,7 +53,7 @@ func benchModes(list, journalPath string, cacheBytes int64, log zerolog.Logger) 
 		"tcp-copy": func() (bench.Mode, error) { return bench.Mode{Name: "tcp-copy", Copy: true}, nil },
 		"speculate": func() (bench.Mode, error) {
 			sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: cacheBytes}, log, nil)
-			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: statsDelta(sp)}, nil
+			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: sp.Stats}, nil
 		},
 		// journal is the pass-through proxy with the journal on: against
 		// "proxy", what journaling costs the relay.
@@ -88,29 +87,6 @@ func benchModes(list, journalPath string, cacheBytes int64, log zerolog.Logger) 
 		modes = append(modes, m)
 	}
 	return modes, closeAll, nil
-}
-
-// statsDelta returns a function that reports the speculator's counters
-// accumulated since its previous call.
-func statsDelta(sp *speculator.Speculator) func() map[string]float64 {
-	var mu sync.Mutex // guards prev
-	var prev speculator.Stats
-	return func() map[string]float64 {
-		mu.Lock()
-		defer mu.Unlock()
-		cur := sp.Stats()
-		d := map[string]float64{
-			"hits":               float64(cur.Hits - prev.Hits),
-			"misses":             float64(cur.Misses - prev.Misses),
-			"belays":             float64(cur.Belays - prev.Belays),
-			"speculative_sent":   float64(cur.SpecSent - prev.SpecSent),
-			"speculative_used":   float64(cur.SpecUsed - prev.SpecUsed),
-			"speculative_wasted": float64(cur.SpecWasted - prev.SpecWasted),
-			"round_trips_saved":  float64(cur.RoundTripsSaved - prev.RoundTripsSaved),
-		}
-		prev = cur
-		return d
-	}
 }
 
 func parseRTTs(s string) ([]time.Duration, error) {
