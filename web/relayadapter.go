@@ -41,8 +41,7 @@ type SessionTracker struct {
 	// Idle is the quiet time that settles a step (DefaultStepIdle when 0).
 	Idle time.Duration
 
-	mu       sync.Mutex       // guards everything below
-	now      func() time.Time // the clock (replaced by tests)
+	mu       sync.Mutex // guards everything below
 	sessions map[*relay.Session]*trackedSession
 	closed   []Session // most recent last, at most closedToKeep
 	steps    []time.Duration
@@ -112,7 +111,7 @@ type StepDetail struct {
 
 // NewSessionTracker returns an empty tracker.
 func NewSessionTracker() *SessionTracker {
-	return &SessionTracker{now: time.Now, sessions: map[*relay.Session]*trackedSession{}}
+	return &SessionTracker{sessions: map[*relay.Session]*trackedSession{}}
 }
 
 func (t *SessionTracker) idle() time.Duration {
@@ -135,7 +134,7 @@ func (t *SessionTracker) SessionStart(s *relay.Session) {
 		dbg = a.String()
 	}
 	t.mu.Lock()
-	t.sessions[s] = &trackedSession{info: Session{ID: s.ID, Debugger: dbg, VM: vm, Started: t.now()}, pending: map[uint32]int{}} // now is guarded by mu
+	t.sessions[s] = &trackedSession{info: Session{ID: s.ID, Debugger: dbg, VM: vm, Started: time.Now()}, pending: map[uint32]int{}}
 	t.mu.Unlock()
 }
 
@@ -143,7 +142,7 @@ func (t *SessionTracker) SessionStart(s *relay.Session) {
 func (t *SessionTracker) SessionEnd(s *relay.Session, _ error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
+	now := time.Now()
 	ts := t.sessions[s]
 	if ts == nil {
 		return
@@ -344,7 +343,7 @@ func (t *SessionTracker) Sessions() []Session {
 func (t *SessionTracker) AddSteps(a *AccelStats) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
+	now := time.Now()
 	for _, ts := range t.sessions {
 		t.settle(ts, now)
 	}

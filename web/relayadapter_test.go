@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -17,8 +18,15 @@ import (
 // breakpoint, the debugger asks two questions and gets answers. The
 // tracker lists the session with its traffic and times one step, from the
 // resume to the last answer; a resume followed only by a class prepare is
-// no step.
+// no step. It runs in a synctest bubble: the VM takes vmDelay to answer
+// each command, so the step's figures are exact, and the quiet time that
+// settles the step passes without waiting.
 func TestSessionTracker(t *testing.T) {
+	synctest.Test(t, testSessionTracker)
+}
+
+func testSessionTracker(t *testing.T) {
+	const vmDelay = 10 * time.Millisecond
 	tr := NewSessionTracker()
 	dbgConn, dbgProxy := net.Pipe()
 	vmProxy, vmConn := net.Pipe()
@@ -50,6 +58,7 @@ func TestSessionTracker(t *testing.T) {
 				if err != nil {
 					return nil // the session ended
 				}
+				time.Sleep(vmDelay)
 				reply := []byte{1, 2, 3}
 				if p.Cmd() == jdwp.CmdIDSizes {
 					reply = jdwp.AppendIDSizes(nil, sizes8)
@@ -122,19 +131,19 @@ func TestSessionTracker(t *testing.T) {
 		t.Fatalf("sessions = %+v", ss)
 	}
 	var a AccelStats
+	time.Sleep(DefaultStepIdle - time.Nanosecond)
 	tr.AddSteps(&a)
 	if a.Steps != 0 {
 		t.Fatalf("step counted before the debugger went quiet: %+v", a)
 	}
-	tr.mu.Lock()
-	tr.now = func() time.Time { return time.Now().Add(time.Hour) } // long quiet
-	tr.mu.Unlock()
+	time.Sleep(time.Nanosecond)
 	tr.AddSteps(&a)
-	if a.Steps != 1 || len(a.RecentSteps) != 1 || a.RecentSteps[0] <= 0 || a.StepLatency.P50 != a.RecentSteps[0] {
+	// The resume, the Frames and the GetValues each took the VM vmDelay.
+	if a.Steps != 1 || len(a.RecentSteps) != 1 || a.RecentSteps[0] != 3*vmDelay || a.StepLatency.P50 != a.RecentSteps[0] {
 		t.Fatalf("steps = %+v", a)
 	}
 	l := a.LastStep
-	if l == nil || l.Event != "BREAKPOINT" || len(l.Commands) != 2 || l.Misses != 2 || l.Hits != 0 || l.Total != a.RecentSteps[0] || l.Run <= 0 || l.Run > l.Total {
+	if l == nil || l.Event != "BREAKPOINT" || len(l.Commands) != 2 || l.Misses != 2 || l.Hits != 0 || l.Total != a.RecentSteps[0] || l.Run != vmDelay || l.VM != 2*vmDelay {
 		t.Fatalf("last step = %+v", l)
 	}
 	if sum := l.Run + l.VM + l.Belay + l.Cache + l.Debugger; sum != l.Total || l.RoundTrips != 2 {
