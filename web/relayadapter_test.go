@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -40,79 +41,64 @@ func testSessionTracker(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeConn(ctx, dbgProxy) }()
 
-	// The VM: answer the handshake, then every command; after the resume,
-	// send a stop event first.
-	vmDone := make(chan error, 1)
-	go func() {
-		vmDone <- func() error {
-			if err := jdwp.ReadHandshake(vmConn); err != nil {
-				return err
+	// The VM: answer every command after vmDelay; after the first resume,
+	// send a thread start and a breakpoint, after later ones a class
+	// prepare.
+	resumes := 0
+	vm := jdwptest.NewVM(jdwptest.Script{
+		Delay:   vmDelay,
+		Default: jdwptest.Body([]byte{1, 2, 3}),
+		Replies: map[jdwp.Cmd]jdwptest.ReplyFunc{jdwp.CmdIDSizes: jdwptest.Body(jdwp.AppendIDSizes(nil, sizes8))},
+		After: func(c *jdwptest.Conn, cmd jdwp.Packet) error {
+			if cmd.Cmd() != jdwp.CmdVirtualMachineResume {
+				return nil
 			}
-			if err := jdwp.WriteHandshake(vmConn); err != nil {
-				return err
+			resumes++
+			evs := []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventBreakpoint}
+			if resumes > 1 {
+				evs = []jdwp.EventKind{jdwp.EventClassPrepare}
 			}
-			r := jdwp.NewReader(vmConn, 1<<20)
-			resumes := 0
-			for {
-				p, err := r.Next()
-				if err != nil {
-					return nil // the session ended
-				}
-				time.Sleep(vmDelay)
-				reply := []byte{1, 2, 3}
-				if p.Cmd() == jdwp.CmdIDSizes {
-					reply = jdwp.AppendIDSizes(nil, sizes8)
-				}
-				if _, err := vmConn.Write(jdwp.AppendReply(nil, p.ID(), 0, reply)); err != nil {
+			for _, k := range evs {
+				comp := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{Kind: k, Thread: 1, Signature: []byte("LX;")}}}
+				if err := c.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &comp))); err != nil {
 					return err
 				}
-				if p.Cmd() == jdwp.CmdVirtualMachineResume {
-					resumes++
-					evs := []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventBreakpoint}
-					if resumes > 1 {
-						evs = []jdwp.EventKind{jdwp.EventClassPrepare}
-					}
-					for _, k := range evs {
-						c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{Kind: k, Thread: 1, Signature: []byte("LX;")}}}
-						if _, err := vmConn.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &c))); err != nil {
-							return err
-						}
-					}
-				}
 			}
-		}()
-	}()
+			return nil
+		},
+	})
+	vmDone := make(chan error, 1)
+	go func() { vmDone <- vm.Serve(vmConn) }()
 
 	// Before the debugger's handshake no session can have started; after
 	// it, one may have at any moment.
 	if ss := tr.Sessions(); len(ss) != 0 {
 		t.Fatalf("sessions before start: %+v", ss)
 	}
-	if err := jdwp.WriteHandshake(dbgConn); err != nil {
+	dbg, err := jdwptest.AttachConn(dbgConn)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jdwp.ReadHandshake(dbgConn); err != nil {
-		t.Fatal(err)
-	}
-	r := jdwp.NewReader(dbgConn, 1<<20)
 	next := func() jdwp.Packet {
 		t.Helper()
-		p, err := r.Next()
+		p, err := dbg.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	send := func(id uint32, c jdwp.Cmd) {
+	send := func(c jdwp.Cmd) uint32 {
 		t.Helper()
-		if _, err := dbgConn.Write(jdwp.AppendCommand(nil, id, c, nil)); err != nil {
+		id, err := dbg.Send(c, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
+		return id
 	}
-	send(10, jdwp.CmdIDSizes)
+	send(jdwp.CmdIDSizes)
 	next()
-	send(1, jdwp.CmdVirtualMachineResume)
-	if p := next(); !p.IsReply() || p.ID() != 1 {
+	resume := send(jdwp.CmdVirtualMachineResume)
+	if p := next(); !p.IsReply() || p.ID() != resume {
 		t.Fatalf("want the resume reply, got %v", p)
 	}
 	if p := next(); p.Cmd() != jdwp.CmdComposite {
@@ -121,9 +107,9 @@ func testSessionTracker(t *testing.T) {
 	if p := next(); p.Cmd() != jdwp.CmdComposite {
 		t.Fatalf("want the stop event, got %v", p)
 	}
-	send(2, jdwp.Cmd{Set: 11, Cmd: 6}) // ThreadReference.Frames
+	send(jdwp.Cmd{Set: 11, Cmd: 6}) // ThreadReference.Frames
 	next()
-	send(3, jdwp.Cmd{Set: 16, Cmd: 1}) // StackFrame.GetValues
+	send(jdwp.Cmd{Set: 16, Cmd: 1}) // StackFrame.GetValues
 	next()
 
 	ss := tr.Sessions()
@@ -151,7 +137,7 @@ func testSessionTracker(t *testing.T) {
 	}
 
 	// A resume answered only by a class prepare is no step.
-	send(5, jdwp.CmdVirtualMachineResume)
+	send(jdwp.CmdVirtualMachineResume)
 	next()
 	next()
 	tr.AddSteps(&a)
