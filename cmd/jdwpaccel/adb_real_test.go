@@ -237,46 +237,29 @@ func helloThroughForward(t *testing.T, port string) string {
 // attachHello is helloThroughForward keeping the connection open.
 func attachHello(t *testing.T, port string) (net.Conn, string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), 10*time.Second)
+	d, err := jdwptest.Attach(net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		t.Fatalf("handshake through the forward: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	p, err := d.Call(jdwp.CmdDDMChunk, ddm.AppendPayload(nil, ddm.Hello{ClientVersion: 1}))
+	if err != nil {
+		t.Fatalf("waiting for the HELO reply: %v", err)
+	}
+	it := ddm.NewChunks(p.Body())
+	ch, ok := it.Next()
+	if !ok {
+		t.Fatalf("empty HELO reply")
+	}
+	pl, err := ddm.Decode(ddm.VMToHost, ch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	if err := jdwp.WriteHandshake(c); err != nil {
-		t.Fatal(err)
+	h, ok := pl.(ddm.Hello)
+	if !ok {
+		t.Fatalf("HELO answered with %T", pl)
 	}
-	if err := jdwp.ReadHandshake(c); err != nil {
-		t.Fatalf("handshake through the forward: %v", err)
-	}
-	if _, err := c.Write(ddm.AppendCommand(nil, 1, ddm.Hello{ClientVersion: 1})); err != nil {
-		t.Fatal(err)
-	}
-	r := jdwp.NewReader(c, 0)
-	for {
-		p, err := r.Next()
-		if err != nil {
-			t.Fatalf("waiting for the HELO reply: %v", err)
-		}
-		if !p.IsReply() || p.ID() != 1 {
-			continue
-		}
-		it := ddm.NewChunks(p.Body())
-		ch, ok := it.Next()
-		if !ok {
-			t.Fatalf("empty HELO reply")
-		}
-		pl, err := ddm.Decode(ddm.VMToHost, ch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, ok := pl.(ddm.Hello)
-		if !ok {
-			t.Fatalf("HELO answered with %T", pl)
-		}
-		c.SetDeadline(time.Time{})
-		return c, h.AppName
-	}
+	return d.Conn(), h.AppName
 }
 
 // TestADBFrontRealServer: through the front, a real adb client sees the
