@@ -1,6 +1,10 @@
 package ddmtap
 
 import (
+	"context"
+	"errors"
+	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,6 +164,41 @@ func TestUnansweredTHSTStopsPolling(t *testing.T) {
 		synctest.Wait()
 		if got := r.requests(ddm.TypeTHST); len(got) != len(before) {
 			t.Errorf("THST sent at %v, want no polls after it was marked unsupported (at %v)", got, before)
+		}
+	})
+}
+
+// TestHolderRedialBackoff: a holder of a VM known to speak DDM that cannot
+// reach it dials at once, then again after 1 s, doubling the pause up to
+// 30 s; it stops when its context ends. Time is the bubble's.
+func TestHolderRedialBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		h := NewHolder(HolderConfig{Addr: "vm", Logger: nopLog, KnownDDM: true, Dial: func(context.Context) (net.Conn, error) {
+			mu.Lock()
+			at = append(at, time.Since(start))
+			mu.Unlock()
+			return nil, errors.New("connection refused")
+		}})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- h.Run(ctx) }()
+		time.Sleep(100 * time.Second)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []time.Duration{0, 1, 3, 7, 15, 31, 61, 91}
+		for i := range want {
+			want[i] *= time.Second
+		}
+		if !slices.Equal(at, want) {
+			t.Fatalf("dialled at %v, want %v", at, want)
 		}
 	})
 }
