@@ -54,11 +54,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 				speedCI = fmt.Sprintf("%.2f-%.2f", c.SpeedupCI[0], c.SpeedupCI[1])
 			}
 		}
-		if h, m := c.Stats["hits"]+c.Stats["belays"], c.Stats["misses"]; h+m > 0 {
-			hit = fmt.Sprintf("%.0f%%", 100*h/(h+m))
-		}
-		if s := c.Stats["speculative_sent"]; s > 0 {
-			waste = fmt.Sprintf("%.0f%%", 100*c.Stats["speculative_wasted"]/s)
+		if a := c.Stats; a != nil {
+			if h, m := a.Hits+a.Belays, a.Misses; h+m > 0 {
+				hit = fmt.Sprintf("%.0f%%", 100*float64(h)/float64(h+m))
+			}
+			if a.SpecSent > 0 {
+				waste = fmt.Sprintf("%.0f%%", 100*float64(a.SpecWasted)/float64(a.SpecSent))
+			}
 		}
 		ok := "ok"
 		if !c.DigestsMatch {

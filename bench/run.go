@@ -18,6 +18,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
 
@@ -36,10 +37,30 @@ type Mode struct {
 	// device) in front of vmAddr, the link to the VM, and returns the
 	// address the driver attaches to; what it starts lives until ctx ends.
 	Via func(ctx context.Context, vmAddr string) (string, error)
-	// Stats, when set, returns the accelerator's counters accumulated
-	// since the last call (hits, misses, belays, speculative_sent,
-	// speculative_wasted, ...); it is called after each cell.
-	Stats func() map[string]float64
+	// Stats, when set, returns the accelerator's counters so far (such as
+	// speculator.Speculator.Stats); it is called before and after each
+	// cell, and the cell reports the difference.
+	Stats func() speculator.Stats
+}
+
+// Accel is the accelerator's figures over one cell: the speculator's
+// counters accumulated during it (see speculator.Stats).
+type Accel struct {
+	Belays          int64 `json:"belays"`
+	Hits            int64 `json:"hits"`
+	Misses          int64 `json:"misses"`
+	RoundTripsSaved int64 `json:"round_trips_saved"`
+	SpecSent        int64 `json:"speculative_sent"`
+	SpecUsed        int64 `json:"speculative_used"`
+	SpecWasted      int64 `json:"speculative_wasted"`
+	SpecWithheld    int64 `json:"speculative_withheld,omitempty"`
+}
+
+func accelOf(st speculator.Stats) *Accel {
+	return &Accel{
+		Belays: st.Belays, Hits: st.Hits, Misses: st.Misses, RoundTripsSaved: st.RoundTripsSaved,
+		SpecSent: st.SpecSent, SpecUsed: st.SpecUsed, SpecWasted: st.SpecWasted, SpecWithheld: st.SpecWithheld,
+	}
 }
 
 // Workload is a driver profile on a debuggee.
@@ -103,8 +124,8 @@ type Cell struct {
 	// Noise is set when the confidence intervals of this cell's median and
 	// the direct cell's overlap: the difference between them (the speedup,
 	// or slowdown) is within the noise of the measurement, not a result.
-	Noise bool               `json:"noise,omitempty"`
-	Stats map[string]float64 `json:"accelerator,omitempty"`
+	Noise bool   `json:"noise,omitempty"`
+	Stats *Accel `json:"accelerator,omitempty"`
 	// DigestsMatch is false when any stop's digest differs from the
 	// direct run's at the same RTT.
 	DigestsMatch bool     `json:"digests_match"`
@@ -157,15 +178,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				if cfg.Progress != nil {
 					cfg.Progress(done, total, label)
 				}
+				var before speculator.Stats
 				if m.Stats != nil {
-					m.Stats() // reset
+					before = m.Stats()
 				}
 				c, err := runCell(ctx, cfg, w, m, rtt)
 				if err != nil {
 					return rep, fmt.Errorf("%s: %w", label, err)
 				}
 				if m.Stats != nil {
-					c.Stats = m.Stats()
+					c.Stats = accelOf(m.Stats().Since(before))
 				}
 				if direct == nil {
 					direct = c

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
-	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -36,13 +36,9 @@ func (corrupter) Close(*relay.Session) {}
 // must make the run fail with ErrDigestMismatch. With 2 warm-up steps, each
 // cell measures exactly Steps stops (the breakpoint stop is not one).
 func TestDigestCheck(t *testing.T) {
-	jdktest.RequireJDK(t)
+	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := javavm.Compile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := Config{
 		RTTs:      []time.Duration{0},
 		Workloads: []Workload{{Profile: javavm.ProfileJDBMin, Debuggee: javavm.Shallow}},
@@ -109,13 +105,9 @@ func TestSlopes(t *testing.T) {
 // the relay as directly, and every cell reports its time to the first stop
 // and, for the proxied cells, its speedup.
 func TestDigestsNewWorkloads(t *testing.T) {
-	jdktest.RequireJDK(t)
+	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := javavm.Compile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := Config{
 		RTTs: []time.Duration{0},
 		Workloads: []Workload{

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
-	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
@@ -18,13 +17,9 @@ import (
 // steps, samples RSS, goroutines and a growing cache at every interval, and
 // writes them as a table, JSON and a chart.
 func TestSoakSamples(t *testing.T) {
-	jdktest.RequireJDK(t)
+	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := javavm.Compile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: 1 << 20}, zerolog.Nop(), nil)
 	var progress []SoakSample
 	rep, err := Soak(ctx, SoakConfig{

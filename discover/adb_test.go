@@ -1,7 +1,6 @@
 package discover
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,7 +15,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/discover/adbtest"
-	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/rs/zerolog"
 )
 
@@ -38,7 +37,7 @@ func startADB(t *testing.T) *adbtest.Server {
 // fakeProc is a process of a fake device backed by a fake VM.
 func fakeProc(t *testing.T, pid int, name string) adbtest.Proc {
 	v := startFakeVM(t, "vm-"+name)
-	return adbtest.Proc{PID: pid, Name: name, Dial: func() (net.Conn, error) { return net.Dial("tcp", v.addr()) }}
+	return adbtest.Proc{PID: pid, Name: name, Dial: func() (net.Conn, error) { return net.Dial("tcp", v.Addr()) }}
 }
 
 // The client's requests, byte for byte as the reference (§6) frames
@@ -62,18 +61,12 @@ func TestADBClientFraming(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(conn)
-	if err := jdwp.WriteHandshake(conn); err != nil {
+	d, err := jdwptest.AttachConn(conn)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jdwp.ReadHandshake(br); err != nil {
-		t.Fatal(err)
-	}
-	conn.Write(jdwp.AppendCommand(nil, 7, jdwp.Cmd{Set: 1, Cmd: 1}, nil))
-	p, err := jdwp.NewReader(br, 0).Next()
-	if err != nil || !p.IsReply() || p.ID() != 7 || string(p.Body()) != "vm-com.example.a" {
-		t.Fatalf("reply %v, %v", p, err)
+	if got, err := ask(d); err != nil || got != "vm-com.example.a" {
+		t.Fatalf("reply %q, %v", got, err)
 	}
 	name, err := c.Shell(ctx, "emu-1", "cat /proc/101/cmdline")
 	if err != nil || string(name) != "com.example.a\x00" {
@@ -143,12 +136,12 @@ func TestADBSource(t *testing.T) {
 	if _, err := m.Select("com.example.a"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := attach(sel.Addr().String())
+	d, err := jdwptest.Attach(sel.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.close()
-	if got, err := d.ask(); err != nil || got != "vm-com.example.a" {
+	defer d.Close()
+	if got, err := ask(d); err != nil || got != "vm-com.example.a" {
 		t.Fatalf("%q, %v", got, err)
 	}
 	if got, err := askVia(a.Listen); err != nil || got != "vm-com.example.a" {
@@ -158,7 +151,7 @@ func TestADBSource(t *testing.T) {
 	// The process exits: its VM and session go.
 	s.RemoveProcess("emu-1", 101)
 	waitState(t, m, "101 gone", func(s Snapshot) bool { _, ok := statusOf(s, "adb:emu-1:101"); return !ok })
-	if err := d.waitClosed(); err != nil {
+	if err := d.WaitClosed(); err != nil {
 		t.Fatalf("session to a vanished VM: %v", err)
 	}
 	// A device is plugged in, then unplugged.
@@ -167,7 +160,7 @@ func TestADBSource(t *testing.T) {
 	waitState(t, m, "emu-2", func(s Snapshot) bool { _, ok := statusOf(s, "adb:emu-2:201"); return ok })
 	s.RemoveDevice("emu-2")
 	waitState(t, m, "emu-2 gone", func(s Snapshot) bool { return len(s.VMs) == 1 })
-	d.close()
+	d.Close()
 	stop()
 	// sel was open before and is closed by the Manager.
 	waitCount(t, "goroutines", g0, runtime.NumGoroutine)

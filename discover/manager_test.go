@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
 
 func statusOf(s Snapshot, key string) (Status, bool) {
@@ -58,12 +60,12 @@ func TestSelectedPortSwitch(t *testing.T) {
 	if _, err := m.Select("vm-a"); err != nil {
 		t.Fatal(err)
 	}
-	held, err := attach(sel.Addr().String())
+	held, err := jdwptest.Attach(sel.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.close()
-	if got, err := held.ask(); err != nil || got != "vm-a" {
+	defer held.Close()
+	if got, err := ask(held); err != nil || got != "vm-a" {
 		t.Fatalf("selected a, reached %q, %v", got, err)
 	}
 	if _, err := m.Select("b"); err != nil {
@@ -72,7 +74,7 @@ func TestSelectedPortSwitch(t *testing.T) {
 	if got, err := askVia(sel.Addr().String()); err != nil || got != "vm-b" {
 		t.Fatalf("selected b, reached %q, %v", got, err)
 	}
-	if got, err := held.ask(); err != nil || got != "vm-a" {
+	if got, err := ask(held); err != nil || got != "vm-a" {
 		t.Fatalf("held session moved: %q, %v", got, err)
 	}
 	waitState(t, m, "a's session counted", func(s Snapshot) bool { st, _ := statusOf(s, "a"); return st.Sessions == 1 })
@@ -83,7 +85,7 @@ func TestSelectedPortSwitch(t *testing.T) {
 	// a disappears: its session ends, its port closes.
 	src.set(b.vm("b"))
 	waitState(t, m, "a gone", func(s Snapshot) bool { _, ok := statusOf(s, "a"); return !ok })
-	if err := held.waitClosed(); err != nil {
+	if err := held.WaitClosed(); err != nil {
 		t.Fatalf("session to a vanished VM: %v", err)
 	}
 	if c, err := net.Dial("tcp", stA.Listen); err == nil {
@@ -154,11 +156,11 @@ func TestKeepWhileInUse(t *testing.T) {
 	vm.keepWhileInUse = true
 	src.set(vm)
 	waitState(t, m, "a", func(s Snapshot) bool { return s.Selected == "tcp:a" })
-	d, err := attach(sel.Addr().String())
+	d, err := jdwptest.Attach(sel.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ask(); err != nil {
+	if _, err := ask(d); err != nil {
 		t.Fatal(err)
 	}
 	src.set()
@@ -166,10 +168,10 @@ func TestKeepWhileInUse(t *testing.T) {
 	if len(s.VMs) != 1 {
 		t.Fatal(s)
 	}
-	if _, err := d.ask(); err != nil {
+	if _, err := ask(d); err != nil {
 		t.Fatalf("session cut while the VM is in use: %v", err)
 	}
-	d.close()
+	d.Close()
 	waitState(t, m, "gone", func(s Snapshot) bool { return len(s.VMs) == 0 })
 }
 
@@ -195,16 +197,16 @@ func TestManyVMsNoLeaks(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		src.set(list...)
 		s := waitState(t, m, "all", func(s Snapshot) bool { return len(s.VMs) == n })
-		var ds []*debugger
+		var ds []*jdwptest.Debugger
 		for _, st := range s.VMs {
 			if st.Listen == "" {
 				t.Fatalf("%s has no port", st.Key)
 			}
-			d, err := attach(st.Listen)
+			d, err := jdwptest.Attach(st.Listen)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := d.ask(); err != nil {
+			if _, err := ask(d); err != nil {
 				t.Fatal(err)
 			}
 			ds = append(ds, d)
@@ -212,10 +214,10 @@ func TestManyVMsNoLeaks(t *testing.T) {
 		src.set()
 		waitState(t, m, "none", func(s Snapshot) bool { return len(s.VMs) == 0 })
 		for _, d := range ds {
-			if err := d.waitClosed(); err != nil {
+			if err := d.WaitClosed(); err != nil {
 				t.Fatalf("session to a vanished VM: %v", err)
 			}
-			d.close()
+			d.Close()
 		}
 	}
 	stop()

@@ -2,7 +2,6 @@ package discover
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -76,17 +76,12 @@ func compileIdle(t *testing.T) string {
 type javaVM struct {
 	cmd      *exec.Cmd
 	port     int
-	mu       sync.Mutex // guards out
-	out      bytes.Buffer
+	out      jdwptest.Buffer
 	running  chan struct{} // closed when main printed "running"
 	stopOnce sync.Once
 }
 
-func (v *javaVM) output() string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.out.String()
-}
+func (v *javaVM) output() string { return v.out.String() }
 
 func startJava(t *testing.T, port int, suspend bool) *javaVM {
 	t.Helper()
@@ -114,9 +109,7 @@ func startJava(t *testing.T, port int, suspend bool) *javaVM {
 		var l, r sync.Once
 		for sc.Scan() {
 			line := sc.Text()
-			v.mu.Lock()
-			v.out.WriteString(line + "\n")
-			v.mu.Unlock()
+			v.out.Write([]byte(line + "\n")) //nolint:errcheck // a Buffer does not fail
 			if strings.Contains(line, "Listening for transport dt_socket") {
 				l.Do(func() { close(listening) })
 			}
@@ -251,18 +244,18 @@ func TestScanRealJVMs(t *testing.T) {
 	// A debugger through vm1's own port: the VM is busy (HotSpot stops
 	// listening) but stays listed, then listens again after.
 	st1, _ := statusOf(m.List(), vm1.key())
-	d, err := attach(st1.Listen)
+	d, err := jdwptest.Attach(st1.Listen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ask(); err != nil {
+	if _, err := ask(d); err != nil {
 		t.Fatalf("VirtualMachine.Version through the proxy: %v", err)
 	}
 	waitState(t, m, "vm1 busy", func(s Snapshot) bool {
 		st, ok := statusOf(s, vm1.key())
 		return ok && st.Busy && st.Sessions == 1
 	})
-	d.close()
+	d.Close()
 	waitState(t, m, "vm1 free", func(s Snapshot) bool {
 		st, ok := statusOf(s, vm1.key())
 		return ok && !st.Busy && st.Sessions == 0
@@ -275,24 +268,23 @@ func TestScanRealJVMs(t *testing.T) {
 
 	// The only VM left is selected automatically; resuming it through the
 	// current-VM port runs its main.
-	d, err = attach(sel.Addr().String())
+	d, err = jdwptest.Attach(sel.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.close()
+	defer d.Close()
 	// Like a real debugger, wait for the VMStart event first: a Resume
 	// that overtakes the agent's initial suspension would be lost.
 	for {
-		p, err := d.r.Next()
+		p, err := d.Next()
 		if err != nil {
 			t.Fatalf("waiting for VMStart: %v", err)
 		}
-		if !p.IsReply() && p.Cmd() == (jdwp.Cmd{Set: 64, Cmd: 100}) {
+		if !p.IsReply() && p.Cmd() == jdwp.CmdComposite {
 			break
 		}
 	}
-	d.id++
-	if _, err := d.c.Write(jdwp.AppendCommand(nil, d.id, jdwp.Cmd{Set: 1, Cmd: 9}, nil)); err != nil {
+	if _, err := d.Send(jdwp.CmdVirtualMachineResume, nil); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -304,12 +296,12 @@ func TestScanRealJVMs(t *testing.T) {
 
 func TestScanConnectProbe(t *testing.T) {
 	a := startFakeVM(t, "a")
-	port := portOf(a.addr())
+	port := portOf(a.Addr())
 	vms, err := Discover(context.Background(), &Scan{Ports: PortsOf(port), ConnectProbe: true}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(vms) != 1 || vms[0].Key != "tcp:"+a.addr() || !vms[0].keepWhileInUse {
+	if len(vms) != 1 || vms[0].Key != "tcp:"+a.Addr() || !vms[0].keepWhileInUse {
 		t.Fatalf("%+v", vms)
 	}
 }

@@ -1,71 +1,45 @@
 package speculator
 
 import (
-	"fmt"
-	"os"
-	"sort"
-	"sync"
+	"strings"
 	"testing"
-	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
-type diagTracer struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func (d *diagTracer) spec(s *spec, o specOutcome, serial uint64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	name := map[specOutcome]string{outcomeSent: "sent", outcomeUsed: "used", outcomeWasted: "wasted"}[o]
-	d.counts[fmt.Sprintf("%-40v k%-2d t%d %s", s.key.Cmd(), s.kind, s.info.Tier, name)]++
-	if o != outcomeUsed {
-		d.counts[fmt.Sprintf("serial %3d %s", serial, name)]++
-	}
-}
-
-func (d *diagTracer) miss(c jdwp.Cmd, serial uint64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.counts[fmt.Sprintf("miss serial %3d %v", serial, c)]++
-}
-
-// TestDiagWaste is a diagnostic, not a check: with DIAG_PROFILE (and
-// optionally DIAG_DEBUGGEE, DIAG_RTT) set it runs one proxied driver and
-// logs, per command and rule, the speculation sent, used and wasted, and
-// the misses per stop.
-func TestDiagWaste(t *testing.T) {
-	prof := os.Getenv("DIAG_PROFILE")
-	if prof == "" {
-		t.Skip()
-	}
-	deb := os.Getenv("DIAG_DEBUGGEE")
-	if deb == "" {
-		deb = javavm.Deep
-	}
-	rtt, _ := time.ParseDuration(os.Getenv("DIAG_RTT"))
-	b := realBuild(t)
-	tr := &diagTracer{counts: map[string]int{}}
-	specTracer = tr
-	defer func() { specTracer = nil }()
-	res, sp, err := runDriver(t, b, javavm.DriverOptions{Debuggee: deb, Profile: prof, Steps: 8, Warmup: 2}, rtt, Config{})
-	if err != nil {
+// TestDiagnose: while a Diag is installed the sessions' trace points reach
+// it, and its report counts each outcome by rule and serial; after stop
+// they reach nothing.
+func TestDiagnose(t *testing.T) {
+	d, stop := Diagnose()
+	s := &spec{kind: 3}
+	traceSpec(s, outcomeSent, 2)
+	traceSpec(s, outcomeSent, 2)
+	traceSpec(s, outcomeUsed, 2)
+	traceSpec(s, outcomeWasted, 999)
+	traceMiss(jdwp.CmdIDSizes, 4)
+	stop()
+	traceMiss(jdwp.CmdIDSizes, 4) // not counted
+	var b strings.Builder
+	if _, err := d.WriteTo(&b); err != nil {
 		t.Fatal(err)
 	}
-	st := sp.Stats()
-	t.Logf("median %v hits %d misses %d belays %d sent %d used %d wasted %d", res.MedianStep(), st.Hits, st.Misses, st.Belays, st.SpecSent, st.SpecUsed, st.SpecWasted)
-	for _, s := range res.Stops {
-		t.Logf("stop %d %.1f ms %s", s.Index, s.MS, s.Top)
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	want := map[string]bool{
+		"serial   2 sent: 2":   true,
+		"serial 999 wasted: 1": true,
+		"miss serial   4 " + jdwp.CmdIDSizes.String() + ": 1": true,
 	}
-	var keys []string
-	for k := range tr.counts {
-		keys = append(keys, k)
+	found := 0
+	for _, l := range lines {
+		if want[l] {
+			found++
+		}
+		if strings.Contains(l, " k3 ") && strings.HasSuffix(l, " used: 1") {
+			found++
+		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		t.Logf("%s: %d", k, tr.counts[k])
+	if found != len(want)+1 || len(lines) != 6 {
+		t.Fatalf("report:\n%s", b.String())
 	}
 }

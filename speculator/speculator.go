@@ -90,13 +90,19 @@ func (c *Config) fill() {
 	}
 }
 
-// Stats is a snapshot of the speculator's counters over all sessions.
+// Stats is a snapshot of the speculator's counters over all sessions. It
+// is the one source of these figures: the live page, the benchmark and the
+// Prometheus metrics (counted at the same places) all show them.
 type Stats struct {
+	// Hits are cacheable debugger commands answered from the cache, Misses
+	// those sent to the VM, Belays those held for a speculation in flight.
 	Hits, Misses, Belays int64
 	// SpecSent, SpecUsed and SpecWasted count speculative commands: sent,
 	// whose reply served a debugger command, and whose reply was
-	// invalidated, evicted or errored before any use.
-	SpecSent, SpecUsed, SpecWasted int64
+	// invalidated, evicted or errored before any use. SpecWithheld counts
+	// those predicted but not sent, because the IDs in them could not be
+	// shown valid for the command.
+	SpecSent, SpecUsed, SpecWasted, SpecWithheld int64
 	// RoundTripsSaved counts debugger commands that did not wait for a
 	// round trip of their own (hits and belays).
 	RoundTripsSaved int64
@@ -108,6 +114,25 @@ type Stats struct {
 	RTT, ServiceTime time.Duration
 }
 
+// Since returns the counters accumulated between prev and st (st's minus
+// prev's). The levels (CacheBytes, CacheEntries, RTT, ServiceTime) are st's.
+func (st Stats) Since(prev Stats) Stats {
+	d := st
+	d.Hits -= prev.Hits
+	d.Misses -= prev.Misses
+	d.Belays -= prev.Belays
+	d.SpecSent -= prev.SpecSent
+	d.SpecUsed -= prev.SpecUsed
+	d.SpecWasted -= prev.SpecWasted
+	d.SpecWithheld -= prev.SpecWithheld
+	d.RoundTripsSaved -= prev.RoundTripsSaved
+	d.Invalidations = make(map[string]int64, len(st.Invalidations))
+	for r, n := range st.Invalidations {
+		d.Invalidations[r] = n - prev.Invalidations[r]
+	}
+	return d
+}
+
 // Speculator creates the per-session interceptors and aggregates stats.
 type Speculator struct {
 	cfg     Config
@@ -116,6 +141,7 @@ type Speculator struct {
 
 	hits, misses, belays atomic.Int64
 	sent, used, wasted   atomic.Int64
+	withheld             atomic.Int64
 	inval                [numReasons]atomic.Int64
 	bytes, entries       atomic.Int64
 	lastRTT, lastService atomic.Int64
@@ -146,7 +172,8 @@ func (sp *Speculator) Stats() Stats {
 	st := Stats{
 		Hits: sp.hits.Load(), Misses: sp.misses.Load(), Belays: sp.belays.Load(),
 		SpecSent: sp.sent.Load(), SpecUsed: sp.used.Load(), SpecWasted: sp.wasted.Load(),
-		CacheBytes: sp.bytes.Load(), CacheEntries: sp.entries.Load(),
+		SpecWithheld: sp.withheld.Load(),
+		CacheBytes:   sp.bytes.Load(), CacheEntries: sp.entries.Load(),
 		RTT: time.Duration(sp.lastRTT.Load()), ServiceTime: time.Duration(sp.lastService.Load()),
 		Invalidations: map[string]int64{},
 	}
@@ -182,6 +209,8 @@ func (sp *Speculator) countSpec(o specOutcome, n int) {
 		sp.used.Add(int64(n))
 	case outcomeWasted:
 		sp.wasted.Add(int64(n))
+	case outcomeWithheld:
+		sp.withheld.Add(int64(n))
 	}
 	sp.metrics.spec(o, n)
 }

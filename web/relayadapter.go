@@ -8,8 +8,8 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/web/convo"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultStepIdle is how long the debugger must stay quiet after a stop
@@ -41,8 +41,7 @@ type SessionTracker struct {
 	// Idle is the quiet time that settles a step (DefaultStepIdle when 0).
 	Idle time.Duration
 
-	mu       sync.Mutex       // guards everything below
-	now      func() time.Time // the clock (replaced by tests)
+	mu       sync.Mutex // guards everything below
 	sessions map[*relay.Session]*trackedSession
 	closed   []Session // most recent last, at most closedToKeep
 	steps    []time.Duration
@@ -112,7 +111,7 @@ type StepDetail struct {
 
 // NewSessionTracker returns an empty tracker.
 func NewSessionTracker() *SessionTracker {
-	return &SessionTracker{now: time.Now, sessions: map[*relay.Session]*trackedSession{}}
+	return &SessionTracker{sessions: map[*relay.Session]*trackedSession{}}
 }
 
 func (t *SessionTracker) idle() time.Duration {
@@ -135,7 +134,7 @@ func (t *SessionTracker) SessionStart(s *relay.Session) {
 		dbg = a.String()
 	}
 	t.mu.Lock()
-	t.sessions[s] = &trackedSession{info: Session{ID: s.ID, Debugger: dbg, VM: vm, Started: t.now()}, pending: map[uint32]int{}} // now is guarded by mu
+	t.sessions[s] = &trackedSession{info: Session{ID: s.ID, Debugger: dbg, VM: vm, Started: time.Now()}, pending: map[uint32]int{}}
 	t.mu.Unlock()
 }
 
@@ -143,7 +142,7 @@ func (t *SessionTracker) SessionStart(s *relay.Session) {
 func (t *SessionTracker) SessionEnd(s *relay.Session, _ error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
+	now := time.Now()
 	ts := t.sessions[s]
 	if ts == nil {
 		return
@@ -344,7 +343,7 @@ func (t *SessionTracker) Sessions() []Session {
 func (t *SessionTracker) AddSteps(a *AccelStats) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
+	now := time.Now()
 	for _, ts := range t.sessions {
 		t.settle(ts, now)
 	}
@@ -362,54 +361,19 @@ func (t *SessionTracker) AddSteps(a *AccelStats) {
 	}
 }
 
-// AccelFromGatherer reads the speculator's counters from a registry:
-// hits, misses and belays from jdwpaccel_cache_requests_total, wasted
-// speculation from jdwpaccel_speculative_commands_total; round trips saved
-// are hits plus belays (the debugger did not wait for a full VM round
-// trip). Enabled is whether the speculator registered its metrics.
-func AccelFromGatherer(g prometheus.Gatherer) AccelStats {
-	var a AccelStats
-	mfs, err := g.Gather()
-	if err != nil && len(mfs) == 0 {
-		return a
+// AccelFromStats is the page's view of the speculator's counters st (see
+// speculator.Stats): round trips saved are hits plus belays (the debugger
+// did not wait for a full VM round trip). Enabled is set: st comes from a
+// running speculator.
+func AccelFromStats(st speculator.Stats) AccelStats {
+	return AccelStats{
+		Enabled:         true,
+		Hits:            uint64(max(st.Hits, 0)),
+		Misses:          uint64(max(st.Misses, 0)),
+		Belays:          uint64(max(st.Belays, 0)),
+		RoundTripsSaved: uint64(max(st.RoundTripsSaved, 0)),
+		Wasted:          uint64(max(st.SpecWasted, 0)),
 	}
-	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "jdwpaccel_cache_requests_total":
-			a.Enabled = true
-			for _, m := range mf.GetMetric() {
-				v := uint64(m.GetCounter().GetValue())
-				switch labelValue(m.GetLabel(), "result") {
-				case "hit":
-					a.Hits += v
-				case "miss":
-					a.Misses += v
-				case "belay":
-					a.Belays += v
-				}
-			}
-		case "jdwpaccel_speculative_commands_total":
-			for _, m := range mf.GetMetric() {
-				if labelValue(m.GetLabel(), "outcome") == "wasted" {
-					a.Wasted += uint64(m.GetCounter().GetValue())
-				}
-			}
-		}
-	}
-	a.RoundTripsSaved = a.Hits + a.Belays
-	return a
-}
-
-func labelValue[L interface {
-	GetName() string
-	GetValue() string
-}](ls []L, name string) string {
-	for _, l := range ls {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // percentiles of ds (which it does not modify).

@@ -4,11 +4,13 @@ import (
 	"context"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
 
@@ -17,8 +19,15 @@ import (
 // breakpoint, the debugger asks two questions and gets answers. The
 // tracker lists the session with its traffic and times one step, from the
 // resume to the last answer; a resume followed only by a class prepare is
-// no step.
+// no step. It runs in a synctest bubble: the VM takes vmDelay to answer
+// each command, so the step's figures are exact, and the quiet time that
+// settles the step passes without waiting.
 func TestSessionTracker(t *testing.T) {
+	synctest.Test(t, testSessionTracker)
+}
+
+func testSessionTracker(t *testing.T) {
+	const vmDelay = 10 * time.Millisecond
 	tr := NewSessionTracker()
 	dbgConn, dbgProxy := net.Pipe()
 	vmProxy, vmConn := net.Pipe()
@@ -32,78 +41,64 @@ func TestSessionTracker(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeConn(ctx, dbgProxy) }()
 
-	// The VM: answer the handshake, then every command; after the resume,
-	// send a stop event first.
-	vmDone := make(chan error, 1)
-	go func() {
-		vmDone <- func() error {
-			if err := jdwp.ReadHandshake(vmConn); err != nil {
-				return err
+	// The VM: answer every command after vmDelay; after the first resume,
+	// send a thread start and a breakpoint, after later ones a class
+	// prepare.
+	resumes := 0
+	vm := jdwptest.NewVM(jdwptest.Script{
+		Delay:   vmDelay,
+		Default: jdwptest.Body([]byte{1, 2, 3}),
+		Replies: map[jdwp.Cmd]jdwptest.ReplyFunc{jdwp.CmdIDSizes: jdwptest.Body(jdwp.AppendIDSizes(nil, sizes8))},
+		After: func(c *jdwptest.Conn, cmd jdwp.Packet) error {
+			if cmd.Cmd() != jdwp.CmdVirtualMachineResume {
+				return nil
 			}
-			if err := jdwp.WriteHandshake(vmConn); err != nil {
-				return err
+			resumes++
+			evs := []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventBreakpoint}
+			if resumes > 1 {
+				evs = []jdwp.EventKind{jdwp.EventClassPrepare}
 			}
-			r := jdwp.NewReader(vmConn, 1<<20)
-			resumes := 0
-			for {
-				p, err := r.Next()
-				if err != nil {
-					return nil // the session ended
-				}
-				reply := []byte{1, 2, 3}
-				if p.Cmd() == jdwp.CmdIDSizes {
-					reply = jdwp.AppendIDSizes(nil, sizes8)
-				}
-				if _, err := vmConn.Write(jdwp.AppendReply(nil, p.ID(), 0, reply)); err != nil {
+			for _, k := range evs {
+				comp := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{Kind: k, Thread: 1, Signature: []byte("LX;")}}}
+				if err := c.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &comp))); err != nil {
 					return err
 				}
-				if p.Cmd() == jdwp.CmdVirtualMachineResume {
-					resumes++
-					evs := []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventBreakpoint}
-					if resumes > 1 {
-						evs = []jdwp.EventKind{jdwp.EventClassPrepare}
-					}
-					for _, k := range evs {
-						c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{Kind: k, Thread: 1, Signature: []byte("LX;")}}}
-						if _, err := vmConn.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &c))); err != nil {
-							return err
-						}
-					}
-				}
 			}
-		}()
-	}()
+			return nil
+		},
+	})
+	vmDone := make(chan error, 1)
+	go func() { vmDone <- vm.Serve(vmConn) }()
 
 	// Before the debugger's handshake no session can have started; after
 	// it, one may have at any moment.
 	if ss := tr.Sessions(); len(ss) != 0 {
 		t.Fatalf("sessions before start: %+v", ss)
 	}
-	if err := jdwp.WriteHandshake(dbgConn); err != nil {
+	dbg, err := jdwptest.AttachConn(dbgConn)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jdwp.ReadHandshake(dbgConn); err != nil {
-		t.Fatal(err)
-	}
-	r := jdwp.NewReader(dbgConn, 1<<20)
 	next := func() jdwp.Packet {
 		t.Helper()
-		p, err := r.Next()
+		p, err := dbg.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	send := func(id uint32, c jdwp.Cmd) {
+	send := func(c jdwp.Cmd) uint32 {
 		t.Helper()
-		if _, err := dbgConn.Write(jdwp.AppendCommand(nil, id, c, nil)); err != nil {
+		id, err := dbg.Send(c, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
+		return id
 	}
-	send(10, jdwp.CmdIDSizes)
+	send(jdwp.CmdIDSizes)
 	next()
-	send(1, jdwp.CmdVirtualMachineResume)
-	if p := next(); !p.IsReply() || p.ID() != 1 {
+	resume := send(jdwp.CmdVirtualMachineResume)
+	if p := next(); !p.IsReply() || p.ID() != resume {
 		t.Fatalf("want the resume reply, got %v", p)
 	}
 	if p := next(); p.Cmd() != jdwp.CmdComposite {
@@ -112,9 +107,9 @@ func TestSessionTracker(t *testing.T) {
 	if p := next(); p.Cmd() != jdwp.CmdComposite {
 		t.Fatalf("want the stop event, got %v", p)
 	}
-	send(2, jdwp.Cmd{Set: 11, Cmd: 6}) // ThreadReference.Frames
+	send(jdwp.Cmd{Set: 11, Cmd: 6}) // ThreadReference.Frames
 	next()
-	send(3, jdwp.Cmd{Set: 16, Cmd: 1}) // StackFrame.GetValues
+	send(jdwp.Cmd{Set: 16, Cmd: 1}) // StackFrame.GetValues
 	next()
 
 	ss := tr.Sessions()
@@ -122,19 +117,19 @@ func TestSessionTracker(t *testing.T) {
 		t.Fatalf("sessions = %+v", ss)
 	}
 	var a AccelStats
+	time.Sleep(DefaultStepIdle - time.Nanosecond)
 	tr.AddSteps(&a)
 	if a.Steps != 0 {
 		t.Fatalf("step counted before the debugger went quiet: %+v", a)
 	}
-	tr.mu.Lock()
-	tr.now = func() time.Time { return time.Now().Add(time.Hour) } // long quiet
-	tr.mu.Unlock()
+	time.Sleep(time.Nanosecond)
 	tr.AddSteps(&a)
-	if a.Steps != 1 || len(a.RecentSteps) != 1 || a.RecentSteps[0] <= 0 || a.StepLatency.P50 != a.RecentSteps[0] {
+	// The resume, the Frames and the GetValues each took the VM vmDelay.
+	if a.Steps != 1 || len(a.RecentSteps) != 1 || a.RecentSteps[0] != 3*vmDelay || a.StepLatency.P50 != a.RecentSteps[0] {
 		t.Fatalf("steps = %+v", a)
 	}
 	l := a.LastStep
-	if l == nil || l.Event != "BREAKPOINT" || len(l.Commands) != 2 || l.Misses != 2 || l.Hits != 0 || l.Total != a.RecentSteps[0] || l.Run <= 0 || l.Run > l.Total {
+	if l == nil || l.Event != "BREAKPOINT" || len(l.Commands) != 2 || l.Misses != 2 || l.Hits != 0 || l.Total != a.RecentSteps[0] || l.Run != vmDelay || l.VM != 2*vmDelay {
 		t.Fatalf("last step = %+v", l)
 	}
 	if sum := l.Run + l.VM + l.Belay + l.Cache + l.Debugger; sum != l.Total || l.RoundTrips != 2 {
@@ -142,7 +137,7 @@ func TestSessionTracker(t *testing.T) {
 	}
 
 	// A resume answered only by a class prepare is no step.
-	send(5, jdwp.CmdVirtualMachineResume)
+	send(jdwp.CmdVirtualMachineResume)
 	next()
 	next()
 	tr.AddSteps(&a)
@@ -163,22 +158,16 @@ func TestSessionTracker(t *testing.T) {
 	}
 }
 
-func TestAccelFromGatherer(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	if a := AccelFromGatherer(reg); a.Enabled || a.Hits != 0 {
-		t.Fatalf("empty registry: %+v", a)
-	}
-	req := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jdwpaccel_cache_requests_total", Help: "h"}, []string{"result"})
-	spec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jdwpaccel_speculative_commands_total", Help: "h"}, []string{"outcome"})
-	reg.MustRegister(req, spec)
-	req.WithLabelValues("hit").Add(10)
-	req.WithLabelValues("miss").Add(3)
-	req.WithLabelValues("belay").Add(2)
-	spec.WithLabelValues("sent").Add(20)
-	spec.WithLabelValues("wasted").Add(4)
-	a := AccelFromGatherer(reg)
+func TestAccelFromStats(t *testing.T) {
+	st := speculator.Stats{Hits: 10, Misses: 3, Belays: 2, SpecSent: 20, SpecWasted: 4, RoundTripsSaved: 12}
+	a := AccelFromStats(st)
 	if !a.Enabled || a.Hits != 10 || a.Misses != 3 || a.Belays != 2 || a.Wasted != 4 || a.RoundTripsSaved != 12 {
 		t.Fatalf("accel = %+v", a)
+	}
+	// A run's figures: counters since the run started.
+	base := speculator.Stats{Hits: 4, Misses: 1, Belays: 1, SpecWasted: 1, RoundTripsSaved: 5}
+	if a := AccelFromStats(st.Since(base)); a.Hits != 6 || a.Misses != 2 || a.Belays != 1 || a.Wasted != 3 || a.RoundTripsSaved != 7 {
+		t.Fatalf("since base: %+v", a)
 	}
 }
 

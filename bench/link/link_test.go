@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/rs/zerolog"
 )
 
@@ -148,19 +149,6 @@ func roundTrips(t testing.TB, c net.Conn, n int) []time.Duration {
 }
 
 func median(d []time.Duration) time.Duration { return d[len(d)/2] }
-
-// waitFor polls cond until it holds or the deadline passes (for conditions
-// that have no signal, such as the goroutine count).
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // --- timing tests ----------------------------------------------------------
 
@@ -601,8 +589,8 @@ func TestNoGoroutineLeak(t *testing.T) {
 			c.Write(make([]byte, 16<<20)) // blocks until the link is closed
 		}()
 
-		waitFor(t, 5*time.Second, "sessions to start", func() bool {
-			return stuck.nextID.Load() == 1 && slow.nextID.Load() == 3
+		jdwptest.Eventually(t, "sessions to start", func() (bool, string) {
+			return stuck.nextID.Load() == 1 && slow.nextID.Load() == 3, fmt.Sprintf("stuck %d, slow %d", stuck.nextID.Load(), slow.nextID.Load())
 		})
 		start := time.Now()
 		slow.Close()
@@ -616,8 +604,9 @@ func TestNoGoroutineLeak(t *testing.T) {
 		es.close()
 		bh.close()
 	}()
-	waitFor(t, 5*time.Second, "goroutines to end", func() bool {
-		return runtime.NumGoroutine() <= before
+	jdwptest.Eventually(t, "goroutines to end", func() (bool, string) { // no signal: polled
+		n := runtime.NumGoroutine()
+		return n <= before, fmt.Sprintf("%d goroutines, %d before", n, before)
 	})
 }
 

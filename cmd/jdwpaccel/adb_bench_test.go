@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/rs/zerolog"
 )
 
@@ -13,7 +14,7 @@ import (
 // equal the direct run's (bench.Run fails on a mismatch).
 func TestBenchADBModes(t *testing.T) {
 	requireADB(t)
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	all := adbBenchModes(zerolog.Nop())
 	modes := []bench.Mode{{Name: "direct", Direct: true}}
 	for _, n := range []string{"adb", "adb-front"} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
 
 // ddmlibJars is Debian's ddmlib (package libandroid-ddms-java) and what it
@@ -109,7 +110,7 @@ func TestADBFrontDdmlib(t *testing.T) {
 	if !strings.Contains(logs.String(), `"message":"debugger session started"`) {
 		t.Errorf("ddmlib's JDWP stream did not run through the relay; log:\n%s", logs)
 	}
-	eventually(t, "the passive DDM monitor named the app", func() (bool, string) {
+	jdwptest.Eventually(t, "the passive DDM monitor named the app", func() (bool, string) {
 		vms, _ := pageVMs(t, url, false)
 		v, ok := vms["adb:"+dev+":4001"]
 		return ok && strings.Contains(fmt.Sprint(v), "com.example.fake"), fmt.Sprint(vms)

@@ -20,6 +20,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/rs/zerolog"
 )
@@ -136,11 +137,11 @@ func connectDevice(ctx context.Context, t *testing.T, port int, dev string) {
 // startFront runs "jdwpaccel adb" in-process in front of the adb server on
 // upstream; it returns the front's port, its live page URL, its log, and
 // a function that stops it (also called when the test ends).
-func startFront(t *testing.T, upstream int, extra ...string) (port int, url string, logs *lockedBuffer, stop func()) {
+func startFront(t *testing.T, upstream int, extra ...string) (port int, url string, logs *jdwptest.Buffer, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	logs = &lockedBuffer{}
+	logs = &jdwptest.Buffer{}
 	args := append([]string{"adb", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:" + strconv.Itoa(upstream),
 		"--http-addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug"}, extra...)
 	done := make(chan int, 1)
@@ -236,46 +237,29 @@ func helloThroughForward(t *testing.T, port string) string {
 // attachHello is helloThroughForward keeping the connection open.
 func attachHello(t *testing.T, port string) (net.Conn, string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), 10*time.Second)
+	d, err := jdwptest.Attach(net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		t.Fatalf("handshake through the forward: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	p, err := d.Call(jdwp.CmdDDMChunk, ddm.AppendPayload(nil, ddm.Hello{ClientVersion: 1}))
+	if err != nil {
+		t.Fatalf("waiting for the HELO reply: %v", err)
+	}
+	it := ddm.NewChunks(p.Body())
+	ch, ok := it.Next()
+	if !ok {
+		t.Fatalf("empty HELO reply")
+	}
+	pl, err := ddm.Decode(ddm.VMToHost, ch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	if err := jdwp.WriteHandshake(c); err != nil {
-		t.Fatal(err)
+	h, ok := pl.(ddm.Hello)
+	if !ok {
+		t.Fatalf("HELO answered with %T", pl)
 	}
-	if err := jdwp.ReadHandshake(c); err != nil {
-		t.Fatalf("handshake through the forward: %v", err)
-	}
-	if _, err := c.Write(ddm.AppendCommand(nil, 1, ddm.Hello{ClientVersion: 1})); err != nil {
-		t.Fatal(err)
-	}
-	r := jdwp.NewReader(c, 0)
-	for {
-		p, err := r.Next()
-		if err != nil {
-			t.Fatalf("waiting for the HELO reply: %v", err)
-		}
-		if !p.IsReply() || p.ID() != 1 {
-			continue
-		}
-		it := ddm.NewChunks(p.Body())
-		ch, ok := it.Next()
-		if !ok {
-			t.Fatalf("empty HELO reply")
-		}
-		pl, err := ddm.Decode(ddm.VMToHost, ch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, ok := pl.(ddm.Hello)
-		if !ok {
-			t.Fatalf("HELO answered with %T", pl)
-		}
-		c.SetDeadline(time.Time{})
-		return c, h.AppName
-	}
+	return d.Conn(), h.AppName
 }
 
 // TestADBFrontRealServer: through the front, a real adb client sees the
@@ -340,13 +324,13 @@ func TestADBFrontRealServer(t *testing.T) {
 	if app != "com.example.fake" {
 		t.Errorf("HELO through the forward named %q", app)
 	}
-	eventually(t, "the page showing adb:"+dev+":4001 connected, with its debugger", func() (bool, string) {
+	jdwptest.Eventually(t, "the page showing adb:"+dev+":4001 connected, with its debugger", func() (bool, string) {
 		vms, _ := pageVMs(t, url, false)
 		v, ok := vms["adb:"+dev+":4001"]
 		return ok && v.App == "com.example.fake" && v.DDM && len(v.Debuggers) == 1 && !strings.Contains(v.Status, "not connected"), fmt.Sprintf("%+v", vms)
 	})
 	c.Close()
-	eventually(t, "the relay's session log with device and pid", func() (bool, string) {
+	jdwptest.Eventually(t, "the relay's session log with device and pid", func() (bool, string) {
 		for _, line := range strings.Split(logs.String(), "\n") {
 			if strings.Contains(line, `"debugger session started"`) && strings.Contains(line, `"device":"`+dev+`"`) && strings.Contains(line, `"pid":4001`) {
 				return true, ""
@@ -354,7 +338,7 @@ func TestADBFrontRealServer(t *testing.T) {
 		}
 		return false, logs.String()
 	})
-	eventually(t, "the DDM monitor of adb:"+dev+":4001 on the page", func() (bool, string) {
+	jdwptest.Eventually(t, "the DDM monitor of adb:"+dev+":4001 on the page", func() (bool, string) {
 		vms, _ := pageVMs(t, url, false)
 		v, ok := vms["adb:"+dev+":4001"]
 		return ok && strings.Contains(fmt.Sprint(v), "com.example.fake"), fmt.Sprint(vms)
@@ -373,7 +357,7 @@ func TestADBFrontRealServer(t *testing.T) {
 		t.Error("a handshake came back from a process whose VM is gone")
 	}
 	dc.Close()
-	eventually(t, "the front logging the failed stream", func() (bool, string) {
+	jdwptest.Eventually(t, "the front logging the failed stream", func() (bool, string) {
 		return strings.Contains(logs.String(), "cannot open the JDWP stream for a forwarded debugger"), ""
 	})
 
@@ -396,16 +380,16 @@ func TestADBFrontRealServer(t *testing.T) {
 // every stop's digest must equal a direct attach's.
 func TestADBFrontRealJDI(t *testing.T) {
 	requireADB(t)
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	ctx := testCtx(t)
 	opts := javavm.DriverOptions{Profile: javavm.ProfileIdeaLike, Debuggee: javavm.Deep, Steps: 4, Warmup: 1, Dump: true}
-	opts.Addr = startVM(t, b, javavm.Deep).Addr()
+	opts.Addr = jdwptest.StartJava(t, b, javavm.Deep).Addr()
 	direct, err := javavm.RunDriver(ctx, b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	dev := startFakeDevice(t, startVM(t, b, javavm.Deep).Addr(), startVM(t, b, javavm.Deep).Addr())
+	dev := startFakeDevice(t, jdwptest.StartJava(t, b, javavm.Deep).Addr(), jdwptest.StartJava(t, b, javavm.Deep).Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)
 	front, _, logs, _ := startFront(t, up)
@@ -503,7 +487,7 @@ func TestADBFrontJournal(t *testing.T) {
 func TestFakeDeviceCommand(t *testing.T) {
 	requireADB(t)
 	ctx := testCtx(t)
-	var out, errOut lockedBuffer
+	var out, errOut jdwptest.Buffer
 	dctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
@@ -517,7 +501,7 @@ func TestFakeDeviceCommand(t *testing.T) {
 		}
 	})
 	var dev string
-	eventually(t, "fakedevice printing its address", func() (bool, string) {
+	jdwptest.Eventually(t, "fakedevice printing its address", func() (bool, string) {
 		line, _, _ := strings.Cut(out.String(), "\n")
 		f := strings.Fields(line)
 		if len(f) < 5 || f[0] != "fake" {

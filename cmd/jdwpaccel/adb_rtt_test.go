@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/adbfront"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -19,28 +20,15 @@ import (
 func versionRTT(t *testing.T, c net.Conn, n int) time.Duration {
 	t.Helper()
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(60 * time.Second))
-	if err := jdwp.WriteHandshake(c); err != nil {
+	dbg, err := jdwptest.AttachConn(c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jdwp.ReadHandshake(c); err != nil {
-		t.Fatal(err)
-	}
-	r := jdwp.NewReader(c, 0)
 	var d []time.Duration
-	for i := range n {
+	for range n {
 		start := time.Now()
-		if _, err := c.Write(jdwp.AppendCommand(nil, uint32(i+1), jdwp.CmdVirtualMachineVersion, nil)); err != nil {
+		if _, err := dbg.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
 			t.Fatal(err)
-		}
-		for {
-			p, err := r.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.IsReply() && p.ID() == uint32(i+1) {
-				break
-			}
 		}
 		d = append(d, time.Since(start))
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 )
 
 // servedAddrs reads the addresses of the HTTP servers ("monitor",
 // "metrics") from a proxy's JSON log.
-func servedAddrs(t *testing.T, logs *lockedBuffer) map[string]string {
+func servedAddrs(t *testing.T, logs *jdwptest.Buffer) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, line := range strings.Split(logs.String(), "\n") {
@@ -230,22 +230,12 @@ func TestSeveralJournals(t *testing.T) {
 	t.Run("session", func(t *testing.T) {
 		vm := newHotspotLike(t, jdwp.AppendReply(nil, 1, 0, []byte{0, 0, 0, 1}))
 		addr, logs := startProxy(t, vm.ln.Addr().String(), "--journal", jsonl, "--journal", trace, "--journal", pcap)
-		dbg, err := net.Dial("tcp", addr)
+		dbg, err := jdwptest.Attach(addr)
 		if err != nil {
-			t.Fatal(err)
-		}
-		defer dbg.Close()
-		if err := jdwp.WriteHandshake(dbg); err != nil {
-			t.Fatal(err)
-		}
-		if err := jdwp.ReadHandshake(dbg); err != nil {
 			t.Fatalf("%v\n%s", err, logs)
 		}
-		if _, err := dbg.Write(jdwp.AppendCommand(nil, 1, jdwp.CmdVirtualMachineVersion, nil)); err != nil {
-			t.Fatal(err)
-		}
-		dbg.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := jdwp.NewReader(dbg, 0).Next(); err != nil {
+		defer dbg.Close()
+		if _, err := dbg.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil { // the VM's canned reply has ID 1, the first command's
 			t.Fatalf("no reply: %v\n%s", err, logs)
 		}
 		dbg.Close()

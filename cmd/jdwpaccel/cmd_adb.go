@@ -138,12 +138,8 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 	fr := newFrontRelay(st, af.ddm)
 	if pf.httpAddr != "" {
 		src := &web.DDMSource{
-			Monitors: fr.mons.List,
-			AccelFunc: func() web.AccelStats {
-				a := web.AccelFromGatherer(st.reg)
-				st.tracker.AddSteps(&a)
-				return a
-			},
+			Monitors:     fr.mons.List,
+			AccelFunc:    st.accel,
 			SessionsFunc: st.tracker.Sessions,
 		}
 		h := web.NewHandler(src, st.reg, log)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
@@ -28,15 +27,18 @@ Examples:
   jdwpaccel bench --workloads Deep/idea-like --rtt 0ms,30ms --steps 6
   # the pooled server's 200 threads, a synchronous and a pipelined IDE
   jdwpaccel bench --workloads Server/idea-like,Server/idea-async --rtt 0ms,30ms --modes direct,speculate --steps 4 --warmup 1
+  # where speculation is wasted: per command and rule, and the misses per stop, in bench/out/diag.txt
+  jdwpaccel bench --workloads Deep/idea-like --rtt 30ms --modes direct,speculate --diagnose
   # soak: step Deep/idea-like through the proxy for 10 minutes at 5 ms RTT,
   # sampling RSS, goroutines and cache bytes every 5 s
   jdwpaccel bench --soak 10m --out bench/out/soak
 `
 
 // benchModes returns the modes named in list, the direct baseline first.
-// The journal mode writes every session it relays to journalPath; call
-// closeAll after the run to flush it.
-func benchModes(list, journalPath string, cacheBytes int64, log zerolog.Logger) (modes []bench.Mode, closeAll func() error, err error) {
+// The speculate mode's speculator has the configuration spec. The journal
+// mode writes every session it relays to journalPath; call closeAll after
+// the run to flush it.
+func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Logger) (modes []bench.Mode, closeAll func() error, err error) {
 	var jr *journal.Journal
 	closeAll = func() error {
 		if jr == nil {
@@ -53,8 +55,8 @@ func benchModes(list, journalPath string, cacheBytes int64, log zerolog.Logger) 
 		// tcp-copy is a plain byte-copy hop: the floor for any proxy.
 		"tcp-copy": func() (bench.Mode, error) { return bench.Mode{Name: "tcp-copy", Copy: true}, nil },
 		"speculate": func() (bench.Mode, error) {
-			sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: cacheBytes}, log, nil)
-			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: statsDelta(sp)}, nil
+			sp := speculator.New(spec, log, nil)
+			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: sp.Stats}, nil
 		},
 		// journal is the pass-through proxy with the journal on: against
 		// "proxy", what journaling costs the relay.
@@ -90,27 +92,20 @@ func benchModes(list, journalPath string, cacheBytes int64, log zerolog.Logger) 
 	return modes, closeAll, nil
 }
 
-// statsDelta returns a function that reports the speculator's counters
-// accumulated since its previous call.
-func statsDelta(sp *speculator.Speculator) func() map[string]float64 {
-	var mu sync.Mutex // guards prev
-	var prev speculator.Stats
-	return func() map[string]float64 {
-		mu.Lock()
-		defer mu.Unlock()
-		cur := sp.Stats()
-		d := map[string]float64{
-			"hits":               float64(cur.Hits - prev.Hits),
-			"misses":             float64(cur.Misses - prev.Misses),
-			"belays":             float64(cur.Belays - prev.Belays),
-			"speculative_sent":   float64(cur.SpecSent - prev.SpecSent),
-			"speculative_used":   float64(cur.SpecUsed - prev.SpecUsed),
-			"speculative_wasted": float64(cur.SpecWasted - prev.SpecWasted),
-			"round_trips_saved":  float64(cur.RoundTripsSaved - prev.RoundTripsSaved),
-		}
-		prev = cur
-		return d
+// writeDiag writes d's tallies to path.
+func writeDiag(path string, d *speculator.Diag) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := d.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func parseRTTs(s string) ([]time.Duration, error) {
@@ -167,6 +162,8 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	soak := fs.Duration("soak", 0, "instead of the matrix, step one workload (the first of --workloads if given, else Deep/idea-like) through the proxy with speculation for this `duration` (first --rtt if given, else 5ms), sampling the process's RSS, goroutines and cache bytes")
 	soakInterval := fs.Duration("soak-interval", 5*time.Second, "time between soak samples")
 	cacheBytes := fs.Int64("cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session of the speculate mode and the soak")
+	minRTT := fs.Duration("speculate-min-rtt", 0, "the speculate mode sends speculative commands only when the measured round trip is at least this `duration`; 0 adapts (as the proxy's flag)")
+	diagnose := fs.Bool("diagnose", false, "tally the speculate mode's speculative commands (sent, used, wasted) by command and rule, and its misses by stop, into diag.txt in --out")
 	var lf logFlags
 	lf.register(fs)
 	lf.level = "warn"
@@ -206,7 +203,8 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		}
 		if err == nil {
 			var closeJournal func() error
-			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, *cacheBytes, log)
+			spec := speculator.Config{Enabled: true, CacheBytes: *cacheBytes, MinRTT: *minRTT}
+			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, spec, log)
 			defer func() {
 				if err := closeJournal(); err != nil {
 					log.Error().Err(err).Msg("journal not written completely")
@@ -222,6 +220,12 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "jdwpaccel bench: building the Java workloads: %v\n", err)
 		return exitError
 	}
+	var diag *speculator.Diag
+	if *diagnose {
+		var stop func()
+		diag, stop = speculator.Diagnose()
+		defer stop()
+	}
 	rep, runErr := bench.Run(ctx, cfg)
 	if rep != nil {
 		rep.WriteTable(e.stdout)
@@ -230,6 +234,14 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 			return exitError
 		}
 		fmt.Fprintf(e.stdout, "\nwrote %s and %s\n", filepath.Join(*out, "bench.json"), filepath.Join(*out, "bench.svg"))
+	}
+	if diag != nil {
+		path := filepath.Join(*out, "diag.txt")
+		if err := writeDiag(path, diag); err != nil {
+			fmt.Fprintf(e.stderr, "jdwpaccel bench: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(e.stdout, "wrote %s\n", path)
 	}
 	if runErr != nil {
 		if errors.Is(runErr, bench.ErrDigestMismatch) {

@@ -46,7 +46,7 @@ func adbBenchModes(log zerolog.Logger) map[string]func() (bench.Mode, error) {
 				return bench.Mode{}, errNoADB
 			}
 			sp := speculator.New(speculator.Config{Enabled: true}, log, nil)
-			return bench.Mode{Name: "adb-front", Stats: statsDelta(sp), Via: func(ctx context.Context, vmAddr string) (string, error) {
+			return bench.Mode{Name: "adb-front", Stats: sp.Stats, Via: func(ctx context.Context, vmAddr string) (string, error) {
 				port, _, err := startBenchADB(ctx, vmAddr, log)
 				if err != nil {
 					return "", err

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
 
 func TestCmdLinkUsage(t *testing.T) {
@@ -83,7 +85,7 @@ func TestCmdLinkRuns(t *testing.T) {
 			[]string{"--to", ln.Addr().String(), "--rtt", "20ms", "--log-format", "json"})
 		pw.Close()
 	}()
-	logs := &lockedBuffer{}
+	logs := &jdwptest.Buffer{}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)

@@ -94,7 +94,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 		st.holder = mon
 		ddm.Monitors = func() []*ddmtap.Monitor { return []*ddmtap.Monitor{mon.Monitor()} }
 	}
-	page := newDemoPage(ddm, st.reg, st.spec)
+	page := newDemoPage(ddm, st.spec)
 	comparisonHooks := page.startRun("comparison run")
 	if *httpAddr != "" {
 		url, err := servePage(ctx, *httpAddr, page, st, log)
@@ -113,7 +113,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 		Workloads: []bench.Workload{{Profile: *workload, Debuggee: javavm.Deep}},
 		Modes: []bench.Mode{
 			{Name: "direct", Direct: true},
-			{Name: "jdwpaccel", NewHooks: comparisonHooks, Stats: statsDelta(st.spec)},
+			{Name: "jdwpaccel", NewHooks: comparisonHooks, Stats: st.spec.Stats},
 		},
 		Steps: *steps, Warmup: 0, Build: build, Log: log,
 		Progress: func(done, total int, label string) {
@@ -140,9 +140,10 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	} else {
 		say("speedup per step: %.1fx (95%% CI %.1f-%.1fx)", accel.Speedup, accel.SpeedupCI[0], accel.SpeedupCI[1])
 	}
-	a := accel.Stats
-	say("cache: %.0f hits, %.0f belays, %.0f misses; %.0f speculative commands, %.0f wasted",
-		a["hits"], a["belays"], a["misses"], a["speculative_sent"], a["speculative_wasted"])
+	if a := accel.Stats; a != nil {
+		say("cache: %d hits, %d belays, %d misses; %d speculative commands, %d wasted",
+			a.Hits, a.Belays, a.Misses, a.SpecSent, a.SpecWasted)
+	}
 	if !accel.DigestsMatch {
 		say("digest check: FAILED, the debugger saw different values through jdwpaccel: %s", strings.Join(rep.Mismatches, "; "))
 		return exitError

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/web"
 )
 
@@ -70,12 +71,12 @@ func getSnapshot(t *testing.T, url string) web.Snapshot {
 // simulated, shows the kept run's figures apart from the comparison's, and
 // numbers sessions across runs.
 func TestDemoKeepTwoDebuggers(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
-	var errOut lockedBuffer
+	var errOut jdwptest.Buffer
 	go func() {
 		done <- run(ctx, []string{"demo", "--keep", "--rtt", "2ms", "--steps", "2", "--profile", "jdb-min",
 			"--listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, &env{stdout: pw, stderr: &errOut})

@@ -8,7 +8,6 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/jdwpaccel/jdwpaccel/web/convo"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // demoJVMID is the page's ID of the demo's real debuggee JVM.
@@ -26,7 +25,6 @@ const demoFakeAppName = "simulated (fake DDM VM) com.example.demo"
 // server, which numbers its sessions from 1).
 type demoPage struct {
 	*web.DDMSource // the VMs, threads, stacks and heap (its Served is p.served)
-	reg            prometheus.Gatherer
 	spec           *speculator.Speculator
 	convo          *convo.Watcher // the debuggee's threads, from the runs' conversations
 
@@ -38,15 +36,15 @@ type demoPage struct {
 type demoRun struct {
 	label   string
 	tracker *web.SessionTracker
-	base    web.AccelStats // the registry's counters when the run started
-	offset  uint64         // added to the run's session IDs
+	base    speculator.Stats // the speculator's counters when the run started
+	offset  uint64           // added to the run's session IDs
 
 	mu     sync.Mutex // guards vmAddr
 	vmAddr string     // where the run's latest session reached the VM
 }
 
-func newDemoPage(ddm *web.DDMSource, reg prometheus.Gatherer, spec *speculator.Speculator) *demoPage {
-	p := &demoPage{DDMSource: ddm, reg: reg, spec: spec, convo: convo.NewWatcher(func(*relay.Session) string { return demoJVMID })}
+func newDemoPage(ddm *web.DDMSource, spec *speculator.Speculator) *demoPage {
+	p := &demoPage{DDMSource: ddm, spec: spec, convo: convo.NewWatcher(func(*relay.Session) string { return demoJVMID })}
 	ddm.Served = p.served
 	ddm.Conversation = p.convo
 	ddm.SessionsFunc = p.Sessions
@@ -56,7 +54,10 @@ func newDemoPage(ddm *web.DDMSource, reg prometheus.Gatherer, spec *speculator.S
 // startRun begins a run labelled label and returns the relay hooks for its
 // sessions: the speculator and the run's session tracker.
 func (p *demoPage) startRun(label string) func(*relay.Session) relay.Hooks {
-	r := &demoRun{label: label, tracker: web.NewSessionTracker(), base: web.AccelFromGatherer(p.reg)}
+	r := &demoRun{label: label, tracker: web.NewSessionTracker()}
+	if p.spec != nil {
+		r.base = p.spec.Stats()
+	}
 	r.tracker.VMOf = func(s *relay.Session) string {
 		if a := s.VMAddr(); a != nil {
 			r.mu.Lock()
@@ -115,16 +116,17 @@ func (p *demoPage) served() []web.VM {
 // Accel implements web.Source: the current run's figures.
 func (p *demoPage) Accel() web.AccelStats {
 	r := p.current()
-	a := web.AccelFromGatherer(p.reg)
+	var a web.AccelStats
+	if p.spec != nil {
+		var base speculator.Stats
+		if r != nil {
+			base = r.base
+		}
+		a = web.AccelFromStats(p.spec.Stats().Since(base))
+	}
 	if r == nil {
 		return a
 	}
-	sub := func(now, base uint64) uint64 { return now - min(now, base) }
-	a.Hits = sub(a.Hits, r.base.Hits)
-	a.Misses = sub(a.Misses, r.base.Misses)
-	a.Belays = sub(a.Belays, r.base.Belays)
-	a.Wasted = sub(a.Wasted, r.base.Wasted)
-	a.RoundTripsSaved = sub(a.RoundTripsSaved, r.base.RoundTripsSaved)
 	r.tracker.AddSteps(&a)
 	a.Run = r.label
 	return a

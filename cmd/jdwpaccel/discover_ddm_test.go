@@ -11,11 +11,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/discover/adbtest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/web"
@@ -58,7 +58,7 @@ func fakeDevice(t *testing.T, apps ...string) (*adbtest.Server, []*fakevm.VM) {
 }
 
 // monitorURL is the live monitor's URL from the proxy's JSON log.
-func monitorURL(t *testing.T, logs *lockedBuffer) string {
+func monitorURL(t *testing.T, logs *jdwptest.Buffer) string {
 	t.Helper()
 	for _, line := range strings.Split(logs.String(), "\n") {
 		var rec map[string]any
@@ -85,24 +85,6 @@ func getJSON(t *testing.T, u string, v any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", u, err)
-	}
-}
-
-// eventually polls cond, which observes the proxy over HTTP (there is no
-// signal to wait on from outside the process), until it holds or 15 s
-// passed.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last state: %s", what, state)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -142,7 +124,7 @@ func TestDiscoveredVMsGetDDMMonitors(t *testing.T) {
 	})
 	want := map[string]string{vmKey(1000): "com.example.one", vmKey(1001): "com.example.two"}
 
-	eventually(t, "both monitors on the page with threads", func() (bool, string) {
+	jdwptest.Eventually(t, "both monitors on the page with threads", func() (bool, string) {
 		got, threads := pageVMs(t, base, true)
 		for key, app := range want {
 			if vm, ok := got[key]; !ok || vm.App != app || !vm.DDM || threads[key] == 0 {
@@ -183,14 +165,14 @@ func TestDiscoveredVMsGetDDMMonitors(t *testing.T) {
 	if st := vms[1].Stats(); st.Connections != 1 || !st.DebuggerAttached {
 		t.Errorf("VM two: %d connections, debugger attached %v; want the held connection handed to the debugger", st.Connections, st.DebuggerAttached)
 	}
-	eventually(t, "the session listed on VM two", func() (bool, string) {
+	jdwptest.Eventually(t, "the session listed on VM two", func() (bool, string) {
 		got, _ := pageVMs(t, base, false)
 		d := got[vmKey(1001)].Debuggers
 		return len(d) == 1 && len(got[vmKey(1000)].Debuggers) == 0, fmt.Sprintf("%+v", got)
 	})
 
 	srv.RemoveProcess(testSerial, 1000)
-	eventually(t, "VM one dropping off the page", func() (bool, string) {
+	jdwptest.Eventually(t, "VM one dropping off the page", func() (bool, string) {
 		got, _ := pageVMs(t, base, false)
 		_, one := got[vmKey(1000)]
 		_, two := got[vmKey(1001)]
@@ -198,40 +180,22 @@ func TestDiscoveredVMsGetDDMMonitors(t *testing.T) {
 	})
 }
 
-// attachAndVersion attaches a minimal debugger to addr and asks for the
-// VM's version; it keeps the connection open until the test ends.
+// attachAndVersion attaches a debugger to addr and asks for the VM's
+// version; it keeps the connection open until the test ends.
 func attachAndVersion(t *testing.T, addr string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	d, err := jdwptest.Attach(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := jdwp.WriteHandshake(c); err != nil {
+	t.Cleanup(func() { d.Close() })
+	p, err := d.Call(jdwp.CmdVirtualMachineVersion, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jdwp.ReadHandshake(c); err != nil {
-		t.Fatal(err)
+	if p.ErrorCode() != 0 || !bytes.Contains(p.Body(), []byte("Dalvik")) {
+		t.Fatalf("Version reply: error %d body %q", p.ErrorCode(), p.Body())
 	}
-	const id = 77
-	if _, err := c.Write(jdwp.AppendCommand(nil, id, jdwp.CmdVirtualMachineVersion, nil)); err != nil {
-		t.Fatal(err)
-	}
-	r := jdwp.NewReader(c, jdwp.DefaultMaxPacketSize)
-	for {
-		p, err := r.Next()
-		if err != nil {
-			t.Fatalf("waiting for the Version reply: %v", err)
-		}
-		if p.IsReply() && p.ID() == id {
-			if p.ErrorCode() != 0 || !bytes.Contains(p.Body(), []byte("Dalvik")) {
-				t.Fatalf("Version reply: error %d body %q", p.ErrorCode(), p.Body())
-			}
-			break
-		}
-	}
-	c.SetDeadline(time.Time{})
 }
 
 // TestDiscoveryWithoutDDM: with --ddm=false nothing connects to a
@@ -240,7 +204,7 @@ func TestDiscoveryWithoutDDM(t *testing.T) {
 	srv, vms := fakeDevice(t, "com.example.one")
 	addr, logs := startProxy(t, "adb:", "--adb-server", srv.Addr(), "--vm-port-base", "0", "--ddm=false")
 	base := monitorURL(t, logs)
-	eventually(t, "the VM found", func() (bool, string) {
+	jdwptest.Eventually(t, "the VM found", func() (bool, string) {
 		var snap discover.Snapshot
 		getJSON(t, base+discover.APIPrefix+"vms", &snap)
 		return len(snap.VMs) == 1 && snap.Selected == vmKey(1000), fmt.Sprintf("%+v", snap)

@@ -18,6 +18,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/rs/zerolog"
 )
@@ -104,8 +105,8 @@ func takeScreenshot(bin, tmp, u, name string) (string, error) {
 // the debugger's own conversation, counts the steps (and only the steps)
 // with where their time went, and offers no heap request.
 func TestPagePlainJVM(t *testing.T) {
-	b := testBuild(t)
-	vm := startVM(t, b, javavm.Deep)
+	b := jdwptest.JavaBuild(t)
+	vm := jdwptest.StartJava(t, b, javavm.Deep)
 	addr, logs := startProxy(t, slowLink(t, vm.Addr(), 10*time.Millisecond))
 	base := monitorURL(t, logs)
 	const steps, shotAt = 30, 6
@@ -187,7 +188,7 @@ func TestPagePlainJVM(t *testing.T) {
 
 	// The debugger has gone: the page keeps what its conversation showed
 	// at the last stop, where it read main's whole stack.
-	eventually(t, "the session's end on the page", func() (bool, string) {
+	jdwptest.Eventually(t, "the session's end on the page", func() (bool, string) {
 		getJSON(t, base+"/api/v1/snapshot", &sn)
 		return strings.Contains(sn.VMs[0].ThreadsNote, "ended"), sn.VMs[0].ThreadsNote
 	})
@@ -207,12 +208,12 @@ func TestPagePlainJVM(t *testing.T) {
 // TestPageScanVMs: with --vm scan:, every VM the scan finds is on the page
 // (not only DDM VMs), with where to attach to it.
 func TestPageScanVMs(t *testing.T) {
-	b := testBuild(t)
-	vm := startVM(t, b, javavm.Shallow)
+	b := jdwptest.JavaBuild(t)
+	vm := jdwptest.StartJava(t, b, javavm.Shallow)
 	_, logs := startProxy(t, fmt.Sprintf("scan:%d", vm.Port()), "--vm-port-base", "0", "--scan-interval", "100ms")
 	base := monitorURL(t, logs)
 	key := fmt.Sprintf("local:%d", vm.Pid())
-	eventually(t, "the scanned VM on the page", func() (bool, string) {
+	jdwptest.Eventually(t, "the scanned VM on the page", func() (bool, string) {
 		vms, _ := pageVMs(t, base, false)
 		v, ok := vms[key]
 		return ok && v.Kind == "scan" && v.App == javavm.Shallow && strings.Contains(v.Status, "reaches it") && v.Heap == web.HeapNone, fmt.Sprintf("%+v", vms)
@@ -252,7 +253,7 @@ func TestPageFakeDalvik(t *testing.T) {
 	addr := startPageFakeVM(t, fakevm.Dalvik)
 	_, logs := startProxy(t, addr, "--ddm=force", "--ddm-poll", "200ms")
 	base := monitorURL(t, logs)
-	eventually(t, "DDM threads", func() (bool, string) {
+	jdwptest.Eventually(t, "DDM threads", func() (bool, string) {
 		vms, threads := pageVMs(t, base, true)
 		v := vms[addr]
 		return v.DDM && v.Threads == web.ThreadsDDM && v.Heap == web.HeapDDM && threads[addr] > 3, fmt.Sprintf("%+v %v", vms, threads)
@@ -260,7 +261,7 @@ func TestPageFakeDalvik(t *testing.T) {
 	if code := requestHeap(t, base, addr); code != http.StatusAccepted {
 		t.Fatalf("heap request: %d", code)
 	}
-	eventually(t, "a heap map", func() (bool, string) {
+	jdwptest.Eventually(t, "a heap map", func() (bool, string) {
 		var h web.HeapSummary
 		getJSON(t, base+"/api/v1/vms/"+url.PathEscape(addr)+"/heap", &h)
 		return h.Generation != 0 && h.Info != nil, fmt.Sprintf("%+v", h)
@@ -275,14 +276,14 @@ func TestPageFakeART(t *testing.T) {
 	addr := startPageFakeVM(t, fakevm.ART)
 	_, logs := startProxy(t, addr, "--ddm=force", "--ddm-poll", "200ms", "--ddm-timeout", "300ms")
 	base := monitorURL(t, logs)
-	eventually(t, "a DDM VM", func() (bool, string) {
+	jdwptest.Eventually(t, "a DDM VM", func() (bool, string) {
 		vms, _ := pageVMs(t, base, false)
 		return vms[addr].DDM && vms[addr].Heap == web.HeapDDM, fmt.Sprintf("%+v", vms)
 	})
 	if code := requestHeap(t, base, addr); code != http.StatusAccepted {
 		t.Fatalf("heap request: %d", code)
 	}
-	eventually(t, "heap maps unsupported", func() (bool, string) {
+	jdwptest.Eventually(t, "heap maps unsupported", func() (bool, string) {
 		vms, _ := pageVMs(t, base, false)
 		v := vms[addr]
 		return v.Heap == web.HeapUnsupported && strings.Contains(v.Status, "heap maps not supported"), fmt.Sprintf("%+v", v)

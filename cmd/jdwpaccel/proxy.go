@@ -165,13 +165,20 @@ func (st *stack) monitorSource() *web.DDMSource {
 		},
 		Served:       st.servedVMs,
 		Conversation: st.convo,
-		AccelFunc: func() web.AccelStats {
-			a := web.AccelFromGatherer(st.reg)
-			st.tracker.AddSteps(&a)
-			return a
-		},
+		AccelFunc:    st.accel,
 		SessionsFunc: st.tracker.Sessions,
 	}
+}
+
+// accel is the page's figures of the speculator (none with
+// --speculate=false), with the tracked steps.
+func (st *stack) accel() web.AccelStats {
+	var a web.AccelStats
+	if st.spec != nil {
+		a = web.AccelFromStats(st.spec.Stats())
+	}
+	st.tracker.AddSteps(&a)
+	return a
 }
 
 // servedVMs are the VMs the proxy serves: the one --vm names, or every VM

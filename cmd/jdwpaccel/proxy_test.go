@@ -2,45 +2,25 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
-	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
-
-// lockedBuffer collects a command's stdout safely.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // startProxy runs "jdwpaccel proxy" in-process with extra args and returns
 // the address it listens on (read from its JSON log) and its log so far.
-func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs *lockedBuffer) {
+func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs *jdwptest.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	logs = &lockedBuffer{}
+	logs = &jdwptest.Buffer{}
 	args := append([]string{"proxy", "--vm", vmAddr, "--listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json"}, extra...)
 	done := make(chan int, 1)
 	go func() {
@@ -74,28 +54,6 @@ func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs
 	return addr, logs
 }
 
-func testBuild(t *testing.T) *javavm.Build {
-	t.Helper()
-	jdktest.RequireJDK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b, err := javavm.Compile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func startVM(t *testing.T, b *javavm.Build, main string) *javavm.VM {
-	t.Helper()
-	vm, err := javavm.Start(context.Background(), b, main, javavm.VMOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Stop)
-	return vm
-}
-
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -105,7 +63,7 @@ func testCtx(t *testing.T) context.Context {
 // TestRealJDB drives the real jdb against OpenJDK directly and through
 // "jdwpaccel proxy": the transcripts must be identical.
 func TestRealJDB(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	line, err := javavm.BreakpointLine(javavm.Transcript)
 	if err != nil {
 		t.Fatal(err)
@@ -116,11 +74,11 @@ func TestRealJDB(t *testing.T) {
 		"step", "next", "locals", "print arr[0]", "print word",
 		"cont", "locals", "clear", "exit",
 	}
-	direct, err := b.RunJDB(testCtx(t), startVM(t, b, javavm.Transcript).Addr(), script)
+	direct, err := b.RunJDB(testCtx(t), jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, logs := startProxy(t, startVM(t, b, javavm.Transcript).Addr())
+	addr, logs := startProxy(t, jdwptest.StartJava(t, b, javavm.Transcript).Addr())
 	proxied, err := b.RunJDB(testCtx(t), addr, script)
 	if err != nil {
 		t.Fatalf("%v\nproxy log:\n%s", err, logs)
@@ -139,20 +97,20 @@ func TestRealJDB(t *testing.T) {
 // strings, arrays) directly and through the proxy: every stop's dump must
 // be identical.
 func TestRealJDI(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	for _, w := range []struct{ debuggee, profile string }{
 		{javavm.Transcript, javavm.ProfileTranscript},
 		{javavm.Deep, javavm.ProfileIdeaLike},
 	} {
 		t.Run(w.debuggee+"/"+w.profile, func(t *testing.T) {
 			opts := javavm.DriverOptions{Profile: w.profile, Debuggee: w.debuggee, Steps: 4, Warmup: 1, Dump: true}
-			opts.Addr = startVM(t, b, w.debuggee).Addr()
+			opts.Addr = jdwptest.StartJava(t, b, w.debuggee).Addr()
 			direct, err := javavm.RunDriver(testCtx(t), b, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs *lockedBuffer
-			opts.Addr, logs = startProxy(t, startVM(t, b, w.debuggee).Addr())
+			var logs *jdwptest.Buffer
+			opts.Addr, logs = startProxy(t, jdwptest.StartJava(t, b, w.debuggee).Addr())
 			proxied, err := javavm.RunDriver(testCtx(t), b, opts)
 			if err != nil {
 				t.Fatalf("%v\nproxy log:\n%s", err, logs)
@@ -172,8 +130,8 @@ func TestRealJDI(t *testing.T) {
 // TestDemo runs the README's main command, shortened: both sides must run
 // and the digest check must pass.
 func TestDemo(t *testing.T) {
-	testBuild(t)
-	var out, errOut lockedBuffer
+	jdwptest.JavaBuild(t)
+	var out, errOut jdwptest.Buffer
 	code := run(testCtx(t), []string{"demo", "--rtt", "5ms", "--steps", "2"}, &env{stdout: &out, stderr: &errOut})
 	if code != exitOK {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())

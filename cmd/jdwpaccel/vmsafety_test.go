@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -218,7 +219,7 @@ func (w *wireCheck) check() (commands, own, getValues int) {
 // found on), a suspend=y JVM must survive the default proxy's start and an
 // IDE-like session through it, and receive no vendor command set.
 func TestHotSpotSurvivesProxyWorkdirSweep(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	root, err := os.MkdirTemp("/tmp", "w")
 	if err != nil {
 		t.Fatal(err)
@@ -265,16 +266,16 @@ func TestHotSpotSurvivesProxyWorkdirSweep(t *testing.T) {
 // (the debugger's and the proxy's) names only fields of the object's class
 // or its superclasses, and every stop looks as it does directly.
 func TestSpeculatorFieldIDsAcrossLayouts(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	opts := javavm.DriverOptions{Profile: javavm.ProfileIdeaLike, Debuggee: javavm.Layouts, Steps: 40, Warmup: 1, Dump: true}
-	opts.Addr = startVM(t, b, javavm.Layouts).Addr()
+	opts.Addr = jdwptest.StartJava(t, b, javavm.Layouts).Addr()
 	direct, err := javavm.RunDriver(testCtx(t), b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := startVM(t, b, javavm.Layouts)
+	vm := jdwptest.StartJava(t, b, javavm.Layouts)
 	w := newWireCheck(t, vm.Addr())
-	var logs *lockedBuffer
+	var logs *jdwptest.Buffer
 	opts.Addr, logs = startProxy(t, w.Addr())
 	proxied, err := javavm.RunDriver(testCtx(t), b, opts)
 	if err != nil {

@@ -1,0 +1,202 @@
+package jdwptest
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// ReplyFunc answers one command: the reply's error code and body.
+type ReplyFunc func(cmd jdwp.Packet) (jdwp.ErrorCode, []byte)
+
+// Body is a ReplyFunc answering every command with body and no error.
+func Body(body []byte) ReplyFunc {
+	return func(jdwp.Packet) (jdwp.ErrorCode, []byte) { return 0, body }
+}
+
+// Script is what a scripted VM does. The zero Script answers every
+// command with an empty reply.
+type Script struct {
+	// Replies answers commands by command; others get Default.
+	Replies map[jdwp.Cmd]ReplyFunc
+	// Default answers the commands Replies does not list (an empty body
+	// and no error when nil).
+	Default ReplyFunc
+	// Delay is how long the VM takes to answer each command.
+	Delay time.Duration
+	// After, when set, runs after each reply is written, on the
+	// connection's goroutine: to send events after a resume, say. An
+	// error ends the connection.
+	After func(c *Conn, cmd jdwp.Packet) error
+}
+
+// VM is a scripted JDWP VM: it accepts the handshake, answers commands
+// from its Script and records them, and can send events.
+type VM struct {
+	script Script
+	ln     net.Listener // nil unless started with StartVM
+
+	mu    sync.Mutex // guards conns and cmds
+	conns map[*Conn]bool
+	cmds  []jdwp.Packet
+	wg    sync.WaitGroup // the accept loop and the connections
+}
+
+// Conn is one debugger connection of a VM. Its writes do not interleave.
+type Conn struct {
+	c  net.Conn
+	mu sync.Mutex // serialises writes
+}
+
+// Write writes one packet.
+func (c *Conn) Write(p jdwp.Packet) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.c.Write(p)
+	return err
+}
+
+// NewVM returns a VM following s; serve connections with Serve.
+func NewVM(s Script) *VM {
+	return &VM{script: s, conns: map[*Conn]bool{}}
+}
+
+// StartVM returns a VM following s, listening on a loopback port, closed
+// when the test ends.
+func StartVM(t testing.TB, s Script) *VM {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := NewVM(s)
+	vm.ln = ln
+	vm.wg.Add(1)
+	go func() {
+		defer vm.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			vm.wg.Add(1)
+			go func() {
+				defer vm.wg.Done()
+				vm.Serve(c) //nolint:errcheck // the connection's end is no test failure
+			}()
+		}
+	}()
+	t.Cleanup(vm.Close)
+	return vm
+}
+
+// Addr is where a VM from StartVM listens.
+func (vm *VM) Addr() string { return vm.ln.Addr().String() }
+
+// Serve runs one connection (a socket or one end of a net.Pipe) until it
+// fails or ends, then closes it. It returns nil when the peer went away.
+func (vm *VM) Serve(nc net.Conn) error {
+	c := &Conn{c: nc}
+	vm.mu.Lock()
+	vm.conns[c] = true
+	vm.mu.Unlock()
+	defer func() {
+		vm.mu.Lock()
+		delete(vm.conns, c)
+		vm.mu.Unlock()
+		nc.Close()
+	}()
+	br := bufio.NewReader(nc)
+	if err := jdwp.ReadHandshake(br); err != nil {
+		return err
+	}
+	if err := jdwp.WriteHandshake(nc); err != nil {
+		return err
+	}
+	r := jdwp.NewReader(br, 0)
+	for {
+		p, err := r.Next()
+		if err != nil {
+			return nil // the debugger (or the proxy) went away
+		}
+		if p.IsReply() {
+			continue
+		}
+		p = p.Clone()
+		vm.mu.Lock()
+		vm.cmds = append(vm.cmds, p)
+		vm.mu.Unlock()
+		if vm.script.Delay > 0 {
+			time.Sleep(vm.script.Delay)
+		}
+		f := vm.script.Replies[p.Cmd()]
+		if f == nil {
+			f = vm.script.Default
+		}
+		var code jdwp.ErrorCode
+		var body []byte
+		if f != nil {
+			code, body = f(p)
+		}
+		if err := c.Write(jdwp.AppendReply(nil, p.ID(), code, body)); err != nil {
+			return err
+		}
+		if vm.script.After != nil {
+			if err := vm.script.After(c, p); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Send writes p (an event, say) to every open connection.
+func (vm *VM) Send(p jdwp.Packet) error {
+	vm.mu.Lock()
+	conns := make([]*Conn, 0, len(vm.conns))
+	for c := range vm.conns {
+		conns = append(conns, c)
+	}
+	vm.mu.Unlock()
+	if len(conns) == 0 {
+		return errors.New("jdwptest: no connection to send to")
+	}
+	var errs []error
+	for _, c := range conns {
+		errs = append(errs, c.Write(p))
+	}
+	return errors.Join(errs...)
+}
+
+// Commands returns the commands received so far, in order.
+func (vm *VM) Commands() []jdwp.Packet {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return slices.Clone(vm.cmds)
+}
+
+// Connections is how many connections are open.
+func (vm *VM) Connections() int {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return len(vm.conns)
+}
+
+// Close stops listening, closes every connection and waits for their
+// goroutines.
+func (vm *VM) Close() {
+	if vm.ln != nil {
+		vm.ln.Close()
+	}
+	vm.mu.Lock()
+	for c := range vm.conns {
+		c.c.Close()
+	}
+	vm.mu.Unlock()
+	vm.wg.Wait()
+}
