@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -324,14 +325,14 @@ func startJVMAt(t *testing.T, b *javavm.Build, port int, main string, jvmArgs ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr jdwptest.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	v := &jvm{cmd: cmd, done: make(chan struct{})}
 	listening := make(chan struct{})
-	var stdout lockedBuffer
+	var stdout jdwptest.Buffer
 	go func() {
 		sc := bufio.NewScanner(out)
 		said := false
@@ -649,7 +650,7 @@ func (d *debugger) drain(timeout time.Duration) (int, error) {
 // sent and then an orderly end of stream; the proxy logs the session's
 // end; a new VM at the same address serves the next debugger.
 func TestFaultVMKilledMidBurst(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	port := freePort(t)
 	vm := startJVMAt(t, b, port, javavm.Shallow)
 	p := faultProxy(t, vmAddr(port))
@@ -754,7 +755,7 @@ func (d *debugger) suspendCounts() []int32 {
 // connection, so the VM resets (its threads run again, its requests are
 // gone), and the next debugger works.
 func TestFaultDebuggerKilledMidSpeculation(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	port := freePort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	p := faultProxy(t, vmAddr(port), "--log-level", "debug")
@@ -939,7 +940,7 @@ func TestFaultGarbageFromVM(t *testing.T) {
 // is refused (reset or closed) within the dial retry, with a logged
 // reason; once the VM listens, the next debugger works.
 func TestFaultVMStartedAfterProxy(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	port := freePort(t)
 	p := faultProxy(t, vmAddr(port))
 
@@ -972,7 +973,7 @@ func TestFaultVMStartedAfterProxy(t *testing.T) {
 // after a session and a new one starts at the same address; the proxy,
 // left running, serves the next debugger from the new VM.
 func TestFaultVMRestartedBetweenSessions(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	port := freePort(t)
 	vm := startJVMAt(t, b, port, javavm.Shallow)
 	p := faultProxy(t, vmAddr(port))
@@ -999,7 +1000,7 @@ func TestFaultVMRestartedBetweenSessions(t *testing.T) {
 // of one real VM (each asks something and leaves) leave no open file or
 // goroutine behind.
 func TestFault200Sessions(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	port := freePort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	p := faultProxy(t, vmAddr(port))
@@ -1104,7 +1105,7 @@ func (d *debugger) getAll(array uint64) uint32 {
 // streams the reply (its jdwp.Reader skips it), so its own memory is not
 // counted.
 func TestFault100MBReply(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	port := freePort(t)
 	startJVMAt(t, b, port, javavm.Shallow, "-Xmx400m")
 	replyLen := int64(jdwp.HeaderSize + 1 + 4 + bigArray)
@@ -1183,7 +1184,7 @@ func TestFault100MBReply(t *testing.T) {
 // burst of its debugger's commands ends that session only: the other
 // debugger's session goes on.
 func TestFaultVMKilledOtherSessionGoesOn(t *testing.T) {
-	b := testBuild(t)
+	b := jdwptest.JavaBuild(t)
 	portA, portB := freePort(t), freePort(t)
 	vmA := startJVMAt(t, b, portA, javavm.Shallow)
 	vmB := startJVMAt(t, b, portB, javavm.Shallow)
