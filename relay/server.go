@@ -74,6 +74,9 @@ func ChainHooks(fs ...func(s *Session) Hooks) func(s *Session) Hooks {
 type Config struct {
 	// DialVM opens a connection to the VM for a new session.
 	DialVM Dialer
+	// VM names the VM this server serves (a discovery key, an address),
+	// as its sessions report it (Session.VM); optional.
+	VM string
 	// DialRetry is how long a new session keeps trying to reach the VM
 	// (dial and, unless the connection is Handshaken, handshake) while it refuses or
 	// drops connections, as HotSpot does for a few milliseconds after each
@@ -243,6 +246,7 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 
 	s := &Session{
 		ID:             id,
+		vmName:         srv.cfg.VM,
 		log:            log.With().Str(LogVM, vm.RemoteAddr().String()).Logger(),
 		debugger:       debugger,
 		vm:             vm,

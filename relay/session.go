@@ -43,8 +43,9 @@ type heldAnswer struct {
 // the only goroutine that writes to it.
 type Session struct {
 	// ID numbers sessions in the order the server accepted them.
-	ID  uint64
-	log zerolog.Logger
+	ID     uint64
+	log    zerolog.Logger
+	vmName string // Config.VM
 
 	debugger, vm   net.Conn
 	toVM, toDbg    *sideWriter
@@ -126,6 +127,9 @@ func (s *Session) SetIDSizes(sz jdwp.IDSizes) { s.idSizes.Store(&sz) }
 
 // DebuggerAddr is the debugger's remote address.
 func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
+
+// VM is the name of the VM the session serves (Config.VM), "" if unnamed.
+func (s *Session) VM() string { return s.vmName }
 
 // VMAddr is the VM's address.
 func (s *Session) VMAddr() net.Addr { return s.vm.RemoteAddr() }

@@ -36,7 +36,8 @@ const (
 // is what the user waits for, from the resume to a refreshed view, which
 // is what speculation shortens. Resumes followed by no stop are not steps.
 type SessionTracker struct {
-	// VMOf names a session's VM (VM.ID); the VM's address when nil.
+	// VMOf names a session's VM (VM.ID); when nil, the relay's name for it
+	// (relay.Config.VM), else the VM's address.
 	VMOf func(s *relay.Session) string
 	// Idle is the quiet time that settles a step (DefaultStepIdle when 0).
 	Idle time.Duration
@@ -123,10 +124,10 @@ func (t *SessionTracker) idle() time.Duration {
 
 // SessionStart implements relay.SessionObserver.
 func (t *SessionTracker) SessionStart(s *relay.Session) {
-	vm := ""
+	vm := s.VM()
 	if t.VMOf != nil {
 		vm = t.VMOf(s)
-	} else if a := s.VMAddr(); a != nil {
+	} else if a := s.VMAddr(); vm == "" && a != nil {
 		vm = a.String()
 	}
 	dbg := ""
