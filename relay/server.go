@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
 )
 
@@ -39,6 +40,13 @@ type VMConn struct {
 	// from, for a connection read before the session: it may already hold
 	// the connection's next bytes (see ddmtap.Holder).
 	Reader *bufio.Reader
+	// IDs, if not nil, is the connection's packet ID table, for a
+	// connection that carried the proxy's own commands before the session
+	// (ddmtap.Holder creates it with the connection and hands it over
+	// here). Nil means a fresh connection: the session creates one. Either
+	// way it is the only source of the proxy's IDs towards this VM
+	// (Session.IDs).
+	IDs *retag.Table
 }
 
 // A Dialer opens a connection to the VM for a new session.
@@ -254,9 +262,13 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 		vmPending:      make(map[uint32]pending, 64),
 		dbgPending:     make(map[uint32]pending, 8),
 		awaiting:       make(map[uint32]jdwp.Cmd, 8),
+		ids:            vc.IDs,
 		room:           [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)},
 		ended:          make(chan struct{}),
 		done:           make(chan struct{}),
+	}
+	if s.ids == nil {
+		s.ids = retag.NewTable()
 	}
 	srv.active.Add(1)
 	defer srv.active.Add(-1)

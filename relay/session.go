@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
 )
 
@@ -57,6 +58,12 @@ type Session struct {
 	metrics  *Metrics
 
 	idSizes atomic.Pointer[jdwp.IDSizes] // nil until the VM's IDSizes reply
+
+	// ids is the VM connection's packet ID table (see IDs): the debugger
+	// reader remaps a debugger command whose ID is in the proxy's range,
+	// and the VM reader gives its reply the debugger's ID back and tells
+	// replies to the proxy's own commands.
+	ids *retag.Table
 
 	pendingMu sync.Mutex         // guards vmPending, dbgPending, awaiting and outstanding
 	vmPending map[uint32]pending // commands sent to the VM, by wire ID
@@ -121,6 +128,15 @@ func (s *Session) IDSizes() (jdwp.IDSizes, bool) {
 // SetIDSizes records ID sizes learned elsewhere (for instance by a hook that
 // asked the VM before the session started).
 func (s *Session) SetIDSizes(sz jdwp.IDSizes) { s.idSizes.Store(&sz) }
+
+// IDs is the VM connection's packet ID table: hooks take the IDs of the
+// commands they send on their own (SendToVM with Synthetic) from it, and
+// from nowhere else. The relay remaps debugger commands in its range
+// before interceptors see them (Frame.ID keeps the debugger's ID, the
+// packet carries the one the VM gets) and restores the debugger's ID in
+// the reply after interceptors saw it; a reply to a command of the
+// proxy's own never reaches the debugger, whichever hook sent it.
+func (s *Session) IDs() *retag.Table { return s.ids }
 
 // DebuggerAddr is the debugger's remote address.
 func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
@@ -299,13 +315,13 @@ func (s *Session) observe(f *Frame) {
 
 // interceptFromDebugger and interceptFromVM run the interceptors on f. A
 // panicking interceptor turns the session into plain pass-through, and
-// the packet is forwarded (a debugger's packet with the ID it came with,
-// in case the interceptor had rewritten it).
-func (s *Session) interceptFromDebugger(f *Frame) (action Action) {
+// the packet is forwarded (a debugger's packet with the ID wire the relay
+// gave it, in case the interceptor had rewritten it).
+func (s *Session) interceptFromDebugger(f *Frame, wire uint32) (action Action) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.hookPanicked(hookInterceptor, v, f)
-			f.Packet.SetID(f.ID)
+			f.Packet.SetID(wire)
 			action = Forward
 		}
 	}()
@@ -396,13 +412,23 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 				s.ending.Store(true)
 			}
 		}
+		// A command whose ID is in the proxy's range goes to the VM
+		// under a fresh proxy ID (in the packet; f.ID keeps the
+		// debugger's).
+		wire, remapped := f.ID, false
+		if f.Kind == KindCommand {
+			wire, remapped = s.ids.FromDebugger(p)
+		}
 		if e := s.log.Trace(); e.Enabled() {
 			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Int(LogLength, len(p)).Msg("from debugger")
 		}
 		action := Forward
 		if s.hooksOn() {
 			s.beginIntercept(f.ID)
-			action = s.interceptFromDebugger(f)
+			action = s.interceptFromDebugger(f, wire)
+			if action == Consume && remapped {
+				s.ids.Forget(wire) // answered by the proxy: no reply will come
+			}
 			if action == Consume && f.Kind == KindCommand && f.Answer == nil {
 				s.pendingMu.Lock()
 				if _, dup := s.awaiting[f.ID]; !dup {
@@ -488,14 +514,25 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 				}
 			}
 		}
+		if f.Kind == KindReply && (synthetic || s.ids.Peek(p.ID()) == retag.Synthetic) {
+			// A reply to a command of the proxy's own (sent through
+			// the session or before it, see VMConn.IDs).
+			synthetic = true
+			f.Origin = Synthetic
+		}
 		action := Forward
 		if s.hooksOn() {
 			action = s.interceptFromVM(f)
-		} else if synthetic {
-			// The reply to a proxy's command whose interceptor is gone
-			// (it panicked): the debugger never sent that command.
-			f.Origin = Synthetic
-			action = Consume
+		}
+		if f.Kind == KindReply {
+			s.ids.Reply(p) // the debugger's ID back, for a remapped command
+			if synthetic {
+				// The debugger never sent that command, whether or not
+				// an interceptor took the reply (the one that sent it
+				// may be gone: it panicked, or expired the command).
+				f.Origin = Synthetic
+				action = Consume
+			}
 		}
 		f.ID = p.ID() // after any rewrite: the ID the debugger receives
 		if e := s.log.Trace(); e.Enabled() {

@@ -81,7 +81,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	}
 	ss.facts = newFacts(sp)
 	ss.cache = newReplyCache(sp, &ss.facts)
-	ss.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: retag.NewTable(), trig: ss.trig, facts: &ss.facts,
+	ss.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: rs.IDs(), trig: ss.trig, facts: &ss.facts,
 		inflight: map[keyable.Key]*spec{}, onSend: ss.sent, log: ss.log}
 	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.facts.onClassPrepare)
 	ss.trig.OnEvent(jdwp.EventClassUnload, ss.facts.onClassUnload)
@@ -94,8 +94,8 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 // ---- debugger -> VM -------------------------------------------------------
 
 // FromDebugger answers cacheable commands from the cache or a speculation
-// in flight, applies each command's effect on cached facts before it can
-// reach the VM, and remaps IDs in the proxy's range.
+// in flight, and applies each command's effect on cached facts before it can
+// reach the VM. (The relay remaps IDs in the proxy's range.)
 func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind != relay.KindCommand || len(f.Packet) < jdwp.HeaderSize {
 		return relay.Forward
@@ -136,8 +136,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		ss.applyEffect(p, sizes, &d)
 	}
 	d.gen = ss.facts.gen
-	ss.disp.ids.FromDebugger(p)
-	ss.trig.Command(p, d)
+	ss.trig.Command(p, d) // by the ID the VM gets (the relay remapped one in the proxy's range)
 	return relay.Forward
 }
 
@@ -198,12 +197,13 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	sizes, _ := rs.IDSizes()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	c, d, tracked := ss.trig.Reply(p) // by the wire ID, before un-remapping
-	owner := ss.disp.ids.Reply(p)
-	if owner == retag.Synthetic {
-		f.Origin = relay.Synthetic
-		ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
+	c, d, tracked := ss.trig.Reply(p) // by the wire ID: the relay un-remaps after the interceptors
+	if f.Origin == relay.Synthetic {
+		// The relay tells replies to the proxy's own commands (the
+		// connection's ID table); those of other hooks (a DDM reply whose
+		// request expired) are no sample of the speculator's.
 		if tracked && d.spec != nil {
+			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
 			ss.specReply(rs, d.spec, p, sizes)
 		}
 		return relay.Consume
