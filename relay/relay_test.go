@@ -15,6 +15,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -590,5 +591,31 @@ func TestBelayObservedAfterCommand(t *testing.T) {
 			t.Fatalf("frames %d,%d: %v id=%d then %v id=%d; want each command observed before its answer",
 				i, i+1, frames[i].Kind, frames[i].ID, frames[i+1].Kind, frames[i+1].ID)
 		}
+	}
+}
+
+// TestRemapWithoutHooks: the relay itself keeps the debugger's IDs apart
+// from the proxy's range, with no interceptor at all: a debugger command
+// in the range reaches the VM under another ID and its reply comes back
+// under the debugger's, and a reply to a command of the proxy's own (one
+// whose sender gave up on it) never reaches the debugger.
+func TestRemapWithoutHooks(t *testing.T) {
+	r := newRig(t, nil)
+	dbg, vm := r.connect()
+	dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+	const theirs = retag.SyntheticBase + 5
+	dbg.Write(jdwp.AppendCommand(nil, theirs, jdwp.CmdIDSizes, nil))
+	p, err := vr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ID() == theirs || !retag.InRange(p.ID()) {
+		t.Fatalf("VM got ID %#x; want a fresh one of the proxy's range", p.ID())
+	}
+	wire := p.ID()
+	late := jdwp.AppendReply(nil, 0xA0001234, 0, []byte("late"))
+	vm.Write(append(late, jdwp.AppendReply(nil, wire, 0, []byte("theirs"))...))
+	if p, err = dr.Next(); err != nil || p.ID() != theirs || string(p.Body()) != "theirs" {
+		t.Fatalf("debugger got %v, %v; want its reply under its own ID", p, err)
 	}
 }
