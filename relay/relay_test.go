@@ -594,28 +594,46 @@ func TestBelayObservedAfterCommand(t *testing.T) {
 	}
 }
 
-// TestRemapWithoutHooks: the relay itself keeps the debugger's IDs apart
-// from the proxy's range, with no interceptor at all: a debugger command
-// in the range reaches the VM under another ID and its reply comes back
+// idle is an interceptor that lets everything through.
+type idle struct{}
+
+func (idle) FromDebugger(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (idle) FromVM(*relay.Session, *relay.Frame) relay.Action       { return relay.Forward }
+func (idle) Close(*relay.Session)                                   {}
+
+// TestRemapInRelay: the relay itself keeps the debugger's IDs apart from
+// the proxy's range, whatever its interceptors do: a debugger command in
+// the range reaches the VM under another ID and its reply comes back
 // under the debugger's, and a reply to a command of the proxy's own (one
-// whose sender gave up on it) never reaches the debugger.
-func TestRemapWithoutHooks(t *testing.T) {
-	r := newRig(t, nil)
-	dbg, vm := r.connect()
-	dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+// whose sender gave up on it) never reaches the debugger. With no
+// interceptor at all the relay sends nothing of its own and passes every
+// ID unchanged.
+func TestRemapInRelay(t *testing.T) {
 	const theirs = retag.SyntheticBase + 5
-	dbg.Write(jdwp.AppendCommand(nil, theirs, jdwp.CmdIDSizes, nil))
-	p, err := vr.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.ID() == theirs || !retag.InRange(p.ID()) {
-		t.Fatalf("VM got ID %#x; want a fresh one of the proxy's range", p.ID())
-	}
-	wire := p.ID()
-	late := jdwp.AppendReply(nil, 0xA0001234, 0, []byte("late"))
-	vm.Write(append(late, jdwp.AppendReply(nil, wire, 0, []byte("theirs"))...))
-	if p, err = dr.Next(); err != nil || p.ID() != theirs || string(p.Body()) != "theirs" {
-		t.Fatalf("debugger got %v, %v; want its reply under its own ID", p, err)
+	for _, hooked := range []bool{true, false} {
+		var hooks func(*relay.Session) relay.Hooks
+		if hooked {
+			hooks = func(*relay.Session) relay.Hooks { return relay.Hooks{Interceptors: []relay.Interceptor{idle{}}} }
+		}
+		r := newRig(t, hooks)
+		dbg, vm := r.connect()
+		dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+		dbg.Write(jdwp.AppendCommand(nil, theirs, jdwp.CmdIDSizes, nil))
+		p, err := vr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire := p.ID()
+		if hooked && (wire == theirs || !retag.InRange(wire)) || !hooked && wire != theirs {
+			t.Fatalf("interceptors %v: VM got ID %#x for the debugger's %#x", hooked, wire, uint32(theirs))
+		}
+		var burst []byte
+		if hooked {
+			burst = jdwp.AppendReply(nil, 0xA0001234, 0, []byte("late"))
+		}
+		vm.Write(append(burst, jdwp.AppendReply(nil, wire, 0, []byte("theirs"))...))
+		if p, err = dr.Next(); err != nil || p.ID() != theirs || string(p.Body()) != "theirs" {
+			t.Fatalf("interceptors %v: debugger got %v, %v; want its reply under its own ID", hooked, p, err)
+		}
 	}
 }

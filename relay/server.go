@@ -273,6 +273,7 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	srv.active.Add(1)
 	defer srv.active.Add(-1)
 	s.hooks = ChainHooks(vc.Hooks, srv.cfg.NewHooks)(s)
+	s.ownIDs = vc.IDs != nil || len(s.hooks.Interceptors) > 0
 	return s.run(ctx, jdwp.NewReader(dbr, s.maxPacket), jdwp.NewReader(vmr, s.maxPacket))
 }
 

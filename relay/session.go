@@ -62,8 +62,12 @@ type Session struct {
 	// ids is the VM connection's packet ID table (see IDs): the debugger
 	// reader remaps a debugger command whose ID is in the proxy's range,
 	// and the VM reader gives its reply the debugger's ID back and tells
-	// replies to the proxy's own commands.
-	ids *retag.Table
+	// replies to the proxy's own commands. Only when ownIDs: a session
+	// with no interceptor, on a connection that carried nothing of the
+	// proxy's (no VMConn.IDs), sends nothing of its own and stays a
+	// byte-for-byte pass-through, whatever IDs the debugger uses.
+	ids    *retag.Table
+	ownIDs bool
 
 	pendingMu sync.Mutex         // guards vmPending, dbgPending, awaiting and outstanding
 	vmPending map[uint32]pending // commands sent to the VM, by wire ID
@@ -131,7 +135,8 @@ func (s *Session) SetIDSizes(sz jdwp.IDSizes) { s.idSizes.Store(&sz) }
 
 // IDs is the VM connection's packet ID table: hooks take the IDs of the
 // commands they send on their own (SendToVM with Synthetic) from it, and
-// from nowhere else. The relay remaps debugger commands in its range
+// from nowhere else. In a session with interceptors, or on a connection
+// handed over with its table (VMConn.IDs), the relay remaps debugger commands in its range
 // before interceptors see them (Frame.ID keeps the debugger's ID, the
 // packet carries the one the VM gets) and restores the debugger's ID in
 // the reply after interceptors saw it; a reply to a command of the
@@ -416,7 +421,7 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 		// under a fresh proxy ID (in the packet; f.ID keeps the
 		// debugger's).
 		wire, remapped := f.ID, false
-		if f.Kind == KindCommand {
+		if f.Kind == KindCommand && s.ownIDs {
 			wire, remapped = s.ids.FromDebugger(p)
 		}
 		if e := s.log.Trace(); e.Enabled() {
@@ -514,7 +519,7 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 				}
 			}
 		}
-		if f.Kind == KindReply && (synthetic || s.ids.Peek(p.ID()) == retag.Synthetic) {
+		if f.Kind == KindReply && (synthetic || s.ownIDs && s.ids.Peek(p.ID()) == retag.Synthetic) {
 			// A reply to a command of the proxy's own (sent through
 			// the session or before it, see VMConn.IDs).
 			synthetic = true
@@ -525,7 +530,9 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 			action = s.interceptFromVM(f)
 		}
 		if f.Kind == KindReply {
-			s.ids.Reply(p) // the debugger's ID back, for a remapped command
+			if s.ownIDs {
+				s.ids.Reply(p) // the debugger's ID back, for a remapped command
+			}
 			if synthetic {
 				// The debugger never sent that command, whether or not
 				// an interceptor took the reply (the one that sent it

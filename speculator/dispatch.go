@@ -38,11 +38,12 @@ type spec struct {
 // Invariants: inflight holds, per key, the speculation sent or queued for
 // it (at most one); nInFlight counts those sent whose reply has not been
 // seen, and new ones are sent only while it is below max; queue holds
-// unsent speculation in decision order; ids is the only source of the
-// proxy's packet IDs towards the VM.
+// unsent speculation in decision order; ids, the VM connection's table
+// (relay.Session.IDs, shared with the DDM client), is the only source of
+// the proxy's packet IDs towards the VM.
 type dispatcher struct {
 	max       int                       // Config.MaxInFlight
-	ids       *retag.Table              // packet IDs of the proxy's range
+	ids       *retag.Table              // the connection's packet IDs of the proxy's range
 	trig      *trigger.Manager[cmdData] // pending map, for typing replies
 	facts     *facts                    // validity of queued speculation
 	inflight  map[keyable.Key]*spec     // speculations sent or queued, by key
