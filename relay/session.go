@@ -20,11 +20,13 @@ import (
 // ErrSessionClosed is returned by Send* after the session ended.
 var ErrSessionClosed = errors.New("relay: session closed")
 
-// pending is a command waiting for its reply.
+// pending is a command waiting for its reply: the one pairing of
+// commands and replies in the proxy, hooks' data included.
 type pending struct {
 	cmd    jdwp.Cmd
 	sent   time.Time
 	origin Origin // Forwarded for a peer's own command, Synthetic for the proxy's
+	data   [NumSlots]any
 }
 
 // heldAnswer is an answer to a debugger command sent (by SendToDebugger)
@@ -157,11 +159,23 @@ func (s *Session) VMAddr() net.Addr { return s.vm.RemoteAddr() }
 // queued before it. A write failure ends the session; it is not returned
 // here.
 func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
+	return s.sendToVM(p, origin, 0, nil)
+}
+
+// SendToVMData is SendToVM for a command that keeps data in slot until
+// its reply (see Frame.Data): a hook's own command is paired by the relay
+// like any other.
+func (s *Session) SendToVMData(p jdwp.Packet, origin Origin, slot Slot, data any) error {
+	return s.sendToVM(p, origin, slot, data)
+}
+
+func (s *Session) sendToVM(p jdwp.Packet, origin Origin, slot Slot, data any) error {
 	if s.closed.Load() {
 		return ErrSessionClosed
 	}
 	f := framePool.Get().(*Frame)
 	*f = Frame{Dir: ToVM, Kind: KindCommand, Origin: origin, Packet: p, ID: p.ID(), Time: time.Now()}
+	f.data[slot] = data
 	if p.IsReply() {
 		f.Kind = KindDebuggerReply
 	} else {
@@ -295,7 +309,7 @@ func (s *Session) queueToVM(f *Frame) error {
 		if _, dup := s.vmPending[id]; !dup && f.Origin != Synthetic {
 			s.outstanding[ToVM]++
 		}
-		s.vmPending[id] = pending{cmd: f.Cmd, sent: f.Time, origin: f.Origin}
+		s.vmPending[id] = pending{cmd: f.Cmd, sent: f.Time, origin: f.Origin, data: f.data}
 		s.pendingMu.Unlock()
 	}
 	return s.toVM.enqueue(f.Packet)
@@ -496,6 +510,7 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 			s.pendingMu.Unlock()
 			if ok {
 				f.Cmd = pc.cmd
+				f.data = pc.data
 				f.Latency = f.Time.Sub(pc.sent)
 				synthetic = pc.origin == Synthetic
 				if pc.cmd == jdwp.CmdIDSizes && p.ErrorCode() == 0 {
