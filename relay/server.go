@@ -5,6 +5,14 @@
 // per side. Feature packages plug in as Interceptors (which may answer,
 // drop or inject packets) and Observers (which see every packet).
 //
+// The relay is where commands towards the VM, the debugger's and the
+// proxy's own (SendToVM), are paired with their replies: a hook that needs
+// per-command data keeps it in its Slot of the relay's pending entry
+// (Frame.SetData, SendToVMData) and gets it back on the reply
+// (Frame.Data), instead of keeping a pending map of its own. Packet IDs of
+// the proxy's own commands come from the VM connection's retag.Table
+// (Session.IDs).
+//
 //	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP("127.0.0.1:5005")})
 //	err := srv.Serve(ctx, listener)
 package relay
