@@ -637,3 +637,85 @@ func TestRemapInRelay(t *testing.T) {
 		}
 	}
 }
+
+// dataSlot is the slot of slotter, the test's hook with per-command data.
+var dataSlot = relay.NewSlot()
+
+// slotter keeps each debugger command's ID with it, injects a synthetic
+// command with data of its own, and records what each reply brings back.
+type slotter struct {
+	mu  sync.Mutex // guards got
+	got map[uint32]any
+}
+
+func (s *slotter) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind != relay.KindCommand {
+		return relay.Forward
+	}
+	id := f.ID
+	f.SetData(dataSlot, &id)
+	if f.ID == 1 {
+		syn := rs.IDs().NewSynthetic()
+		rs.SendToVMData(jdwp.AppendCommand(nil, syn, cmdVersion, nil), relay.Synthetic, dataSlot, "synthetic") //nolint:errcheck
+	}
+	return relay.Forward
+}
+
+func (s *slotter) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindReply {
+		s.mu.Lock()
+		s.got[f.Packet.ID()] = f.Data(dataSlot)
+		s.mu.Unlock()
+	}
+	return relay.Forward
+}
+
+func (s *slotter) Close(*relay.Session) {}
+
+// TestSlotData: the relay hands each reply the data its command was given
+// (Frame.SetData for the debugger's, SendToVMData for the proxy's own),
+// under the ID the VM used, remapped commands included.
+func TestSlotData(t *testing.T) {
+	sl := &slotter{got: map[uint32]any{}}
+	r := newRig(t, func(*relay.Session) relay.Hooks { return relay.Hooks{Interceptors: []relay.Interceptor{sl}} })
+	dbg, vm := r.connect()
+	dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+	const theirs = retag.SyntheticBase + 9
+	dbg.Write(append(jdwp.AppendCommand(nil, 1, jdwp.CmdIDSizes, nil), jdwp.AppendCommand(nil, theirs, jdwp.CmdIDSizes, nil)...))
+	var replies []byte
+	wires := map[uint32]bool{}
+	for range 3 {
+		p, err := vr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wires[p.ID()] = true
+		replies = append(replies, jdwp.AppendReply(nil, p.ID(), 0, nil)...)
+	}
+	vm.Write(replies)
+	for _, want := range []uint32{1, theirs} {
+		if p, err := dr.Next(); err != nil || p.ID() != want {
+			t.Fatalf("debugger got %v, %v; want the reply to %#x", p, err, want)
+		}
+	}
+	// The synthetic reply was read before the debugger's second one.
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	var synthetic, own int
+	for id, d := range sl.got {
+		switch d := d.(type) {
+		case string:
+			synthetic++
+		case *uint32:
+			if *d != id && !(*d == theirs && wires[id]) {
+				t.Errorf("reply %#x got the data of command %#x", id, *d)
+			}
+			own++
+		default:
+			t.Errorf("reply %#x got %v", id, d)
+		}
+	}
+	if synthetic != 1 || own != 2 {
+		t.Fatalf("replies with data: %d synthetic, %d debugger's; want 1 and 2 (%v)", synthetic, own, sl.got)
+	}
+}
