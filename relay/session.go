@@ -138,11 +138,12 @@ func (s *Session) SetIDSizes(sz jdwp.IDSizes) { s.idSizes.Store(&sz) }
 // IDs is the VM connection's packet ID table: hooks take the IDs of the
 // commands they send on their own (SendToVM with Synthetic) from it, and
 // from nowhere else. In a session with interceptors, or on a connection
-// handed over with its table (VMConn.IDs), the relay remaps debugger commands in its range
-// before interceptors see them (Frame.ID keeps the debugger's ID, the
-// packet carries the one the VM gets) and restores the debugger's ID in
-// the reply after interceptors saw it; a reply to a command of the
-// proxy's own never reaches the debugger, whichever hook sent it.
+// handed over with its table (VMConn.IDs), the relay remaps debugger
+// commands in its range before interceptors see them (Frame.ID keeps the
+// debugger's ID, the packet carries the one the VM gets) and restores the
+// debugger's ID in the reply after interceptors saw it; a reply to a
+// command of the proxy's own never reaches the debugger, whichever hook
+// sent it.
 func (s *Session) IDs() *retag.Table { return s.ids }
 
 // DebuggerAddr is the debugger's remote address.
