@@ -7,7 +7,13 @@
 // relay.Interceptor that keeps DDM running alongside a debugger session.
 //
 // Packets are JDWP (199,1) commands in both directions; DDM replies carry no
-// chunk type in the JDWP header and are paired through pending IDs.
+// chunk type in the JDWP header and are paired through pending IDs. The
+// client's packet IDs come from the VM connection's retag.Table, the only
+// allocator of IDs towards the VM: the Holder creates it with each
+// connection it dials (the client sends before any session) and hands it
+// over with the connection (relay.VMConn.IDs), so the session's relay and
+// speculator share it, IDs still in flight are never reused, and a reply
+// to the client's request never reaches a debugger, even a late one.
 //
 // The rule for what the proxy sends on its own: DDM only to a VM known to
 // speak it (found through adb, --ddm=force, or whose reply to the

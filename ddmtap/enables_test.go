@@ -2,12 +2,12 @@ package ddmtap
 
 import (
 	"bytes"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 )
 
 // enableRig is a link during a session: the proxy's requests are captured,
@@ -20,10 +20,9 @@ type enableRig struct {
 }
 
 func newEnableRig(t *testing.T) *enableRig {
-	var ids atomic.Uint32
 	mon := NewMonitor("vm", nopLog, nil)
 	mon.setDDM(DDMYes) // the VM answered HELO
-	r := &enableRig{t: t, l: newLink(mon, nopLog, Options{}, &ids, true)}
+	r := &enableRig{t: t, l: newLink(mon, nopLog, Options{}, retag.NewTable(), true)}
 	r.tp = tap{l: r.l}
 	r.l.setSend(func(p jdwp.Packet) error { r.sent = append(r.sent, p.Clone()); return nil })
 	return r

@@ -15,6 +15,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
 )
 
@@ -70,7 +71,6 @@ type Holder struct {
 	cfg HolderConfig
 	mon *Monitor
 	log zerolog.Logger
-	ids atomic.Uint32 // packet ID counter for every link of this VM
 
 	mu        sync.Mutex // guards the fields below
 	held      *heldConn
@@ -348,7 +348,7 @@ func (h *Holder) take() *lentConn {
 }
 
 func (h *Holder) newLink() *link {
-	return newLink(h.mon, h.log, h.cfg.Options, &h.ids, h.cfg.KnownDDM)
+	return newLink(h.mon, h.log, h.cfg.Options, retag.NewTable(), h.cfg.KnownDDM)
 }
 
 // lost is called when a VM connection ended: if HELO was still
@@ -381,6 +381,7 @@ func (h *Holder) release(c *lentConn) {
 func (c *lentConn) vmConn() relay.VMConn {
 	vc := relay.VMConn{Conn: c, Handshaken: true, Reader: c.br}
 	if c.l != nil {
+		vc.IDs = c.l.ids // the connection's one ID table, from the holding phase on
 		vc.Hooks = func(*relay.Session) relay.Hooks {
 			return relay.Hooks{Interceptors: []relay.Interceptor{tap{l: c.l}}, Observers: []relay.Observer{sessionStart{c}}}
 		}
@@ -442,7 +443,7 @@ func (hc *heldConn) read() {
 			hc.fail(err)
 			return
 		}
-		if ours, chunk := hc.l.fromVM(p); !ours && !chunk {
+		if ours, chunk := hc.l.fromVM(p, true); !ours && !chunk {
 			if len(hc.keep)+len(p) > hc.h.cfg.MaxHeld {
 				hc.err = fmt.Errorf("ddmtap: more than %d bytes of non-DDM packets while holding", hc.h.cfg.MaxHeld)
 				return

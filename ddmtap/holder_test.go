@@ -15,6 +15,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -201,7 +202,7 @@ func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func
 		if err != nil {
 			d.t.Fatalf("%s: %v", what, err)
 		}
-		if p.IsReply() && ddmtap.OwnID(p.ID()) {
+		if p.IsReply() && retag.InRange(p.ID()) {
 			d.t.Fatalf("%s: the debugger got a reply to the proxy's own request: %v", what, p)
 		}
 		if ddm.IsCommand(p) {

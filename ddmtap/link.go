@@ -10,22 +10,9 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
 )
-
-// The proxy's own DDM packet IDs: 0x50000000..0x5FFFFFFF. Debuggers count
-// from 1, ddmlib and adblib from 0x40000000, the speculator uses
-// 0xA0000000 and up, VM-originated IDs (other direction) 0x10000000,
-// 0x20000000 and 0x80000000|n. Any reply with an ID in this block is the
-// proxy's, even after its pending entry expired, so it never reaches a
-// debugger.
-const (
-	idBase = 0x50000000
-	idMask = 0x0FFFFFFF
-)
-
-// OwnID reports whether a packet ID is in the proxy's DDM block.
-func OwnID(id uint32) bool { return id&^idMask == idBase }
 
 // Options tune the DDM client. Zero values take the defaults.
 type Options struct {
@@ -96,7 +83,11 @@ type link struct {
 	mon  *Monitor
 	log  zerolog.Logger
 	opts Options
-	ids  *atomic.Uint32 // shared by all links of a holder
+	// ids is the VM connection's packet ID table: the link takes its
+	// requests' IDs from it, and the relay session takes it over with the
+	// connection (relay.VMConn.IDs), so IDs in flight from before the
+	// session are never reused and their replies never reach a debugger.
+	ids *retag.Table
 
 	mu        sync.Mutex // guards the fields below
 	pending   map[uint32]pendingReq
@@ -120,7 +111,7 @@ type link struct {
 	done         chan struct{}
 }
 
-func newLink(mon *Monitor, log zerolog.Logger, opts Options, ids *atomic.Uint32, knownDDM bool) *link {
+func newLink(mon *Monitor, log zerolog.Logger, opts Options, ids *retag.Table, knownDDM bool) *link {
 	return &link{
 		mon: mon, log: log, opts: opts.withDefaults(), ids: ids, knownDDM: knownDDM,
 		pending: make(map[uint32]pendingReq),
@@ -156,8 +147,9 @@ func (l *link) begin() {
 	}
 }
 
-// newID is a fresh packet ID of the proxy's block.
-func (l *link) newID() uint32 { return idBase | l.ids.Add(1)&idMask }
+// newID is a fresh packet ID of the proxy's range, in flight until the
+// VM's reply (or forgotten when the request expires).
+func (l *link) newID() uint32 { return l.ids.NewSynthetic() }
 
 // sendOwn records pr as pending under id and sends pkt, logging it at
 // debug level during the connection's first seconds.
@@ -167,6 +159,7 @@ func (l *link) sendOwn(id uint32, pr pendingReq, pkt jdwp.Packet, what string) e
 	send := l.send
 	if send == nil || l.closed {
 		l.mu.Unlock()
+		l.ids.Forget(id)
 		return ErrNotConnected
 	}
 	l.pending[id] = pr
@@ -179,6 +172,7 @@ func (l *link) sendOwn(id uint32, pr pendingReq, pkt jdwp.Packet, what string) e
 		l.mu.Lock()
 		delete(l.pending, id)
 		l.mu.Unlock()
+		l.ids.Forget(id)
 	}
 	return err
 }
@@ -306,10 +300,15 @@ func (l *link) enableHeap() error {
 
 // fromVM handles a packet from the VM. ours: a reply to the proxy's own
 // request (never for the debugger); chunk: a VM-originated DDM command.
-func (l *link) fromVM(p jdwp.Packet) (ours, chunk bool) {
+// held says no session owns the connection: every reply in the proxy's
+// range is then the link's (even one whose request expired), and the link
+// settles its ID in the table, as the relay does during a session (where
+// the link's replies are those it is waiting for; the relay absorbs a late
+// one and any other hook's).
+func (l *link) fromVM(p jdwp.Packet, held bool) (ours, chunk bool) {
 	if p.IsReply() {
-		if !OwnID(p.ID()) {
-			return false, false
+		if held {
+			ours = l.ids.Reply(p) == retag.Synthetic
 		}
 		l.mu.Lock()
 		pr, ok := l.pending[p.ID()]
@@ -318,7 +317,7 @@ func (l *link) fromVM(p jdwp.Packet) (ours, chunk bool) {
 		if ok {
 			l.reply(pr, p)
 		}
-		return true, false
+		return ours || ok, false
 	}
 	if p.Cmd() == jdwp.CmdDDMChunk {
 		l.mon.HandlePayload(ddm.VMToHost, p.Body())
@@ -411,6 +410,7 @@ func (l *link) expire(now time.Time) {
 	for id, pr := range l.pending {
 		if now.Sub(pr.sent) > l.opts.ReplyTimeout {
 			delete(l.pending, id)
+			l.ids.Forget(id) // a late reply is still the proxy's: out of the debugger's ID space
 			if dataReply(pr.t) {
 				timedOut = append(timedOut, pr.t)
 			}
@@ -623,7 +623,7 @@ func (t tap) FromDebugger(_ *relay.Session, f *relay.Frame) relay.Action {
 func (t tap) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 	switch f.Kind {
 	case relay.KindReply:
-		if ours, _ := t.l.fromVM(f.Packet); ours {
+		if ours, _ := t.l.fromVM(f.Packet, false); ours {
 			f.Origin = relay.Synthetic
 			return relay.Consume
 		}
@@ -634,7 +634,7 @@ func (t tap) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 			t.l.mon.HandlePayload(ddm.VMToHost, f.Packet.Body())
 		}
 	case relay.KindDDM:
-		t.l.fromVM(f.Packet)
+		t.l.fromVM(f.Packet, false)
 		if !t.l.debuggerWants(f.Packet.Body()) {
 			f.Origin = relay.Synthetic
 			return relay.Consume

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -110,7 +112,45 @@ type Frame struct {
 	// debugger command: the relay sends it to the debugger, with Origin,
 	// after observers have seen the command. The relay does not retain it.
 	Answer jdwp.Packet
+
+	// data is the per-hook data of a command (SetData) and, on its
+	// reply, the same data back (Data).
+	data [NumSlots]any
 }
+
+// NumSlots is how many hooks may keep data with a command (NewSlot).
+const NumSlots = 4
+
+// A Slot is one hook's place in the data the relay keeps with each
+// command until its reply: the relay is the one place where commands
+// and replies are paired, and a hook that needs its own per-command data
+// (the speculator's cache key and validity generation) keeps it there
+// instead of in a pending map of its own.
+type Slot uint8
+
+var slots atomic.Uint32
+
+// NewSlot reserves a slot, once per hook type (at package
+// initialisation). It panics beyond NumSlots: that is a build-time
+// choice, not a run-time condition.
+func NewSlot() Slot {
+	n := slots.Add(1) - 1
+	if n >= NumSlots {
+		panic(fmt.Sprintf("relay: more than %d slots", NumSlots))
+	}
+	return Slot(n)
+}
+
+// SetData keeps v with the command f as slot's data until its reply, for
+// an interceptor (FromDebugger) or an observer that sees the command
+// before it goes to the VM. A command the relay does not forward (an
+// interceptor consumed it) keeps nothing. A pointer keeps the call free
+// of allocation.
+func (f *Frame) SetData(slot Slot, v any) { f.data[slot] = v }
+
+// Data is, on a reply, the data its command was given in slot (SetData,
+// SendToVMData), or nil.
+func (f *Frame) Data(slot Slot) any { return f.data[slot] }
 
 // Action is an interceptor's decision about a packet.
 type Action uint8
@@ -139,7 +179,9 @@ type Interceptor interface {
 	// forwarded. f.Origin may be set to CacheHit or Belay on Consume.
 	FromDebugger(s *Session, f *Frame) Action
 	// FromVM sees each packet the VM sends, before it is forwarded.
-	// On Consume, f.Origin should be Synthetic.
+	// On Consume, f.Origin should be Synthetic. A reply to a command of
+	// the proxy's own comes with f.Origin Synthetic already (see
+	// Session.IDs) and is absorbed whatever the interceptors decide.
 	FromVM(s *Session, f *Frame) Action
 	// Close is called once when the session ends, after both readers
 	// stopped. Anything waiting on the interceptor must be released.

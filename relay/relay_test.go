@@ -15,6 +15,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -590,5 +591,131 @@ func TestBelayObservedAfterCommand(t *testing.T) {
 			t.Fatalf("frames %d,%d: %v id=%d then %v id=%d; want each command observed before its answer",
 				i, i+1, frames[i].Kind, frames[i].ID, frames[i+1].Kind, frames[i+1].ID)
 		}
+	}
+}
+
+// idle is an interceptor that lets everything through.
+type idle struct{}
+
+func (idle) FromDebugger(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (idle) FromVM(*relay.Session, *relay.Frame) relay.Action       { return relay.Forward }
+func (idle) Close(*relay.Session)                                   {}
+
+// TestRemapInRelay: the relay itself keeps the debugger's IDs apart from
+// the proxy's range, whatever its interceptors do: a debugger command in
+// the range reaches the VM under another ID and its reply comes back
+// under the debugger's, and a reply to a command of the proxy's own (one
+// whose sender gave up on it) never reaches the debugger. With no
+// interceptor at all the relay sends nothing of its own and passes every
+// ID unchanged.
+func TestRemapInRelay(t *testing.T) {
+	const theirs = retag.SyntheticBase + 5
+	for _, hooked := range []bool{true, false} {
+		var hooks func(*relay.Session) relay.Hooks
+		if hooked {
+			hooks = func(*relay.Session) relay.Hooks { return relay.Hooks{Interceptors: []relay.Interceptor{idle{}}} }
+		}
+		r := newRig(t, hooks)
+		dbg, vm := r.connect()
+		dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+		dbg.Write(jdwp.AppendCommand(nil, theirs, jdwp.CmdIDSizes, nil))
+		p, err := vr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire := p.ID()
+		if hooked && (wire == theirs || !retag.InRange(wire)) || !hooked && wire != theirs {
+			t.Fatalf("interceptors %v: VM got ID %#x for the debugger's %#x", hooked, wire, uint32(theirs))
+		}
+		var burst []byte
+		if hooked {
+			burst = jdwp.AppendReply(nil, 0xA0001234, 0, []byte("late"))
+		}
+		vm.Write(append(burst, jdwp.AppendReply(nil, wire, 0, []byte("theirs"))...))
+		if p, err = dr.Next(); err != nil || p.ID() != theirs || string(p.Body()) != "theirs" {
+			t.Fatalf("interceptors %v: debugger got %v, %v; want its reply under its own ID", hooked, p, err)
+		}
+	}
+}
+
+// dataSlot is the slot of slotter, the test's hook with per-command data.
+var dataSlot = relay.NewSlot()
+
+// slotter keeps each debugger command's ID with it, injects a synthetic
+// command with data of its own, and records what each reply brings back.
+type slotter struct {
+	mu  sync.Mutex // guards got
+	got map[uint32]any
+}
+
+func (s *slotter) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind != relay.KindCommand {
+		return relay.Forward
+	}
+	id := f.ID
+	f.SetData(dataSlot, &id)
+	if f.ID == 1 {
+		syn := rs.IDs().NewSynthetic()
+		rs.SendToVMData(jdwp.AppendCommand(nil, syn, cmdVersion, nil), relay.Synthetic, dataSlot, "synthetic") //nolint:errcheck
+	}
+	return relay.Forward
+}
+
+func (s *slotter) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindReply {
+		s.mu.Lock()
+		s.got[f.Packet.ID()] = f.Data(dataSlot)
+		s.mu.Unlock()
+	}
+	return relay.Forward
+}
+
+func (s *slotter) Close(*relay.Session) {}
+
+// TestSlotData: the relay hands each reply the data its command was given
+// (Frame.SetData for the debugger's, SendToVMData for the proxy's own),
+// under the ID the VM used, remapped commands included.
+func TestSlotData(t *testing.T) {
+	sl := &slotter{got: map[uint32]any{}}
+	r := newRig(t, func(*relay.Session) relay.Hooks { return relay.Hooks{Interceptors: []relay.Interceptor{sl}} })
+	dbg, vm := r.connect()
+	dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+	const theirs = retag.SyntheticBase + 9
+	dbg.Write(append(jdwp.AppendCommand(nil, 1, jdwp.CmdIDSizes, nil), jdwp.AppendCommand(nil, theirs, jdwp.CmdIDSizes, nil)...))
+	var replies []byte
+	wires := map[uint32]bool{}
+	for range 3 {
+		p, err := vr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wires[p.ID()] = true
+		replies = append(replies, jdwp.AppendReply(nil, p.ID(), 0, nil)...)
+	}
+	vm.Write(replies)
+	for _, want := range []uint32{1, theirs} {
+		if p, err := dr.Next(); err != nil || p.ID() != want {
+			t.Fatalf("debugger got %v, %v; want the reply to %#x", p, err, want)
+		}
+	}
+	// The synthetic reply was read before the debugger's second one.
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	var synthetic, own int
+	for id, d := range sl.got {
+		switch d := d.(type) {
+		case string:
+			synthetic++
+		case *uint32:
+			if *d != id && !(*d == theirs && wires[id]) {
+				t.Errorf("reply %#x got the data of command %#x", id, *d)
+			}
+			own++
+		default:
+			t.Errorf("reply %#x got %v", id, d)
+		}
+	}
+	if synthetic != 1 || own != 2 {
+		t.Fatalf("replies with data: %d synthetic, %d debugger's; want 1 and 2 (%v)", synthetic, own, sl.got)
 	}
 }

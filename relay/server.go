@@ -5,6 +5,14 @@
 // per side. Feature packages plug in as Interceptors (which may answer,
 // drop or inject packets) and Observers (which see every packet).
 //
+// The relay is where commands towards the VM, the debugger's and the
+// proxy's own (SendToVM), are paired with their replies: a hook that needs
+// per-command data keeps it in its Slot of the relay's pending entry
+// (Frame.SetData, SendToVMData) and gets it back on the reply
+// (Frame.Data), instead of keeping a pending map of its own. Packet IDs of
+// the proxy's own commands come from the VM connection's retag.Table
+// (Session.IDs).
+//
 //	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP("127.0.0.1:5005")})
 //	err := srv.Serve(ctx, listener)
 package relay
@@ -22,6 +30,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
 )
 
@@ -39,6 +48,13 @@ type VMConn struct {
 	// from, for a connection read before the session: it may already hold
 	// the connection's next bytes (see ddmtap.Holder).
 	Reader *bufio.Reader
+	// IDs, if not nil, is the connection's packet ID table, for a
+	// connection that carried the proxy's own commands before the session
+	// (ddmtap.Holder creates it with the connection and hands it over
+	// here). Nil means a fresh connection: the session creates one. Either
+	// way it is the only source of the proxy's IDs towards this VM
+	// (Session.IDs).
+	IDs *retag.Table
 }
 
 // A Dialer opens a connection to the VM for a new session.
@@ -258,13 +274,18 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 		vmPending:      make(map[uint32]pending, 64),
 		dbgPending:     make(map[uint32]pending, 8),
 		awaiting:       make(map[uint32]jdwp.Cmd, 8),
+		ids:            vc.IDs,
 		room:           [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)},
 		ended:          make(chan struct{}),
 		done:           make(chan struct{}),
 	}
+	if s.ids == nil {
+		s.ids = retag.NewTable()
+	}
 	srv.active.Add(1)
 	defer srv.active.Add(-1)
 	s.hooks = ChainHooks(vc.Hooks, srv.cfg.NewHooks)(s)
+	s.ownIDs = vc.IDs != nil || len(s.hooks.Interceptors) > 0
 	return s.run(ctx, jdwp.NewReader(dbr, s.maxPacket), jdwp.NewReader(vmr, s.maxPacket))
 }
 

@@ -13,17 +13,20 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
 )
 
 // ErrSessionClosed is returned by Send* after the session ended.
 var ErrSessionClosed = errors.New("relay: session closed")
 
-// pending is a command waiting for its reply.
+// pending is a command waiting for its reply: the one pairing of
+// commands and replies in the proxy, hooks' data included.
 type pending struct {
 	cmd    jdwp.Cmd
 	sent   time.Time
 	origin Origin // Forwarded for a peer's own command, Synthetic for the proxy's
+	data   [NumSlots]any
 }
 
 // heldAnswer is an answer to a debugger command sent (by SendToDebugger)
@@ -58,6 +61,16 @@ type Session struct {
 	metrics  *Metrics
 
 	idSizes atomic.Pointer[jdwp.IDSizes] // nil until the VM's IDSizes reply
+
+	// ids is the VM connection's packet ID table (see IDs): the debugger
+	// reader remaps a debugger command whose ID is in the proxy's range,
+	// and the VM reader gives its reply the debugger's ID back and tells
+	// replies to the proxy's own commands. Only when ownIDs: a session
+	// with no interceptor, on a connection that carried nothing of the
+	// proxy's (no VMConn.IDs), sends nothing of its own and stays a
+	// byte-for-byte pass-through, whatever IDs the debugger uses.
+	ids    *retag.Table
+	ownIDs bool
 
 	pendingMu sync.Mutex         // guards vmPending, dbgPending, awaiting and outstanding
 	vmPending map[uint32]pending // commands sent to the VM, by wire ID
@@ -125,6 +138,17 @@ func (s *Session) IDSizes() (jdwp.IDSizes, bool) {
 // asked the VM before the session started).
 func (s *Session) SetIDSizes(sz jdwp.IDSizes) { s.idSizes.Store(&sz) }
 
+// IDs is the VM connection's packet ID table: hooks take the IDs of the
+// commands they send on their own (SendToVM with Synthetic) from it, and
+// from nowhere else. In a session with interceptors, or on a connection
+// handed over with its table (VMConn.IDs), the relay remaps debugger
+// commands in its range before interceptors see them (Frame.ID keeps the
+// debugger's ID, the packet carries the one the VM gets) and restores the
+// debugger's ID in the reply after interceptors saw it; a reply to a
+// command of the proxy's own never reaches the debugger, whichever hook
+// sent it.
+func (s *Session) IDs() *retag.Table { return s.ids }
+
 // DebuggerAddr is the debugger's remote address.
 func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
 
@@ -142,11 +166,23 @@ func (s *Session) VMAddr() net.Addr { return s.vm.RemoteAddr() }
 // queued before it. A write failure ends the session; it is not returned
 // here.
 func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
+	return s.sendToVM(p, origin, 0, nil)
+}
+
+// SendToVMData is SendToVM for a command that keeps data in slot until
+// its reply (see Frame.Data): a hook's own command is paired by the relay
+// like any other.
+func (s *Session) SendToVMData(p jdwp.Packet, origin Origin, slot Slot, data any) error {
+	return s.sendToVM(p, origin, slot, data)
+}
+
+func (s *Session) sendToVM(p jdwp.Packet, origin Origin, slot Slot, data any) error {
 	if s.closed.Load() {
 		return ErrSessionClosed
 	}
 	f := framePool.Get().(*Frame)
 	*f = Frame{Dir: ToVM, Kind: KindCommand, Origin: origin, Packet: p, ID: p.ID(), Time: time.Now()}
+	f.data[slot] = data
 	if p.IsReply() {
 		f.Kind = KindDebuggerReply
 	} else {
@@ -281,7 +317,7 @@ func (s *Session) queueToVM(f *Frame, owned bool) error {
 		if _, dup := s.vmPending[id]; !dup && f.Origin != Synthetic {
 			s.outstanding[ToVM]++
 		}
-		s.vmPending[id] = pending{cmd: f.Cmd, sent: f.Time, origin: f.Origin}
+		s.vmPending[id] = pending{cmd: f.Cmd, sent: f.Time, origin: f.Origin, data: f.data}
 		s.pendingMu.Unlock()
 	}
 	if owned {
@@ -309,13 +345,13 @@ func (s *Session) observe(f *Frame) {
 
 // interceptFromDebugger and interceptFromVM run the interceptors on f. A
 // panicking interceptor turns the session into plain pass-through, and
-// the packet is forwarded (a debugger's packet with the ID it came with,
-// in case the interceptor had rewritten it).
-func (s *Session) interceptFromDebugger(f *Frame) (action Action) {
+// the packet is forwarded (a debugger's packet with the ID wire the relay
+// gave it, in case the interceptor had rewritten it).
+func (s *Session) interceptFromDebugger(f *Frame, wire uint32) (action Action) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.hookPanicked(hookInterceptor, v, f)
-			f.Packet.SetID(f.ID)
+			f.Packet.SetID(wire)
 			action = Forward
 		}
 	}()
@@ -409,13 +445,23 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 				s.ending.Store(true)
 			}
 		}
+		// A command whose ID is in the proxy's range goes to the VM
+		// under a fresh proxy ID (in the packet; f.ID keeps the
+		// debugger's).
+		wire, remapped := f.ID, false
+		if f.Kind == KindCommand && s.ownIDs {
+			wire, remapped = s.ids.FromDebugger(p)
+		}
 		if e := s.log.Trace(); e.Enabled() {
 			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Int(LogLength, len(p)).Msg("from debugger")
 		}
 		action := Forward
 		if s.hooksOn() {
 			s.beginIntercept(f.ID)
-			action = s.interceptFromDebugger(f)
+			action = s.interceptFromDebugger(f, wire)
+			if action == Consume && remapped {
+				s.ids.Forget(wire) // answered by the proxy: no reply will come
+			}
 			if action == Consume && f.Kind == KindCommand && f.Answer == nil {
 				s.pendingMu.Lock()
 				if _, dup := s.awaiting[f.ID]; !dup {
@@ -483,6 +529,7 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 			s.pendingMu.Unlock()
 			if ok {
 				f.Cmd = pc.cmd
+				f.data = pc.data
 				f.Latency = f.Time.Sub(pc.sent)
 				synthetic = pc.origin == Synthetic
 				if pc.cmd == jdwp.CmdIDSizes && p.ErrorCode() == 0 {
@@ -506,14 +553,27 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 				}
 			}
 		}
+		if f.Kind == KindReply && (synthetic || s.ownIDs && s.ids.Peek(p.ID()) == retag.Synthetic) {
+			// A reply to a command of the proxy's own (sent through
+			// the session or before it, see VMConn.IDs).
+			synthetic = true
+			f.Origin = Synthetic
+		}
 		action := Forward
 		if s.hooksOn() {
 			action = s.interceptFromVM(f)
-		} else if synthetic {
-			// The reply to a proxy's command whose interceptor is gone
-			// (it panicked): the debugger never sent that command.
-			f.Origin = Synthetic
-			action = Consume
+		}
+		if f.Kind == KindReply {
+			if s.ownIDs {
+				s.ids.Reply(p) // the debugger's ID back, for a remapped command
+			}
+			if synthetic {
+				// The debugger never sent that command, whether or not
+				// an interceptor took the reply (the one that sent it
+				// may be gone: it panicked, or expired the command).
+				f.Origin = Synthetic
+				action = Consume
+			}
 		}
 		f.ID = p.ID() // after any rewrite: the ID the debugger receives
 		if e := s.log.Trace(); e.Enabled() {

@@ -1,14 +1,24 @@
 // Package retag owns every packet ID that crosses the proxy towards the VM.
 //
 // The debugger and the proxy share one ID space at the VM: the VM answers
-// each command with the command's ID. The proxy's own (synthetic) commands
-// take IDs from SyntheticBase upward, never reusing an ID still in flight.
+// each command with the command's ID. Every command the proxy sends on its
+// own (speculation, DDM) takes its ID from the VM connection's one Table,
+// from SyntheticBase upward, never reusing an ID still in flight; no other
+// code makes up packet IDs towards the VM.
 // A debugger command whose ID falls in that range is remapped to a fresh
-// proxy ID before it is forwarded, and its reply is given the debugger's ID
-// back, so the two kinds can never be confused. A reply carrying a proxy ID
+// proxy ID before it is forwarded (the relay does it for every session),
+// and its reply is given the debugger's ID back, so the two kinds can never
+// be confused. A reply carrying a proxy ID
 // that is not a remapped debugger command is synthetic and must never reach
 // the debugger. A reply served from the cache is retagged with the ID of
 // the debugger command it answers (Retag).
+//
+// One Table serves one VM connection for its whole life, across the
+// sessions it serves: ddmtap's Holder creates it when it dials a connection
+// it holds before any debugger (its DDM client sends with it at once) and
+// hands it over with the connection (relay.VMConn.IDs); for any other
+// connection the relay creates it with the session. So IDs still in
+// flight from the holding phase are never reused in the session.
 //
 // A Table is safe for concurrent use.
 package retag
@@ -112,6 +122,21 @@ func (t *Table) Reply(p jdwp.Packet) Owner {
 	t.mu.Unlock()
 	if ok && orig != synthMark {
 		p.SetID(orig)
+		return Remapped
+	}
+	return Synthetic
+}
+
+// Peek classifies the ID of a reply from the VM like Reply, without
+// forgetting it or restoring anything.
+func (t *Table) Peek(id uint32) Owner {
+	if !InRange(id) {
+		return NotOurs
+	}
+	t.mu.Lock()
+	orig, ok := t.inflight[id]
+	t.mu.Unlock()
+	if ok && orig != synthMark {
 		return Remapped
 	}
 	return Synthetic

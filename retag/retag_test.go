@@ -134,3 +134,21 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+func TestPeek(t *testing.T) {
+	tb := NewTable()
+	syn := tb.NewSynthetic()
+	cmd := jdwp.AppendCommand(nil, SyntheticBase+7, jdwp.CmdIDSizes, nil)
+	wire, _ := tb.FromDebugger(cmd)
+	for _, c := range []struct {
+		id   uint32
+		want Owner
+	}{{5, NotOurs}, {syn, Synthetic}, {wire, Remapped}, {0xFFFFFFFF, Synthetic}} {
+		if got := tb.Peek(c.id); got != c.want {
+			t.Errorf("Peek(%#x) = %v, want %v", c.id, got, c.want)
+		}
+	}
+	if tb.InFlight() != 2 {
+		t.Errorf("InFlight = %d after Peek, want 2: Peek forgets nothing", tb.InFlight())
+	}
+}

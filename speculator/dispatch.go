@@ -6,7 +6,6 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
-	"github.com/jdwpaccel/jdwpaccel/trigger"
 	"github.com/rs/zerolog"
 )
 
@@ -38,17 +37,18 @@ type spec struct {
 // Invariants: inflight holds, per key, the speculation sent or queued for
 // it (at most one); nInFlight counts those sent whose reply has not been
 // seen, and new ones are sent only while it is below max; queue holds
-// unsent speculation in decision order; ids is the only source of the
-// proxy's packet IDs towards the VM.
+// unsent speculation in decision order; ids, the VM connection's table
+// (relay.Session.IDs, shared with the DDM client), is the only source of
+// the proxy's packet IDs towards the VM.
 type dispatcher struct {
-	max       int                       // Config.MaxInFlight
-	ids       *retag.Table              // packet IDs of the proxy's range
-	trig      *trigger.Manager[cmdData] // pending map, for typing replies
-	facts     *facts                    // validity of queued speculation
-	inflight  map[keyable.Key]*spec     // speculations sent or queued, by key
-	queue     []*spec                   // speculations waiting for in-flight room
-	nInFlight int                       // speculations sent, reply not yet seen
-	sendBuf   []byte                    // speculative command packets
+	max       int                   // Config.MaxInFlight
+	ids       *retag.Table          // the connection's packet IDs of the proxy's range
+	data      *dataPool             // cmdData kept with each speculation in flight
+	facts     *facts                // validity of queued speculation
+	inflight  map[keyable.Key]*spec // speculations sent or queued, by key
+	queue     []*spec               // speculations waiting for in-flight room
+	nInFlight int                   // speculations sent, reply not yet seen
+	sendBuf   []byte                // speculative command packets
 	rtt       rttEstimator
 	// onSend is told of each speculation as it is sent (stats, episode
 	// accounting, logging).
@@ -75,10 +75,10 @@ func (d *dispatcher) send(rs *relay.Session, s *spec) {
 	s.id = d.ids.NewSynthetic()
 	s.sent = true
 	d.nInFlight++
-	d.trig.Track(s.id, s.key.Cmd(), cmdData{spec: s})
 	d.sendBuf = s.key.AppendCommand(d.sendBuf[:0], s.id)
 	d.onSend(s)
-	if err := rs.SendToVM(d.sendBuf, relay.Synthetic); err != nil {
+	// The relay pairs the reply and hands the data back (relay.Frame.Data).
+	if err := rs.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{spec: s})); err != nil {
 		d.log.Debug().Err(err).Msg("cannot send a speculative command")
 	}
 }

@@ -29,6 +29,38 @@ type cmdData struct {
 	sig    string         // ClassesBySignature's signature
 }
 
+// slot is where the speculator keeps a command's cmdData in the relay's
+// pending entry, from the command to its reply: the relay pairs them.
+var slot = relay.NewSlot()
+
+// dataPool recycles the cmdData kept with commands in flight, so that a
+// forwarded command costs no allocation. Guarded by session.mu.
+type dataPool struct{ free []*cmdData }
+
+// get returns a *cmdData holding d.
+func (dp *dataPool) get(d *cmdData) *cmdData {
+	var c *cmdData
+	if n := len(dp.free); n > 0 {
+		c, dp.free = dp.free[n-1], dp.free[:n-1]
+	} else {
+		c = new(cmdData)
+	}
+	*c = *d
+	return c
+}
+
+// put recycles c once its reply was handled (nothing keeps c).
+func (dp *dataPool) put(c *cmdData) {
+	*c = cmdData{}
+	if len(dp.free) < maxFreeData {
+		dp.free = append(dp.free, c)
+	}
+}
+
+// maxFreeData bounds the recycled cmdData (a burst of commands in flight
+// must not be kept for the session's life).
+const maxFreeData = 256
+
 // suspSnap is the suspension state saved across an invoke.
 type suspSnap struct {
 	all     bool
@@ -62,7 +94,8 @@ type session struct {
 	cache *replyCache
 	learn learner
 	disp  dispatcher
-	trig  *trigger.Manager[cmdData] // pending commands, event subscriptions
+	trig  *trigger.Manager[cmdData] // command, reply and event subscriptions
+	data  dataPool                  // cmdData kept with commands in flight (slot)
 
 	ansBuf   []byte // cache-hit answers (debugger goroutine, handed to the relay)
 	belayBuf []byte // belayed answers
@@ -81,7 +114,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	}
 	ss.facts = newFacts(sp)
 	ss.cache = newReplyCache(sp, &ss.facts)
-	ss.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: retag.NewTable(), trig: ss.trig, facts: &ss.facts,
+	ss.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: rs.IDs(), data: &ss.data, facts: &ss.facts,
 		inflight: map[keyable.Key]*spec{}, onSend: ss.sent, log: ss.log}
 	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.facts.onClassPrepare)
 	ss.trig.OnEvent(jdwp.EventClassUnload, ss.facts.onClassUnload)
@@ -94,8 +127,8 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 // ---- debugger -> VM -------------------------------------------------------
 
 // FromDebugger answers cacheable commands from the cache or a speculation
-// in flight, applies each command's effect on cached facts before it can
-// reach the VM, and remaps IDs in the proxy's range.
+// in flight, and applies each command's effect on cached facts before it can
+// reach the VM. (The relay remaps IDs in the proxy's range.)
 func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind != relay.KindCommand || len(f.Packet) < jdwp.HeaderSize {
 		return relay.Forward
@@ -136,8 +169,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		ss.applyEffect(p, sizes, &d)
 	}
 	d.gen = ss.facts.gen
-	ss.disp.ids.FromDebugger(p)
-	ss.trig.Command(p, d)
+	ss.trig.Command(p)
+	f.SetData(slot, ss.data.get(&d)) // back with the reply (relay.Frame.Data)
 	return relay.Forward
 }
 
@@ -198,12 +231,18 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	sizes, _ := rs.IDSizes()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	c, d, tracked := ss.trig.Reply(p) // by the wire ID, before un-remapping
-	owner := ss.disp.ids.Reply(p)
-	if owner == retag.Synthetic {
-		f.Origin = relay.Synthetic
-		ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
+	c := f.Cmd
+	d, tracked := f.Data(slot).(*cmdData) // kept with the command (FromDebugger, dispatcher.send)
+	if tracked {
+		defer ss.data.put(d)
+		ss.trig.Reply(c, p, d)
+	}
+	if f.Origin == relay.Synthetic {
+		// The relay tells replies to the proxy's own commands (the
+		// connection's ID table); those of other hooks (a DDM reply whose
+		// request expired) are no sample of the speculator's.
 		if tracked && d.spec != nil {
+			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
 			ss.specReply(rs, d.spec, p, sizes)
 		}
 		return relay.Consume
@@ -228,7 +267,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		}
 	}
 	if ok {
-		ss.facts.learnReply(c, &d, p, sizes)
+		ss.facts.learnReply(c, d, p, sizes)
 		if d.keyed {
 			ss.facts.classes.learn(c, d.key.Params(), p, sizes)
 		}

@@ -1,13 +1,13 @@
 // Package trigger lets the speculator subscribe to a command, a reply or an
 // event kind without tracking command/reply pairs itself.
 //
-// JDWP replies carry no command set or command: a reply is typed through
-// the pending-ID map, which the Manager fills as commands go out (Command
-// for the debugger's commands, which also fires command handlers; Track
-// for the proxy's own) and drains as replies come back (Reply). Each
-// pending entry carries a caller-defined value T (the speculator keeps a
-// command's cache key and validity generation there), so the pending map
-// is the only per-command table.
+// JDWP replies carry no command set or command. The relay pairs each
+// reply with its command (relay.Frame.Cmd) and hands back the data a hook
+// kept with the command (relay.Frame.Data): the relay's pending entry is
+// the only per-command table, and the Manager keeps none. Command fires
+// the handlers of a command going out; Reply fires those of a reply, with
+// the command it answers and the caller-defined value T kept with it (the
+// speculator keeps a command's cache key and validity generation there).
 //
 // A Manager is not safe for concurrent use: its owner serialises calls
 // (the speculator calls it under its session lock).
@@ -26,23 +26,11 @@ type ReplyHandler[T any] func(c jdwp.Cmd, reply jdwp.Packet, data *T)
 // suspend policy.
 type EventHandler func(policy jdwp.SuspendPolicy, e *jdwp.Event)
 
-// MaxPending bounds the pending map: commands whose replies never come
-// (VirtualMachine.Dispose, a dead VM) must not grow it forever. When full,
-// the map is emptied (replies then arrive untyped, which only loses
-// speculation opportunities).
-const MaxPending = 1 << 16
-
-type pending[T any] struct {
-	cmd  jdwp.Cmd
-	data T
-}
-
 // Manager dispatches commands, replies and events to subscribers.
 type Manager[T any] struct {
 	onCommand map[jdwp.Cmd][]CommandHandler
 	onReply   map[jdwp.Cmd][]ReplyHandler[T]
 	onEvent   [256][]EventHandler
-	pending   map[uint32]pending[T]
 	composite jdwp.Composite // reused for decoding events
 }
 
@@ -51,7 +39,6 @@ func New[T any]() *Manager[T] {
 	return &Manager[T]{
 		onCommand: map[jdwp.Cmd][]CommandHandler{},
 		onReply:   map[jdwp.Cmd][]ReplyHandler[T]{},
-		pending:   make(map[uint32]pending[T], 64),
 	}
 }
 
@@ -70,50 +57,20 @@ func (m *Manager[T]) OnEvent(k jdwp.EventKind, h EventHandler) {
 	m.onEvent[k] = append(m.onEvent[k], h)
 }
 
-// Command records a command going to the VM under the ID it carries on the
-// wire, with data, and fires the command's handlers.
-func (m *Manager[T]) Command(p jdwp.Packet, data T) {
-	c := p.Cmd()
-	m.Track(p.ID(), c, data)
-	for _, h := range m.onCommand[c] {
+// Command fires the handlers of a command going to the VM.
+func (m *Manager[T]) Command(p jdwp.Packet) {
+	for _, h := range m.onCommand[p.Cmd()] {
 		h(p)
 	}
 }
 
-// Track records a command in flight without firing handlers.
-func (m *Manager[T]) Track(id uint32, c jdwp.Cmd, data T) {
-	if len(m.pending) >= MaxPending {
-		clear(m.pending)
+// Reply fires the handlers of a reply to command c, with the data kept
+// with that command.
+func (m *Manager[T]) Reply(c jdwp.Cmd, p jdwp.Packet, data *T) {
+	for _, h := range m.onReply[c] {
+		h(c, p, data)
 	}
-	m.pending[id] = pending[T]{cmd: c, data: data}
 }
-
-// Reply types a reply through the pending map, forgets the command, fires
-// the reply handlers and returns the command and its data. ok is false for
-// a reply to no recorded command (nothing fires).
-func (m *Manager[T]) Reply(p jdwp.Packet) (c jdwp.Cmd, data T, ok bool) {
-	pc, ok := m.pending[p.ID()]
-	if !ok {
-		return jdwp.Cmd{}, data, false
-	}
-	delete(m.pending, p.ID())
-	for _, h := range m.onReply[pc.cmd] {
-		h(pc.cmd, p, &pc.data)
-	}
-	return pc.cmd, pc.data, true
-}
-
-// Peek returns the pending command and data for id without forgetting it.
-func (m *Manager[T]) Peek(id uint32) (jdwp.Cmd, T, bool) {
-	pc, ok := m.pending[id]
-	return pc.cmd, pc.data, ok
-}
-
-// Forget drops a pending command.
-func (m *Manager[T]) Forget(id uint32) { delete(m.pending, id) }
-
-// Pending is the number of commands awaiting replies.
-func (m *Manager[T]) Pending() int { return len(m.pending) }
 
 // Events decodes an Event.Composite body and fires the handlers of each
 // event's kind, in order. It returns the decoded composite (valid until

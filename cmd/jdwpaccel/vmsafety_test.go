@@ -122,7 +122,7 @@ func (w *wireCheck) command(p jdwp.Packet) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.commands++
-	own := p.ID() >= 0xA0000000 || p.ID()&^0x0FFFFFFF == 0x50000000 // speculation or DDM
+	own := p.ID() >= 0xA0000000 // speculation or DDM (retag.SyntheticBase)
 	if own {
 		w.own++
 	}
