@@ -6,13 +6,13 @@ import (
 	"net"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 )
 
 // pollRig is a link to a scripted VM inside a synctest bubble: what the
@@ -35,9 +35,8 @@ const (
 // newPollRig starts a link to a VM known to speak DDM; it sends HELO at
 // once. The link is closed at the end of the bubble.
 func newPollRig(t *testing.T) *pollRig {
-	var ids atomic.Uint32
 	mon := NewMonitor("vm", nopLog, nil)
-	r := &pollRig{t: t, l: newLink(mon, nopLog, Options{PollInterval: testPoll, ReplyTimeout: testTimeout}, &ids, true)}
+	r := &pollRig{t: t, l: newLink(mon, nopLog, Options{PollInterval: testPoll, ReplyTimeout: testTimeout}, retag.NewTable(), true)}
 	start := time.Now()
 	r.l.setSend(func(p jdwp.Packet) error {
 		r.mu.Lock()
@@ -77,7 +76,7 @@ func (r *pollRig) answer(t ddm.Type, answered map[uint32]bool, ps ...ddm.Payload
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
-		if ours, _ := r.l.fromVM(ddm.AppendReply(nil, id, ps...)); !ours {
+		if ours, _ := r.l.fromVM(ddm.AppendReply(nil, id, ps...), true); !ours {
 			r.t.Fatalf("the reply to %v %#x was not taken as the proxy's", t, id)
 		}
 	}
