@@ -122,14 +122,24 @@ func (t *SessionTracker) idle() time.Duration {
 	return DefaultStepIdle
 }
 
+// VMName names a session's VM: VMOf's answer if set, else the relay's
+// name for it (relay.Config.VM), else the VM's address.
+func (t *SessionTracker) VMName(s *relay.Session) string {
+	if t.VMOf != nil {
+		return t.VMOf(s)
+	}
+	if vm := s.VM(); vm != "" {
+		return vm
+	}
+	if a := s.VMAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
 // SessionStart implements relay.SessionObserver.
 func (t *SessionTracker) SessionStart(s *relay.Session) {
-	vm := s.VM()
-	if t.VMOf != nil {
-		vm = t.VMOf(s)
-	} else if a := s.VMAddr(); vm == "" && a != nil {
-		vm = a.String()
-	}
+	vm := t.VMName(s)
 	dbg := ""
 	if a := s.DebuggerAddr(); a != nil {
 		dbg = a.String()

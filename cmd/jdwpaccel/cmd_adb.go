@@ -189,8 +189,7 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 type frontRelay struct {
 	st   *stack
 	ddm  bool
-	vms  *sessionVMs
-	mons *vmMonitors
+	mons *ddmtap.Monitors
 	dm   *ddmtap.Metrics
 
 	mu      sync.Mutex // guards servers
@@ -198,11 +197,11 @@ type frontRelay struct {
 }
 
 func newFrontRelay(st *stack, ddm bool) *frontRelay {
-	fr := &frontRelay{st: st, ddm: ddm, vms: newSessionVMs(), mons: newVMMonitors(), servers: map[adbfront.Target]*relay.Server{}}
+	fr := &frontRelay{st: st, ddm: ddm, mons: ddmtap.NewMonitors(), servers: map[adbfront.Target]*relay.Server{}}
 	if ddm {
 		fr.dm = ddmtap.NewMetrics(st.reg)
 	}
-	st.tracker.VMOf = fr.vms.VMOf
+	st.tracker.VMOf = nil // each server names its VM (relay.Config.VM)
 	return fr
 }
 
@@ -240,27 +239,20 @@ func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
 	}
 	key := t.String()
 	cfg := fr.st.cfg
+	cfg.VM = key
 	cfg.DialVM = dialStreamVM
 	cfg.DialRetry = -1 // the stream is opened once, by the client
 	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
 	var tap relay.Observer
 	if fr.ddm {
 		mon := ddmtap.NewMonitor(key, cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger(), fr.dm)
-		fr.mons.add(key, mon)
+		fr.mons.Add(key, mon)
 		tap = ddmtap.Passive(mon)
 	}
-	prev := cfg.NewHooks
-	cfg.NewHooks = func(s *relay.Session) relay.Hooks {
-		fr.vms.tag(s, key)
-		var h relay.Hooks
-		if prev != nil {
-			h = prev(s)
-		}
-		if tap != nil {
-			h.Observers = append(h.Observers, tap)
-		}
-		h.Observers = append(h.Observers, fr.vms) // last: untags the session after the others ended it
-		return h
+	if tap != nil {
+		cfg.NewHooks = relay.ChainHooks(cfg.NewHooks, func(*relay.Session) relay.Hooks {
+			return relay.Hooks{Observers: []relay.Observer{tap}}
+		})
 	}
 	srv := relay.NewServer(cfg)
 	fr.servers[t] = srv

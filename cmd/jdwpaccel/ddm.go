@@ -4,9 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
@@ -88,72 +85,15 @@ func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer
 	return h
 }
 
-// vmMonitors are the DDM monitors of the VMs discovery found, by VM key
-// (each monitor is named by its VM's key, which is also its ID on the live
-// page). It lists them for the page and names VMs for the discover.Manager
-// (discover.AppNamer). Safe for concurrent use.
-type vmMonitors struct {
-	mu    sync.Mutex // guards byKey
-	byKey map[string]*ddmtap.Monitor
-}
-
-func newVMMonitors() *vmMonitors {
-	return &vmMonitors{byKey: map[string]*ddmtap.Monitor{}}
-}
-
-func (r *vmMonitors) add(key string, m *ddmtap.Monitor) {
-	r.mu.Lock()
-	r.byKey[key] = m
-	r.mu.Unlock()
-}
-
-// remove drops key's monitor if it is still m (a VM that came back under
-// the same key may already have a new one).
-func (r *vmMonitors) remove(key string, m *ddmtap.Monitor) {
-	r.mu.Lock()
-	if r.byKey[key] == m {
-		delete(r.byKey, key)
-	}
-	r.mu.Unlock()
-}
-
-// List returns the monitors sorted by VM key; the slice is the caller's.
-func (r *vmMonitors) List() []*ddmtap.Monitor {
-	r.mu.Lock()
-	keys := slices.Sorted(maps.Keys(r.byKey))
-	out := make([]*ddmtap.Monitor, len(keys))
-	for i, k := range keys {
-		out[i] = r.byKey[k]
-	}
-	r.mu.Unlock()
-	return out
-}
-
-// AppName implements discover.AppNamer: the application name the VM's
-// DDM HELO/APNM gave (else its package name), "" when not known.
-func (r *vmMonitors) AppName(vmKey string) string {
-	r.mu.Lock()
-	m := r.byKey[vmKey]
-	r.mu.Unlock()
-	if m == nil {
-		return ""
-	}
-	id := m.Snapshot().Identity
-	if id.AppName != "" {
-		return id.AppName
-	}
-	return id.PackageName
-}
-
 // ddmVMs gives each VM discovery finds its own DDM holder and monitor.
 type ddmVMs struct {
 	flags   ddmFlags
 	metrics *ddmtap.Metrics // shared by every VM's monitor (no per-VM labels)
-	mons    *vmMonitors
+	mons    *ddmtap.Monitors
 }
 
 func newDDMVMs(f ddmFlags, reg prometheus.Registerer) *ddmVMs {
-	return &ddmVMs{flags: f, metrics: ddmtap.NewMetrics(reg), mons: newVMMonitors()}
+	return &ddmVMs{flags: f, metrics: ddmtap.NewMetrics(reg), mons: ddmtap.NewMonitors()}
 }
 
 // start creates vm's holder dialling with dial, wires it into cfg (see
@@ -181,7 +121,7 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
 	cfg.DialVM = h.Dial // the held connection, with the DDM tap as its hooks
-	d.mons.add(vm.Key, h.Monitor())
+	d.mons.Add(vm.Key, h.Monitor())
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -191,7 +131,7 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 	return func() {
 		cancel()
 		<-done
-		d.mons.remove(vm.Key, h.Monitor())
+		d.mons.Remove(vm.Key, h.Monitor())
 	}
 }
 

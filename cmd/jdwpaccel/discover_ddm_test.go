@@ -238,8 +238,8 @@ func TestBuildStackDiscoveryDDM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.holder != nil || (st.vmDDM != nil) != on || st.sessVMs == nil {
-			t.Errorf("--ddm=%v: holder %v, per-VM DDM %v, session VMs %v", on, st.holder, st.vmDDM, st.sessVMs)
+		if st.holder != nil || (st.vmDDM != nil) != on || st.tracker.VMOf != nil {
+			t.Errorf("--ddm=%v: holder %v, per-VM DDM %v, a session-VM mapping besides the servers' own names: %v", on, st.holder, st.vmDDM, st.tracker.VMOf != nil)
 		}
 	}
 }

@@ -92,7 +92,6 @@ type stack struct {
 	spec    *speculator.Speculator // nil with --speculate=false
 	holder  *ddmtap.Holder         // nil with --ddm=false or discovery
 	vmDDM   *ddmVMs                // with discovery: per-VM holders; nil with --ddm=false
-	sessVMs *sessionVMs            // with discovery: each session's VM
 	journal *journal.Journal       // nil without --journal
 	tracker *web.SessionTracker
 	convo   *convo.Watcher    // threads and stacks from the debuggers' conversations
@@ -106,7 +105,7 @@ type stack struct {
 func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack, error) {
 	st := &stack{reg: newRegistry(), tracker: web.NewSessionTracker(), vmSpec: pf.vm}
 	st.tracker.VMOf = func(*relay.Session) string { return pf.vm }
-	st.convo = convo.NewWatcher(func(s *relay.Session) string { return st.tracker.VMOf(s) })
+	st.convo = convo.NewWatcher(st.tracker.VMName)
 	st.cfg = relay.Config{
 		DialVM:        relay.DialTCP(pf.vm),
 		MaxPacketSize: pf.maxPacket,
@@ -140,8 +139,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 	if isDiscoverySpec(pf.vm) {
 		// Each VM found gets its own relay server, and DDM holder and
 		// monitor (see relayServeFunc, started by runProxy).
-		st.sessVMs = newSessionVMs()
-		st.tracker.VMOf = st.sessVMs.VMOf
+		st.tracker.VMOf = nil // each VM's server names it (relay.Config.VM)
 		if pf.ddm.mode != ddmOff {
 			st.vmDDM = newDDMVMs(pf.ddm, st.reg)
 		}
@@ -324,7 +322,7 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 		if st.vmDDM != nil {
 			namer = st.vmDDM.mons
 		}
-		manager, err = newVMManager(pf.vm, pf.vms, ln, relayServeFunc(st.cfg, st.sessVMs, st.vmDDM), namer, log, st.reg)
+		manager, err = newVMManager(pf.vm, pf.vms, ln, relayServeFunc(st.cfg, st.vmDDM), namer, log, st.reg)
 		if err != nil {
 			ln.Close()
 			fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/discover"
@@ -72,22 +71,16 @@ func newVMManager(spec string, vf vmFlags, selected net.Listener, serve discover
 }
 
 // relayServeFunc returns a ServeFunc running one relay.Server per VM with
-// base's settings (its DialVM is replaced by the VM's). vmOf, if not nil,
-// learns which VM each session serves (for the session list). ddm, if not
-// nil, gives each VM its own DDM holder and monitor for the VM's lifetime:
-// the VM's debuggers get the held connection (see ddmVMs.start).
-func relayServeFunc(base relay.Config, vmOf *sessionVMs, ddm *ddmVMs) discover.ServeFunc {
+// base's settings (its DialVM is replaced by the VM's, and its sessions
+// name the VM by its key). ddm, if not nil, gives each VM its own DDM
+// holder and monitor for the VM's lifetime: the VM's debuggers get the
+// held connection (see ddmVMs.start).
+func relayServeFunc(base relay.Config, ddm *ddmVMs) discover.ServeFunc {
 	return func(ctx context.Context, vm discover.VM, dial discover.DialFunc, ln net.Listener) error {
 		cfg := base
+		cfg.VM = vm.Key
 		cfg.DialVM = relay.Plain(dial)
 		cfg.Logger = base.Logger.With().Str(discover.LogVMKey, vm.Key).Logger()
-		if vmOf != nil {
-			cfg.NewHooks = relay.ChainHooks(base.NewHooks, func(s *relay.Session) relay.Hooks {
-				vmOf.tag(s, vm.Key)
-				// last, to untag after the others ended the session
-				return relay.Hooks{Observers: []relay.Observer{vmOf}}
-			})
-		}
 		if ddm != nil {
 			stop := ddm.start(ctx, vm, dial, &cfg)
 			defer stop()
@@ -100,42 +93,4 @@ func relayServeFunc(base relay.Config, vmOf *sessionVMs, ddm *ddmVMs) discover.S
 		}
 		return err
 	}
-}
-
-// sessionVMs names the VM (its key) of each session of a discovered VM
-// while the session lives. It is the last observer of those sessions: it
-// forgets a session at its end. Safe for concurrent use.
-type sessionVMs struct {
-	mu sync.Mutex // guards m
-	m  map[*relay.Session]string
-}
-
-func newSessionVMs() *sessionVMs {
-	return &sessionVMs{m: map[*relay.Session]string{}}
-}
-
-func (t *sessionVMs) tag(s *relay.Session, key string) {
-	t.mu.Lock()
-	t.m[s] = key
-	t.mu.Unlock()
-}
-
-// VMOf is web.SessionTracker.VMOf: the key of the session's VM.
-func (t *sessionVMs) VMOf(s *relay.Session) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.m[s]
-}
-
-// Observe implements relay.Observer (nothing to see in frames).
-func (t *sessionVMs) Observe(*relay.Session, *relay.Frame) {}
-
-// SessionStart implements relay.SessionObserver.
-func (t *sessionVMs) SessionStart(*relay.Session) {}
-
-// SessionEnd implements relay.SessionObserver: it forgets the session.
-func (t *sessionVMs) SessionEnd(s *relay.Session, _ error) {
-	t.mu.Lock()
-	delete(t.m, s)
-	t.mu.Unlock()
 }
