@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/rs/zerolog"
 )
 
@@ -170,7 +171,7 @@ func readMessage(r io.Reader) (string, error) {
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return "", err
 	}
-	n, err := ParseHexLength(h)
+	n, err := discover.ParseHexLength(h)
 	if err != nil {
 		return "", err
 	}

@@ -17,6 +17,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/jdwpaccel/jdwpaccel/discover"
 )
 
 // MaxRequest bounds a request: the 4-hex-digit length cannot say more.
@@ -24,7 +26,7 @@ const MaxRequest = 0xFFFF
 
 // ErrProtocol is wrapped by errors for bytes that break the host
 // protocol's framing.
-var ErrProtocol = errors.New("adb host protocol error")
+var ErrProtocol = discover.ErrADBProtocol
 
 // ReadRequest reads one request: 4 hex digits of length (either case),
 // then that many bytes. A zero length is an error, as for adb servers.
@@ -33,7 +35,7 @@ func ReadRequest(r io.Reader) (string, error) {
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return "", err
 	}
-	n, err := ParseHexLength(h)
+	n, err := discover.ParseHexLength(h)
 	if err != nil {
 		return "", err
 	}
@@ -48,26 +50,6 @@ func ReadRequest(r io.Reader) (string, error) {
 		return "", fmt.Errorf("request of %d bytes: %w", n, err)
 	}
 	return string(b), nil
-}
-
-// ParseHexLength parses 4 ASCII hex digits.
-func ParseHexLength(h [4]byte) (int, error) {
-	n := 0
-	for _, c := range h {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, fmt.Errorf("length %q is not 4 hex digits: %w", h[:], ErrProtocol)
-		}
-		n = n<<4 | int(d)
-	}
-	return n, nil
 }
 
 // AppendRequest appends req framed as a request (or an OKAY/FAIL

@@ -142,10 +142,12 @@ func readHexLen(r io.Reader) (int, error) {
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, err
 	}
-	return parseHexLen(h)
+	return ParseHexLength(h)
 }
 
-func parseHexLen(h [4]byte) (int, error) {
+// ParseHexLength parses the 4 ASCII hex digits that prefix every adb
+// host-protocol request and answer.
+func ParseHexLength(h [4]byte) (int, error) {
 	n := 0
 	for _, c := range h {
 		var d byte

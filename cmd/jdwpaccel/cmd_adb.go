@@ -69,24 +69,10 @@ func cmdADB(ctx context.Context, e *env, args []string) int {
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), adbExamples)
 	}
-	if code, ok := parseFlags(fs, args, e); !ok {
-		return code
-	}
 	pf := &af.pf
-	pf.httpDefault = true
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "http-addr" {
-			pf.httpDefault = false
-		}
-	})
-	log, err := pf.log.logger(e.stderr)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel adb: %v\n", err)
-		return exitUsage
-	}
-	if err := af.check(log); err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel adb: %v\n", err)
-		return exitUsage
+	log, code, ok := parseStackFlags(fs, args, e, pf, af.check)
+	if !ok {
+		return code
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -100,7 +86,7 @@ func cmdADB(ctx context.Context, e *env, args []string) int {
 		}
 		return exitError
 	}
-	code := runADBFront(ctx, &af, st, log)
+	code = runADBFront(ctx, &af, st, log)
 	if st.journal != nil {
 		if err := st.journal.Close(); err != nil {
 			log.Error().Err(err).Msg("journal not written completely")

@@ -243,6 +243,30 @@ func (st *stack) serve(ctx context.Context, pf *proxyFlags, log zerolog.Logger, 
 	return url, nil
 }
 
+// parseStackFlags parses args with fs into pf (and whatever else fs
+// fills), builds the logger and runs check. It returns the exit code and
+// false when the command must stop (--help, a usage error).
+func parseStackFlags(fs *flag.FlagSet, args []string, e *env, pf *proxyFlags, check func(zerolog.Logger) error) (zerolog.Logger, int, bool) {
+	if code, ok := parseFlags(fs, args, e); !ok {
+		return zerolog.Nop(), code, false
+	}
+	pf.httpDefault = true
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "http-addr" {
+			pf.httpDefault = false
+		}
+	})
+	log, err := pf.log.logger(e.stderr)
+	if err == nil {
+		err = check(log)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel %s: %v\n", fs.Name(), err)
+		return zerolog.Nop(), exitUsage, false
+	}
+	return log, exitOK, true
+}
+
 func cmdProxy(ctx context.Context, e *env, args []string) int {
 	var pf proxyFlags
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
@@ -252,23 +276,9 @@ func cmdProxy(ctx context.Context, e *env, args []string) int {
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), proxyExamples)
 	}
-	if code, ok := parseFlags(fs, args, e); !ok {
+	log, code, ok := parseStackFlags(fs, args, e, &pf, pf.check)
+	if !ok {
 		return code
-	}
-	pf.httpDefault = true
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "http-addr" {
-			pf.httpDefault = false
-		}
-	})
-	log, err := pf.log.logger(e.stderr)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
-		return exitUsage
-	}
-	if err := pf.check(log); err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
-		return exitUsage
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -280,7 +290,7 @@ func cmdProxy(ctx context.Context, e *env, args []string) int {
 		}
 		return exitError
 	}
-	code := runProxy(ctx, &pf, st, log, e)
+	code = runProxy(ctx, &pf, st, log, e)
 	if st.journal != nil {
 		if err := st.journal.Close(); err != nil {
 			log.Error().Err(err).Msg("journal not written completely")
