@@ -1,6 +1,7 @@
 package ddmtap
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"sync"
@@ -62,4 +63,25 @@ func (r *Monitors) AppName(vmKey string) string {
 		return id.AppName
 	}
 	return id.PackageName
+}
+
+// Start runs a Holder for the VM cfg.Addr names until ctx ends or stop is
+// called, with its monitor listed under that key meanwhile. stop ends the
+// holder (disabling the DDM features it enabled on a held connection and
+// closing it), waits for it and unlists the monitor; call it once the VM's
+// relay server has returned.
+func (r *Monitors) Start(ctx context.Context, cfg HolderConfig) (h *Holder, stop func()) {
+	h = NewHolder(cfg)
+	r.Add(cfg.Addr, h.Monitor())
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Run(hctx) //nolint:errcheck // Run returns nil when hctx ends
+	}()
+	return h, func() {
+		cancel()
+		<-done
+		r.Remove(cfg.Addr, h.Monitor())
+	}
 }

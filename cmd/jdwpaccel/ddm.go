@@ -96,12 +96,10 @@ func newDDMVMs(f ddmFlags, reg prometheus.Registerer) *ddmVMs {
 	return &ddmVMs{flags: f, metrics: ddmtap.NewMetrics(reg), mons: ddmtap.NewMonitors()}
 }
 
-// start creates vm's holder dialling with dial, wires it into cfg (see
-// cfg.DialVM), registers its monitor and runs it until ctx ends. stop ends
-// the holder (disabling the DDM features it enabled on a held connection
-// and closing it), waits for it and unregisters the monitor; call it once
-// the VM's relay server has returned. start returns a no-op stop and leaves
-// cfg alone when the VM gets no holder.
+// start gives vm a DDM holder dialling with dial (cfg dials through it
+// then) unless it is a scanned local JVM; stop ends it (see
+// ddmtap.Monitors.Start). start returns a no-op stop and leaves cfg alone
+// when the VM gets no holder.
 func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFunc, cfg *relay.Config) (stop func()) {
 	if vm.Kind == discover.KindScan {
 		// Scanned VMs are local JVMs with a dt_socket agent, which never
@@ -110,7 +108,7 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 		// came: scanning must leave VMs alone.
 		return func() {}
 	}
-	h := ddmtap.NewHolder(ddmtap.HolderConfig{
+	h, stop := d.mons.Start(ctx, ddmtap.HolderConfig{
 		Addr:             vm.Key,
 		KnownDDM:         vm.Kind == discover.KindADB || d.flags.mode == ddmForce,
 		Dial:             dial,
@@ -121,18 +119,7 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
 	cfg.DialVM = h.Dial // the held connection, with the DDM tap as its hooks
-	d.mons.Add(vm.Key, h.Monitor())
-	hctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.Run(hctx) //nolint:errcheck // Run returns nil when hctx ends
-	}()
-	return func() {
-		cancel()
-		<-done
-		d.mons.Remove(vm.Key, h.Monitor())
-	}
+	return stop
 }
 
 const fakeVMExamples = `
