@@ -461,14 +461,14 @@ func (s *Session) readVM(r *jdwp.Reader) error {
 // named for stack dumps.
 func (s *Session) writeDebugger() error {
 	if err := s.toDbg.run(s.done); err != nil && !s.closed.Load() {
-		return fmt.Errorf("write to debugger: %w", err)
+		return writeFailed(peerDebugger, err)
 	}
 	return nil
 }
 
 func (s *Session) writeVM() error {
 	if err := s.toVM.run(s.done); err != nil && !s.closed.Load() {
-		return fmt.Errorf("write to VM: %w", err)
+		return writeFailed(peerVM, err)
 	}
 	return nil
 }

@@ -472,7 +472,7 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 			}
 			s.observe(f)
 			if err := s.endIntercept(); err != nil {
-				return fmt.Errorf("write to debugger: %w", err)
+				return writeFailed(peerDebugger, err)
 			}
 		} else {
 			s.observe(f)
@@ -481,17 +481,17 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 			// A big packet's buffer is the reader's no more: queue it
 			// as it is, rather than hold a copy too.
 			if err := s.queueToVM(f, r.Owned(f.Packet)); err != nil {
-				return fmt.Errorf("write to VM: %w", err)
+				return writeFailed(peerVM, err)
 			}
 			if err := s.toVM.waitRoom(s.done); err != nil {
-				return fmt.Errorf("write to VM: %w", err)
+				return writeFailed(peerVM, err)
 			}
 		} else if f.Answer != nil {
 			if err := s.SendToDebugger(f.Answer, f.Origin, f.Cmd); err != nil {
-				return fmt.Errorf("write to debugger: %w", err)
+				return writeFailed(peerDebugger, err)
 			}
 			if err := s.toDbg.waitRoom(s.done); err != nil {
-				return fmt.Errorf("write to debugger: %w", err)
+				return writeFailed(peerDebugger, err)
 			}
 		}
 	}
@@ -586,10 +586,10 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 				enqueue = s.toDbg.enqueueOwned // as in relayDebuggerToVM
 			}
 			if err := enqueue(p); err != nil {
-				return fmt.Errorf("write to debugger: %w", err)
+				return writeFailed(peerDebugger, err)
 			}
 			if err := s.toDbg.waitRoom(s.done); err != nil {
-				return fmt.Errorf("write to debugger: %w", err)
+				return writeFailed(peerDebugger, err)
 			}
 		}
 	}
@@ -647,12 +647,37 @@ const (
 	peerProxy    = "proxy"
 )
 
+// writeError is a failure to write to a peer's connection. Whichever
+// goroutine meets it (the other side's reader, waiting for room, or the
+// writer itself), the session ends by that peer.
+type writeError struct {
+	peer string
+	err  error
+}
+
+func writeFailed(peer string, err error) error { return &writeError{peer: peer, err: err} }
+
+func (e *writeError) Error() string {
+	name := "VM"
+	if e.peer == peerDebugger {
+		name = "debugger"
+	}
+	return "write to " + name + ": " + e.err.Error()
+}
+
+func (e *writeError) Unwrap() error { return e.err }
+
 // end records the first result of a reader or writer, and the peer whose
-// connection it serves, and starts the session's shutdown.
+// connection it serves (or, for a failed write, the peer written to), and
+// starts the session's shutdown.
 func (s *Session) end(peer string, err error) {
 	s.endOnce.Do(func() {
-		if s.closed.Load() {
+		var we *writeError
+		switch {
+		case s.closed.Load():
 			peer = peerProxy
+		case errors.As(err, &we):
+			peer = we.peer
 		}
 		s.endErr, s.endedBy = err, peer
 		close(s.ended)
