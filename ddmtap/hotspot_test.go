@@ -429,6 +429,9 @@ func TestHotSpotJdbTranscriptSameWithDDM(t *testing.T) {
 
 func normalizeJdb(s string) string {
 	s = strings.ReplaceAll(s, "> ", "")
+	// The thread prompt is printed by both of jdb's threads too, as racily
+	// as the bare one ("main[1] main[1] Deferring…" or not).
+	s = strings.ReplaceAll(s, "main[1] ", "")
 	var lines []string
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimRight(l, " "); l != "" && l != ">" {
