@@ -304,6 +304,26 @@ func (p *Peer) wait(what string, cond func(ClientState) bool) ClientState {
 	if cond(st) { // already true
 		return st
 	}
+	// ddmlib does not announce every change it makes to its client data
+	// (a burst of THCR chunks can yield fewer change events than
+	// threads), so while waiting, its state is also asked for once a
+	// second.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := io.WriteString(p.stdin, "peek\n"); err != nil {
+					return
+				}
+			}
+		}
+	}()
 	p.await(what, func(ev peerEvent) bool { return ev.Client != nil && cond(*ev.Client) })
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -22,6 +22,7 @@
 //                     connect (Client.requestMethodProfilingStatus sends REAQ
 //                     in this version)
 //   dump              print the client state now
+//   peek              the same, without an ack
 //   quit              exit
 //
 // Output lines:
@@ -98,6 +99,9 @@ public final class DdmlibPeer {
                 case "gc": client.executeGarbageCollector(); break;
                 case "mprq": HandleProfiling.sendMPRQ(client); break;
                 case "dump": emit("{\"event\":\"dump\",\"client\":" + state(client) + "}"); break;
+                case "peek": // the state now, with no ack (see Peer.wait)
+                    emit("{\"event\":\"dump\",\"client\":" + state(client) + "}");
+                    continue;
                 case "quit":
                     emit("{\"event\":\"ack\",\"cmd\":\"quit\"}");
                     System.exit(0);
