@@ -74,26 +74,11 @@ func cmdADB(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	pf.vm = "adb-front" // only names the stack; each stream brings its VM connection
 	pf.ddm.mode = ddmOff
-	st, err := buildStack(ctx, pf, log)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel adb: %v\n", err)
-		if errors.As(err, new(usageError)) {
-			return exitUsage
-		}
-		return exitError
-	}
-	code = runADBFront(ctx, &af, st, log)
-	if st.journal != nil {
-		if err := st.journal.Close(); err != nil {
-			log.Error().Err(err).Msg("journal not written completely")
-			code = exitError
-		}
-	}
-	return code
+	return withStack(ctx, e, fs.Name(), pf, log, func(ctx context.Context, st *stack) int {
+		return runADBFront(ctx, &af, st, log)
+	})
 }
 
 func (af *adbFlags) check(log zerolog.Logger) error {

@@ -280,17 +280,26 @@ func cmdProxy(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	return withStack(ctx, e, fs.Name(), &pf, log, func(ctx context.Context, st *stack) int {
+		return runProxy(ctx, &pf, st, log, e)
+	})
+}
+
+// withStack builds the relay stack for pf, runs run with it and closes the
+// journal afterwards; a stack that cannot be built is a usage error or a
+// runtime failure, reported as command name's.
+func withStack(ctx context.Context, e *env, name string, pf *proxyFlags, log zerolog.Logger, run func(context.Context, *stack) int) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := buildStack(ctx, &pf, log)
+	st, err := buildStack(ctx, pf, log)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
+		fmt.Fprintf(e.stderr, "jdwpaccel %s: %v\n", name, err)
 		if errors.As(err, new(usageError)) {
 			return exitUsage
 		}
 		return exitError
 	}
-	code = runProxy(ctx, &pf, st, log, e)
+	code := run(ctx, st)
 	if st.journal != nil {
 		if err := st.journal.Close(); err != nil {
 			log.Error().Err(err).Msg("journal not written completely")
