@@ -1,74 +1,15 @@
 package jdwp
 
 import (
-	"bufio"
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwpspec"
 )
 
-// needJava returns the path of the java launcher, skipping the test when
-// there is none unless CI=true, where a missing JDK is a failure.
-func needJava(t testing.TB) string {
-	t.Helper()
-	java, err := exec.LookPath("java")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("java not found and CI=true: %v", err)
-		}
-		t.Skipf("java not found: %v", err)
-	}
-	return java
-}
+func needJava(t testing.TB) string { return jdwpspec.Java(t) }
 
-// specConst is one integer constant of com.sun.tools.jdi.JDWP.
-type specConst struct {
-	path  string // nested class path, e.g. "JDWP$VirtualMachine$IDSizes"
-	field string // e.g. "COMMAND"
-	value int64
-}
-
-// loadSpec runs testdata/SpecDump.java, which reflects over the JDK's
-// JDWP class (generated from the specification), and parses its output.
-func loadSpec(t *testing.T) []specConst {
-	t.Helper()
-	java := needJava(t)
-	src, err := filepath.Abs(filepath.Join("testdata", "SpecDump.java"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(java,
-		"--add-exports", "jdk.jdi/com.sun.tools.jdi=ALL-UNNAMED",
-		"--add-opens", "jdk.jdi/com.sun.tools.jdi=ALL-UNNAMED",
-		src)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v: %v\n%s", cmd, err, stderr.Bytes())
-	}
-	var consts []specConst
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 {
-			t.Fatalf("bad SpecDump line %q", sc.Text())
-		}
-		v, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			t.Fatalf("bad SpecDump line %q: %v", sc.Text(), err)
-		}
-		consts = append(consts, specConst{f[0], f[1], v})
-	}
-	if len(consts) < 200 {
-		t.Fatalf("SpecDump printed only %d constants:\n%s", len(consts), out)
-	}
-	return consts
-}
+func loadSpec(t *testing.T) []jdwpspec.Const { return jdwpspec.Load(t) }
 
 // TestSpecTables checks the command, error and constant tables against the
 // JDK's com.sun.tools.jdi.JDWP, both ways.
@@ -77,24 +18,24 @@ func TestSpecTables(t *testing.T) {
 
 	specSets := map[string]CommandSet{}
 	for _, c := range spec {
-		if c.field == "COMMAND_SET" {
-			specSets[strings.TrimPrefix(c.path, "JDWP$")] = CommandSet(c.value)
+		if c.Field == "COMMAND_SET" {
+			specSets[strings.TrimPrefix(c.Path, "JDWP$")] = CommandSet(c.Value)
 		}
 	}
 	specCmds := map[Cmd]string{}
 	for _, c := range spec {
-		if c.field != "COMMAND" {
+		if c.Field != "COMMAND" {
 			continue
 		}
-		parts := strings.Split(c.path, "$")
+		parts := strings.Split(c.Path, "$")
 		if len(parts) != 3 {
-			t.Fatalf("unexpected command path %q", c.path)
+			t.Fatalf("unexpected command path %q", c.Path)
 		}
 		set, ok := specSets[parts[1]]
 		if !ok {
-			t.Fatalf("command %q in a set without COMMAND_SET", c.path)
+			t.Fatalf("command %q in a set without COMMAND_SET", c.Path)
 		}
-		specCmds[Cmd{set, uint8(c.value)}] = parts[1] + "." + parts[2]
+		specCmds[Cmd{set, uint8(c.Value)}] = parts[1] + "." + parts[2]
 	}
 	if len(specCmds) < 90 {
 		t.Fatalf("spec has only %d commands", len(specCmds))
@@ -152,17 +93,17 @@ func TestSpecTables(t *testing.T) {
 	aliases := map[string]string{"JDWP$EventKind THREAD_END": "THREAD_DEATH", "JDWP$EventKind VM_INIT": "VM_START"}
 	seen := map[string]bool{}
 	for _, c := range spec {
-		group, ok := ours[c.path]
+		group, ok := ours[c.Path]
 		if !ok {
 			continue
 		}
-		name := c.field
-		if a, ok := aliases[c.path+" "+name]; ok {
+		name := c.Field
+		if a, ok := aliases[c.Path+" "+name]; ok {
 			name = a
 		}
-		seen[c.path+" "+name] = true
-		if v, ok := group[name]; !ok || v != c.value {
-			t.Errorf("spec %s.%s=%d: ours %d (known %v)", c.path, c.field, c.value, v, ok)
+		seen[c.Path+" "+name] = true
+		if v, ok := group[name]; !ok || v != c.Value {
+			t.Errorf("spec %s.%s=%d: ours %d (known %v)", c.Path, c.Field, c.Value, v, ok)
 		}
 	}
 	for path, group := range ours {
@@ -178,14 +119,14 @@ func TestSpecTables(t *testing.T) {
 	specMods := map[string]int64{}
 	specComposite := map[EventKind]bool{}
 	for _, c := range spec {
-		if c.field != "ALT_ID" {
+		if c.Field != "ALT_ID" {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(c.path, "JDWP$EventRequest$Set$Modifier$"):
-			specMods[strings.TrimPrefix(c.path, "JDWP$EventRequest$Set$Modifier$")] = c.value
-		case strings.HasPrefix(c.path, "JDWP$Event$Composite$Events$"):
-			specComposite[EventKind(c.value)] = true
+		case strings.HasPrefix(c.Path, "JDWP$EventRequest$Set$Modifier$"):
+			specMods[strings.TrimPrefix(c.Path, "JDWP$EventRequest$Set$Modifier$")] = c.Value
+		case strings.HasPrefix(c.Path, "JDWP$Event$Composite$Events$"):
+			specComposite[EventKind(c.Value)] = true
 		}
 	}
 	for name, v := range specMods {

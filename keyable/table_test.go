@@ -1,65 +1,31 @@
 package keyable
 
 import (
-	"bufio"
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwpspec"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
-// specCommands runs jdwp's testdata/SpecDump.java, which reflects over the
-// JDK's com.sun.tools.jdi.JDWP (generated from the specification), and
-// returns every command of the specification by its "Set.Command" name.
+// specCommands reads the JDK's com.sun.tools.jdi.JDWP (generated from the
+// specification; see jdwpspec) and returns every command of the specification by its "Set.Command" name.
 // It skips without a JDK unless CI=true.
 func specCommands(t *testing.T) map[jdwp.Cmd]string {
 	t.Helper()
-	java, err := exec.LookPath("java")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("java not found and CI=true: %v", err)
-		}
-		t.Skipf("java not found: %v", err)
-	}
-	src, err := filepath.Abs(filepath.Join("..", "jdwp", "testdata", "SpecDump.java"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(java, "--add-exports", "jdk.jdi/com.sun.tools.jdi=ALL-UNNAMED",
-		"--add-opens", "jdk.jdi/com.sun.tools.jdi=ALL-UNNAMED", src)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v: %v\n%s", cmd, err, stderr.Bytes())
-	}
 	sets := map[string]jdwp.CommandSet{}
 	type command struct {
 		set, name string
 		value     int64
 	}
 	var cmds []command
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 {
-			t.Fatalf("bad SpecDump line %q", sc.Text())
-		}
-		v, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			t.Fatalf("bad SpecDump line %q: %v", sc.Text(), err)
-		}
-		path := strings.Split(f[0], "$")
+	for _, k := range jdwpspec.Load(t) {
+		path := strings.Split(k.Path, "$")
 		switch {
-		case f[1] == "COMMAND_SET" && len(path) == 2:
-			sets[path[1]] = jdwp.CommandSet(v)
-		case f[1] == "COMMAND" && len(path) == 3:
-			cmds = append(cmds, command{path[1], path[2], v})
+		case k.Field == "COMMAND_SET" && len(path) == 2:
+			sets[path[1]] = jdwp.CommandSet(k.Value)
+		case k.Field == "COMMAND" && len(path) == 3:
+			cmds = append(cmds, command{path[1], path[2], k.Value})
 		}
 	}
 	spec := map[jdwp.Cmd]string{}
