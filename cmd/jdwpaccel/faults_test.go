@@ -961,12 +961,7 @@ func TestFaultVMStartedAfterProxy(t *testing.T) {
 	t.Logf("refused in %v: %v (%v)", took.Round(time.Millisecond), rec["message"], rec["error"])
 
 	startJVMAt(t, b, port, javavm.Shallow)
-	d := attach(t, p.addr)
-	d.idSizes()
-	d.event(jdwp.EventVMStart)
-	if v := d.version(); !strings.Contains(v, "Java") {
-		t.Errorf("version %q", v)
-	}
+	attachNewJVM(t, p.addr)
 }
 
 // TestFaultVMRestartedBetweenSessions: the VM behind the proxy is killed
@@ -987,11 +982,18 @@ func TestFaultVMRestartedBetweenSessions(t *testing.T) {
 	vm.kill()
 
 	startJVMAt(t, b, port, javavm.Shallow)
-	d2 := attach(t, p.addr)
-	d2.idSizes()
-	// A new VM says VM_START again; a VM reused after a detach would not.
-	d2.event(jdwp.EventVMStart)
-	if v := d2.version(); !strings.Contains(v, "Java") {
+	attachNewJVM(t, p.addr)
+}
+
+// attachNewJVM attaches through the proxy and checks that a new JVM
+// answers: VM_START (a VM reused after a detach would not send it again),
+// then a Java version.
+func attachNewJVM(t *testing.T, addr string) {
+	t.Helper()
+	d := attach(t, addr)
+	d.idSizes()
+	d.event(jdwp.EventVMStart)
+	if v := d.version(); !strings.Contains(v, "Java") {
 		t.Errorf("version %q", v)
 	}
 }
