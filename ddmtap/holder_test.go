@@ -451,9 +451,12 @@ func TestTakeInsideAPacket(t *testing.T) {
 					}
 					go io.Copy(io.Discard, c) // the proxy's DDM requests after HELO
 					c.Write(ddm.AppendReply(nil, helo.ID(), ddm.Hello{ClientVersion: 1, PID: 77, VMIdent: "V", AppName: "app"}))
-					c.Write(ddm.AppendCommand(nil, 0x20000001, ddm.ThreadName{T: ddm.TypeTHCR, ID: 1, Name: "main"}))
+					// THCR and the first half of the cut packet in one write:
+					// once the monitor has the thread, the holder has read
+					// (at least the start of) the half too.
 					half := len(cut) / 2
-					c.Write(cut[:half])
+					thcr := ddm.AppendCommand(nil, 0x20000001, ddm.ThreadName{T: ddm.TypeTHCR, ID: 1, Name: "main"})
+					c.Write(append(thcr, cut[:half]...))
 					<-attached
 					_, err = c.Write(cut[half:])
 					return err
@@ -462,8 +465,7 @@ func TestTakeInsideAPacket(t *testing.T) {
 
 			h := startHolder(t, ln.Addr().String(), nil)
 			wait(t, h.Monitor(), "the VM's THCR", func(s ddmtap.Snapshot) bool { return len(s.Threads) == 1 })
-			time.Sleep(50 * time.Millisecond) // the holder reads the first half
-			d := attach(t, proxy(t, h))       // the relay took the connection
+			d := attach(t, proxy(t, h)) // the relay took the connection
 			close(attached)
 			if err := <-vmDone; err != nil {
 				t.Fatal(err)
