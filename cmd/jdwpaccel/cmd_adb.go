@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -156,19 +157,41 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 // frontRelay runs the front's JDWP streams: one relay.Server per device
 // process (so that its logs carry the device and pid, and its sessions
 // the VM key adb:SERIAL:PID on the page), with the stack's hooks, and a
-// passive DDM monitor per process (ddmtap.Passive).
+// passive DDM monitor per process (ddmtap.Passive). A process's server
+// lives while it has streams; its monitor stays on the page after the last
+// stream ends (what the app was doing when the IDE left), for the
+// keptEnded most recently ended processes only, so a front that outlives
+// many app restarts does not grow.
 type frontRelay struct {
 	st   *stack
 	ddm  bool
 	mons *ddmtap.Monitors
 	dm   *ddmtap.Metrics
 
-	mu      sync.Mutex // guards servers
-	servers map[adbfront.Target]*relay.Server
+	mu      sync.Mutex // guards servers, each entry's streams, and ended
+	servers map[adbfront.Target]*frontServer
+	ended   []endedMonitor // oldest first, at most keptEnded
+}
+
+// keptEnded bounds the monitors of processes without streams kept on the
+// page.
+const keptEnded = 16
+
+type endedMonitor struct {
+	key string
+	mon *ddmtap.Monitor
+}
+
+// frontServer is one device process's relay server and monitor, with
+// the number of its streams running.
+type frontServer struct {
+	srv     *relay.Server
+	mon     *ddmtap.Monitor // nil without DDM decoding
+	streams int
 }
 
 func newFrontRelay(st *stack, ddm bool) *frontRelay {
-	fr := &frontRelay{st: st, ddm: ddm, mons: ddmtap.NewMonitors(), servers: map[adbfront.Target]*relay.Server{}}
+	fr := &frontRelay{st: st, ddm: ddm, mons: ddmtap.NewMonitors(), servers: map[adbfront.Target]*frontServer{}}
 	if ddm {
 		fr.dm = ddmtap.NewMetrics(st.reg)
 	}
@@ -202,11 +225,14 @@ func dialStreamVM(ctx context.Context) (relay.VMConn, error) {
 	return relay.VMConn{Conn: s.conn}, nil
 }
 
-func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
+// acquire returns t's server, making it (and its monitor) for t's first
+// stream; each acquire is paired with a release when the stream ends.
+func (fr *frontRelay) acquire(t adbfront.Target) *relay.Server {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	if srv := fr.servers[t]; srv != nil {
-		return srv
+	if fs := fr.servers[t]; fs != nil {
+		fs.streams++
+		return fs.srv
 	}
 	key := t.String()
 	cfg := fr.st.cfg
@@ -214,25 +240,45 @@ func (fr *frontRelay) server(t adbfront.Target) *relay.Server {
 	cfg.DialVM = dialStreamVM
 	cfg.DialRetry = -1 // the stream is opened once, by the client
 	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
-	var tap relay.Observer
+	fs := &frontServer{streams: 1}
 	if fr.ddm {
-		mon := ddmtap.NewMonitor(key, cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger(), fr.dm)
-		fr.mons.Add(key, mon)
-		tap = ddmtap.Passive(mon)
-	}
-	if tap != nil {
+		fs.mon = ddmtap.NewMonitor(key, cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger(), fr.dm)
+		fr.mons.Add(key, fs.mon)
+		tap := ddmtap.Passive(fs.mon)
 		cfg.NewHooks = relay.ChainHooks(cfg.NewHooks, func(*relay.Session) relay.Hooks {
 			return relay.Hooks{Observers: []relay.Observer{tap}}
 		})
 	}
-	srv := relay.NewServer(cfg)
-	fr.servers[t] = srv
-	return srv
+	fs.srv = relay.NewServer(cfg)
+	fr.servers[t] = fs
+	return fs.srv
+}
+
+// release ends one of t's streams; the last one removes t's server and
+// keeps its monitor among the ended ones.
+func (fr *frontRelay) release(t adbfront.Target) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	fs := fr.servers[t]
+	if fs.streams--; fs.streams > 0 {
+		return
+	}
+	delete(fr.servers, t)
+	if fs.mon == nil {
+		return
+	}
+	fr.ended = append(fr.ended, endedMonitor{t.String(), fs.mon})
+	if len(fr.ended) > keptEnded {
+		fr.mons.Remove(fr.ended[0].key, fr.ended[0].mon) // no-op if a newer stream replaced it
+		fr.ended = slices.Delete(fr.ended, 0, 1)
+	}
 }
 
 // serve is the front's adbfront.JDWPFunc.
 func (fr *frontRelay) serve(ctx context.Context, client, vm net.Conn, t adbfront.Target) error {
 	defer vm.Close()
 	defer client.Close()
-	return fr.server(t).ServeConn(withStreamVM(ctx, vm), client)
+	srv := fr.acquire(t)
+	defer fr.release(t)
+	return srv.ServeConn(withStreamVM(ctx, vm), client)
 }
