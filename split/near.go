@@ -34,8 +34,8 @@ type NearConfig struct {
 
 // SkewError is a far end of another protocol version.
 type SkewError struct {
-	Addr                     string
-	Near, Far                uint16
+	Addr                      string
+	Near, Far                 uint16
 	NearSoftware, FarSoftware string
 }
 
