@@ -24,7 +24,7 @@ import (
 
 type proxyFlags struct {
 	vm          string
-	far         string    // split mode's near end: the far end's HOST:PORT instead of --vm
+	far         string     // split mode's near end: the far end's HOST:PORT instead of --vm
 	link        splitFlags // split mode's TLS and token, with --far (and on the far end)
 	listen      string
 	allowRemote bool

@@ -280,7 +280,9 @@ func TestSplitRemoteTLSToken(t *testing.T) {
 	port := freePort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	far := startFarEnd(t, vmAddr(port), "--listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key, "--token-file", token)
-	if far.logs.find(func(rec map[string]any) bool { return rec["level"] == "warn" && strings.Contains(rec["message"].(string), "non-loopback") }) == nil {
+	if far.logs.find(func(rec map[string]any) bool {
+		return rec["level"] == "warn" && strings.Contains(rec["message"].(string), "non-loopback")
+	}) == nil {
 		t.Errorf("no warning about listening beyond loopback:\n%s", far.logs)
 	}
 	_, farPort, _ := net.SplitHostPort(far.addr)
