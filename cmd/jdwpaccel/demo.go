@@ -254,6 +254,10 @@ func printAttachHelp(out io.Writer, self string, build *javavm.Build, rtt time.D
 		fmt.Fprintf(out, "  java -agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:5005 -cp %s Deep\n", build.Classes)
 		fmt.Fprintf(out, "  %s link --listen 127.0.0.1:5006 --to 127.0.0.1:5005 --rtt %v\n", self, rtt)
 		fmt.Fprintf(out, "  %s proxy --vm 127.0.0.1:5006 --listen %s --http-addr 127.0.0.1:8780\n", self, listen)
+		fmt.Fprintf(out, "  (split mode instead of the last line: the far end next to the VM, the link in front of it, the near end)\n")
+		fmt.Fprintf(out, "  %s far --vm 127.0.0.1:5005 --listen 127.0.0.1:8720\n", self)
+		fmt.Fprintf(out, "  %s link --listen 127.0.0.1:5007 --to 127.0.0.1:8720 --rtt %v\n", self, rtt)
+		fmt.Fprintf(out, "  %s proxy --far 127.0.0.1:5007 --listen %s --http-addr 127.0.0.1:8780\n", self, listen)
 		fmt.Fprintf(out, "then attach your IDE to %s:\n", listen)
 	}
 	host, port, _ := net.SplitHostPort(listen)
