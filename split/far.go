@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -70,6 +71,9 @@ type FarConfig struct {
 	Token []byte
 	// Software is this end's jdwpaccel version, sent in the reply.
 	Software string
+	// Page, when not nil, serves the far end's live page to near ends
+	// over the link (streams with FlagPage); nil refuses them.
+	Page http.Handler
 	// PreambleTimeout bounds the TLS handshake and the preamble
 	// (DefaultPreambleTimeout when zero).
 	PreambleTimeout time.Duration
@@ -80,9 +84,10 @@ type FarConfig struct {
 // Far is a far end: it accepts near ends, checks each one's preamble and
 // relays it to its own VM connection.
 type Far struct {
-	cfg FarConfig
-	srv *relay.Server
-	wg  sync.WaitGroup // counts ServeConn calls started by Serve
+	cfg  FarConfig
+	srv  *relay.Server
+	page *pageServer    // nil without FarConfig.Page
+	wg   sync.WaitGroup // counts ServeConn calls started by Serve
 }
 
 // NewFar returns a far end with cfg.
@@ -97,12 +102,24 @@ func NewFar(cfg FarConfig) *Far {
 	return &Far{cfg: cfg, srv: relay.NewServer(rc)}
 }
 
+// Close releases the far end's page server; Serve calls it when it
+// returns.
+func (f *Far) Close() {
+	if f.page != nil {
+		f.page.close()
+	}
+}
+
 // Serve accepts near ends on ln until ctx is done or ln fails, then closes
 // ln and every session and waits for them. It returns nil after ctx ends.
 func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	context.AfterFunc(ctx, func() { ln.Close() })
+	if f.cfg.Page != nil && f.page == nil {
+		f.page = newPageServer(f.cfg.Page)
+	}
+	defer f.Close()
 	defer f.wg.Wait()
 	for {
 		c, err := ln.Accept()
@@ -188,6 +205,21 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 		log.Info().Msg("a near end checked the link")
 		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})) //nolint:errcheck // its end is the probe's
 		linger(conn)
+		return nil
+	}
+	if h.Flags&FlagPage != 0 {
+		if f.page == nil {
+			log.Info().Msg("a near end asked for the far end's page, which this far end does not serve; closed")
+			return refuse(StatusRefused, OutcomeBadPreamble, "this far end serves no page")
+		}
+		stop()
+		if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})); err != nil {
+			c.Close()
+			return err
+		}
+		c.SetDeadline(time.Time{})
+		f.cfg.Metrics.count(EndFar, OutcomePage)
+		f.page.serve(conn)
 		return nil
 	}
 	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})); err != nil {

@@ -10,6 +10,7 @@ type Outcome string
 const (
 	OutcomeAccepted     Outcome = "accepted"
 	OutcomeProbe        Outcome = "probe"
+	OutcomePage         Outcome = "page"
 	OutcomeVersionSkew  Outcome = "version_skew"
 	OutcomeUnauthorized Outcome = "unauthorized"
 	OutcomeTLS          Outcome = "tls_failed"
@@ -17,7 +18,7 @@ const (
 	OutcomeUnreachable  Outcome = "unreachable"
 )
 
-var outcomes = []Outcome{OutcomeAccepted, OutcomeProbe, OutcomeVersionSkew, OutcomeUnauthorized, OutcomeTLS, OutcomeBadPreamble, OutcomeUnreachable}
+var outcomes = []Outcome{OutcomeAccepted, OutcomeProbe, OutcomePage, OutcomeVersionSkew, OutcomeUnauthorized, OutcomeTLS, OutcomeBadPreamble, OutcomeUnreachable}
 
 // End names an end of the link: the label "end".
 type End string

@@ -110,7 +110,7 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 		conn = tc
 	}
 	msg := AppendHello(make([]byte, 0, 64+len(cfg.Token)), Hello{Version: ProtocolVersion, Software: cfg.Software, Flags: flags, Token: cfg.Token})
-	if flags&FlagProbe == 0 {
+	if flags == 0 {
 		msg = append(msg, jdwp.Handshake...)
 	}
 	if _, err := conn.Write(msg); err != nil {
@@ -156,7 +156,12 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 		log.Error().Err(err).Msg("cannot open the link to the far end")
 		return fail(OutcomeBadPreamble, err)
 	}
-	if flags&FlagProbe == 0 {
+	switch {
+	case flags&FlagPage != 0:
+		cfg.Metrics.count(EndNear, OutcomePage)
+	case flags&FlagProbe != 0:
+		cfg.Metrics.count(EndNear, OutcomeProbe)
+	default:
 		// The far end answers the handshake once it reached the VM; a far
 		// end that cannot reach it closes the connection, which the relay
 		// retries (and reports) as it does for a VM it cannot reach.
@@ -165,8 +170,6 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 			return nil, nil, rep, fmt.Errorf("VM handshake through the far end at %s: %w", cfg.Addr, err)
 		}
 		cfg.Metrics.count(EndNear, OutcomeAccepted)
-	} else {
-		cfg.Metrics.count(EndNear, OutcomeProbe)
 	}
 	raw.SetDeadline(time.Time{})
 	return conn, br, rep, nil

@@ -35,6 +35,10 @@ const (
 	// without dialling the VM. The near end probes at start to report a
 	// wrong address, token or version before any debugger attaches.
 	FlagProbe uint16 = 1 << 0
+	// FlagPage: the stream carries HTTP/1.1 requests for the far end's
+	// live page (FarConfig.Page) instead of a debugger session; the near
+	// end's page shows it under /far/.
+	FlagPage uint16 = 1 << 1
 )
 
 // Hello is the near end's preamble.

@@ -9,8 +9,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -347,5 +350,41 @@ func TestReadTokenFile(t *testing.T) {
 	}
 	if !tokenOK([]byte("abc"), []byte("abc")) || tokenOK([]byte("abc"), []byte("abd")) || tokenOK(nil, []byte("abc")) {
 		t.Error("tokenOK")
+	}
+}
+
+// TestPage: the far end's page travels over link streams, behind the
+// same token as the sessions.
+func TestPage(t *testing.T) {
+	v := newVMSide(t)
+	token := []byte("0123456789abcdef0123")
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "far page at %s", r.URL.Path)
+	})
+	f := startFar(t, v, "127.0.0.1:0", FarConfig{Token: token, Page: page})
+	get := func(cfg NearConfig) (string, error) {
+		tr := PageTransport(cfg)
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: jdwptest.Timeout}).Get("http://far/api/v1/snapshot")
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	if body, err := get(NearConfig{Addr: f.addr, Token: token}); err != nil || body != "far page at /api/v1/snapshot" {
+		t.Errorf("page over the link: %q, %v", body, err)
+	}
+	if body, err := get(NearConfig{Addr: f.addr, Token: []byte("wrong")}); err == nil || !strings.Contains(err.Error(), "refused the token") {
+		t.Errorf("page with a wrong token: %q, %v; want a refusal", body, err)
+	}
+	if f.count(OutcomePage) != 1 || v.dials.Load() != 0 {
+		t.Errorf("%v page streams, %d VM dials; want 1 and none", f.count(OutcomePage), v.dials.Load())
+	}
+	// A far end without a page refuses page streams.
+	bare := startFar(t, v, "127.0.0.1:0", FarConfig{})
+	if _, err := get(NearConfig{Addr: bare.addr}); err == nil || !strings.Contains(err.Error(), "serves no page") {
+		t.Errorf("page from a far end without one: %v", err)
 	}
 }

@@ -394,6 +394,9 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 		extra[discover.APIPrefix] = discover.Handler(manager)
 		st.manager = manager
 	}
+	if st.near != nil {
+		extra["/far/"] = farPage(*st.near)
+	}
 	url, err := st.serve(ctx, pf, log, extra)
 	if err != nil {
 		ln.Close()
@@ -402,6 +405,9 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 	}
 	if url != "" {
 		log.Info().Str("url", url).Msg("live monitor")
+		if st.near != nil {
+			log.Info().Str("url", url+"far/").Msg("the far end's live monitor (DDM threads and heap), over the link")
+		}
 	}
 	if pf.far != "" {
 		go probeFar(ctx, *st.near, log)

@@ -7,12 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
+	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -189,6 +193,25 @@ func software() string {
 	return fmt.Sprintf("%s (%.12s)", v, rev)
 }
 
+// farPage serves the far end's page, fetched over the link, under the
+// near end's /far/ (the page's own links are relative, so they stay
+// under it). The near end's Guard has checked the request's host and
+// origin; the far end's sees a request for localhost with no origin.
+func farPage(nc split.NearConfig) http.Handler {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: "http", Host: "far-end"})
+			r.Out.Host = "localhost"
+			r.Out.Header.Del("Origin")
+		},
+		Transport: split.PageTransport(nc),
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, "the far end's page cannot be reached: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	return http.StripPrefix("/far", rp)
+}
+
 // probeFar checks the link once at start, so that a wrong address, token
 // or version shows before any debugger attaches.
 func probeFar(ctx context.Context, nc split.NearConfig, log zerolog.Logger) {
@@ -306,6 +329,11 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	fc.Logger = log.With().Str(relay.LogComponent, "split").Logger()
 	fc.Metrics = split.NewMetrics(st.reg)
 	fc.PreambleTimeout = 10 * time.Second
+	// The page travels over the link to near ends (behind the link's own
+	// checks), which show it under /far/.
+	page := web.NewHandler(st.monitorSource(), st.reg, log)
+	context.AfterFunc(ctx, page.Close)
+	fc.Page = web.Guard(page, "127.0.0.1:0")
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("tls", fc.TLS != nil).
 		Bool("token", len(fc.Token) > 0).Bool("speculate", pf.speculate).
 		Msg("far end listening; point the near end here (jdwpaccel proxy --far)")

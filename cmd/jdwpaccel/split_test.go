@@ -17,6 +17,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,9 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/rs/zerolog"
 )
 
 // splitEnd is one in-process "jdwpaccel far" or "jdwpaccel proxy --far".
@@ -42,7 +45,7 @@ func startEnd(t *testing.T, listening string, args ...string) *splitEnd {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	e := &splitEnd{logs: &logSink{changed: make(chan struct{})}}
-	args = append(args, "--http-addr", "", "--log-format", "json", "--log-level", "debug")
+	args = append([]string{args[0], "--http-addr", "", "--log-format", "json", "--log-level", "debug"}, args[1:]...)
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, args, &env{stdout: io.Discard, stderr: pw})
@@ -331,5 +334,46 @@ func TestSplitUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(out+errOut, c.want) {
 			t.Errorf("%q: exit %d, output %q; want exit %d saying %q", c.args, code, out+errOut, exitUsage, c.want)
 		}
+	}
+}
+
+// TestSplitFarPage: the far end's DDM monitor (here of a fake Android VM:
+// no real ART runs here) shows on the near end's page, under /far/, over
+// the link and behind its token.
+func TestSplitFarPage(t *testing.T) {
+	vm, err := fakevm.Listen("127.0.0.1:0", fakevm.Config{Profile: fakevm.Dalvik, Seed: 3, Threads: 4, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go vm.Serve(ctx) //nolint:errcheck // ends with ctx
+	token := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(token, []byte("0123456789abcdef0123\n"), 0o600)
+	far := startFarEnd(t, vm.Addr(), "--ddm=force", "--ddm-poll", "200ms", "--token-file", token)
+	near := startNearEnd(t, far.addr, "--token-file", token, "--http-addr", "127.0.0.1:0")
+	rec := near.logs.wait(t, "with the far end's page", 10*time.Second, func(rec map[string]any) bool {
+		return strings.HasPrefix(rec["message"].(string), "the far end's live monitor")
+	})
+	url, _ := rec["url"].(string)
+	if !strings.HasSuffix(url, "/far/") {
+		t.Fatalf("far page URL %q", url)
+	}
+	jdwptest.Eventually(t, "the far end's DDM threads on the near end's page", func() (bool, string) {
+		s := getSnapshot(t, url)
+		for _, th := range s.Threads {
+			if len(th) >= 4 {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", s)
+	})
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("the far end's page: %s, %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
 }
