@@ -187,6 +187,8 @@ func TestAuthRefused(t *testing.T) {
 	plain := startFar(t, v, "127.0.0.1:0", FarConfig{Token: token})
 	tlsToken := startFar(t, v, "127.0.0.1:0", FarConfig{TLS: ServerTLS(farCert, nil), Token: token})
 	pinned := startFar(t, v, "127.0.0.1:0", FarConfig{TLS: ServerTLS(farCert, nearDER)})
+	tls12 := ClientTLS(farDER, nil)
+	tls12.MinVersion, tls12.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
 	for _, tc := range []struct {
 		name    string
 		far     *farEnd
@@ -200,6 +202,7 @@ func TestAuthRefused(t *testing.T) {
 		{"wrong token over TLS", tlsToken, NearConfig{TLS: ClientTLS(farDER, nil), Token: []byte("nope")}, OutcomeUnauthorized, "refused the token"},
 		{"TLS to a plain far end", plain, NearConfig{TLS: ClientTLS(farDER, nil), Token: token}, OutcomeBadPreamble, "TLS"},
 		{"wrong far certificate", tlsToken, NearConfig{TLS: ClientTLS(nearDER, nil), Token: token}, OutcomeTLS, "pinned"},
+		{"TLS 1.2", tlsToken, NearConfig{TLS: tls12, Token: token}, OutcomeTLS, "TLS handshake"},
 		{"no client certificate", pinned, NearConfig{TLS: ClientTLS(farDER, nil)}, OutcomeTLS, "--peer-cert"},
 		{"wrong client certificate", pinned, NearConfig{TLS: ClientTLS(farDER, &otherCert)}, OutcomeTLS, "--peer-cert"},
 	} {
