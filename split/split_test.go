@@ -396,3 +396,98 @@ func TestPage(t *testing.T) {
 		t.Errorf("page from a far end without one: %v", err)
 	}
 }
+
+// recordingHop relays one connection to target and keeps a copy of each
+// direction's bytes.
+func recordingHop(t *testing.T, target string) (addr string, up, down *jdwptest.Buffer, done <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	up, down = &jdwptest.Buffer{}, &jdwptest.Buffer{}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		u, err := net.Dial("tcp", target)
+		if err != nil {
+			return
+		}
+		defer u.Close()
+		half := make(chan struct{})
+		go func() {
+			io.Copy(io.MultiWriter(u, up), c) //nolint:errcheck // ends with the session
+			u.(*net.TCPConn).CloseWrite()
+			close(half)
+		}()
+		io.Copy(io.MultiWriter(c, down), u) //nolint:errcheck
+		c.(*net.TCPConn).CloseWrite()
+		<-half
+	}()
+	return ln.Addr().String(), up, down, finished
+}
+
+// TestStreamIsJDWP: past its preamble, each direction of the stream is
+// the JDWP handshake and whole JDWP packets, as any JDWP reader expects.
+func TestStreamIsJDWP(t *testing.T) {
+	v := newVMSide(t)
+	f := startFar(t, v, "127.0.0.1:0", FarConfig{Token: []byte("0123456789abcdef0123")})
+	addr, up, down, done := recordingHop(t, f.addr)
+	near := startNear(t, NearConfig{Addr: addr, Token: []byte("0123456789abcdef0123")})
+	d, err := jdwptest.Attach(near)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	select {
+	case <-done:
+	case <-time.After(jdwptest.Timeout):
+		t.Fatal("the stream did not end with the session")
+	}
+	packets := func(r io.Reader) (cmds, replies int) {
+		t.Helper()
+		if err := jdwp.ReadHandshake(r); err != nil {
+			t.Fatalf("no handshake after the preamble: %v", err)
+		}
+		jr := jdwp.NewReader(r, 0)
+		for {
+			p, err := jr.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Fatalf("not JDWP after the handshake: %v", err)
+			}
+			if p.IsReply() {
+				replies++
+			} else {
+				cmds++
+			}
+		}
+	}
+	ur := strings.NewReader(up.String())
+	if h, err := ReadHello(ur); err != nil || string(h.Token) != "0123456789abcdef0123" {
+		t.Fatalf("near→far hello %+v, %v", h, err)
+	}
+	if cmds, _ := packets(ur); cmds != 3 {
+		t.Errorf("near→far carried %d commands, want the debugger's 3", cmds)
+	}
+	dr := strings.NewReader(down.String())
+	if rep, err := ReadReply(dr); err != nil || rep.Status != StatusAccepted {
+		t.Fatalf("far→near reply %+v, %v", rep, err)
+	}
+	if _, replies := packets(dr); replies != 3 {
+		t.Errorf("far→near carried %d replies, want 3", replies)
+	}
+}

@@ -190,6 +190,9 @@ func (l *splitFlags) nearConfig(far string, log zerolog.Logger, reg prometheus.R
 // software names this build in the split preamble.
 func software() string {
 	v, rev := version()
+	if rev == "unknown" {
+		return v
+	}
 	return fmt.Sprintf("%s (%.12s)", v, rev)
 }
 
