@@ -37,6 +37,9 @@ func machine() string {
 // interval overlaps the direct cell's is printed as "~" plus the ratio: it
 // is noise, not a result.
 func (r *Report) WriteTable(w io.Writer) error {
+	if r.Bandwidth > 0 {
+		fmt.Fprintf(w, "link bandwidth: %d bytes/s per direction\n", r.Bandwidth)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tstops\tmedian step ms\t95% CI\tmin-max\tp95 ms\tspeedup\t95% CI\tfirst stop ms\tspeedup\thit ratio\twasted spec\tdigests\t")
 	noisy := false

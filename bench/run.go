@@ -3,7 +3,9 @@
 // (bench/link), directly and through the relay in several modes, and
 // reports step times, serial round trips per step (the slope of step time
 // against RTT), speedups, and whether every value the debugger saw through
-// the proxy equals what it saw directly.
+// the proxy equals what it saw directly. In split mode (Mode.Split) the
+// link sits between split mode's two ends, with the VM local to the far
+// end.
 package bench
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/jdwpaccel/jdwpaccel/split"
 	"github.com/rs/zerolog"
 )
 
@@ -33,6 +36,14 @@ type Mode struct {
 	Copy bool
 	// NewHooks gives each relay session its hooks; nil is pass-through.
 	NewHooks func(*relay.Session) relay.Hooks
+	// Split runs the mode as split mode: a far end (split.Far, with
+	// FarHooks) local to the VM, the emulated link between it and the
+	// near end (a relay with NewHooks that reaches the VM through
+	// split.Dialer), and the driver attached to the near end. The hook
+	// chains of both ends come from the caller (cmd/jdwpaccel's farChain
+	// and nearChain, where pushed replies join them).
+	Split    bool
+	FarHooks func(*relay.Session) relay.Hooks
 	// Via, when set, puts the mode's own path (e.g. an adb server and a
 	// device) in front of vmAddr, the link to the VM, and returns the
 	// address the driver attaches to; what it starts lives until ctx ends.
@@ -91,7 +102,10 @@ type Config struct {
 	// its time runs from the VM's start, not from a step. A cell's driver
 	// thus stops Steps+Warmup+1 times.
 	Steps, Warmup int
-	Build         *javavm.Build
+	// Bandwidth limits the emulated link, in bytes per second in each
+	// direction; 0 is unlimited.
+	Bandwidth int64
+	Build     *javavm.Build
 	// Progress, when set, is called before each cell and once at the end.
 	Progress func(done, total int, label string)
 	Log      zerolog.Logger
@@ -151,6 +165,7 @@ type Report struct {
 	Machine    string    `json:"machine"`
 	Steps      int       `json:"steps"`
 	Warmup     int       `json:"warmup"`
+	Bandwidth  int64     `json:"bandwidth_bytes_per_s,omitempty"`
 	Cells      []Cell    `json:"cells"`
 	Slopes     []Slope   `json:"slopes"`
 	Mismatches []string  `json:"digest_mismatches"`
@@ -167,7 +182,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Modes) == 0 || !cfg.Modes[0].Direct {
 		return nil, errors.New("bench: the first mode must be the direct baseline")
 	}
-	rep := &Report{Started: time.Now(), Machine: machine(), Steps: cfg.Steps, Warmup: cfg.Warmup}
+	rep := &Report{Started: time.Now(), Machine: machine(), Steps: cfg.Steps, Warmup: cfg.Warmup, Bandwidth: cfg.Bandwidth}
 	total := len(cfg.Workloads) * len(cfg.RTTs) * len(cfg.Modes)
 	done := 0
 	for _, w := range cfg.Workloads {
@@ -240,19 +255,27 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		return nil, err
 	}
 	defer vm.Stop()
-	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, cfg.Log)
+	behind := vm.Addr() // what the link leads to
+	if m.Split {
+		if behind, err = startFar(ctx, behind, m.FarHooks, cfg.Log); err != nil {
+			return nil, err
+		}
+	}
+	lk, err := link.Listen(ctx, "127.0.0.1:0", behind, link.Config{RTT: rtt, Seed: 1, Bandwidth: cfg.Bandwidth}, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
 	defer lk.Close()
 	addr := lk.Addr().String()
 	switch {
+	case m.Split:
+		addr, err = startRelay(ctx, split.Dialer(split.NearConfig{Addr: addr, Logger: cfg.Log}), m.NewHooks, cfg.Log)
 	case m.Via != nil:
 		addr, err = m.Via(ctx, addr)
 	case m.Copy:
 		addr, err = startCopy(ctx, addr)
 	case !m.Direct:
-		addr, err = startRelay(ctx, addr, m.NewHooks, cfg.Log)
+		addr, err = startRelay(ctx, relay.DialTCP(addr), m.NewHooks, cfg.Log)
 	}
 	if err != nil {
 		return nil, err
@@ -284,14 +307,27 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	}, nil
 }
 
-// startRelay runs a relay server in front of target until ctx ends.
-func startRelay(ctx context.Context, target string, hooks func(*relay.Session) relay.Hooks, log zerolog.Logger) (string, error) {
+// startRelay runs a relay server in front of the VM dial reaches until
+// ctx ends.
+func startRelay(ctx context.Context, dial relay.Dialer, hooks func(*relay.Session) relay.Hooks, log zerolog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), NewHooks: hooks, Logger: log})
+	srv := relay.NewServer(relay.Config{DialVM: dial, NewHooks: hooks, Logger: log})
 	go srv.Serve(ctx, ln) //nolint:errcheck // ends with ctx
+	return ln.Addr().String(), nil
+}
+
+// startFar runs split mode's far end in front of the VM at vmAddr until
+// ctx ends.
+func startFar(ctx context.Context, vmAddr string, hooks func(*relay.Session) relay.Hooks, log zerolog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP(vmAddr), Logger: log}, Hooks: hooks, Logger: log})
+	go far.Serve(ctx, ln) //nolint:errcheck // ends with ctx
 	return ln.Addr().String(), nil
 }
 

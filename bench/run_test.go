@@ -13,6 +13,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
 
@@ -136,5 +137,39 @@ func TestDigestsNewWorkloads(t *testing.T) {
 	var table bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "first stop ms") {
 		t.Errorf("table (%v) has no time to first stop:\n%s", err, table.String())
+	}
+}
+
+// TestSplitDigests: split mode (far end next to the VM, the link between
+// it and the near end, both ends speculating) shows the IDE-like driver
+// the same values at every stop as the direct run, on a link with a
+// round trip and a bandwidth limit.
+func TestSplitDigests(t *testing.T) {
+	b := jdwptest.JavaBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	far := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+	near := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+	rep, err := Run(ctx, Config{
+		RTTs:      []time.Duration{4 * time.Millisecond},
+		Workloads: []Workload{{Profile: javavm.ProfileIdeaLike, Debuggee: javavm.Deep}},
+		Steps:     2, Warmup: 1, Bandwidth: 4 << 20, Build: b, Log: zerolog.Nop(),
+		Modes: []Mode{
+			{Name: "direct", Direct: true},
+			{Name: "split", Split: true, FarHooks: far.Hooks, NewHooks: near.Hooks, Stats: near.Stats},
+		},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v (mismatches %q)", err, rep.Mismatches)
+	}
+	c := rep.Cells[1]
+	if !c.DigestsMatch || c.Stops != 2 {
+		t.Errorf("split cell: digests match %v over %d stops", c.DigestsMatch, c.Stops)
+	}
+	if c.Stats == nil || c.Stats.Hits+c.Stats.Belays == 0 {
+		t.Errorf("split cell: the near end's cache served nothing: %+v", c.Stats)
+	}
+	if far.Stats().Hits+far.Stats().Misses == 0 {
+		t.Error("the far end's speculator saw no command")
 	}
 }

@@ -132,7 +132,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	// shutdown does; the driver then sees its VM disconnect and exits.
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	addr, err := startRelay(runCtx, lk.Addr().String(), cfg.NewHooks, cfg.Log)
+	addr, err := startRelay(runCtx, relay.DialTCP(lk.Addr().String()), cfg.NewHooks, cfg.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -292,3 +292,25 @@ func TestReadmeDocumentsEveryProxyFlag(t *testing.T) {
 		}
 	})
 }
+
+// TestReadmeDocumentsEveryFarFlag checks the README's flag table of
+// "jdwpaccel far" against its real flag set.
+func TestReadmeDocumentsEveryFarFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "### Flags of `jdwpaccel far`")
+	if !ok {
+		t.Fatal("the README has no flag table of jdwpaccel far")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	var pf proxyFlags
+	fs := flag.NewFlagSet("far", flag.ContinueOnError)
+	pf.registerFar(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !regexp.MustCompile("`--" + regexp.QuoteMeta(f.Name) + "[` ,=]").MatchString(table) {
+			t.Errorf("the README's far flag table lacks --%s (%s)", f.Name, f.Usage)
+		}
+	})
+}

@@ -29,6 +29,8 @@ Examples:
   jdwpaccel bench --workloads Server/idea-like,Server/idea-async --rtt 0ms,30ms --modes direct,speculate --steps 4 --warmup 1
   # where speculation is wasted: per command and rule, and the misses per stop, in bench/out/diag.txt
   jdwpaccel bench --workloads Deep/idea-like --rtt 30ms --modes direct,speculate --diagnose
+  # split mode (jdwpaccel far next to the VM, proxy --far across the link) on a 1 MB/s link
+  jdwpaccel bench --workloads Deep/idea-like --rtt 0ms,30ms,100ms --modes direct,speculate,split --bandwidth 1000000
   # soak: step Deep/idea-like through the proxy for 10 minutes at 5 ms RTT,
   # sampling RSS, goroutines and cache bytes every 5 s
   jdwpaccel bench --soak 10m --out bench/out/soak
@@ -57,6 +59,15 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 		"speculate": func() (bench.Mode, error) {
 			sp := speculator.New(spec, log, nil)
 			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: sp.Stats}, nil
+		},
+		// split is split mode: the far end (speculating at zero RTT) next
+		// to the VM, the link between it and the near end (speculating as
+		// the speculate mode does); the cell's figures are the near end's.
+		"split": func() (bench.Mode, error) {
+			far := speculator.New(speculator.Config{Enabled: true, CacheBytes: spec.CacheBytes}, log, nil)
+			near := speculator.New(spec, log, nil)
+			return bench.Mode{Name: "split", Split: true, FarHooks: farChain(far, far.Hooks),
+				NewHooks: nearChain(near, near.Hooks), Stats: near.Stats}, nil
 		},
 		// journal is the pass-through proxy with the journal on: against
 		// "proxy", what journaling costs the relay.
@@ -152,7 +163,7 @@ func progressBar(w io.Writer) func(done, total int, label string) {
 func cmdBench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
-	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
+	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, split (split mode: jdwpaccel far next to the VM, the link between it and proxy --far), adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
 	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Server (200 pooled worker threads); profiles: jdb-min, idea-like, idea-async (idea-like with its reads sent from 8 JDI threads at once, as IntelliJ's async JDI), vscode-like)")
 	breakpoints := fs.Int("breakpoints", 5, "breakpoints the driver sets at attach, as an IDE sets all of its own, up to as many as the debuggee has (Deep: 5, the others 1); the extra ones are never hit")
@@ -163,6 +174,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	soakInterval := fs.Duration("soak-interval", 5*time.Second, "time between soak samples")
 	cacheBytes := fs.Int64("cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session of the speculate mode and the soak")
 	minRTT := fs.Duration("speculate-min-rtt", 0, "the speculate mode sends speculative commands only when the measured round trip is at least this `duration`; 0 adapts (as the proxy's flag)")
+	bandwidth := fs.Int64("bandwidth", 0, "limit the emulated link to this many `bytes` per second in each direction (0: unlimited)")
 	diagnose := fs.Bool("diagnose", false, "tally the speculate mode's speculative commands (sent, used, wasted) by command and rule, and its misses by stop, into diag.txt in --out")
 	var lf logFlags
 	lf.register(fs)
@@ -193,7 +205,11 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		})
 		return benchSoak(ctx, e, log, o)
 	}
-	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Log: log, Progress: progressBar(e.stderr)}
+	if *bandwidth < 0 {
+		fmt.Fprintf(e.stderr, "jdwpaccel bench: bad --bandwidth %d\n", *bandwidth)
+		return exitUsage
+	}
+	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Bandwidth: *bandwidth, Log: log, Progress: progressBar(e.stderr)}
 	if cfg.RTTs, err = parseRTTs(*rtts); err == nil {
 		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil && *breakpoints < 1 {
 			err = fmt.Errorf("bad --breakpoints %d", *breakpoints)

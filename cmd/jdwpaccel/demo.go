@@ -21,6 +21,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/rs/zerolog"
 )
@@ -44,7 +45,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	lf.register(fs)
 	lf.level = "warn"
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: jdwpaccel demo [flags]\n\nBuild the bundled deep debuggee (27 frames, 26 threads), put an emulated slow link in front of it, and\nstep it with an IntelliJ-like JDI client directly and through jdwpaccel, side by side.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel demo [flags]\n\nBuild the bundled deep debuggee (27 frames, 26 threads), put an emulated slow link in front of it, and\nstep it with an IntelliJ-like JDI client directly, through jdwpaccel and in split mode, side by side.\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), demoExamples)
 	}
@@ -107,13 +108,19 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 
 	// The comparison is one row of the benchmark: the same chain, the same
 	// statistics, the same digest check. The accelerated side uses this
-	// stack's speculator, so the page shows its sessions and figures.
+	// stack's speculator, so the page shows its sessions and figures. The
+	// split row runs split mode's two ends, each with its own speculator:
+	// the far end next to the VM, the link between it and the near end.
+	farSpec := speculator.New(speculator.Config{Enabled: true}, log, nil)
+	nearSpec := speculator.New(speculator.Config{Enabled: true}, log, nil)
 	rep, err := bench.Run(ctx, bench.Config{
 		RTTs:      []time.Duration{*rtt},
 		Workloads: []bench.Workload{{Profile: *workload, Debuggee: javavm.Deep}},
 		Modes: []bench.Mode{
 			{Name: "direct", Direct: true},
 			{Name: "jdwpaccel", NewHooks: comparisonHooks, Stats: st.spec.Stats},
+			{Name: "split", Split: true, FarHooks: farChain(farSpec, farSpec.Hooks),
+				NewHooks: nearChain(nearSpec, nearSpec.Hooks), Stats: nearSpec.Stats},
 		},
 		Steps: *steps, Warmup: 0, Build: build, Log: log,
 		Progress: func(done, total int, label string) {
@@ -126,7 +133,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
 		return exitError
 	}
-	direct, accel := rep.Cells[0], rep.Cells[1]
+	direct, accel, splitCell := rep.Cells[0], rep.Cells[1], rep.Cells[2]
 	say("")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tmedian step\t95% CI\tmin-max\t")
@@ -140,11 +147,16 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	} else {
 		say("speedup per step: %.1fx (95%% CI %.1f-%.1fx)", accel.Speedup, accel.SpeedupCI[0], accel.SpeedupCI[1])
 	}
+	approx := ""
+	if splitCell.Noise {
+		approx = "~"
+	}
+	say("split mode, speedup per step: %s%.1fx (jdwpaccel far next to the VM, proxy --far across the link)", approx, splitCell.Speedup)
 	if a := accel.Stats; a != nil {
 		say("cache: %d hits, %d belays, %d misses; %d speculative commands, %d wasted",
 			a.Hits, a.Belays, a.Misses, a.SpecSent, a.SpecWasted)
 	}
-	if !accel.DigestsMatch {
+	if !accel.DigestsMatch || !splitCell.DigestsMatch {
 		say("digest check: FAILED, the debugger saw different values through jdwpaccel: %s", strings.Join(rep.Mismatches, "; "))
 		return exitError
 	}
@@ -242,6 +254,10 @@ func printAttachHelp(out io.Writer, self string, build *javavm.Build, rtt time.D
 		fmt.Fprintf(out, "  java -agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:5005 -cp %s Deep\n", build.Classes)
 		fmt.Fprintf(out, "  %s link --listen 127.0.0.1:5006 --to 127.0.0.1:5005 --rtt %v\n", self, rtt)
 		fmt.Fprintf(out, "  %s proxy --vm 127.0.0.1:5006 --listen %s --http-addr 127.0.0.1:8780\n", self, listen)
+		fmt.Fprintf(out, "  (split mode instead of the last line: the far end next to the VM, the link in front of it, the near end)\n")
+		fmt.Fprintf(out, "  %s far --vm 127.0.0.1:5005 --listen 127.0.0.1:8720\n", self)
+		fmt.Fprintf(out, "  %s link --listen 127.0.0.1:5007 --to 127.0.0.1:8720 --rtt %v\n", self, rtt)
+		fmt.Fprintf(out, "  %s proxy --far 127.0.0.1:5007 --listen %s --http-addr 127.0.0.1:8780\n", self, listen)
 		fmt.Fprintf(out, "then attach your IDE to %s:\n", listen)
 	}
 	host, port, _ := net.SplitHostPort(listen)

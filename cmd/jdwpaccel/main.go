@@ -36,6 +36,7 @@ type subcommand struct {
 func subcommands() []subcommand {
 	return []subcommand{
 		{"proxy", "relay a debugger to a VM, accelerating it", cmdProxy},
+		{"far", "split mode's far end: run next to the VM, for a proxy --far next to the IDE", cmdFar},
 		{"demo", "step a bundled deep program over a slow link, directly and through jdwpaccel", cmdDemo},
 		{"bench", "measure step times directly and through jdwpaccel over emulated links", cmdBench},
 		{"link", "emulate a slow link (RTT, jitter, bandwidth) in front of a TCP service", cmdLink},

@@ -15,6 +15,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/jdwpaccel/jdwpaccel/split"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/jdwpaccel/jdwpaccel/web/convo"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,8 @@ import (
 
 type proxyFlags struct {
 	vm          string
+	far         string     // split mode's near end: the far end's HOST:PORT instead of --vm
+	link        splitFlags // split mode's TLS and token, with --far (and on the far end)
 	listen      string
 	allowRemote bool
 	metricsAddr string
@@ -47,21 +50,30 @@ type proxyFlags struct {
 
 func (p *proxyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.vm, "vm", "", vmSpecHelp)
+	fs.StringVar(&p.far, "far", "", "split mode: reach the VM through the far end (\"jdwpaccel far\", next to the VM) at `HOST:PORT`, instead of --vm")
+	p.link.registerNear(fs)
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:8700", "where debuggers connect, `ADDR` (port 0 picks a free port and logs it)")
+	p.registerRelay(fs, vmsDefaultHTTPAddr, "serve the live monitor page, JSON API (also used by \"jdwpaccel vms\" and \"select\") and /metrics at http://`ADDR`/ (loopback unless --allow-remote; empty: off)")
+	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
+	p.vms.register(fs)
+}
+
+// registerRelay registers the flags the proxy and the far end share: the
+// relay, its speculator, journal, DDM monitor, HTTP servers and logs.
+func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp string) {
+	p.minRTT = "0s"
 	fs.BoolVar(&p.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (anyone who connects controls the VM)")
 	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (loopback unless --allow-remote)")
-	fs.StringVar(&p.httpAddr, "http-addr", vmsDefaultHTTPAddr, "serve the live monitor page, JSON API (also used by \"jdwpaccel vms\" and \"select\") and /metrics at http://`ADDR`/ (loopback unless --allow-remote; empty: off)")
+	fs.StringVar(&p.httpAddr, "http-addr", httpDefault, httpHelp)
 	fs.IntVar(&p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes`")
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
-	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
 	fs.Var(&p.journalList, "journal", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng); give it several times for several files, e.g. one of each format")
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format` of a single --journal: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
 	fs.IntVar(&p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (negative: none)")
 	fs.IntVar(&p.journalQ, "journal-queue", 8192, "journal records buffered between the relay and the file; beyond it records are dropped, counted and reported")
 	p.ddm.register(fs)
-	p.vms.register(fs)
 	p.log.register(fs)
 }
 
@@ -83,6 +95,10 @@ Examples:
   jdwpaccel proxy --vm adb:
   # or one app: adb forward tcp:8600 jdwp:$(adb shell pidof -s com.example.app)
   jdwpaccel proxy --vm 127.0.0.1:8600
+
+  # split mode: "jdwpaccel far --vm 127.0.0.1:5005" runs next to the VM (listening on
+  # 127.0.0.1:8720); reach it through a tunnel (ssh -L 8720:127.0.0.1:8720 vmhost) and
+  jdwpaccel proxy --far 127.0.0.1:8720
 `
 
 // stack is a relay configuration with every feature the flags ask for.
@@ -97,14 +113,19 @@ type stack struct {
 	convo   *convo.Watcher    // threads and stacks from the debuggers' conversations
 	vmSpec  string            // --vm
 	manager *discover.Manager // with discovery, once runProxy made it; before serve
+	near    *split.NearConfig // with --far: how the near end reaches the far end
 }
 
 // buildStack wires the speculator, the journal, the session tracker and
 // the DDM tap into a relay configuration for the VM at pf.vm. Background
 // work (the DDM holder) runs until ctx ends; close the journal when done.
 func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack, error) {
-	st := &stack{reg: newRegistry(), tracker: web.NewSessionTracker(), vmSpec: pf.vm}
-	st.tracker.VMOf = func(*relay.Session) string { return pf.vm }
+	name := pf.vm
+	if pf.far != "" {
+		name = "far:" + pf.far
+	}
+	st := &stack{reg: newRegistry(), tracker: web.NewSessionTracker(), vmSpec: name}
+	st.tracker.VMOf = func(*relay.Session) string { return name }
 	st.convo = convo.NewWatcher(st.tracker.VMName)
 	st.cfg = relay.Config{
 		DialVM:        relay.DialTCP(pf.vm),
@@ -135,6 +156,18 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		}
 		h.Observers = append(h.Observers, st.tracker, st.convo)
 		return h
+	}
+	if pf.far != "" {
+		// Split mode's near end: the VM is reached through the far end,
+		// which also runs the DDM monitor.
+		nc, err := pf.link.nearConfig(pf.far, log, st.reg)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		st.near = &nc
+		st.cfg.DialVM = split.Dialer(nc)
+		st.cfg.NewHooks = nearChain(st.spec, st.cfg.NewHooks)
+		return st, nil
 	}
 	if isDiscoverySpec(pf.vm) {
 		// Each VM found gets its own relay server, and DDM holder and
@@ -311,11 +344,22 @@ func withStack(ctx context.Context, e *env, name string, pf *proxyFlags, log zer
 
 // check validates the flags that need no I/O.
 func (pf *proxyFlags) check(log zerolog.Logger) error {
-	if pf.vm == "" {
-		return errors.New("--vm HOST:PORT is required")
-	}
-	if _, _, err := net.SplitHostPort(pf.vm); err != nil && !isDiscoverySpec(pf.vm) {
-		return fmt.Errorf("bad --vm %q: %v", pf.vm, err)
+	switch {
+	case pf.vm != "" && pf.far != "":
+		return errors.New("give --vm (the VM) or --far (split mode: the far end next to the VM), not both")
+	case pf.far != "":
+		if err := pf.link.checkNear(pf.far, log); err != nil {
+			return err
+		}
+	case pf.vm == "":
+		return errors.New("--vm HOST:PORT is required (or --far HOST:PORT in split mode)")
+	default:
+		if err := pf.link.checkUnused("--vm"); err != nil {
+			return err
+		}
+		if _, _, err := net.SplitHostPort(pf.vm); err != nil && !isDiscoverySpec(pf.vm) {
+			return fmt.Errorf("bad --vm %q: %v", pf.vm, err)
+		}
 	}
 	for _, a := range []struct{ name, addr string }{{"--listen", pf.listen}, {"--metrics-addr", pf.metricsAddr}, {"--http-addr", pf.httpAddr}} {
 		if a.addr == "" && a.name != "--listen" {
@@ -350,6 +394,9 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 		extra[discover.APIPrefix] = discover.Handler(manager)
 		st.manager = manager
 	}
+	if st.near != nil {
+		extra["/far/"] = farPage(*st.near)
+	}
 	url, err := st.serve(ctx, pf, log, extra)
 	if err != nil {
 		ln.Close()
@@ -358,8 +405,14 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 	}
 	if url != "" {
 		log.Info().Str("url", url).Msg("live monitor")
+		if st.near != nil {
+			log.Info().Str("url", url+"far/").Msg("the far end's live monitor (DDM threads and heap), over the link")
+		}
 	}
-	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("speculate", pf.speculate).
+	if pf.far != "" {
+		go probeFar(ctx, *st.near, log)
+	}
+	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, st.vmSpec).Bool("speculate", pf.speculate).
 		Msg("proxy listening; attach the debugger here")
 	if manager != nil {
 		err = manager.Run(ctx)

@@ -127,8 +127,8 @@ func TestRealJDI(t *testing.T) {
 	}
 }
 
-// TestDemo runs the README's main command, shortened: both sides must run
-// and the digest check must pass.
+// TestDemo runs the README's main command, shortened: every side (direct,
+// through jdwpaccel, split mode) must run and the digest check must pass.
 func TestDemo(t *testing.T) {
 	jdwptest.JavaBuild(t)
 	var out, errOut jdwptest.Buffer
@@ -136,7 +136,7 @@ func TestDemo(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
-	for _, want := range []string{"live monitor", "speedup per step:", "digest check: OK", "Remote JVM Debug"} {
+	for _, want := range []string{"live monitor", "speedup per step:", "split mode, speedup per step:", "digest check: OK", "Remote JVM Debug"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

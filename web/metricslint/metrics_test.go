@@ -16,6 +16,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/jdwpaccel/jdwpaccel/split"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -30,6 +31,7 @@ func allMetrics(t *testing.T) *prometheus.Registry {
 	relay.NewMetrics(reg)
 	ddmtap.NewMetrics(reg)
 	speculator.NewMetrics(reg)
+	split.NewMetrics(reg)
 	j, err := journal.New(io.Discard, journal.Options{Registerer: reg, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/jdwpaccel/jdwpaccel/split"
+	"github.com/jdwpaccel/jdwpaccel/web"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// ---- Split mode's hook chains: where pushed replies plug in ----------------
+
+// farChain and nearChain are the hook chains of split mode's two ends, for
+// "jdwpaccel far", "jdwpaccel proxy --far" and the split mode of bench and
+// demo alike: the one place where pushed replies (package push) join them.
+//
+//	far:  base, then push.FarHooks(sp, push.Config{...})
+//	near: push.NearHooks(sp, push.Config{...}), then base
+//
+// sp is that end's speculator (nil with --speculate=false); base is the
+// end's ordinary chain (its speculator, journal, page). Until pushed
+// replies exist, each end is its ordinary chain: the far end speculates at
+// zero RTT and pushes nothing.
+func farChain(sp *speculator.Speculator, base func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
+	_ = sp // push.FarHooks(sp, ...) goes here
+	return relay.ChainHooks(base)
+}
+
+func nearChain(sp *speculator.Speculator, base func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
+	_ = sp // push.NearHooks(sp, ...) goes here, before base
+	return relay.ChainHooks(base)
+}
+
+// ---- The link's flags --------------------------------------------------------
+
+// defaultFarListen is where "jdwpaccel far" listens by default.
+const defaultFarListen = "127.0.0.1:8720"
+
+// defaultFarHTTP is where the far end serves its page by default: not the
+// proxy's, so both ends can run on one machine.
+const defaultFarHTTP = "127.0.0.1:8791"
+
+// splitFlags secure split mode's link. On the far end peerCert pins the
+// near end's client certificate; on the near end (--far-cert) it pins the
+// far end's certificate, and turns TLS on.
+type splitFlags struct {
+	tokenFile       string
+	tlsCert, tlsKey string
+	peerCert        string
+}
+
+func (l *splitFlags) registerNear(fs *flag.FlagSet) {
+	fs.StringVar(&l.peerCert, "far-cert", "", "with --far: the far end's TLS certificate (PEM `FILE`, its --tls-cert), pinned: the link uses TLS 1.3 and accepts exactly this certificate")
+	fs.StringVar(&l.tokenFile, "token-file", "", "with --far: present the shared token in `FILE` (mode 0600) to the far end")
+	fs.StringVar(&l.tlsCert, "tls-cert", "", "with --far-cert: this end's TLS client certificate (PEM `FILE`), for a far end that pins it with --peer-cert")
+	fs.StringVar(&l.tlsKey, "tls-key", "", "with --tls-cert: its private key (PEM `FILE`, mode 0600)")
+}
+
+func (l *splitFlags) registerFar(fs *flag.FlagSet) {
+	fs.StringVar(&l.tlsCert, "tls-cert", "", "serve TLS 1.3 with this certificate (PEM `FILE`; the near end pins the same file with --far-cert)")
+	fs.StringVar(&l.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM `FILE`, mode 0600)")
+	fs.StringVar(&l.tokenFile, "token-file", "", "near ends must present the shared token in `FILE` (mode 0600, at least 16 bytes); the near end gets the same file")
+	fs.StringVar(&l.peerCert, "peer-cert", "", "near ends must present exactly this TLS client certificate (PEM `FILE`, the near end's --tls-cert)")
+}
+
+// checkUnused refuses link flags without --far.
+func (l *splitFlags) checkUnused(with string) error {
+	if l.tokenFile != "" || l.tlsCert != "" || l.tlsKey != "" || l.peerCert != "" {
+		return fmt.Errorf("--far-cert, --token-file, --tls-cert and --tls-key secure the link to a far end: they go with --far, not %s", with)
+	}
+	return nil
+}
+
+func (l *splitFlags) checkPair() error {
+	if (l.tlsCert == "") != (l.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	return nil
+}
+
+// checkNear validates the near end's link flags; a plain link over the
+// network is allowed (the far end may sit behind a tunnel's far side) but
+// warned about.
+func (l *splitFlags) checkNear(far string, log zerolog.Logger) error {
+	if _, _, err := net.SplitHostPort(far); err != nil {
+		return fmt.Errorf("bad --far %q: %v", far, err)
+	}
+	if err := l.checkPair(); err != nil {
+		return err
+	}
+	if l.tlsCert != "" && l.peerCert == "" {
+		return errors.New("--tls-cert needs --far-cert: a client certificate is sent over TLS only, and TLS needs the far end's certificate to pin")
+	}
+	if !isLoopback(far) && l.peerCert == "" {
+		log.Warn().Str(split.LogFar, far).Msg("the link to the far end is plain TCP over the network: anyone on the path can read it and take over the VM; use TLS (--far-cert) or a tunnel (ssh -L, kubectl port-forward)")
+	}
+	return nil
+}
+
+// checkFar validates the far end's link flags against its listen address:
+// beyond loopback it needs --allow-remote, TLS, and a token or a pinned
+// client certificate.
+func (l *splitFlags) checkFar(listen string, allowRemote bool, log zerolog.Logger) error {
+	if err := l.checkPair(); err != nil {
+		return err
+	}
+	if l.peerCert != "" && l.tlsCert == "" {
+		return errors.New("--peer-cert needs TLS: --tls-cert and --tls-key")
+	}
+	if isLoopback(listen) {
+		return nil
+	}
+	switch {
+	case !allowRemote:
+		return fmt.Errorf("--listen %q is not a loopback address: the far end gives whoever reaches it full control of the VM; keep it on loopback and reach it through a tunnel (ssh -L, kubectl port-forward), or pass --allow-remote with TLS (--tls-cert, --tls-key) and --token-file or --peer-cert", listen)
+	case l.tlsCert == "":
+		return fmt.Errorf("--listen %q is not a loopback address: it needs TLS (--tls-cert, --tls-key)", listen)
+	case l.tokenFile == "" && l.peerCert == "":
+		return fmt.Errorf("--listen %q is not a loopback address: it needs --token-file or --peer-cert, so that only your near end gets in", listen)
+	}
+	log.Warn().Str("addr", listen).Msg("the far end listens on a non-loopback address: a near end with the token or certificate gets full control of the VM")
+	return nil
+}
+
+// readSecrets reads the token and, with TLS, this end's key pair and the
+// pinned certificate of the other end.
+func (l *splitFlags) readSecrets() (token []byte, cert *tls.Certificate, pin []byte, err error) {
+	if l.tokenFile != "" {
+		if token, err = split.ReadTokenFile(l.tokenFile); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if l.tlsCert != "" {
+		if err := ownerOnly(l.tlsKey); err != nil {
+			return nil, nil, nil, err
+		}
+		c, err := tls.LoadX509KeyPair(l.tlsCert, l.tlsKey)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cert = &c
+	}
+	if l.peerCert != "" {
+		if pin, err = split.ReadCertificate(l.peerCert); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return token, cert, pin, nil
+}
+
+// ownerOnly refuses a secret file that others can read.
+func ownerOnly(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%s has mode %04o: others can read this private key; chmod 600 %s", path, perm, path)
+	}
+	return nil
+}
+
+// nearConfig is how the near end reaches the far end at far.
+func (l *splitFlags) nearConfig(far string, log zerolog.Logger, reg prometheus.Registerer) (split.NearConfig, error) {
+	token, cert, pin, err := l.readSecrets()
+	if err != nil {
+		return split.NearConfig{}, err
+	}
+	nc := split.NearConfig{Addr: far, Token: token, Software: software(),
+		Logger: log.With().Str(relay.LogComponent, "split").Logger(), Metrics: split.NewMetrics(reg)}
+	if pin != nil {
+		nc.TLS = split.ClientTLS(pin, cert)
+	}
+	return nc, nil
+}
+
+// software names this build in the split preamble.
+func software() string {
+	v, rev := version()
+	if rev == "unknown" {
+		return v
+	}
+	return fmt.Sprintf("%s (%.12s)", v, rev)
+}
+
+// farPage serves the far end's page, fetched over the link, under the
+// near end's /far/ (the page's own links are relative, so they stay
+// under it). The near end's Guard has checked the request's host and
+// origin; the far end's sees a request for localhost with no origin.
+func farPage(nc split.NearConfig) http.Handler {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: "http", Host: "far-end"})
+			r.Out.Host = "localhost"
+			r.Out.Header.Del("Origin")
+		},
+		Transport: split.PageTransport(nc),
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, "the far end's page cannot be reached: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	return http.StripPrefix("/far", rp)
+}
+
+// probeFar checks the link once at start, so that a wrong address, token
+// or version shows before any debugger attaches.
+func probeFar(ctx context.Context, nc split.NearConfig, log zerolog.Logger) {
+	pctx, cancel := context.WithTimeout(ctx, split.DefaultPreambleTimeout)
+	defer cancel()
+	rep, err := split.Probe(pctx, nc)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		log.Warn().Err(err).Str(split.LogFar, nc.Addr).Msg("cannot reach the far end yet; each debugger that attaches tries again")
+	default:
+		log.Info().Str(split.LogFar, nc.Addr).Str(split.LogPeerSoftware, rep.Software).Msg("far end reached")
+	}
+}
+
+// ---- jdwpaccel far -----------------------------------------------------------
+
+func (p *proxyFlags) registerFar(fs *flag.FlagSet) {
+	fs.StringVar(&p.vm, "vm", "", "the VM's JDWP address, `HOST:PORT` (next to this end: same host, pod or device host)")
+	fs.StringVar(&p.listen, "listen", defaultFarListen, "where the near end (jdwpaccel proxy --far) connects, `ADDR`; loopback unless --allow-remote, which also needs TLS and a token or pinned certificate")
+	p.link.registerFar(fs)
+	p.registerRelay(fs, defaultFarHTTP, "serve the far end's live monitor page (DDM threads and heap, its speculator), JSON API and /metrics at http://`ADDR`/ (loopback unless --allow-remote; empty: off)")
+}
+
+// checkFar validates the far end's flags that need no I/O.
+func (p *proxyFlags) checkFar(log zerolog.Logger) error {
+	if p.vm == "" {
+		return errors.New("--vm HOST:PORT is required")
+	}
+	if _, _, err := net.SplitHostPort(p.vm); err != nil || isDiscoverySpec(p.vm) {
+		return fmt.Errorf("bad --vm %q: the far end serves one VM at HOST:PORT", p.vm)
+	}
+	if err := p.link.checkFar(p.listen, p.allowRemote, log); err != nil {
+		return err
+	}
+	for _, a := range []struct{ name, addr string }{{"--metrics-addr", p.metricsAddr}, {"--http-addr", p.httpAddr}} {
+		if a.addr == "" {
+			continue
+		}
+		if err := checkListen(a.name, a.addr, p.allowRemote, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const farExamples = `
+Examples:
+  # next to the VM (its JDWP agent at 127.0.0.1:5005); listens on 127.0.0.1:8720
+  jdwpaccel far --vm 127.0.0.1:5005
+  # next to the IDE, through an ssh tunnel to the VM's host:
+  ssh -N -L 8720:127.0.0.1:8720 vmhost &
+  jdwpaccel proxy --far 127.0.0.1:8720      # attach the IDE to 127.0.0.1:8700
+
+  # in a Kubernetes pod (the far end in the pod, or a sidecar):
+  kubectl port-forward pod/app 8720:8720 &
+  jdwpaccel proxy --far 127.0.0.1:8720
+
+  # straight over the network: TLS 1.3 and a token (both ends get the same files)
+  head -c 32 /dev/urandom | base64 > token && chmod 600 token
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
+    -subj /CN=jdwpaccel-far -keyout far.key -out far.crt
+  jdwpaccel far --vm 127.0.0.1:5005 --listen 0.0.0.0:8720 --allow-remote \
+    --tls-cert far.crt --tls-key far.key --token-file token
+  jdwpaccel proxy --far vmhost:8720 --far-cert far.crt --token-file token
+`
+
+func cmdFar(ctx context.Context, e *env, args []string) int {
+	var pf proxyFlags
+	fs := flag.NewFlagSet("far", flag.ContinueOnError)
+	pf.registerFar(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: jdwpaccel far --vm HOST:PORT [flags]\n\nRun split mode's far end next to the VM: near ends (jdwpaccel proxy --far) connect to --listen,\nand each of their debugger sessions gets its own connection to the VM at --vm, relayed with\nthe speculator at zero distance and the DDM monitor.\n\nFlags:\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), farExamples)
+	}
+	log, code, ok := parseStackFlags(fs, args, e, &pf, pf.checkFar)
+	if !ok {
+		return code
+	}
+	token, cert, pin, err := pf.link.readSecrets()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "jdwpaccel far: %v\n", err)
+		return exitUsage
+	}
+	var tc *tls.Config
+	if cert != nil {
+		tc = split.ServerTLS(*cert, pin)
+	}
+	return withStack(ctx, e, fs.Name(), &pf, log, func(ctx context.Context, st *stack) int {
+		return runFar(ctx, &pf, st, split.FarConfig{TLS: tc, Token: token}, log)
+	})
+}
+
+// runFar serves the far end with the link security in fc.
+func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, log zerolog.Logger) int {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", pf.listen)
+	if err != nil {
+		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
+		return exitError
+	}
+	url, err := st.serve(ctx, pf, log, nil)
+	if err != nil {
+		ln.Close()
+		log.Error().Err(err).Msg("cannot serve HTTP")
+		return exitError
+	}
+	if url != "" {
+		log.Info().Str("url", url).Msg("live monitor")
+	}
+	fc.Relay = st.cfg
+	fc.Hooks = farChain(st.spec, st.cfg.NewHooks)
+	fc.Software = software()
+	fc.Logger = log.With().Str(relay.LogComponent, "split").Logger()
+	fc.Metrics = split.NewMetrics(st.reg)
+	fc.PreambleTimeout = 10 * time.Second
+	// The page travels over the link to near ends (behind the link's own
+	// checks), which show it under /far/.
+	page := web.NewHandler(st.monitorSource(), st.reg, log)
+	context.AfterFunc(ctx, page.Close)
+	fc.Page = web.Guard(page, "127.0.0.1:0")
+	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("tls", fc.TLS != nil).
+		Bool("token", len(fc.Token) > 0).Bool("speculate", pf.speculate).
+		Msg("far end listening; point the near end here (jdwpaccel proxy --far)")
+	if err := split.NewFar(fc).Serve(ctx, ln); err != nil {
+		log.Error().Err(err).Msg("far end stopped")
+		return exitError
+	}
+	log.Info().Msg("far end shut down")
+	return exitOK
+}

@@ -1,0 +1,248 @@
+// Package split owns split mode's transport: the link between a near end
+// (jdwpaccel proxy --far, next to the IDE) and a far end (jdwpaccel far,
+// next to the VM). Per debugger session the near end opens one stream to
+// the far end: a short preamble (Hello, Reply: protocol version, token,
+// status), then the JDWP handshake and JDWP packets exactly as between a
+// debugger and a VM, so the far end is an ordinary relay (relay.Server)
+// whose debugger is the near end, and the near end is an ordinary relay
+// whose VM is reached through Dialer. The wire format is in PROTOCOL.md.
+//
+// The package owns the preamble codec, the far end's listener (TLS,
+// token or pinned client certificate, version check: a connection that
+// fails any of them is closed before a JDWP byte reaches the VM), the near
+// end's dialer, and their metrics. What runs on each end (speculator,
+// pushed replies, journal) is the caller's: FarConfig.Hooks and the near
+// relay's own hooks.
+//
+//	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP("127.0.0.1:5005")}})
+//	go far.Serve(ctx, farListener)
+//	near := relay.NewServer(relay.Config{DialVM: split.Dialer(split.NearConfig{Addr: "127.0.0.1:8720"})})
+package split
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// Log field names of this package.
+const (
+	LogNear         = "near"          // the near end's address, on the far end
+	LogFar          = "far"           // the far end's address, on the near end
+	LogPeerVersion  = "peer_protocol" // the other end's protocol version
+	LogPeerSoftware = "peer_software" // the other end's jdwpaccel version
+)
+
+// DefaultPreambleTimeout bounds the TLS handshake and the preamble of
+// each link connection when the config says nothing.
+const DefaultPreambleTimeout = 10 * time.Second
+
+// lingerTimeout is how long a refused connection's bytes are read and
+// dropped after the reply, so that closing it does not reset the
+// connection before the peer read the reply.
+const lingerTimeout = time.Second
+
+// keepAlive probes an idle link, so that a link that died without a word
+// (a cable, a NAT, a suspended laptop) ends its session in about 30 s.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// FarConfig configures a far end.
+type FarConfig struct {
+	// Relay configures the relay of each session towards the VM: DialVM
+	// (the VM next to the far end, directly or through the DDM holder),
+	// bounds, logger, relay metrics.
+	Relay relay.Config
+	// Hooks, when not nil, replaces Relay.NewHooks: the far end's chain
+	// (its speculator at zero RTT, then pushed replies).
+	Hooks func(*relay.Session) relay.Hooks
+	// TLS, when not nil, is the server TLS configuration (see ServerTLS);
+	// nil is plain TCP, for a loopback listener reached through a tunnel.
+	TLS *tls.Config
+	// Token, when not empty, must be presented by every near end.
+	Token []byte
+	// Software is this end's jdwpaccel version, sent in the reply.
+	Software string
+	// Page, when not nil, serves the far end's live page to near ends
+	// over the link (streams with FlagPage); nil refuses them.
+	Page http.Handler
+	// PreambleTimeout bounds the TLS handshake and the preamble
+	// (DefaultPreambleTimeout when zero).
+	PreambleTimeout time.Duration
+	Logger          zerolog.Logger
+	Metrics         *Metrics
+}
+
+// Far is a far end: it accepts near ends, checks each one's preamble and
+// relays it to its own VM connection.
+type Far struct {
+	cfg  FarConfig
+	srv  *relay.Server
+	page *pageServer    // nil without FarConfig.Page
+	wg   sync.WaitGroup // counts ServeConn calls started by Serve
+}
+
+// NewFar returns a far end with cfg.
+func NewFar(cfg FarConfig) *Far {
+	if cfg.PreambleTimeout <= 0 {
+		cfg.PreambleTimeout = DefaultPreambleTimeout
+	}
+	rc := cfg.Relay
+	if cfg.Hooks != nil {
+		rc.NewHooks = cfg.Hooks
+	}
+	return &Far{cfg: cfg, srv: relay.NewServer(rc)}
+}
+
+// Close releases the far end's page server; Serve calls it when it
+// returns.
+func (f *Far) Close() {
+	if f.page != nil {
+		f.page.close()
+	}
+}
+
+// Serve accepts near ends on ln until ctx is done or ln fails, then closes
+// ln and every session and waits for them. It returns nil after ctx ends.
+func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	context.AfterFunc(ctx, func() { ln.Close() })
+	if f.cfg.Page != nil && f.page == nil {
+		f.page = newPageServer(f.cfg.Page)
+	}
+	defer f.Close()
+	defer f.wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetKeepAliveConfig(keepAlive) //nolint:errcheck // best effort
+		}
+		f.wg.Go(func() {
+			f.ServeConn(ctx, c) //nolint:errcheck // logged inside
+		})
+	}
+}
+
+// ServeConn serves one link connection: TLS (if configured), the
+// preamble, then the session, until it ends. It returns the error that
+// ended it.
+func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
+	log := f.cfg.Logger.With().Str(LogNear, c.RemoteAddr().String()).Logger()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	c.SetDeadline(time.Now().Add(f.cfg.PreambleTimeout))
+	conn := c
+	if f.cfg.TLS != nil {
+		tc := tls.Server(c, f.cfg.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			stop()
+			log.Warn().Err(err).Str(relay.LogReason, string(OutcomeTLS)).
+				Msg("TLS handshake with a near end failed (a near end without --far-cert, or with a certificate other than the pinned one?); closed before any JDWP byte")
+			f.cfg.Metrics.count(EndFar, OutcomeTLS)
+			linger(c)
+			return err
+		}
+		conn = tc
+	}
+	h, err := ReadHello(conn)
+	if err != nil {
+		stop()
+		msg := "a link connection did not start with a valid split preamble; closed before any JDWP byte"
+		switch {
+		case errors.Is(err, ErrDebuggerHandshake):
+			msg = "a JDWP debugger connected to the far end directly; attach it to the near end (jdwpaccel proxy --far) instead; closed"
+		case errors.Is(err, ErrTLSRecord):
+			msg = "a near end spoke TLS to this far end, which has no --tls-cert; closed"
+		}
+		log.Warn().Err(err).Str(relay.LogReason, string(OutcomeBadPreamble)).Msg(msg)
+		f.cfg.Metrics.count(EndFar, OutcomeBadPreamble)
+		linger(conn)
+		return err
+	}
+	log = log.With().Uint16(LogPeerVersion, h.Version).Str(LogPeerSoftware, h.Software).Logger()
+	refuse := func(st Status, o Outcome, text string) error {
+		stop()
+		f.cfg.Metrics.count(EndFar, o)
+		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: st, Software: f.cfg.Software, Message: text})) //nolint:errcheck // closing anyway
+		linger(conn)
+		return errors.New(text)
+	}
+	if h.Version != ProtocolVersion {
+		text := fmt.Sprintf("version skew: the near end speaks split protocol %d (jdwpaccel %s), this far end speaks %d (jdwpaccel %s); run the same jdwpaccel version on both ends",
+			h.Version, h.Software, ProtocolVersion, f.cfg.Software)
+		log.Error().Str(relay.LogReason, string(OutcomeVersionSkew)).Msg(text + "; closed")
+		return refuse(StatusVersionSkew, OutcomeVersionSkew, text)
+	}
+	if len(f.cfg.Token) > 0 && !tokenOK(h.Token, f.cfg.Token) {
+		what := "a wrong token"
+		if len(h.Token) == 0 {
+			what = "no token"
+		}
+		log.Warn().Str(relay.LogReason, string(OutcomeUnauthorized)).Msg("a near end presented " + what + "; closed before any JDWP byte")
+		return refuse(StatusUnauthorized, OutcomeUnauthorized, "the far end refused the token (give the near end the far end's --token-file)")
+	}
+	if h.Flags&FlagProbe != 0 {
+		stop()
+		f.cfg.Metrics.count(EndFar, OutcomeProbe)
+		log.Info().Msg("a near end checked the link")
+		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})) //nolint:errcheck // its end is the probe's
+		linger(conn)
+		return nil
+	}
+	if h.Flags&FlagPage != 0 {
+		if f.page == nil {
+			log.Info().Msg("a near end asked for the far end's page, which this far end does not serve; closed")
+			return refuse(StatusRefused, OutcomeBadPreamble, "this far end serves no page")
+		}
+		stop()
+		if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})); err != nil {
+			c.Close()
+			return err
+		}
+		c.SetDeadline(time.Time{})
+		f.cfg.Metrics.count(EndFar, OutcomePage)
+		f.page.serve(conn)
+		return nil
+	}
+	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})); err != nil {
+		stop()
+		c.Close()
+		return err
+	}
+	c.SetDeadline(time.Time{})
+	stop()
+	f.cfg.Metrics.count(EndFar, OutcomeAccepted)
+	log.Debug().Msg("near end accepted")
+	return f.srv.ServeConn(ctx, conn)
+}
+
+// linger ends a refused connection: it closes the writing half, reads and
+// drops what the peer still sends for up to lingerTimeout (so the close
+// does not reset the connection and destroy the reply before the peer
+// read it), then closes.
+func linger(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite() //nolint:errcheck // closing anyway
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.CopyN(io.Discard, c, 64<<10) //nolint:errcheck // dropped
+	c.Close()
+}
