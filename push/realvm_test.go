@@ -1,0 +1,284 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/rs/zerolog"
+)
+
+// syncBuffer is an io.Writer safe for the journal's writer and the test.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  []byte
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.b)
+}
+
+// serve runs a relay server on a loopback port until the test ends and
+// returns its address; ended is signalled when a session ends.
+func serve(t *testing.T, cfg relay.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Logger.GetLevel() == zerolog.TraceLevel {
+		cfg.Logger = zerolog.Nop()
+	}
+	srv := relay.NewServer(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("relay: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// sessionEnds is an observer that signals each session's end.
+type sessionEnds chan struct{}
+
+func (sessionEnds) Observe(*relay.Session, *relay.Frame) {}
+func (sessionEnds) SessionStart(*relay.Session)          {}
+func (e sessionEnds) SessionEnd(*relay.Session, error)   { e <- struct{}{} }
+
+// splitRun is one driver run through both ends.
+type splitRun struct {
+	res            *javavm.DriverResult
+	near, far      *speculator.Speculator
+	counters       *Counters
+	journal        []journal.Record
+	bytesPerStop   float64
+	medianRTs      float64
+	steadyMisses   int // cacheable commands the near end forwarded at steady steps
+	steadyCommands int
+}
+
+// runSplit starts a fresh VM of debuggee, a far end next to it, a link of
+// rtt between the far end and a near end (with a journal), and runs the
+// JDI driver against the near end.
+func runSplit(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Duration, opts javavm.DriverOptions, cfg Config) *splitRun {
+	t.Helper()
+	vm, err := javavm.Start(ctx, b, opts.Debuggee, javavm.VMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Stop()
+	run := &splitRun{
+		far:      speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil),
+		near:     speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil),
+		counters: new(Counters),
+	}
+	cfg.Counters = run.counters
+	farEnded, nearEnded := make(sessionEnds, 1), make(sessionEnds, 1)
+	farAddr := serve(t, relay.Config{DialVM: relay.DialTCP(vm.Addr()),
+		NewHooks: relay.ChainHooks(FarHooks(run.far, cfg), func(*relay.Session) relay.Hooks {
+			return relay.Hooks{Observers: []relay.Observer{farEnded}}
+		})})
+	lk, err := link.Listen(ctx, "127.0.0.1:0", farAddr, link.Config{RTT: rtt, Seed: 1}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	var buf syncBuffer
+	j, err := journal.New(&buf, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nearAddr := serve(t, relay.Config{DialVM: relay.DialTCP(lk.Addr().String()),
+		NewHooks: relay.ChainHooks(NearHooks(run.near, cfg), func(*relay.Session) relay.Hooks {
+			return relay.Hooks{Observers: []relay.Observer{j, nearEnded}}
+		})})
+	opts.Addr = nearAddr
+	run.res, err = javavm.RunDriver(ctx, b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []sessionEnds{nearEnded, farEnded} {
+		select {
+		case <-e:
+		case <-ctx.Done():
+			t.Fatal("a session did not end after the driver exited")
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p := os.Getenv("PUSH_JOURNAL"); p != "" {
+		os.WriteFile(p, buf.Bytes(), 0o600) //nolint:errcheck // debugging aid
+	}
+	run.journal, err = journal.Read(bytesReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := journal.ComputeSteps(run.journal)
+	if len(rep.Sessions) != 1 {
+		t.Fatalf("%d sessions in the near end's journal", len(rep.Sessions))
+	}
+	run.medianRTs = steadyMedian(rep.Sessions[0], opts.Warmup)
+	run.steadyMisses, run.steadyCommands = steadyForwardedReads(run.journal, opts.Warmup)
+	if st := run.counters.Stats(); st.Stops > 0 {
+		run.bytesPerStop = float64(st.BytesSent) / float64(st.Stops)
+	}
+	return run
+}
+
+// steadyMedian is the median of the serial round trips of the complete
+// steps after the first warmup ones.
+func steadyMedian(ss journal.SessionSteps, warmup int) float64 {
+	var rts []float64
+	for _, st := range ss.Steps {
+		if st.Index <= warmup || !st.Complete || st.Stop == "" {
+			continue
+		}
+		rts = append(rts, float64(st.RoundTrips))
+	}
+	slices.Sort(rts)
+	if len(rts) == 0 {
+		return -1
+	}
+	return rts[len(rts)/2]
+}
+
+// steadyForwardedReads counts, over the steps after the first warmup ones,
+// the debugger's cacheable reads the near end forwarded, and all its
+// cacheable reads.
+func steadyForwardedReads(recs []journal.Record, warmup int) (forwarded, all int) {
+	step := 0
+	for i := range recs {
+		r := &recs[i]
+		if !r.IsCommandFromDebugger() {
+			continue
+		}
+		if isResume(r) {
+			step++
+			continue
+		}
+		if step <= warmup || !cacheableName(r) {
+			continue
+		}
+		all++
+		if r.Served == journal.ServedForwarded {
+			forwarded++
+		}
+	}
+	return forwarded, all
+}
+
+// directRun runs the driver straight to a fresh VM behind the link.
+func directRun(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Duration, opts javavm.DriverOptions) *javavm.DriverResult {
+	t.Helper()
+	vm, err := javavm.Start(ctx, b, opts.Debuggee, javavm.VMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Stop()
+	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	opts.Addr = lk.Addr().String()
+	res, err := javavm.RunDriver(ctx, b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if ms, err := strconv.Atoi(v); err == nil {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return def
+}
+
+// TestSplitRealVM steps a real JVM with an IntelliJ-like JDI client through
+// both ends, with a link between them, and checks that it saw what a
+// direct client sees at every stop, that at steady steps the near end
+// answered every read from pushed replies, and that a step then costs
+// about one round trip. PUSH_RTT_MS sets the link (20 ms by default).
+func TestSplitRealVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts JVMs")
+	}
+	b := jdwptest.JavaBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rtt := envDuration("PUSH_RTT_MS", 20*time.Millisecond)
+	opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: 10, Warmup: 3}
+	direct := directRun(t, ctx, b, rtt, opts)
+	split := runSplit(t, ctx, b, rtt, opts, Config{})
+	if !slices.Equal(direct.Digests(), split.res.Digests()) {
+		t.Fatalf("the split run saw other values than the direct run:\n direct %v\n split  %v", direct.Digests(), split.res.Digests())
+	}
+	st := split.counters.Stats()
+	t.Logf("rtt %v: direct median step %v, split %v; median serial round trips per steady step %g; "+
+		"%d/%d steady cacheable reads forwarded; %.0f bundle bytes per stop (%d stops, %d bundles, %d records, %d raw bytes); near: %+v",
+		rtt, direct.MedianStep(), split.res.MedianStep(), split.medianRTs, split.steadyMisses, split.steadyCommands,
+		split.bytesPerStop, st.Stops, st.Bundles, st.Records, st.RawBytes, split.near.Stats())
+	fmt.Fprintf(os.Stderr, "PUSH rtt=%v rts=%g bytes/stop=%.0f direct=%v split=%v\n", rtt, split.medianRTs, split.bytesPerStop, direct.MedianStep(), split.res.MedianStep())
+	if st.BundlesBad != 0 || st.Stored == 0 {
+		t.Errorf("bundles: %+v", st)
+	}
+	if split.steadyCommands == 0 {
+		t.Fatal("no steady reads in the near end's journal")
+	}
+	// Structural, not timing: a read the near end forwards costs a round
+	// trip of its own. Allow a few (a bundle the hold bound cut short on
+	// a loaded machine), not a habit.
+	if split.steadyMisses*10 > split.steadyCommands {
+		t.Errorf("%d of %d steady reads were forwarded by the near end", split.steadyMisses, split.steadyCommands)
+	}
+	if split.medianRTs > 2 {
+		t.Errorf("median %g serial round trips per steady step, want about 1", split.medianRTs)
+	}
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// isResume reports whether a journal command resumes the VM or a thread.
+func isResume(r *journal.Record) bool {
+	c := jdwp.Cmd{Set: jdwp.CommandSet(r.Set), Cmd: r.Cmd}
+	return c == jdwp.CmdVirtualMachineResume || c == jdwp.CmdThreadReferenceResume
+}
+
+// cacheableName reports whether a journal command is one the cache can
+// answer.
+func cacheableName(r *journal.Record) bool {
+	_, ok := keyable.Lookup(jdwp.Cmd{Set: jdwp.CommandSet(r.Set), Cmd: r.Cmd})
+	return ok
+}
