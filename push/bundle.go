@@ -89,9 +89,6 @@ func appendRecord(dst []byte, c jdwp.Cmd, params []byte, code jdwp.ErrorCode, bo
 	return append(dst, body...)
 }
 
-// recordSize is the encoded size of a bundle record.
-func recordSize(params, body int) int { return 2 + 2 + params + 2 + 4 + body }
-
 // appendUsage appends one usage record to dst.
 func appendUsage(dst []byte, c jdwp.Cmd, params []byte) []byte {
 	dst = append(dst, byte(c.Set), c.Cmd)

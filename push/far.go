@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
@@ -125,13 +126,23 @@ func (f *far) protocolError(rs *relay.Session, c jdwp.Cmd, err error) {
 }
 
 // FromVM passes the VM's packets to the speculator, then holds a stop
-// event it speculates on, and everything but replies behind it, until the
-// stop's first bundle is sent.
+// event it speculates on, and every packet but replies to cacheable reads
+// behind it, until the stop's first bundle is sent. (Replies to reads may
+// overtake it: the debugger cannot have sent one that depends on the
+// stop. Any other reply sends what was gathered, then the event, first.)
 func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	if f.ic.FromVM(rs, fr) == relay.Consume {
 		return relay.Consume
 	}
 	if fr.Kind == relay.KindReply {
+		if _, read := keyable.Lookup(fr.Cmd); !read {
+			// A reply to a resume or any other command that may change
+			// the VM's state must not overtake a held stop event: the
+			// near end would apply them in the wrong order.
+			f.mu.Lock()
+			f.flush()
+			f.mu.Unlock()
+		}
 		return relay.Forward
 	}
 	var serial uint64
