@@ -275,6 +275,11 @@ func TestSplitRealVM(t *testing.T) {
 	if st.BundlesBad != 0 || st.Stored == 0 {
 		t.Errorf("bundles: %+v", st)
 	}
+	if js := journal.ComputeStats(split.journal); js.PushBundles != int(st.BundlesReceived) ||
+		js.PushedRecords != int(st.Records) || js.PushedBytes != int(st.BytesSent) || js.PushUsage != int(st.UsageReports) {
+		t.Errorf("the near end's journal counts %d bundles, %d records, %d bytes, %d usage reports; the ends counted %+v",
+			js.PushBundles, js.PushedRecords, js.PushedBytes, js.PushUsage, st)
+	}
 	if split.steadyCommands == 0 {
 		t.Fatal("no steady reads in the near end's journal")
 	}
