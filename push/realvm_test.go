@@ -107,7 +107,7 @@ func runSplit(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Durat
 		NewHooks: relay.ChainHooks(FarHooks(run.far, cfg), func(*relay.Session) relay.Hooks {
 			return relay.Hooks{Observers: []relay.Observer{farEnded}}
 		})})
-	lk, err := link.Listen(ctx, "127.0.0.1:0", farAddr, link.Config{RTT: rtt, Seed: 1}, zerolog.Nop())
+	lk, err := link.Listen(ctx, "127.0.0.1:0", farAddr, link.Config{RTT: rtt, Seed: 1, Bandwidth: envInt("PUSH_BANDWIDTH")}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func directRun(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Dura
 		t.Fatal(err)
 	}
 	defer vm.Stop()
-	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, zerolog.Nop())
+	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1, Bandwidth: envInt("PUSH_BANDWIDTH")}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +236,12 @@ func directRun(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Dura
 		t.Fatal(err)
 	}
 	return res
+}
+
+// envInt is the integer in environment variable name, or 0.
+func envInt(name string) int64 {
+	n, _ := strconv.ParseInt(os.Getenv(name), 10, 64)
+	return n
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
@@ -251,7 +257,9 @@ func envDuration(name string, def time.Duration) time.Duration {
 // both ends, with a link between them, and checks that it saw what a
 // direct client sees at every stop, that at steady steps the near end
 // answered every read from pushed replies, and that a step then costs
-// about one round trip. PUSH_RTT_MS sets the link (20 ms by default).
+// about one round trip. PUSH_RTT_MS sets the link's RTT (20 ms by
+// default), PUSH_BANDWIDTH its bandwidth in bytes per second (none by
+// default).
 func TestSplitRealVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts JVMs")
