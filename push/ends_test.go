@@ -281,6 +281,11 @@ func TestNearServesBundleAndReportsUsage(t *testing.T) {
 	if usage == nil {
 		t.Fatalf("no usage report among %v", cmds)
 	}
+	for _, p := range cmds {
+		if c := p.Cmd(); c != jdwp.CmdIDSizes && c != CmdUsage && c != jdwp.CmdVirtualMachineResume {
+			t.Errorf("the near end sent %v of its own (it must not speculate)", c)
+		}
+	}
 	var c codec
 	defer c.close()
 	p := parser{c: &c}
