@@ -1,7 +1,10 @@
 package push
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -370,5 +373,52 @@ func TestNearBundlesAwaitNoReply(t *testing.T) {
 	}
 	if p := next(t, d); string(p) != string(ev) {
 		t.Fatalf("got %v, want the event after the bundles", p)
+	}
+}
+
+// TestFarPrefersLikelyUsed: under the byte cap, the records the learner
+// rates most likely to be used go first.
+func TestFarPrefersLikelyUsed(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
+	cnt := new(Counters)
+	fars := make(chan *far, 1)
+	hooks := FarHooks(newSpec(), Config{MaxHold: time.Minute, MaxBytesPerStop: 400, Counters: cnt})
+	d := attach(t, vm.Addr(), func(rs *relay.Session) relay.Hooks {
+		h := hooks(rs)
+		fars <- h.Interceptors[0].(*far)
+		return h
+	}, 0)
+	f := <-fars
+	f.mu.Lock()
+	f.stop = 9
+	f.mu.Unlock()
+	rng := rand.New(rand.NewPCG(1, 2))
+	scores := []float64{0.1, 0.9, 0.2, 0.8, 0.3, 0.7}
+	for i, s := range scores {
+		body := make([]byte, 100)
+		for j := range body {
+			body[j] = byte(rng.Uint32()) // incompressible
+		}
+		f.Stored(&speculator.SpecReply{Stop: 9, Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(uint64(i)),
+			Reply: jdwp.AppendReply(nil, 1, 0, body), Score: s})
+	}
+	f.Idle(9)
+	b := next(t, d)
+	var c codec
+	defer c.close()
+	p := parser{c: &c}
+	_, recs, err := p.parse(b.Body(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, r := range recs {
+		got = append(got, scores[binary.BigEndian.Uint64(r.Params)])
+	}
+	if want := []float64{0.9, 0.8, 0.7}; !slices.Equal(got, want) {
+		t.Errorf("bundle of %d bytes holds the records scored %v, want %v", len(b), got, want)
+	}
+	if st := cnt.Stats(); st.Capped != 3 {
+		t.Errorf("stats %+v: want 3 capped", st)
 	}
 }
