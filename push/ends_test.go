@@ -422,3 +422,35 @@ func TestFarPrefersLikelyUsed(t *testing.T) {
 		t.Errorf("stats %+v: want 3 capped", st)
 	}
 }
+
+// TestFarReleasesBeforeVMDeath: a VM_DEATH event behind a held stop event
+// is not held (the VM's connection ends right after it): the stop event,
+// then VM_DEATH, reach the debugger at once.
+func TestFarReleasesBeforeVMDeath(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	script := vmScript()
+	script[jdwp.CmdThreadReferenceStatus] = func(jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		<-release
+		return 0, intBody(1, 1)
+	}
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: script})
+	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Hour}), 0)
+	ev := stopEvent(77)
+	death := jdwp.AppendCommand(nil, 78, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8,
+		&jdwp.Composite{SuspendPolicy: jdwp.SuspendNone, Events: []jdwp.Event{{Kind: jdwp.EventVMDeath}}}))
+	if err := vm.Send(append(slices.Clone(ev), death...)); err != nil {
+		t.Fatal(err)
+	}
+	var events []jdwp.Packet
+	for len(events) < 2 {
+		if p := next(t, d); p.Cmd() == jdwp.CmdComposite {
+			events = append(events, p)
+		}
+	}
+	if string(events[0]) != string(ev) || string(events[1]) != string(death) {
+		t.Errorf("events %v, want the stop then VM_DEATH", events)
+	}
+	once.Do(func() { close(release) })
+}
