@@ -184,15 +184,8 @@ func TestFarCapsBytesPerStop(t *testing.T) {
 // TestFarHoldBound: a stop whose speculation does not finish is released
 // by MaxHold, with what was gathered by then.
 func TestFarHoldBound(t *testing.T) {
-	release := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	script := vmScript()
-	script[jdwp.CmdThreadReferenceStatus] = func(jdwp.Packet) (jdwp.ErrorCode, []byte) {
-		<-release // the VM is stuck: every later command waits too
-		return 0, intBody(1, 1)
-	}
-	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: script})
+	vm, unstick := stuckVM(t)
+	defer unstick()
 	cnt := new(Counters)
 	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: 30 * time.Millisecond, Counters: cnt}), 0)
 	ev := stopEvent(77)
@@ -211,7 +204,23 @@ func TestFarHoldBound(t *testing.T) {
 	if st := cnt.Stats(); st.HoldExpiry != 1 {
 		t.Errorf("stats %+v: want the event released by the hold bound", st)
 	}
-	once.Do(func() { close(release) })
+}
+
+// stuckVM is a scripted VM that does not answer ThreadReference.Status,
+// nor any command after it, until unstick is called (at the latest when
+// the test ends, before the VM closes).
+func stuckVM(t *testing.T) (vm *jdwptest.VM, unstick func()) {
+	release := make(chan struct{})
+	var once sync.Once
+	unstick = func() { once.Do(func() { close(release) }) }
+	script := vmScript()
+	script[jdwp.CmdThreadReferenceStatus] = func(jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		<-release
+		return 0, intBody(1, 1)
+	}
+	vm = jdwptest.StartVM(t, jdwptest.Script{Replies: script})
+	t.Cleanup(unstick) // runs before the VM's own cleanup, which waits for it
+	return vm, unstick
 }
 
 // bundlePacket is a CmdBundle packet for stop with fence and recs.
@@ -427,15 +436,8 @@ func TestFarPrefersLikelyUsed(t *testing.T) {
 // is not held (the VM's connection ends right after it): the stop event,
 // then VM_DEATH, reach the debugger at once.
 func TestFarReleasesBeforeVMDeath(t *testing.T) {
-	release := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	script := vmScript()
-	script[jdwp.CmdThreadReferenceStatus] = func(jdwp.Packet) (jdwp.ErrorCode, []byte) {
-		<-release
-		return 0, intBody(1, 1)
-	}
-	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: script})
+	vm, unstick := stuckVM(t)
+	defer unstick()
 	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Hour}), 0)
 	ev := stopEvent(77)
 	death := jdwp.AppendCommand(nil, 78, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8,
@@ -452,5 +454,4 @@ func TestFarReleasesBeforeVMDeath(t *testing.T) {
 	if string(events[0]) != string(ev) || string(events[1]) != string(death) {
 		t.Errorf("events %v, want the stop then VM_DEATH", events)
 	}
-	once.Do(func() { close(release) })
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,7 @@ func allMetrics(t *testing.T) *prometheus.Registry {
 	relay.NewMetrics(reg)
 	ddmtap.NewMetrics(reg)
 	speculator.NewMetrics(reg)
+	push.NewMetrics(reg)
 	j, err := journal.New(io.Discard, journal.Options{Registerer: reg, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
