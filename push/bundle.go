@@ -58,9 +58,10 @@ type Header struct {
 	Flags   uint8
 	// Stop is the far end's serial of the stop the records belong to.
 	Stop uint64
-	// Fence is, in a bundle, how many commands the far end had received
-	// from the near end (set 0xE1 aside) when its first record was
-	// gathered: its records reflect every command up to that one. Zero in
+	// Fence names, in a bundle, the last command that may change the
+	// VM's state the far end had received from the near end when the
+	// bundle's first record was gathered (fenceOf its packet ID; zero for
+	// none yet): its records reflect every command up to that one. Zero in
 	// a usage body.
 	Fence uint64
 	// Records is how many records the payload holds.

@@ -119,6 +119,11 @@ func TestFarSendsBundleBeforeEvent(t *testing.T) {
 	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
 	cnt := new(Counters)
 	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Minute, Counters: cnt}), 0)
+	// A command that may change the VM's state (the debugger's command 2):
+	// the bundle's fence names it.
+	if _, err := d.Call(jdwp.CmdObjectReferenceSetValues, append(threadParams(thread1), 0, 0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
 	ev := stopEvent(77)
 	if err := vm.Send(ev); err != nil {
 		t.Fatal(err)
@@ -133,6 +138,9 @@ func TestFarSendsBundleBeforeEvent(t *testing.T) {
 	h, recs, err := p.parse(b.Body(), false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if h.Fence != fenceOf(2) {
+		t.Errorf("bundle fence %#x, want %#x (the SetValues)", h.Fence, fenceOf(2))
 	}
 	got := map[jdwp.Cmd]bool{}
 	for _, r := range recs {
@@ -328,11 +336,11 @@ func TestNearDropsStaleBundles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stop 2, whose bundle the far end gathered before it received the
-	// SetValues below (fence 1: only the Resume).
+	// SetValues below (its fence: the Resume, the debugger's command 2).
 	if _, err := d.Call(jdwp.CmdObjectReferenceSetValues, append(threadParams(thread1), 0, 0, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := vm.Send(append(bundlePacket(3, 2, 1, []Record{nameRecord("stale")}), stopEvent(78)...)); err != nil {
+	if err := vm.Send(append(bundlePacket(3, 2, fenceOf(2), []Record{nameRecord("stale")}), stopEvent(78)...)); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -349,6 +357,25 @@ func TestNearDropsStaleBundles(t *testing.T) {
 	}
 	if st := cnt.Stats(); st.BundlesStale != 2 || st.Stored != 1 {
 		t.Errorf("stats %+v: want 2 stale bundles", st)
+	}
+	// Stop 3, gathered after the far end received the Resume (command 5):
+	// used.
+	if _, err := d.Call(jdwp.CmdVirtualMachineResume, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Send(append(bundlePacket(4, 3, fenceOf(5), []Record{nameRecord("fresh")}), stopEvent(79)...)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if p := next(t, d); p.Cmd() == jdwp.CmdComposite {
+			break
+		}
+	}
+	names := count(vm, jdwp.CmdThreadReferenceName)
+	if r, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1)); err != nil {
+		t.Fatal(err)
+	} else if got := jdwp.NewBodyReader(r.Body(), sizes8).String(); got != "fresh" || count(vm, jdwp.CmdThreadReferenceName) != names {
+		t.Errorf("name %q, want the pushed one from the cache", got)
 	}
 }
 

@@ -47,8 +47,9 @@ type far struct {
 	spec *speculator.Session
 	ic   relay.Interceptor // spec's
 
-	// fence counts the commands received from the near end, set 0xE1
-	// aside (farFence); read when a stop's first record is gathered.
+	// fence is fenceOf the last command received from the near end that
+	// may change the VM's state (farFence); read when a stop's first
+	// record is gathered.
 	fence atomic.Uint64
 
 	// Owned by the debugger reader goroutine (usage reports).
@@ -75,13 +76,16 @@ type far struct {
 	closed    bool
 }
 
-// farFence is the far end's observer: it counts the near end's commands.
+// farFence is the far end's observer: it notes the last command from the
+// near end that may change the VM's state.
 type farFence far
 
-// Observe counts each command that came from the near end.
-func (o *farFence) Observe(_ *relay.Session, f *relay.Frame) {
-	if f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Origin != relay.Synthetic && f.Cmd.Set != SetPush {
-		o.fence.Add(1)
+// Observe notes each command from the near end that may change the VM's
+// state, by the ID the near end sent it with (Frame.ID).
+func (o *farFence) Observe(rs *relay.Session, f *relay.Frame) {
+	if f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Origin != relay.Synthetic && f.Cmd.Set != SetPush &&
+		len(f.Packet) >= jdwp.HeaderSize && mayChange(rs, f) {
+		o.fence.Store(fenceOf(f.ID))
 	}
 }
 

@@ -33,9 +33,9 @@ const (
 
 // near is the near end's interceptor around its speculator session.
 //
-// Validity: a record is stored only if (1) the far end had received every
-// command this end sent that may change the VM's state before it gathered
-// the record (Header.Fence against inval), and (2) nothing invalidated it
+// Validity: a record is stored only if (1) the far end had received the
+// last command this end sent that may change the VM's state before it
+// gathered the record (Header.Fence against last), and (2) nothing invalidated it
 // here since its stop's event arrived (the mark taken then, checked by
 // speculator.Session.Offer). Events and replies reach both ends in the
 // same order, and the far end sends a bundle before any event after it.
@@ -45,10 +45,10 @@ type near struct {
 	spec *speculator.Session
 	ic   relay.Interceptor // spec's
 
-	// sent counts the commands sent to the far end (set 0xE1 aside), in
-	// the order they are observed; inval is sent's value at the last one
-	// that may change the VM's state (nearFence).
-	sent, inval atomic.Uint64
+	// last is fenceOf the last command sent to the far end that may
+	// change the VM's state (nearFence): a bundle is only used if the far
+	// end had received it when it gathered the bundle (Header.Fence).
+	last atomic.Uint64
 
 	// Owned by the VM reader goroutine.
 	dec      codec
@@ -69,27 +69,24 @@ type near struct {
 	out      []byte
 }
 
-// nearFence is the near end's observer: it numbers the commands sent to
-// the far end.
+// nearFence is the near end's observer: it notes the last command sent
+// to the far end that may change the VM's state.
 type nearFence near
 
-// Observe numbers each command sent to the far end.
+// Observe notes each command towards the far end that may change the
+// VM's state, by the ID it goes on the wire with. A command an interceptor
+// consumed and never sent is noted too: bundles are then dropped until the
+// next such command the far end receives (safe, and it heals).
 func (o *nearFence) Observe(rs *relay.Session, f *relay.Frame) {
-	if f.Dir != relay.ToVM || f.Kind != relay.KindCommand || f.Cmd.Set == SetPush ||
-		f.Origin == relay.CacheHit || f.Origin == relay.Belay || len(f.Packet) < jdwp.HeaderSize {
-		return // answered here, or push's own
-	}
-	k := o.sent.Add(1)
-	if !mayChange(rs, f) {
-		return
-	}
-	for {
-		old := o.inval.Load()
-		if old >= k || o.inval.CompareAndSwap(old, k) {
-			return
-		}
+	if f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Cmd.Set != SetPush &&
+		len(f.Packet) >= jdwp.HeaderSize && mayChange(rs, f) {
+		o.last.Store(fenceOf(f.Packet.ID()))
 	}
 }
+
+// fenceOf is the fence value of a command sent with packet ID id (zero
+// stands for none yet).
+func fenceOf(id uint32) uint64 { return 1<<32 | uint64(id) }
 
 // mayChange reports whether a command may change the VM's state: anything
 // but a cacheable command whose parameters fit its layout (the
@@ -197,7 +194,9 @@ func (n *near) bundle(rs *relay.Session, f *relay.Frame) {
 // keepLead copies a bundle's records until its stop event arrives.
 func (n *near) keepLead(h Header, recs []Record) {
 	if n.lead && n.leadHdr.Stop == h.Stop {
-		h.Fence = min(h.Fence, n.leadHdr.Fence) // a second bundle before the event
+		if h.Fence != n.leadHdr.Fence {
+			h.Fence = 0 // gathered across a command from here: drop both
+		}
 		h.Records += n.leadHdr.Records
 	} else {
 		n.leadBuf, n.leadRecs = n.leadBuf[:0], n.leadRecs[:0]
@@ -239,9 +238,9 @@ func (n *near) stale(h Header) {
 
 // offer stores a bundle's records fetched during the stop marked m.
 func (n *near) offer(rs *relay.Session, h Header, recs []Record, m speculator.Mark) {
-	if h.Fence < n.inval.Load() {
-		// Gathered before the far end saw a command sent from here
-		// that may have changed what they say.
+	if h.Fence != n.last.Load() {
+		// Gathered before the far end received the last command sent
+		// from here that may have changed what they say.
 		n.stale(h)
 		return
 	}
