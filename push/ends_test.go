@@ -482,3 +482,47 @@ func TestFarReleasesBeforeVMDeath(t *testing.T) {
 		t.Errorf("events %v, want the stop then VM_DEATH", events)
 	}
 }
+
+// TestNearReusedIDsMatchNoFence: a debugger that reuses a packet ID for a
+// command that may change the VM's state leaves the far end's fence
+// ambiguous: bundles are dropped until a command with a fresh ID.
+func TestNearReusedIDsMatchNoFence(t *testing.T) {
+	vm, d, cnt := nearSetup(t, 0)
+	c := d.Conn()
+	r := jdwp.NewReader(c, 0)
+	call := func(id uint32, cmd jdwp.Cmd, body []byte) {
+		t.Helper()
+		if _, err := c.Write(jdwp.AppendCommand(nil, id, cmd, body)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			p, err := r.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.IsReply() && p.ID() == id {
+				return
+			}
+		}
+	}
+	setValues := append(threadParams(thread1), 0, 0, 0, 0)
+	call(7, jdwp.CmdObjectReferenceSetValues, setValues)
+	call(8, jdwp.CmdObjectReferenceSetValues, setValues)
+	call(7, jdwp.CmdObjectReferenceSetValues, setValues) // 7 again
+	// Gathered after the first 7: the far end would say 7 either way.
+	if err := vm.Send(append(bundlePacket(1, 1, fenceOf(7), []Record{nameRecord("maybe stale")}), stopEvent(77)...)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Cmd() == jdwp.CmdComposite {
+			break
+		}
+	}
+	if st := cnt.Stats(); st.BundlesStale != 1 || st.Stored != 0 {
+		t.Errorf("stats %+v: want the bundle dropped", st)
+	}
+}

@@ -50,6 +50,10 @@ type near struct {
 	// end had received it when it gathered the bundle (Header.Fence).
 	last atomic.Uint64
 
+	recentMu sync.Mutex           // guards recent and nrecent
+	recent   [recentFences]uint64 // the last fence values noted, a ring
+	nrecent  int
+
 	// Owned by the VM reader goroutine.
 	dec      codec
 	p        parser
@@ -78,11 +82,31 @@ type nearFence near
 // consumed and never sent is noted too: bundles are then dropped until the
 // next such command the far end receives (safe, and it heals).
 func (o *nearFence) Observe(rs *relay.Session, f *relay.Frame) {
-	if f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Cmd.Set != SetPush &&
-		len(f.Packet) >= jdwp.HeaderSize && mayChange(rs, f) {
-		o.last.Store(fenceOf(f.Packet.ID()))
+	if f.Dir != relay.ToVM || f.Kind != relay.KindCommand || f.Cmd.Set == SetPush ||
+		len(f.Packet) < jdwp.HeaderSize || !mayChange(rs, f) {
+		return
 	}
+	v := fenceOf(f.Packet.ID())
+	o.recentMu.Lock()
+	defer o.recentMu.Unlock()
+	reused := false
+	for _, r := range o.recent[:min(o.nrecent, recentFences)] {
+		reused = reused || r == v
+	}
+	o.recent[o.nrecent%recentFences] = v
+	o.nrecent++
+	if reused {
+		// A debugger that reuses packet IDs: the far end's fence cannot
+		// tell this command from the earlier one, so no bundle matches
+		// until the next command with a fresh ID.
+		v |= 1 << 63
+	}
+	o.last.Store(v)
 }
+
+// recentFences is how many of the last state-changing commands' IDs the
+// near end remembers to detect a reused ID.
+const recentFences = 64
 
 // fenceOf is the fence value of a command sent with packet ID id (zero
 // stands for none yet).
