@@ -322,9 +322,11 @@ func (f *far) sendBundle() {
 	f.cfg.Metrics.sent(len(p), n)
 }
 
-// Close releases the session's speculator and stops any hold timer.
+// Close releases the session's speculator and codecs and stops any hold
+// timer. Both readers have stopped: the usage decoder is free.
 func (f *far) Close(rs *relay.Session) {
 	f.ic.Close(rs)
+	f.dec.close()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
