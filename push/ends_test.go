@@ -526,3 +526,11 @@ func TestNearReusedIDsMatchNoFence(t *testing.T) {
 		t.Errorf("stats %+v: want the bundle dropped", st)
 	}
 }
+
+// TestNoSpeculatorNoHooks: without a speculator there is nothing to push,
+// and the factories are nil, which relay.ChainHooks skips.
+func TestNoSpeculatorNoHooks(t *testing.T) {
+	if FarHooks(nil, Config{}) != nil || NearHooks(nil, Config{}) != nil {
+		t.Fatal("hooks without a speculator")
+	}
+}

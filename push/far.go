@@ -15,8 +15,12 @@ import (
 
 // FarHooks returns the far end's hooks: sp's session in ModeAlways, with
 // the stop events it speculates on held back until their bundle is sent
-// (see the package doc). Install it instead of sp.Hooks.
+// (see the package doc). Install it instead of sp.Hooks, first in the
+// chain. With sp nil it returns nil.
 func FarHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.Hooks {
+	if sp == nil {
+		return nil // no speculator, nothing to push (relay.ChainHooks skips nil)
+	}
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		f := &far{cfg: cfg, rs: rs, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}

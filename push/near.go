@@ -13,8 +13,13 @@ import (
 
 // NearHooks returns the near end's hooks: sp's session in ModeNever (it
 // serves hits and sends nothing of its own), fed with the far end's
-// bundles (see the package doc). Install it instead of sp.Hooks.
+// bundles (see the package doc). Install it instead of sp.Hooks, first in
+// the chain (before any interceptor that may consume the debugger's
+// commands, such as write-behind). With sp nil it returns nil.
 func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.Hooks {
+	if sp == nil {
+		return nil // no speculator, nothing to push (relay.ChainHooks skips nil)
+	}
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		n := &near{cfg: cfg, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
