@@ -2,6 +2,7 @@ package journal
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -77,14 +78,33 @@ type Stats struct {
 	// kept in the cache can serve many commands, so RoundTripsSaved may
 	// exceed SpeculativeUsed; a hit may also come from a forwarded reply
 	// the cache kept, which no speculative command is credited for.
-	Speculative     int            `json:"speculative"`
-	SpeculativeUsed int            `json:"speculative_used"`
-	Events          int            `json:"events"`
-	DDM             int            `json:"ddm"`
-	Dropped         uint64         `json:"dropped"`
-	Latency         Percentiles    `json:"latency"`
-	PerCommand      []CommandStats `json:"per_command"`
+	Speculative     int `json:"speculative"`
+	SpeculativeUsed int `json:"speculative_used"`
+	// Split mode's pushed replies (push/PROTOCOL.md), on either end:
+	// PushBundles counts the bundles, PushedRecords their records as
+	// their headers say (none counted for a bundle whose bytes the journal
+	// did not keep), PushedBytes their packets' bytes, and PushUsage the
+	// near end's usage reports. They are not the debugger's, nor
+	// speculative commands.
+	PushBundles   int            `json:"push_bundles,omitempty"`
+	PushedRecords int            `json:"pushed_records,omitempty"`
+	PushedBytes   int            `json:"pushed_bytes,omitempty"`
+	PushUsage     int            `json:"push_usage_reports,omitempty"`
+	Events        int            `json:"events"`
+	DDM           int            `json:"ddm"`
+	Dropped       uint64         `json:"dropped"`
+	Latency       Percentiles    `json:"latency"`
+	PerCommand    []CommandStats `json:"per_command"`
 }
+
+// Split mode's push packets (push/PROTOCOL.md): vendor command set 225,
+// bundles (command 1) and usage reports (command 2); a bundle's record
+// count is at pushRecordsAt in its packet.
+const (
+	pushSet       = 225
+	pushBundle    = 1
+	pushRecordsAt = jdwp.HeaderSize + 18
+)
 
 // specKey is what a speculative command is matched by: its session, its
 // command and its parameters (the body), as the cache keys replies.
@@ -178,6 +198,14 @@ func ComputeStats(recs []Record) *Stats {
 				if r.VMLatencyNs > 0 {
 					c.vmLat = append(c.vmLat, time.Duration(r.VMLatencyNs))
 				}
+			case r.View == ViewWire && r.Set == pushSet && r.Kind == KindVMCommand && r.Cmd == pushBundle:
+				st.PushBundles++
+				st.PushedBytes += r.Len
+				if len(r.Bytes) >= pushRecordsAt+4 {
+					st.PushedRecords += int(binary.BigEndian.Uint32(r.Bytes[pushRecordsAt:]))
+				}
+			case r.View == ViewWire && r.Set == pushSet && r.Kind == KindCommand:
+				st.PushUsage++
 			case r.View == ViewWire && r.Kind == KindCommand && r.Dir == DirToVM:
 				c := get(r)
 				st.Synthetic++
@@ -256,6 +284,10 @@ func (st *Stats) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "events %d, DDM chunks %d\n", st.Events, st.DDM)
+	if st.PushBundles+st.PushUsage > 0 {
+		fmt.Fprintf(w, "pushed replies (split mode): %d bundles, %d records, %d bytes; %d usage reports\n",
+			st.PushBundles, st.PushedRecords, st.PushedBytes, st.PushUsage)
+	}
 	if st.Dropped > 0 {
 		fmt.Fprintf(w, "WARNING: the journal DROPPED %d records; counts below are incomplete\n", st.Dropped)
 	}

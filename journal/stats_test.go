@@ -83,3 +83,21 @@ func TestShowNamesTheProxyAsSender(t *testing.T) {
 		t.Errorf("line %q: want the proxy (px→vm) as the sender, not the debugger", line)
 	}
 }
+
+// TestStatsPushedReplies: split mode's bundles and usage reports are
+// counted as such (records from the bundle's header), not as the
+// debugger's commands or speculation.
+func TestStatsPushedReplies(t *testing.T) {
+	bundle := jdwp.AppendCommand(nil, 1, jdwp.Cmd{Set: pushSet, Cmd: pushBundle},
+		[]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 42, 0, 0, 0, 0})
+	recs := []Record{
+		{Type: TypePacket, Session: 1, View: ViewWire, Dir: DirToDebugger, Kind: KindVMCommand, Set: pushSet, Cmd: pushBundle,
+			Len: len(bundle), Bytes: bundle},
+		{Type: TypePacket, Session: 1, View: ViewWire, Dir: DirToVM, Kind: KindCommand, Set: pushSet, Cmd: 2, Len: 40},
+	}
+	st := ComputeStats(recs)
+	if st.PushBundles != 1 || st.PushedRecords != 42 || st.PushedBytes != len(bundle) || st.PushUsage != 1 ||
+		st.Speculative != 0 || st.Synthetic != 0 || st.Commands != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}

@@ -318,6 +318,9 @@ func (w *writer) packet(sl *slot, t int64) {
 		}
 	case sl.kind == relay.KindEvent:
 		thread, hasThread = w.decodeEvents(r, body, s.sizes)
+	case sl.kind == relay.KindVMCommand && synthetic:
+		// The proxy's own (split mode's pushed-reply bundles): no
+		// debugger reply will come.
 	case sl.kind == relay.KindDDM, sl.kind == relay.KindVMCommand:
 		s.vmCmdPending[sl.id] = pend{t: t, cmd: cmd, served: sl.origin}
 	case sl.kind == relay.KindDebuggerReply:

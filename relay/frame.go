@@ -179,7 +179,8 @@ type Interceptor interface {
 	// forwarded. f.Origin may be set to CacheHit or Belay on Consume.
 	FromDebugger(s *Session, f *Frame) Action
 	// FromVM sees each packet the VM sends, before it is forwarded.
-	// On Consume, f.Origin should be Synthetic. A reply to a command of
+	// On Consume, f.Origin should be Synthetic; a VM command consumed
+	// (one a peer proxy sent this one) awaits no debugger reply. A reply to a command of
 	// the proxy's own comes with f.Origin Synthetic already (see
 	// Session.IDs) and is absorbed whatever the interceptors decide.
 	FromVM(s *Session, f *Frame) Action

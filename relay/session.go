@@ -155,6 +155,12 @@ func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
 // VM is the name of the VM the session serves (Config.VM), "" if unnamed.
 func (s *Session) VM() string { return s.vmName }
 
+// Close ends the session at once, as the proxy's shutdown does: both
+// connections are closed. For a hook that finds the session unusable (a
+// peer proxy that breaks its protocol). Safe from any goroutine, hooks
+// included.
+func (s *Session) Close() { s.close() }
+
 // VMAddr is the VM's address.
 func (s *Session) VMAddr() net.Addr { return s.vm.RemoteAddr() }
 
@@ -539,18 +545,8 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		} else {
 			f.Cmd = p.Cmd()
 			f.Kind = vmCommandKind(f.Cmd)
-			switch f.Kind {
-			case KindVMCommand:
-				s.pendingMu.Lock()
-				if _, dup := s.dbgPending[p.ID()]; !dup {
-					s.outstanding[ToDebugger]++
-				}
-				s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time, origin: Forwarded}
-				s.pendingMu.Unlock()
-			case KindEvent:
-				if announcesVMDeath(p.Body()) {
-					s.ending.Store(true)
-				}
+			if f.Kind == KindEvent && announcesVMDeath(p.Body()) {
+				s.ending.Store(true)
 			}
 		}
 		if f.Kind == KindReply && (synthetic || s.ownIDs && s.ids.Peek(p.ID()) == retag.Synthetic) {
@@ -578,6 +574,16 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		f.ID = p.ID() // after any rewrite: the ID the debugger receives
 		if e := s.log.Trace(); e.Enabled() {
 			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Stringer(LogKind, f.Kind).Int(LogLength, len(p)).Msg("from VM")
+		}
+		if f.Kind == KindVMCommand && action == Forward {
+			// Awaits the debugger's reply; a command an interceptor
+			// consumed (one the proxy's peer sent the proxy) awaits none.
+			s.pendingMu.Lock()
+			if _, dup := s.dbgPending[p.ID()]; !dup {
+				s.outstanding[ToDebugger]++
+			}
+			s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time, origin: Forwarded}
+			s.pendingMu.Unlock()
 		}
 		s.observe(f)
 		if action == Forward {

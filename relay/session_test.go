@@ -420,3 +420,57 @@ func TestWriteTimeoutEndsSession(t *testing.T) {
 		}
 	})
 }
+
+// vmCommandEater consumes every VM command of a vendor set, as a hook
+// that takes commands its peer proxy sends it does.
+type vmCommandEater struct{ set jdwp.CommandSet }
+
+func (vmCommandEater) FromDebugger(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (e vmCommandEater) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindVMCommand && f.Cmd.Set == e.set {
+		f.Origin = relay.Synthetic
+		return relay.Consume
+	}
+	return relay.Forward
+}
+func (vmCommandEater) Close(*relay.Session) {}
+
+// TestConsumedVMCommandsAwaitNoReply: a VM command an interceptor consumed
+// never reaches the debugger, so no reply to it will come: it must not
+// count towards MaxOutstanding, or the proxy would stop reading the VM
+// after MaxOutstanding of them.
+func TestConsumedVMCommandsAwaitNoReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 3
+		set := jdwp.CommandSet(0xE1)
+		pr := newPipeRig(t, relay.Config{MaxOutstanding: limit, NewHooks: func(*relay.Session) relay.Hooks {
+			return relay.Hooks{Interceptors: []relay.Interceptor{vmCommandEater{set: set}}}
+		}})
+		dbg, vm := pr.connect()
+		go func() {
+			for id := range uint32(3 * limit) {
+				if _, err := vm.Write(jdwp.AppendCommand(nil, id+1, jdwp.Cmd{Set: set, Cmd: 1}, nil)); err != nil {
+					return
+				}
+			}
+			vm.Write(jdwp.AppendCommand(nil, 100, jdwp.Cmd{Set: jdwp.SetEvent, Cmd: 100}, []byte{0, 0, 0, 0, 0}))
+		}()
+		got := make(chan jdwp.Packet, 1)
+		go func() {
+			p, err := jdwp.NewReader(dbg, 0).Next()
+			if err == nil {
+				got <- p.Clone()
+			}
+			close(got)
+		}()
+		synctest.Wait()
+		select {
+		case p := <-got:
+			if p == nil || p.ID() != 100 {
+				t.Fatalf("the debugger got %v, want the event after the consumed commands", p)
+			}
+		default:
+			t.Fatal("the proxy stopped reading the VM after consumed commands")
+		}
+	})
+}

@@ -42,6 +42,7 @@ type session struct {
 	disp  dispatcher
 	trig  *trigger.Manager[cmdData] // command, reply and event subscriptions
 	data  dataPool                  // cmdData kept with commands in flight (slot)
+	push  pushSeams                 // mode and tap (export.go)
 
 	ansBuf   []byte // cache-hit answers (debugger goroutine, handed to the relay)
 	belayBuf []byte // belayed answers
@@ -242,6 +243,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 	}
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
 		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
+		ss.tapStored(s, p)
 		if p.ErrorCode() == jdwp.ErrorNone {
 			ss.chain(rs, &s.key, s.gen, p, sizes, s.level)
 		}
@@ -251,6 +253,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 		ss.sp.countSpec(outcomeWasted, 1)
 	}
 	ss.disp.drain(rs)
+	ss.tapIdle()
 }
 
 // markUsed records that a speculation served the debugger.
@@ -392,8 +395,8 @@ const (
 
 // speculating reports whether speculative commands are worth sending now.
 func (ss *session) speculating() bool {
-	if ss.closed {
-		return false
+	if spec, forced := ss.forcedSpeculation(); forced || ss.closed {
+		return spec && !ss.closed
 	}
 	rtt := ss.disp.rtt.min()
 	if floor := ss.sp.cfg.MinRTT; floor > 0 && rtt < floor {

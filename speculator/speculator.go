@@ -39,6 +39,11 @@
 // rules (predict.go, predict_values.go) connect them. What each command
 // does to cached facts comes from keyable's table (keyable.Effect), and IDs
 // are typed (jdwp.ThreadID, jdwp.ClassID, ...; keyable.Subject).
+//
+// Split mode (package push) uses the seams of export.go: a session whose
+// mode forces speculation on (far end) or off (near end), a Tap told of
+// each speculative reply stored and of idle moments, and Offer, which
+// stores a reply fetched elsewhere under the same validity rules.
 package speculator
 
 import (

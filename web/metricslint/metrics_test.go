@@ -14,6 +14,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
@@ -32,6 +33,7 @@ func allMetrics(t *testing.T) *prometheus.Registry {
 	ddmtap.NewMetrics(reg)
 	speculator.NewMetrics(reg)
 	split.NewMetrics(reg)
+	push.NewMetrics(reg)
 	j, err := journal.New(io.Discard, journal.Options{Registerer: reg, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,536 @@
+package push
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/rs/zerolog"
+)
+
+// The scripted VM's world: one suspended thread with one frame.
+const (
+	thread1 = 0x11
+	frame1  = 0x21
+	class1  = 0x31
+	method1 = 0x41
+)
+
+func idsBody() []byte { return jdwp.AppendIDSizes(nil, sizes8) }
+
+func threadParams(t uint64) []byte {
+	w := jdwp.BodyWriter{Sizes: sizes8}
+	w.ObjectID(t)
+	return w.Buf
+}
+
+func strBody(s string) []byte {
+	w := jdwp.BodyWriter{Sizes: sizes8}
+	w.String(s)
+	return w.Buf
+}
+
+func intBody(vs ...int32) []byte {
+	w := jdwp.BodyWriter{Sizes: sizes8}
+	for _, v := range vs {
+		w.Int32(v)
+	}
+	return w.Buf
+}
+
+// vmScript answers what a speculator asks at a stop of thread1.
+func vmScript() map[jdwp.Cmd]jdwptest.ReplyFunc {
+	frames := jdwp.BodyWriter{Sizes: sizes8}
+	frames.Int32(1)
+	frames.FrameID(frame1)
+	frames.Uint8(uint8(jdwp.TypeTagClass))
+	frames.ReferenceTypeID(class1)
+	frames.MethodID(method1)
+	frames.Int64(3)
+	threads := jdwp.BodyWriter{Sizes: sizes8}
+	threads.Int32(1)
+	threads.ObjectID(thread1)
+	return map[jdwp.Cmd]jdwptest.ReplyFunc{
+		jdwp.CmdIDSizes:                     jdwptest.Body(idsBody()),
+		jdwp.CmdThreadReferenceFrameCount:   jdwptest.Body(intBody(1)),
+		jdwp.CmdThreadReferenceFrames:       jdwptest.Body(frames.Buf),
+		jdwp.CmdVirtualMachineAllThreads:    jdwptest.Body(threads.Buf),
+		jdwp.CmdThreadReferenceName:         jdwptest.Body(strBody("main")),
+		jdwp.CmdThreadReferenceStatus:       jdwptest.Body(intBody(1, 1)),
+		jdwp.CmdVirtualMachineResume:        jdwptest.Body(nil),
+		jdwp.CmdObjectReferenceSetValues:    jdwptest.Body(nil),
+		jdwp.CmdVirtualMachineAllClasses:    jdwptest.Body(intBody(0)),
+		jdwp.CmdThreadReferenceSuspendCount: jdwptest.Body(intBody(1)),
+	}
+}
+
+// stopEvent is an Event.Composite of a SINGLE_STEP of thread1, suspending
+// the VM.
+func stopEvent(id uint32) jdwp.Packet {
+	c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{
+		Kind: jdwp.EventSingleStep, RequestID: 5, Thread: thread1,
+		Location: jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: class1, Method: method1, Index: 3},
+	}}}
+	return jdwp.AppendCommand(nil, id, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &c))
+}
+
+// attach starts a relay server in front of vm with hooks and attaches a
+// debugger that has learned the ID sizes.
+func attach(t *testing.T, vmAddr string, hooks func(*relay.Session) relay.Hooks, maxOutstanding int) *jdwptest.Debugger {
+	t.Helper()
+	addr := serve(t, relay.Config{DialVM: relay.DialTCP(vmAddr), NewHooks: hooks, MaxOutstanding: maxOutstanding, Logger: zerolog.Nop()})
+	d, err := jdwptest.Attach(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if _, err := d.Call(jdwp.CmdIDSizes, nil); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newSpec() *speculator.Speculator {
+	return speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+}
+
+// next reads the debugger's next packet, failing the test on an error.
+func next(t *testing.T, d *jdwptest.Debugger) jdwp.Packet {
+	t.Helper()
+	p, err := d.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Clone()
+}
+
+// TestFarSendsBundleBeforeEvent: at a stop, the far end's debugger (the
+// near end) gets one bundle of the speculation's replies, then the event,
+// byte for byte as the VM sent it.
+func TestFarSendsBundleBeforeEvent(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
+	cnt := new(Counters)
+	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Minute, Counters: cnt}), 0)
+	// A command that may change the VM's state (the debugger's command 2):
+	// the bundle's fence names it.
+	if _, err := d.Call(jdwp.CmdObjectReferenceSetValues, append(threadParams(thread1), 0, 0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	ev := stopEvent(77)
+	if err := vm.Send(ev); err != nil {
+		t.Fatal(err)
+	}
+	b := next(t, d)
+	if b.IsReply() || b.Cmd() != CmdBundle {
+		t.Fatalf("first packet %v, want a bundle", b)
+	}
+	var c codec
+	defer c.close()
+	p := parser{c: &c}
+	h, recs, err := p.parse(b.Body(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Fence != fenceOf(2) {
+		t.Errorf("bundle fence %#x, want %#x (the SetValues)", h.Fence, fenceOf(2))
+	}
+	got := map[jdwp.Cmd]bool{}
+	for _, r := range recs {
+		got[r.Cmd] = true
+	}
+	for _, want := range []jdwp.Cmd{jdwp.CmdThreadReferenceFrames, jdwp.CmdVirtualMachineAllThreads, jdwp.CmdThreadReferenceName} {
+		if !got[want] {
+			t.Errorf("bundle %+v lacks %v (has %v)", h, want, got)
+		}
+	}
+	if e := next(t, d); string(e) != string(ev) {
+		t.Fatalf("after the bundle %v, want the stop event", e)
+	}
+	if st := cnt.Stats(); st.Stops != 1 || st.Bundles != 1 || st.BytesSent != int64(len(b)) || st.HoldExpiry != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestFarCapsBytesPerStop: a stop's bundles stay within MaxBytesPerStop,
+// the records left out are counted, and the event still comes.
+func TestFarCapsBytesPerStop(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
+	cnt := new(Counters)
+	const limit = 110
+	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Minute, MaxBytesPerStop: limit, Counters: cnt}), 0)
+	if err := vm.Send(stopEvent(77)); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for {
+		p := next(t, d)
+		if p.Cmd() == jdwp.CmdComposite {
+			break
+		}
+		if p.Cmd() != CmdBundle {
+			t.Fatalf("unexpected %v", p)
+		}
+		total += len(p)
+	}
+	st := cnt.Stats()
+	if total > limit || st.BytesSent != int64(total) {
+		t.Errorf("%d bundle bytes for the stop (stats %d), cap %d", total, st.BytesSent, limit)
+	}
+	if st.Capped == 0 || st.Records == 0 {
+		t.Errorf("stats %+v: want some records sent and some capped", st)
+	}
+}
+
+// TestFarHoldBound: a stop whose speculation does not finish is released
+// by MaxHold, with what was gathered by then.
+func TestFarHoldBound(t *testing.T) {
+	vm, unstick := stuckVM(t)
+	defer unstick()
+	cnt := new(Counters)
+	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: 30 * time.Millisecond, Counters: cnt}), 0)
+	ev := stopEvent(77)
+	if err := vm.Send(ev); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p := next(t, d)
+		if p.Cmd() == jdwp.CmdComposite {
+			if string(p) != string(ev) {
+				t.Fatalf("event %v", p)
+			}
+			break
+		}
+	}
+	if st := cnt.Stats(); st.HoldExpiry != 1 {
+		t.Errorf("stats %+v: want the event released by the hold bound", st)
+	}
+}
+
+// stuckVM is a scripted VM that does not answer ThreadReference.Status,
+// nor any command after it, until unstick is called (at the latest when
+// the test ends, before the VM closes).
+func stuckVM(t *testing.T) (vm *jdwptest.VM, unstick func()) {
+	release := make(chan struct{})
+	var once sync.Once
+	unstick = func() { once.Do(func() { close(release) }) }
+	script := vmScript()
+	script[jdwp.CmdThreadReferenceStatus] = func(jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		<-release
+		return 0, intBody(1, 1)
+	}
+	vm = jdwptest.StartVM(t, jdwptest.Script{Replies: script})
+	t.Cleanup(unstick) // runs before the VM's own cleanup, which waits for it
+	return vm, unstick
+}
+
+// bundlePacket is a CmdBundle packet for stop with fence and recs.
+func bundlePacket(id uint32, stop, fence uint64, recs []Record) jdwp.Packet {
+	return jdwp.AppendCommand(nil, id, CmdBundle, encodeBundle(Header{Stop: stop, Fence: fence}, recs, nil))
+}
+
+func nameRecord(name string) Record {
+	return Record{Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(thread1), Body: strBody(name)}
+}
+
+func statusRecord() Record {
+	return Record{Cmd: jdwp.CmdThreadReferenceStatus, Params: threadParams(thread1), Body: intBody(1, 1)}
+}
+
+// count is how many commands c vm received.
+func count(vm *jdwptest.VM, c jdwp.Cmd) int {
+	n := 0
+	for _, p := range vm.Commands() {
+		if p.Cmd() == c {
+			n++
+		}
+	}
+	return n
+}
+
+// nearSetup is a near end whose "VM" is a scripted far end.
+func nearSetup(t *testing.T, maxOutstanding int) (*jdwptest.VM, *jdwptest.Debugger, *Counters) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
+	cnt := new(Counters)
+	d := attach(t, vm.Addr(), NearHooks(newSpec(), Config{Counters: cnt}), maxOutstanding)
+	return vm, d, cnt
+}
+
+// TestNearServesBundleAndReportsUsage: a bundle never reaches the
+// debugger, its records answer the debugger's reads at its stop, and the
+// reads it answered are reported to the far end before the resume.
+func TestNearServesBundleAndReportsUsage(t *testing.T) {
+	vm, d, cnt := nearSetup(t, 0)
+	ev := stopEvent(77)
+	if err := vm.Send(append(bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev...)); err != nil {
+		t.Fatal(err)
+	}
+	if p := next(t, d); string(p) != string(ev) {
+		t.Fatalf("first packet %v, want the event (the bundle must not reach the debugger)", p)
+	}
+	r, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jdwp.NewBodyReader(r.Body(), sizes8).String(); got != "pushed" {
+		t.Errorf("name %q, want the pushed reply", got)
+	}
+	if n := count(vm, jdwp.CmdThreadReferenceName); n != 0 {
+		t.Errorf("the far end got %d Name commands, want the near end to answer", n)
+	}
+	if _, err := d.Call(jdwp.CmdVirtualMachineResume, nil); err != nil {
+		t.Fatal(err)
+	}
+	cmds := vm.Commands()
+	var usage jdwp.Packet
+	for i, p := range cmds {
+		if p.Cmd() == CmdUsage {
+			usage = p
+			if i+1 >= len(cmds) || cmds[i+1].Cmd() != jdwp.CmdVirtualMachineResume {
+				t.Errorf("usage report not right before the resume: %v", cmds)
+			}
+		}
+	}
+	if usage == nil {
+		t.Fatalf("no usage report among %v", cmds)
+	}
+	for _, p := range cmds {
+		if c := p.Cmd(); c != jdwp.CmdIDSizes && c != CmdUsage && c != jdwp.CmdVirtualMachineResume {
+			t.Errorf("the near end sent %v of its own (it must not speculate)", c)
+		}
+	}
+	var c codec
+	defer c.close()
+	p := parser{c: &c}
+	h, recs, err := p.parse(usage.Body(), true)
+	if err != nil || h.Stop != 1 || len(recs) != 1 || recs[0].Cmd != jdwp.CmdThreadReferenceName {
+		t.Errorf("usage %+v %+v %v", h, recs, err)
+	}
+	if st := cnt.Stats(); st.Stored != 1 || st.BundlesReceived != 1 || st.UsageReports != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestNearDropsStaleBundles: a bundle for a stop the debugger has resumed
+// from is dropped, and so is one gathered before the far end saw a command
+// the debugger sent that may change the VM's state.
+func TestNearDropsStaleBundles(t *testing.T) {
+	vm, d, cnt := nearSetup(t, 0)
+	ev := stopEvent(77)
+	if err := vm.Send(append(bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev...)); err != nil {
+		t.Fatal(err)
+	}
+	next(t, d)
+	if _, err := d.Call(jdwp.CmdVirtualMachineResume, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A late bundle of stop 1, after the resume.
+	if err := vm.Send(bundlePacket(2, 1, 1, []Record{statusRecord()})); err != nil {
+		t.Fatal(err)
+	}
+	// Stop 2, whose bundle the far end gathered before it received the
+	// SetValues below (its fence: the Resume, the debugger's command 2).
+	if _, err := d.Call(jdwp.CmdObjectReferenceSetValues, append(threadParams(thread1), 0, 0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Send(append(bundlePacket(3, 2, fenceOf(2), []Record{nameRecord("stale")}), stopEvent(78)...)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if p := next(t, d); p.Cmd() == jdwp.CmdComposite {
+			break
+		}
+	}
+	r, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jdwp.NewBodyReader(r.Body(), sizes8).String(); got != "main" {
+		t.Errorf("name %q, want the VM's (the pushed one was stale)", got)
+	}
+	if st := cnt.Stats(); st.BundlesStale != 2 || st.Stored != 1 {
+		t.Errorf("stats %+v: want 2 stale bundles", st)
+	}
+	// Stop 3, gathered after the far end received the Resume (command 5):
+	// used.
+	if _, err := d.Call(jdwp.CmdVirtualMachineResume, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Send(append(bundlePacket(4, 3, fenceOf(5), []Record{nameRecord("fresh")}), stopEvent(79)...)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if p := next(t, d); p.Cmd() == jdwp.CmdComposite {
+			break
+		}
+	}
+	names := count(vm, jdwp.CmdThreadReferenceName)
+	if r, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1)); err != nil {
+		t.Fatal(err)
+	} else if got := jdwp.NewBodyReader(r.Body(), sizes8).String(); got != "fresh" || count(vm, jdwp.CmdThreadReferenceName) != names {
+		t.Errorf("name %q, want the pushed one from the cache", got)
+	}
+}
+
+// TestNearClosesOnGarbage: a bundle that does not parse ends its session
+// (and only that), and never reaches the debugger.
+func TestNearClosesOnGarbage(t *testing.T) {
+	vm, d, cnt := nearSetup(t, 0)
+	if err := vm.Send(jdwp.AppendCommand(nil, 1, CmdBundle, []byte("not a bundle at all, sorry"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitClosed(); err != nil {
+		t.Fatal(err)
+	}
+	if st := cnt.Stats(); st.BundlesBad != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestNearBundlesAwaitNoReply: bundles are commands nobody answers; the
+// relay must not count them as awaiting the debugger's reply, or a long
+// session would stop reading the far end.
+func TestNearBundlesAwaitNoReply(t *testing.T) {
+	vm, d, _ := nearSetup(t, 2)
+	var all []byte
+	for i := range 10 {
+		all = append(all, bundlePacket(uint32(i+1), uint64(i+1), 0, []Record{nameRecord(fmt.Sprint(i))})...)
+	}
+	ev := stopEvent(99)
+	if err := vm.Send(append(all, ev...)); err != nil {
+		t.Fatal(err)
+	}
+	if p := next(t, d); string(p) != string(ev) {
+		t.Fatalf("got %v, want the event after the bundles", p)
+	}
+}
+
+// TestFarPrefersLikelyUsed: under the byte cap, the records the learner
+// rates most likely to be used go first.
+func TestFarPrefersLikelyUsed(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
+	cnt := new(Counters)
+	fars := make(chan *far, 1)
+	hooks := FarHooks(newSpec(), Config{MaxHold: time.Minute, MaxBytesPerStop: 400, Counters: cnt})
+	d := attach(t, vm.Addr(), func(rs *relay.Session) relay.Hooks {
+		h := hooks(rs)
+		fars <- h.Interceptors[0].(*far)
+		return h
+	}, 0)
+	f := <-fars
+	f.mu.Lock()
+	f.stop = 9
+	f.mu.Unlock()
+	rng := rand.New(rand.NewPCG(1, 2))
+	scores := []float64{0.1, 0.9, 0.2, 0.8, 0.3, 0.7}
+	for i, s := range scores {
+		body := make([]byte, 100)
+		for j := range body {
+			body[j] = byte(rng.Uint32()) // incompressible
+		}
+		f.Stored(&speculator.SpecReply{Stop: 9, Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(uint64(i)),
+			Reply: jdwp.AppendReply(nil, 1, 0, body), Score: s})
+	}
+	f.Idle(9)
+	b := next(t, d)
+	var c codec
+	defer c.close()
+	p := parser{c: &c}
+	_, recs, err := p.parse(b.Body(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, r := range recs {
+		got = append(got, scores[binary.BigEndian.Uint64(r.Params)])
+	}
+	if want := []float64{0.9, 0.8, 0.7}; !slices.Equal(got, want) {
+		t.Errorf("bundle of %d bytes holds the records scored %v, want %v", len(b), got, want)
+	}
+	if st := cnt.Stats(); st.Capped != 3 {
+		t.Errorf("stats %+v: want 3 capped", st)
+	}
+}
+
+// TestFarReleasesBeforeVMDeath: a VM_DEATH event behind a held stop event
+// is not held (the VM's connection ends right after it): the stop event,
+// then VM_DEATH, reach the debugger at once.
+func TestFarReleasesBeforeVMDeath(t *testing.T) {
+	vm, unstick := stuckVM(t)
+	defer unstick()
+	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Hour}), 0)
+	ev := stopEvent(77)
+	death := jdwp.AppendCommand(nil, 78, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8,
+		&jdwp.Composite{SuspendPolicy: jdwp.SuspendNone, Events: []jdwp.Event{{Kind: jdwp.EventVMDeath}}}))
+	if err := vm.Send(append(slices.Clone(ev), death...)); err != nil {
+		t.Fatal(err)
+	}
+	var events []jdwp.Packet
+	for len(events) < 2 {
+		if p := next(t, d); p.Cmd() == jdwp.CmdComposite {
+			events = append(events, p)
+		}
+	}
+	if string(events[0]) != string(ev) || string(events[1]) != string(death) {
+		t.Errorf("events %v, want the stop then VM_DEATH", events)
+	}
+}
+
+// TestNearReusedIDsMatchNoFence: a debugger that reuses a packet ID for a
+// command that may change the VM's state leaves the far end's fence
+// ambiguous: bundles are dropped until a command with a fresh ID.
+func TestNearReusedIDsMatchNoFence(t *testing.T) {
+	vm, d, cnt := nearSetup(t, 0)
+	c := d.Conn()
+	r := jdwp.NewReader(c, 0)
+	call := func(id uint32, cmd jdwp.Cmd, body []byte) {
+		t.Helper()
+		if _, err := c.Write(jdwp.AppendCommand(nil, id, cmd, body)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			p, err := r.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.IsReply() && p.ID() == id {
+				return
+			}
+		}
+	}
+	setValues := append(threadParams(thread1), 0, 0, 0, 0)
+	call(7, jdwp.CmdObjectReferenceSetValues, setValues)
+	call(8, jdwp.CmdObjectReferenceSetValues, setValues)
+	call(7, jdwp.CmdObjectReferenceSetValues, setValues) // 7 again
+	// Gathered after the first 7: the far end would say 7 either way.
+	if err := vm.Send(append(bundlePacket(1, 1, fenceOf(7), []Record{nameRecord("maybe stale")}), stopEvent(77)...)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Cmd() == jdwp.CmdComposite {
+			break
+		}
+	}
+	if st := cnt.Stats(); st.BundlesStale != 1 || st.Stored != 0 {
+		t.Errorf("stats %+v: want the bundle dropped", st)
+	}
+}
+
+// TestNoSpeculatorNoHooks: without a speculator there is nothing to push,
+// and the factories are nil, which relay.ChainHooks skips.
+func TestNoSpeculatorNoHooks(t *testing.T) {
+	if FarHooks(nil, Config{}) != nil || NearHooks(nil, Config{}) != nil {
+		t.Fatal("hooks without a speculator")
+	}
+}

@@ -1,0 +1,341 @@
+package push
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/rs/zerolog"
+)
+
+// FarHooks returns the far end's hooks: sp's session in ModeAlways, with
+// the stop events it speculates on held back until their bundle is sent
+// (see the package doc). Install it instead of sp.Hooks, first in the
+// chain. With sp nil it returns nil.
+func FarHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.Hooks {
+	if sp == nil {
+		return nil // no speculator, nothing to push (relay.ChainHooks skips nil)
+	}
+	cfg.fill()
+	return func(rs *relay.Session) relay.Hooks {
+		f := &far{cfg: cfg, rs: rs, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
+		f.spec = sp.NewTapped(rs, speculator.ModeAlways, f)
+		f.ic = f.spec.Interceptor()
+		f.usage.c = &f.dec
+		return relay.Hooks{Interceptors: []relay.Interceptor{f}, Observers: []relay.Observer{(*farFence)(f)}}
+	}
+}
+
+// pend is a gathered record not yet sent: its encoding is far.raw[off:off+n].
+type pend struct {
+	off, n int
+	score  float64
+}
+
+// heldPkt is a VM packet held behind a stop event: far.heldBuf[off:off+n].
+type heldPkt struct{ off, n int }
+
+// far is the far end's interceptor around its speculator session.
+//
+// Lock order: the speculator's lock, then mu (the Tap methods are called
+// under the former); mu is never held while calling the speculator.
+type far struct {
+	cfg  Config
+	rs   *relay.Session
+	log  zerolog.Logger
+	spec *speculator.Session
+	ic   relay.Interceptor // spec's
+
+	// fence is fenceOf the last command received from the near end that
+	// may change the VM's state (farFence); read when a stop's first
+	// record is gathered.
+	fence atomic.Uint64
+
+	// Owned by the debugger reader goroutine (usage reports).
+	dec   codec
+	usage parser
+	ans   []byte
+
+	mu        sync.Mutex // guards every field below
+	stop      uint64     // serial of the stop being gathered (0: none yet)
+	sent      int        // bundle bytes sent for stop
+	full      bool       // stop's MaxBytesPerStop is spent
+	pending   []pend     // gathered records, not yet sent, in arrival order
+	raw       []byte     // their encodings; owned by far
+	pendFence uint64     // fence when pending's first record was gathered
+	holding   bool       // a stop event (heldPkts[0]) is held
+	holdSeq   uint64     // numbers holds, so a late timer knows its own
+	timer     *time.Timer
+	heldPkts  []heldPkt
+	heldBuf   []byte // bytes of the held packets; owned by far
+	enc       codec
+	payload   []byte // a bundle's records in send order
+	out       []byte // the bundle packet
+	nextID    uint32 // IDs of bundle packets
+	closed    bool
+}
+
+// farFence is the far end's observer: it notes the last command from the
+// near end that may change the VM's state.
+type farFence far
+
+// Observe notes each command from the near end that may change the VM's
+// state, by the ID the near end sent it with (Frame.ID).
+func (o *farFence) Observe(rs *relay.Session, f *relay.Frame) {
+	if f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Origin != relay.Synthetic && f.Cmd.Set != SetPush &&
+		len(f.Packet) >= jdwp.HeaderSize && mayChange(rs, f) {
+		o.fence.Store(fenceOf(f.ID))
+	}
+}
+
+// FromDebugger consumes the near end's usage reports and passes anything
+// else to the speculator.
+func (f *far) FromDebugger(rs *relay.Session, fr *relay.Frame) relay.Action {
+	if fr.Kind == relay.KindCommand && fr.Cmd.Set == SetPush {
+		f.usageReport(rs, fr)
+		return relay.Consume
+	}
+	return f.ic.FromDebugger(rs, fr)
+}
+
+// usageReport feeds a usage report to the learner and answers it.
+func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
+	fr.Answer = jdwp.AppendReply(f.ans[:0], fr.ID, jdwp.ErrorNone, nil)
+	f.ans = fr.Answer[:0]
+	fr.Origin = relay.CacheHit
+	if fr.Cmd != CmdUsage {
+		f.protocolError(rs, fr.Cmd, nil)
+		return
+	}
+	h, recs, err := f.usage.parse(fr.Packet.Body(), true)
+	if err != nil {
+		f.protocolError(rs, fr.Cmd, err)
+		return
+	}
+	sizes, _ := rs.IDSizes()
+	if serial, active := f.spec.Stop(); !active || serial != h.Stop {
+		return // the stop ended here first (a resume crossed the report)
+	}
+	for i := range recs {
+		f.spec.Asked(recs[i].Cmd, recs[i].Params, sizes)
+	}
+}
+
+func (f *far) protocolError(rs *relay.Session, c jdwp.Cmd, err error) {
+	f.cfg.Counters.bad.Add(1)
+	f.cfg.Metrics.badBundle()
+	f.log.Error().Err(err).Stringer(relay.LogCmd, c).Msg("the near end sent a push packet this end cannot read; closing the session")
+	rs.Close()
+}
+
+// FromVM passes the VM's packets to the speculator, then holds a stop
+// event it speculates on, and every packet but replies to cacheable reads
+// behind it, until the stop's first bundle is sent. (Replies to reads may
+// overtake it: the debugger cannot have sent one that depends on the
+// stop. Any other reply sends what was gathered, then the event, first.)
+func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
+	if f.ic.FromVM(rs, fr) == relay.Consume {
+		return relay.Consume
+	}
+	if fr.Kind == relay.KindReply {
+		if _, read := keyable.Lookup(fr.Cmd); !read {
+			// A reply to a resume or any other command that may change
+			// the VM's state must not overtake a held stop event: the
+			// near end would apply them in the wrong order.
+			f.mu.Lock()
+			f.flush()
+			f.mu.Unlock()
+		}
+		return relay.Forward
+	}
+	var serial uint64
+	var active, idle bool
+	if fr.Kind == relay.KindEvent {
+		serial, active = f.spec.Stop()
+		idle = f.spec.Idle()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.holding && !announcesVMDeath(fr) {
+		f.hold(fr.Packet)
+		fr.Origin = relay.Synthetic
+		return relay.Consume
+	}
+	// Records gathered before this packet go before it: the near end
+	// applies the packet's effect (an event's invalidation) after them.
+	f.flush()
+	if fr.Kind != relay.KindEvent || !active || serial == f.stop || f.closed {
+		return relay.Forward
+	}
+	f.stop, f.sent, f.full = serial, 0, false
+	f.cfg.Counters.stops.Add(1)
+	f.hold(fr.Packet)
+	f.holding = true
+	fr.Origin = relay.Synthetic
+	if idle {
+		f.flush()
+		return relay.Consume
+	}
+	f.holdSeq++
+	seq := f.holdSeq
+	f.timer = time.AfterFunc(f.cfg.MaxHold, func() { f.expire(seq) })
+	return relay.Consume
+}
+
+// announcesVMDeath reports whether f is an Event.Composite whose first
+// event is VM_DEATH (suspend policy byte, event count, then each event's
+// kind): the VM's connection ends right after it, so it is not held (what
+// is held is released before it).
+func announcesVMDeath(f *relay.Frame) bool {
+	b := f.Packet.Body()
+	return f.Kind == relay.KindEvent && len(b) > 5 && jdwp.EventKind(b[5]) == jdwp.EventVMDeath
+}
+
+// hold queues a copy of p behind the held stop event.
+func (f *far) hold(p jdwp.Packet) {
+	f.heldPkts = append(f.heldPkts, heldPkt{off: len(f.heldBuf), n: len(p)})
+	f.heldBuf = append(f.heldBuf, p...)
+}
+
+// expire releases the stop event held by hold seq when MaxHold passed.
+func (f *far) expire(seq uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.holding && f.holdSeq == seq {
+		f.cfg.Counters.expiry.Add(1)
+		f.flush()
+	}
+}
+
+// Stored gathers a speculative reply of the current stop (speculator.Tap).
+func (f *far) Stored(r *speculator.SpecReply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || r.Stop != f.stop || f.stop == 0 {
+		return
+	}
+	if f.full {
+		f.cfg.Counters.capped.Add(1)
+		f.cfg.Metrics.record(outcomeCapped, 1)
+		return
+	}
+	if len(f.pending) == 0 {
+		f.pendFence = f.fence.Load()
+	}
+	off := len(f.raw)
+	f.raw = appendRecord(f.raw, r.Cmd, r.Params, r.Reply.ErrorCode(), r.Reply.Body())
+	f.pending = append(f.pending, pend{off: off, n: len(f.raw) - off, score: r.Score})
+	if len(f.raw) >= 4*(f.cfg.MaxBytesPerStop-f.sent) {
+		// Enough to fill the stop's budget even well compressed.
+		f.flush()
+	}
+}
+
+// Idle sends what was gathered once the speculation is done
+// (speculator.Tap).
+func (f *far) Idle(stop uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if stop == f.stop && (f.holding || len(f.pending) > 0) {
+		f.flush()
+	}
+}
+
+// flush sends the pending records as one bundle, then the held packets,
+// in that order. mu is held.
+func (f *far) flush() {
+	if len(f.pending) > 0 && !f.closed {
+		f.sendBundle()
+	}
+	f.pending, f.raw = f.pending[:0], f.raw[:0]
+	if !f.holding {
+		return
+	}
+	f.holding = false
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
+	for _, h := range f.heldPkts {
+		p := jdwp.Packet(f.heldBuf[h.off : h.off+h.n])
+		if err := f.rs.SendToDebugger(p, relay.Forwarded, p.Cmd()); err != nil {
+			f.log.Debug().Err(err).Msg("cannot release a held VM packet")
+			break
+		}
+	}
+	f.heldPkts, f.heldBuf = f.heldPkts[:0], f.heldBuf[:0]
+}
+
+// sendBundle sends the pending records, the most likely used first, as
+// many as the stop's budget takes; the others are counted capped. mu is
+// held.
+func (f *far) sendBundle() {
+	slices.SortStableFunc(f.pending, func(a, b pend) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
+	budget := f.cfg.MaxBytesPerStop - f.sent
+	n := len(f.pending)
+	for n > 0 {
+		f.payload = f.payload[:0]
+		for _, p := range f.pending[:n] {
+			f.payload = append(f.payload, f.raw[p.off:p.off+p.n]...)
+		}
+		h := Header{Stop: f.stop, Fence: f.pendFence, Records: uint32(n)}
+		f.out = jdwp.AppendCommand(f.out[:0], 0, CmdBundle, nil)
+		f.out = appendBody(f.out, h, f.payload, &f.enc)
+		if len(f.out) <= budget {
+			break
+		}
+		// Too big: keep the share of records that fits (at least one
+		// fewer), by their raw size.
+		n = max(0, min(n-1, n*budget/len(f.out)))
+	}
+	if dropped := len(f.pending) - n; dropped > 0 {
+		f.full = true
+		f.cfg.Counters.capped.Add(int64(dropped))
+		f.cfg.Metrics.record(outcomeCapped, dropped)
+	}
+	if n == 0 {
+		return
+	}
+	f.nextID++
+	p := jdwp.Packet(f.out)
+	p.SetID(f.nextID)
+	fixLength(p)
+	if err := f.rs.SendToDebugger(p, relay.Synthetic, CmdBundle); err != nil {
+		f.log.Debug().Err(err).Msg("cannot send a bundle")
+		return
+	}
+	f.sent += len(p)
+	c := f.cfg.Counters
+	c.bundles.Add(1)
+	c.bytes.Add(int64(len(p)))
+	c.raw.Add(int64(len(f.payload)))
+	c.records.Add(int64(n))
+	f.cfg.Metrics.sent(len(p), n)
+}
+
+// Close releases the session's speculator and codecs and stops any hold
+// timer. Both readers have stopped: the usage decoder is free.
+func (f *far) Close(rs *relay.Session) {
+	f.ic.Close(rs)
+	f.dec.close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	f.enc.close()
+}

@@ -1,0 +1,317 @@
+package push
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/rs/zerolog"
+)
+
+// NearHooks returns the near end's hooks: sp's session in ModeNever (it
+// serves hits and sends nothing of its own), fed with the far end's
+// bundles (see the package doc). Install it instead of sp.Hooks, first in
+// the chain (before any interceptor that may consume the debugger's
+// commands, such as write-behind). With sp nil it returns nil.
+func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.Hooks {
+	if sp == nil {
+		return nil // no speculator, nothing to push (relay.ChainHooks skips nil)
+	}
+	cfg.fill()
+	return func(rs *relay.Session) relay.Hooks {
+		n := &near{cfg: cfg, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
+		n.spec = sp.NewTapped(rs, speculator.ModeNever, nil)
+		n.ic = n.spec.Interceptor()
+		n.p.c = &n.dec
+		return relay.Hooks{Interceptors: []relay.Interceptor{n}, Observers: []relay.Observer{(*nearFence)(n)}}
+	}
+}
+
+// Bounds of a usage report.
+const (
+	maxUsageRecords = 4096
+	maxUsageBytes   = 64 << 10
+)
+
+// near is the near end's interceptor around its speculator session.
+//
+// Validity: a record is stored only if (1) the far end had received the
+// last command this end sent that may change the VM's state before it
+// gathered the record (Header.Fence against last), and (2) nothing invalidated it
+// here since its stop's event arrived (the mark taken then, checked by
+// speculator.Session.Offer). Events and replies reach both ends in the
+// same order, and the far end sends a bundle before any event after it.
+type near struct {
+	cfg  Config
+	log  zerolog.Logger
+	spec *speculator.Session
+	ic   relay.Interceptor // spec's
+
+	// last is fenceOf the last command sent to the far end that may
+	// change the VM's state (nearFence): a bundle is only used if the far
+	// end had received it when it gathered the bundle (Header.Fence).
+	last atomic.Uint64
+
+	recentMu sync.Mutex           // guards recent and nrecent
+	recent   [recentFences]uint64 // the last fence values noted, a ring
+	nrecent  int
+
+	// Owned by the VM reader goroutine.
+	dec      codec
+	p        parser
+	lead     bool      // a bundle awaits its stop event
+	leadHdr  Header    // its header
+	leadRecs []leadRec // its records, in leadBuf
+	leadBuf  []byte
+	rbuf     []byte // a record's reply packet, for Offer
+
+	mu       sync.Mutex // guards the fields below
+	cur      uint64     // the far end's serial of the stop in progress here (0: none)
+	curLocal uint64     // this end's serial of that stop
+	mark     speculator.Mark
+	usage    []byte // usage records of the stop: commands the cache answered
+	usageN   int
+	enc      codec
+	out      []byte
+}
+
+// nearFence is the near end's observer: it notes the last command sent
+// to the far end that may change the VM's state.
+type nearFence near
+
+// Observe notes each command towards the far end that may change the
+// VM's state, by the ID it goes on the wire with. A command an interceptor
+// consumed and never sent is noted too: bundles are then dropped until the
+// next such command the far end receives (safe, and it heals).
+func (o *nearFence) Observe(rs *relay.Session, f *relay.Frame) {
+	if f.Dir != relay.ToVM || f.Kind != relay.KindCommand || f.Cmd.Set == SetPush ||
+		len(f.Packet) < jdwp.HeaderSize || !mayChange(rs, f) {
+		return
+	}
+	v := fenceOf(f.Packet.ID())
+	o.recentMu.Lock()
+	defer o.recentMu.Unlock()
+	reused := false
+	for _, r := range o.recent[:min(o.nrecent, recentFences)] {
+		reused = reused || r == v
+	}
+	o.recent[o.nrecent%recentFences] = v
+	o.nrecent++
+	if reused {
+		// A debugger that reuses packet IDs: the far end's fence cannot
+		// tell this command from the earlier one, so no bundle matches
+		// until the next command with a fresh ID.
+		v |= 1 << 63
+	}
+	o.last.Store(v)
+}
+
+// recentFences is how many of the last state-changing commands' IDs the
+// near end remembers to detect a reused ID.
+const recentFences = 64
+
+// fenceOf is the fence value of a command sent with packet ID id (zero
+// stands for none yet).
+func fenceOf(id uint32) uint64 { return 1<<32 | uint64(id) }
+
+// mayChange reports whether a command may change the VM's state: anything
+// but a cacheable command whose parameters fit its layout (the
+// speculator's own rule).
+func mayChange(rs *relay.Session, f *relay.Frame) bool {
+	if _, ok := keyable.Lookup(f.Cmd); !ok {
+		return true
+	}
+	sizes, _ := rs.IDSizes()
+	var k keyable.Key
+	_, fits := keyable.Fill(&k, f.Cmd, f.Packet.Body(), sizes)
+	return !fits
+}
+
+// FromDebugger reports the stop's cache hits to the far end before the
+// first command that is not a cacheable read, and notes each hit.
+func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind != relay.KindCommand || len(f.Packet) < jdwp.HeaderSize {
+		return n.ic.FromDebugger(rs, f)
+	}
+	if _, ok := keyable.Lookup(f.Cmd); !ok {
+		n.sendUsage(rs)
+	}
+	a := n.ic.FromDebugger(rs, f)
+	if a == relay.Consume && f.Origin == relay.CacheHit {
+		n.mu.Lock()
+		if n.cur != 0 && n.usageN < maxUsageRecords && len(n.usage) < maxUsageBytes {
+			n.usage = appendUsage(n.usage, f.Cmd, f.Packet.Body())
+			n.usageN++
+		}
+		n.mu.Unlock()
+	}
+	return a
+}
+
+// sendUsage sends the stop's usage report, if it has one.
+func (n *near) sendUsage(rs *relay.Session) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.usageN == 0 {
+		return
+	}
+	n.out = jdwp.AppendCommand(n.out[:0], rs.IDs().NewSynthetic(), CmdUsage, nil)
+	n.out = appendBody(n.out, Header{Stop: n.cur, Records: uint32(n.usageN)}, n.usage, &n.enc)
+	fixLength(n.out)
+	n.usage, n.usageN = n.usage[:0], 0
+	if err := rs.SendToVM(n.out, relay.Synthetic); err != nil {
+		n.log.Debug().Err(err).Msg("cannot send a usage report")
+		return
+	}
+	n.cfg.Counters.usage.Add(1)
+}
+
+// FromVM consumes bundles (they never reach the debugger) and passes
+// everything else to the speculator; the stop event a bundle came before
+// stores its records.
+func (n *near) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindVMCommand && f.Cmd.Set == SetPush {
+		f.Origin = relay.Synthetic
+		n.bundle(rs, f)
+		return relay.Consume
+	}
+	a := n.ic.FromVM(rs, f)
+	if f.Kind == relay.KindEvent && n.lead {
+		n.lead = false
+		serial, _ := n.spec.Stop()
+		m := n.spec.Mark()
+		n.mu.Lock()
+		n.cur, n.curLocal, n.mark = n.leadHdr.Stop, serial, m
+		n.usage, n.usageN = n.usage[:0], 0
+		n.mu.Unlock()
+		n.offer(rs, n.leadHdr, n.leadRecords(), m)
+	}
+	return a
+}
+
+// bundle reads a bundle: one for the stop in progress is offered at once,
+// one for a stop whose event is still to come waits for it, and one for a
+// stop that has ended is dropped.
+func (n *near) bundle(rs *relay.Session, f *relay.Frame) {
+	if f.Cmd != CmdBundle {
+		n.protocolError(rs, f.Cmd, nil)
+		return
+	}
+	h, recs, err := n.p.parse(f.Packet.Body(), false)
+	if err != nil {
+		n.protocolError(rs, f.Cmd, err)
+		return
+	}
+	n.cfg.Counters.received.Add(1)
+	serial, active := n.spec.Stop()
+	n.mu.Lock()
+	cur, local, m := n.cur, n.curLocal, n.mark
+	n.mu.Unlock()
+	switch {
+	case h.Stop == cur && active && serial == local:
+		n.offer(rs, h, recs, m)
+	case h.Stop > cur:
+		n.keepLead(h, recs)
+	default:
+		n.stale(h)
+	}
+}
+
+// keepLead copies a bundle's records until its stop event arrives.
+func (n *near) keepLead(h Header, recs []Record) {
+	if n.lead && n.leadHdr.Stop == h.Stop {
+		if h.Fence != n.leadHdr.Fence {
+			h.Fence = 0 // gathered across a command from here: drop both
+		}
+		h.Records += n.leadHdr.Records
+	} else {
+		n.leadBuf, n.leadRecs = n.leadBuf[:0], n.leadRecs[:0]
+	}
+	n.lead, n.leadHdr = true, h
+	for _, r := range recs {
+		lr := leadRec{cmd: r.Cmd, code: r.Error, p: len(n.leadBuf), pn: len(r.Params)}
+		n.leadBuf = append(n.leadBuf, r.Params...)
+		lr.b, lr.bn = len(n.leadBuf), len(r.Body)
+		n.leadBuf = append(n.leadBuf, r.Body...)
+		n.leadRecs = append(n.leadRecs, lr)
+	}
+}
+
+// leadRec is a record of a bundle awaiting its event: its parameters are
+// near.leadBuf[p:p+pn], its reply body leadBuf[b:b+bn].
+type leadRec struct {
+	cmd          jdwp.Cmd
+	code         jdwp.ErrorCode
+	p, pn, b, bn int
+}
+
+// leadRecords returns the waiting bundle's records, pointing into leadBuf.
+func (n *near) leadRecords() []Record {
+	n.p.recs = n.p.recs[:0]
+	for _, lr := range n.leadRecs {
+		n.p.recs = append(n.p.recs, Record{Cmd: lr.cmd, Error: lr.code,
+			Params: n.leadBuf[lr.p : lr.p+lr.pn], Body: n.leadBuf[lr.b : lr.b+lr.bn]})
+	}
+	return n.p.recs
+}
+
+// stale counts a bundle dropped whole.
+func (n *near) stale(h Header) {
+	n.cfg.Counters.stale.Add(1)
+	n.cfg.Counters.staleRecs.Add(int64(h.Records))
+	n.cfg.Metrics.record(outcomeStale, int(h.Records))
+}
+
+// offer stores a bundle's records fetched during the stop marked m.
+func (n *near) offer(rs *relay.Session, h Header, recs []Record, m speculator.Mark) {
+	if h.Fence != n.last.Load() {
+		// Gathered before the far end received the last command sent
+		// from here that may have changed what they say.
+		n.stale(h)
+		return
+	}
+	sizes, _ := rs.IDSizes()
+	var stored, stale, dup, unusable int
+	for _, r := range recs {
+		n.rbuf = jdwp.AppendReply(n.rbuf[:0], 0, r.Error, r.Body)
+		switch n.spec.Offer(r.Cmd, r.Params, n.rbuf, m, sizes) {
+		case speculator.OfferStored:
+			stored++
+		case speculator.OfferStale:
+			stale++
+		case speculator.OfferCached:
+			dup++
+		default:
+			unusable++
+		}
+	}
+	c := n.cfg.Counters
+	c.stored.Add(int64(stored))
+	c.staleRecs.Add(int64(stale))
+	c.dups.Add(int64(dup))
+	c.unusable.Add(int64(unusable))
+	mt := n.cfg.Metrics
+	mt.record(outcomeStored, stored)
+	mt.record(outcomeStale, stale)
+	mt.record(outcomeDup, dup)
+	mt.record(outcomeUnusable, unusable)
+}
+
+func (n *near) protocolError(rs *relay.Session, c jdwp.Cmd, err error) {
+	n.cfg.Counters.bad.Add(1)
+	n.cfg.Metrics.badBundle()
+	n.log.Error().Err(err).Stringer(relay.LogCmd, c).Msg("the far end sent a push packet this end cannot read; closing the session")
+	rs.Close()
+}
+
+// Close releases the session's speculator and codecs.
+func (n *near) Close(rs *relay.Session) {
+	n.ic.Close(rs)
+	n.dec.close()
+	n.mu.Lock()
+	n.enc.close()
+	n.mu.Unlock()
+}

@@ -1,0 +1,212 @@
+package speculator
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+)
+
+// This file holds the seams that let another package move speculative
+// replies between two proxies (package push, split mode): a far end next to
+// the VM speculates at zero round trip and is told each speculative reply
+// it stores (Tap), and a near end next to the debugger stores replies it
+// did not fetch itself (Offer) under the same validity rules as its own.
+
+// Mode says when a session sends speculative commands.
+type Mode uint8
+
+const (
+	// ModeAdaptive speculates when the measured round trip makes it worth
+	// the VM time (Config.MinRTT, and the pause on fast links while most
+	// speculation goes unused): the proxy's usual mode.
+	ModeAdaptive Mode = iota
+	// ModeAlways speculates at every stop, whatever the round trip: for a
+	// far end next to the VM, whose speculation is pushed across the link.
+	ModeAlways
+	// ModeNever sends nothing of its own: the cache serves replies to the
+	// debugger's commands and replies offered to it (Offer). For a near end
+	// whose far end speculates.
+	ModeNever
+)
+
+// SpecReply is a speculative reply a session stored, as a Tap is told of
+// it. Params and Reply are the session's: valid only during the call.
+type SpecReply struct {
+	// Stop is the serial of the stop it was fetched for.
+	Stop   uint64
+	Cmd    jdwp.Cmd
+	Params []byte
+	Reply  jdwp.Packet
+	// Score is how likely the debugger is to use it, from what the
+	// learner saw at earlier stops: 1 for a command the debugger sent at
+	// the last stop or a rule whose speculation it always used, towards 0
+	// for rules whose speculation went unused.
+	Score float64
+}
+
+// A Tap is told of a tapped session's speculation. Its methods are called
+// with the session's lock held, from the relay's reader goroutines: they
+// must not block and must not call the Session back.
+type Tap interface {
+	// Stored: a speculative reply was stored in the cache, valid at the
+	// time of the call.
+	Stored(r *SpecReply)
+	// Idle: the session has no speculation in flight or queued (after a
+	// reply), during stop serial stop.
+	Idle(stop uint64)
+}
+
+// pushSeams is a session's mode and tap (Session), under session.mu.
+type pushSeams struct {
+	mode Mode
+	tap  Tap // nil: untapped
+	rep  SpecReply
+}
+
+// Session is one relay session's speculator with the seams of this file.
+// Its Interceptor must be installed on the session (instead of the one
+// NewSession or Hooks would make).
+type Session struct{ ss *session }
+
+// NewTapped returns a session whose speculation follows mode and whose
+// stored speculative replies are told to tap (nil for none).
+func (sp *Speculator) NewTapped(rs *relay.Session, mode Mode, tap Tap) *Session {
+	ss := newSession(sp, rs)
+	ss.push = pushSeams{mode: mode, tap: tap}
+	return &Session{ss: ss}
+}
+
+// Interceptor is the session's relay interceptor.
+func (s *Session) Interceptor() relay.Interceptor { return s.ss }
+
+// Stop is the serial of the current stop, and whether a stop is active
+// (from a suspending event until the next resume).
+func (s *Session) Stop() (serial uint64, active bool) {
+	s.ss.mu.Lock()
+	defer s.ss.mu.Unlock()
+	return s.ss.learn.ep.serial, s.ss.learn.ep.active
+}
+
+// Idle reports whether no speculation is in flight or queued.
+func (s *Session) Idle() bool {
+	s.ss.mu.Lock()
+	defer s.ss.mu.Unlock()
+	return s.ss.disp.nInFlight == 0 && len(s.ss.disp.queue) == 0
+}
+
+// A Mark is a point in a session's invalidation history: a reply fetched
+// at a mark is valid while nothing invalidated it since (see facts.valid).
+type Mark struct{ gen generation }
+
+// Mark is the session's current mark. Taken right after a stop's event was
+// handled, it stands for "fetched during this stop".
+func (s *Session) Mark() Mark {
+	s.ss.mu.Lock()
+	defer s.ss.mu.Unlock()
+	return Mark{gen: s.ss.facts.gen}
+}
+
+// OfferResult is what Offer did with a reply.
+type OfferResult uint8
+
+const (
+	// OfferStored: the reply is cached.
+	OfferStored OfferResult = iota
+	// OfferStale: something invalidated it since its mark (or its scope is
+	// not suspended); not cached.
+	OfferStale
+	// OfferCached: a valid reply for the command was cached already.
+	OfferCached
+	// OfferInvalid: not a cacheable command with parameters that fit its
+	// layout, or an error reply that is not stable; not cached.
+	OfferInvalid
+)
+
+// Offer stores reply, the VM's reply to command c with parameters params,
+// fetched elsewhere at mark m, under the rules of the session's own
+// replies: only a cacheable command, only while nothing invalidated it
+// since m. The cache keeps its own copy. Facts the reply carries (class
+// signatures, object types, class members) are learned as from any reply.
+func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, sizes jdwp.IDSizes) OfferResult {
+	if len(reply) < jdwp.HeaderSize || !reply.IsReply() {
+		return OfferInvalid
+	}
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var d cmdData
+	info, ok := keyable.Fill(&d.key, c, params, sizes)
+	if !ok || !storable(reply, info) || ss.closed {
+		return OfferInvalid
+	}
+	d.info, d.keyed, d.gen = info, true, m.gen
+	d.subj = d.key.Subject(info, sizes)
+	if !ss.facts.valid(info, d.subj, m.gen) {
+		return OfferStale
+	}
+	if ss.cache.has(&d.key) {
+		return OfferCached
+	}
+	if reply.ErrorCode() == jdwp.ErrorNone {
+		ss.facts.learnReply(c, &d, reply, sizes)
+		ss.facts.classes.learn(c, d.key.Params(), reply, sizes)
+	}
+	ss.cache.store(&d.key, info, d.subj, m.gen, reply, nil)
+	return OfferStored
+}
+
+// Asked tells the session that the debugger sent command c with params and
+// was answered elsewhere (by a near end, from replies this session's
+// speculation pushed there): the learner learns it as a command of the
+// current stop, and the speculation that fetched it counts as used.
+func (s *Session) Asked(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) {
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var key keyable.Key
+	info, ok := keyable.Fill(&key, c, params, sizes)
+	if !ok || ss.closed {
+		return
+	}
+	ss.learn.learnCommand(&key, info, key.Subject(info, sizes), sizes, ss.facts.objType)
+	if e := ss.cache.lookup(&key); e != nil {
+		ss.markUsed(e.rec)
+	}
+}
+
+// tapStored tells the tap of speculative reply p to s, just stored.
+func (ss *session) tapStored(s *spec, p jdwp.Packet) {
+	t := ss.push.tap
+	if t == nil {
+		return
+	}
+	score := ss.learn.ratio[s.kind]
+	switch {
+	case s.kind == kDefault:
+		score = 1
+	case s.tmpl != nil:
+		score = 1 / float64(1+s.tmpl.unused)
+	}
+	ss.push.rep = SpecReply{Stop: ss.learn.ep.serial, Cmd: s.key.Cmd(), Params: s.key.Params(), Reply: p, Score: score}
+	t.Stored(&ss.push.rep)
+	ss.push.rep = SpecReply{}
+}
+
+// tapIdle tells the tap when nothing is in flight or queued.
+func (ss *session) tapIdle() {
+	if t := ss.push.tap; t != nil && ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 {
+		t.Idle(ss.learn.ep.serial)
+	}
+}
+
+// forcedSpeculation is the mode's answer to whether to speculate, and
+// whether the mode decides it (ModeAdaptive leaves it to the gates).
+func (ss *session) forcedSpeculation() (speculate, forced bool) {
+	switch ss.push.mode {
+	case ModeAlways:
+		return !ss.closed, true
+	case ModeNever:
+		return false, true
+	}
+	return false, false
+}
