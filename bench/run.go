@@ -52,6 +52,9 @@ type Mode struct {
 	// speculator.Speculator.Stats); it is called before and after each
 	// cell, and the cell reports the difference.
 	Stats func() speculator.Stats
+	// PushedBytes, when set, returns the bytes split mode's far end pushed
+	// so far (push.Stats.BytesSent); the cell reports them per stop.
+	PushedBytes func() int64
 }
 
 // Accel is the accelerator's figures over one cell: the speculator's
@@ -140,6 +143,9 @@ type Cell struct {
 	// or slowdown) is within the noise of the measurement, not a result.
 	Noise bool   `json:"noise,omitempty"`
 	Stats *Accel `json:"accelerator,omitempty"`
+	// PushedBytesPerStop is what split mode's far end pushed across the
+	// link per stop of the cell (bundles as sent, compressed).
+	PushedBytesPerStop float64 `json:"pushed_bytes_per_stop,omitempty"`
 	// DigestsMatch is false when any stop's digest differs from the
 	// direct run's at the same RTT.
 	DigestsMatch bool     `json:"digests_match"`
@@ -197,12 +203,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				if m.Stats != nil {
 					before = m.Stats()
 				}
+				var pushedBefore int64
+				if m.PushedBytes != nil {
+					pushedBefore = m.PushedBytes()
+				}
 				c, err := runCell(ctx, cfg, w, m, rtt)
 				if err != nil {
 					return rep, fmt.Errorf("%s: %w", label, err)
 				}
 				if m.Stats != nil {
 					c.Stats = accelOf(m.Stats().Since(before))
+				}
+				if m.PushedBytes != nil && c.Stops > 0 {
+					c.PushedBytesPerStop = float64(m.PushedBytes()-pushedBefore) / float64(c.Stops)
 				}
 				if direct == nil {
 					direct = c

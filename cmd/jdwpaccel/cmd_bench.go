@@ -64,10 +64,7 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 		// to the VM, the link between it and the near end (speculating as
 		// the speculate mode does); the cell's figures are the near end's.
 		"split": func() (bench.Mode, error) {
-			far := speculator.New(speculator.Config{Enabled: true, CacheBytes: spec.CacheBytes}, log, nil)
-			near := speculator.New(spec, log, nil)
-			return bench.Mode{Name: "split", Split: true, FarHooks: farChain(far, far.Hooks),
-				NewHooks: nearChain(near, near.Hooks), Stats: near.Stats}, nil
+			return splitMode("split", spec, log), nil
 		},
 		// journal is the pass-through proxy with the journal on: against
 		// "proxy", what journaling costs the relay.

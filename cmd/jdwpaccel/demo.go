@@ -111,16 +111,13 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	// stack's speculator, so the page shows its sessions and figures. The
 	// split row runs split mode's two ends, each with its own speculator:
 	// the far end next to the VM, the link between it and the near end.
-	farSpec := speculator.New(speculator.Config{Enabled: true}, log, nil)
-	nearSpec := speculator.New(speculator.Config{Enabled: true}, log, nil)
 	rep, err := bench.Run(ctx, bench.Config{
 		RTTs:      []time.Duration{*rtt},
 		Workloads: []bench.Workload{{Profile: *workload, Debuggee: javavm.Deep}},
 		Modes: []bench.Mode{
 			{Name: "direct", Direct: true},
 			{Name: "jdwpaccel", NewHooks: comparisonHooks, Stats: st.spec.Stats},
-			{Name: "split", Split: true, FarHooks: farChain(farSpec, farSpec.Hooks),
-				NewHooks: nearChain(nearSpec, nearSpec.Hooks), Stats: nearSpec.Stats},
+			splitMode("split", speculator.Config{Enabled: true}, log),
 		},
 		Steps: *steps, Warmup: 0, Build: build, Log: log,
 		Progress: func(done, total int, label string) {

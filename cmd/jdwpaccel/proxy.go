@@ -13,6 +13,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
@@ -114,6 +115,18 @@ type stack struct {
 	vmSpec  string            // --vm
 	manager *discover.Manager // with discovery, once runProxy made it; before serve
 	near    *split.NearConfig // with --far: how the near end reaches the far end
+	// observers makes the hooks of a session but its speculator's.
+	observers   func(*relay.Session) relay.Hooks
+	pushMetrics *push.Metrics // registered by pushConfig
+}
+
+// pushConfig configures the pushed replies of split mode's end; its
+// metrics are registered once, by the first call.
+func (st *stack) pushConfig() push.Config {
+	if st.pushMetrics == nil {
+		st.pushMetrics = push.NewMetrics(st.reg)
+	}
+	return push.Config{Metrics: st.pushMetrics}
 }
 
 // buildStack wires the speculator, the journal, the session tracker and
@@ -146,17 +159,21 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		return nil, err
 	}
 	st.journal = j
-	st.cfg.NewHooks = func(s *relay.Session) relay.Hooks {
+	// observers is the chain without the speculator: split mode's ends
+	// put their own speculator sessions (package push) in front of it.
+	st.observers = func(*relay.Session) relay.Hooks {
 		var h relay.Hooks
-		if st.spec != nil {
-			h.Interceptors = append(h.Interceptors, st.spec.NewSession(s))
-		}
 		if st.journal != nil {
 			h.Observers = append(h.Observers, st.journal)
 		}
 		h.Observers = append(h.Observers, st.tracker, st.convo)
 		return h
 	}
+	var specHooks func(*relay.Session) relay.Hooks
+	if st.spec != nil {
+		specHooks = st.spec.Hooks
+	}
+	st.cfg.NewHooks = relay.ChainHooks(specHooks, st.observers)
 	if pf.far != "" {
 		// Split mode's near end: the VM is reached through the far end,
 		// which also runs the DDM monitor.
@@ -166,7 +183,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		}
 		st.near = &nc
 		st.cfg.DialVM = split.Dialer(nc)
-		st.cfg.NewHooks = nearChain(st.spec, st.cfg.NewHooks)
+		st.cfg.NewHooks = nearChain(st.spec, st.pushConfig(), st.observers)
 		return st, nil
 	}
 	if isDiscoverySpec(pf.vm) {

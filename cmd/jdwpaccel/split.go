@@ -13,6 +13,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/bench"
+	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
@@ -27,21 +29,32 @@ import (
 // "jdwpaccel far", "jdwpaccel proxy --far" and the split mode of bench and
 // demo alike: the one place where pushed replies (package push) join them.
 //
-//	far:  base, then push.FarHooks(sp, push.Config{...})
-//	near: push.NearHooks(sp, push.Config{...}), then base
+//	far:  push.FarHooks(sp, pc) (sp's session, speculating at zero RTT and
+//	      pushing what it gathers after each stop), then rest
+//	near: push.NearHooks(sp, pc) (sp's session, serving pushed replies and
+//	      sending nothing of its own), then rest
 //
-// sp is that end's speculator (nil with --speculate=false); base is the
-// end's ordinary chain (its speculator, journal, page). Until pushed
-// replies exist, each end is its ordinary chain: the far end speculates at
-// zero RTT and pushes nothing.
-func farChain(sp *speculator.Speculator, base func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
-	_ = sp // push.FarHooks(sp, ...) goes here
-	return relay.ChainHooks(base)
+// sp is that end's speculator (nil with --speculate=false: the end is rest
+// alone); rest is the end's chain without a speculator (journal, page). The
+// push hooks install sp's session themselves, so rest must not.
+func farChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
+	return relay.ChainHooks(push.FarHooks(sp, pc), rest)
 }
 
-func nearChain(sp *speculator.Speculator, base func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
-	_ = sp // push.NearHooks(sp, ...) goes here, before base
-	return relay.ChainHooks(base)
+func nearChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
+	return relay.ChainHooks(push.NearHooks(sp, pc), rest)
+}
+
+// splitMode is split mode for bench and demo: the far end (speculating at
+// zero RTT, pushing) next to the VM, the near end (spec) behind the link;
+// the cell's figures are the near end's, and the bytes the far end pushed.
+func splitMode(name string, spec speculator.Config, log zerolog.Logger) bench.Mode {
+	far := speculator.New(speculator.Config{Enabled: true, CacheBytes: spec.CacheBytes}, log, nil)
+	near := speculator.New(spec, log, nil)
+	pc := push.Config{Counters: new(push.Counters)}
+	return bench.Mode{Name: name, Split: true, FarHooks: farChain(far, pc, nil),
+		NewHooks: nearChain(near, pc, nil), Stats: near.Stats,
+		PushedBytes: func() int64 { return pc.Counters.Stats().BytesSent }}
 }
 
 // ---- The link's flags --------------------------------------------------------
@@ -327,7 +340,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 		log.Info().Str("url", url).Msg("live monitor")
 	}
 	fc.Relay = st.cfg
-	fc.Hooks = farChain(st.spec, st.cfg.NewHooks)
+	fc.Hooks = farChain(st.spec, st.pushConfig(), st.observers)
 	fc.Software = software()
 	fc.Logger = log.With().Str(relay.LogComponent, "split").Logger()
 	fc.Metrics = split.NewMetrics(st.reg)
