@@ -69,6 +69,11 @@ type Config struct {
 	// MaxInFlight bounds speculative commands awaiting replies per session
 	// (DefaultMaxInFlight when zero).
 	MaxInFlight int
+	// LearnFile, if not "", is where what sessions learned about their
+	// debugger's attach and stops is kept across proxy restarts (a JSON
+	// file, mode 0600, read at New and rewritten as each session ends).
+	// Either way it is kept in memory across the Speculator's sessions.
+	LearnFile string
 }
 
 // Defaults.
@@ -135,9 +140,10 @@ func (st Stats) Since(prev Stats) Stats {
 
 // Speculator creates the per-session interceptors and aggregates stats.
 type Speculator struct {
-	cfg     Config
-	log     zerolog.Logger
-	metrics *Metrics
+	cfg      Config
+	log      zerolog.Logger
+	metrics  *Metrics
+	profiles *profileStore // what earlier sessions learned (persist.go)
 
 	hits, misses, belays atomic.Int64
 	sent, used, wasted   atomic.Int64
@@ -150,7 +156,7 @@ type Speculator struct {
 // New returns a Speculator; metrics may be nil.
 func New(cfg Config, log zerolog.Logger, metrics *Metrics) *Speculator {
 	cfg.fill()
-	return &Speculator{cfg: cfg, log: log, metrics: metrics}
+	return &Speculator{cfg: cfg, log: log, metrics: metrics, profiles: newProfileStore(cfg.LearnFile, log)}
 }
 
 // Config returns the configuration in effect (defaults filled in).
