@@ -6,26 +6,31 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
-// The attach: from the debugger's first command to its first stop at a
-// location, a debugger asks the same things every time (ID sizes, version,
-// capabilities; then, for each breakpoint class, its methods and their
-// line tables as the class is prepared). The session
+// The attach: from the debugger's attach to the end of its first stop at
+// a location, a debugger asks the same things every time (ID sizes,
+// version, capabilities; then, for each breakpoint class, its methods and
+// their line tables as the class is prepared; at the stop, the tables and
+// members of the classes on the stack and of the values shown). The
+// session
 //
-//   - prefetches, on the debugger's first command, IDSizes (before anything
-//     whose reply holds IDs), Version and CapabilitiesNew, and once the ID
-//     sizes are known the VM-wide commands the debugger asked at its last
-//     attach (or, never seen, AllThreads and TopLevelThreadGroups) — the
-//     stop-state ones only while the VM is suspended (a VM started with
-//     suspend=y announces it in its VM_START event);
+//   - prefetches, on the first packet of either peer (a VM started with
+//     suspend=y sends its VM_START event at once), IDSizes first (before
+//     anything whose reply holds IDs), Version and CapabilitiesNew; and,
+//     once the ID sizes and the Version are known, the VM-wide commands
+//     the debugger asked at its last attach (or, never seen, AllThreads and
+//     TopLevelThreadGroups) — the stop-state ones only while the VM is
+//     suspended (a VM started with suspend=y says so in VM_START) — and a
+//     ClassesBySignature for every class the last attach asked about;
 //   - records this debugger's attach sequence: VM-wide commands without
 //     parameters, and class and method commands named by the class's
-//     signature and the method's name and signature (never by ID);
+//     signature and the method's name and signature (never by ID), and the
+//     slots it asks of frames, by method name and code index;
 //   - replays the sequence learned at an earlier attach (profile, kept by
 //     the Speculator across sessions, see persist.go): as soon as this
 //     connection hands out the ID of a class whose signature the sequence
-//     names (a CLASS_PREPARE event, a ClassesBySignature reply), its class
-//     commands, and as soon as its Methods reply names a method, that
-//     method's commands.
+//     names (a CLASS_PREPARE event, a ClassesBySignature or Signature
+//     reply), its class commands, and as soon as its Methods reply names a
+//     method, that method's commands.
 //
 // IDs from an earlier connection are never sent, even to the same VM
 // process (HotSpot forgets every ID it handed to a debugger when it
@@ -41,6 +46,9 @@ var (
 
 // maxAttachCmds bounds a recorded attach sequence.
 const maxAttachCmds = 512
+
+// Identity of the debugger: its first command, with the VM's Version
+// reply, keys the profile (profileKey).
 
 // methodName names a method within its class.
 type methodName struct{ name, sig string }
@@ -94,10 +102,11 @@ func (h *handedOut) attachOK(s *spec, sizes jdwp.IDSizes) bool {
 // session.mu.
 type attach struct {
 	rs        *relay.Session
-	started   bool     // the prefetch was sent (first debugger command)
-	canSend   bool     // the relay session has a VM connection to send on
-	recording bool     // before the first stop at a location
-	first     jdwp.Cmd // the debugger's first command: its identity
+	started    bool     // the prefetch was sent (first packet of either peer)
+	canSend    bool     // the relay session has a VM connection to send on
+	identified bool     // first is known
+	first      jdwp.Cmd // the debugger's first command: its identity
+	version    []byte   // the VM's Version reply body, nil until known
 	key       string   // the profile's key, "" until the Version reply
 	prof      *profile // learned at an earlier attach, nil if none
 	rec       profile  // this attach, being recorded
@@ -105,12 +114,12 @@ type attach struct {
 	expanded  bool     // the second wave (after IDSizes) was sent
 }
 
-// attachStart sends the first prefetch wave on the debugger's first
-// command c, before c itself is forwarded: IDSizes first, so that a
+// attachStart sends the first prefetch wave on the first packet of either
+// peer (a debugger's command not yet forwarded): IDSizes first, so that a
 // debugger asking it first is belayed on it.
-func (ss *session) attachStart(rs *relay.Session, c jdwp.Cmd) {
+func (ss *session) attachStart(rs *relay.Session) {
 	a := &ss.att
-	a.started, a.recording, a.rs, a.first = true, true, rs, c
+	a.started, a.rs = true, rs
 	a.canSend = rs.IDs() != nil // a relay session without a VM connection (a unit test's) has none
 	if !ss.attachAllowed() {
 		return
@@ -119,6 +128,34 @@ func (ss *session) attachStart(rs *relay.Session, c jdwp.Cmd) {
 		ss.specAttach(jdwp.IDSizes{}, c, nil)
 	}
 }
+
+// attachIdentify notes the debugger's first command c.
+func (ss *session) attachIdentify(rs *relay.Session, c jdwp.Cmd, sizes jdwp.IDSizes) {
+	if !ss.att.started {
+		ss.attachStart(rs)
+	}
+	ss.att.identified, ss.att.first = true, c
+	ss.attachProfile(sizes)
+}
+
+// attachProfile looks up the profile once the debugger and the VM are
+// known, and sends the second wave.
+func (ss *session) attachProfile(sizes jdwp.IDSizes) {
+	a := &ss.att
+	if a.key != "" || !a.identified || a.version == nil {
+		return
+	}
+	a.key = profileKey(a.version, a.first)
+	a.prof = ss.sp.profiles.get(a.key)
+	if a.prof != nil {
+		a.prof.applyTo(&ss.learn, sizes)
+	}
+	ss.attachSecondWave(sizes)
+}
+
+// recording says whether the debugger's commands are part of its attach:
+// until its first stop at a location ended.
+func (ss *session) recording() bool { return ss.learn.serial <= 1 }
 
 // attachAllowed reports whether the attach may send commands of its own:
 // not with a floor on the RTT (unknown yet at attach), and on a fast link
@@ -183,13 +220,14 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 	r := jdwp.NewBodyReader(p.Body(), sizes)
 	switch c {
 	case jdwp.CmdVirtualMachineVersion:
-		if a.key == "" {
-			a.key = profileKey(p.Body(), a.first)
-			a.prof = ss.sp.profiles.get(a.key)
-			if a.prof != nil {
-				a.prof.applyTo(&ss.learn, sizes)
-			}
-			ss.attachSecondWave(sizes)
+		if a.version == nil {
+			a.version = append([]byte{}, p.Body()...)
+			ss.attachProfile(sizes)
+		}
+	case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
+		s := r.String()
+		if r.Err() == nil && params != nil {
+			ss.attachClass(sizes, jdwp.NewBodyReader(params, sizes).Class(), s)
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
 		n := r.Count(1 + sizes.ReferenceTypeID + 4)
@@ -222,12 +260,40 @@ func (ss *session) attachSecondWave(sizes jdwp.IDSizes) {
 	for _, c := range cmds {
 		ss.specAttach(sizes, c, nil)
 	}
+	if a.prof != nil && a.canSend {
+		for _, sig := range a.prof.signatures() {
+			ss.attachLookup(sig)
+		}
+	}
+}
+
+// attachLookup asks the VM for the classes of signature sig: read-only,
+// no ID. The reply is the session's alone (it hands out class IDs for the
+// replay) and is not cached: classes of that signature may be loaded
+// later.
+func (ss *session) attachLookup(sig string) {
+	for _, s := range ss.facts.seen.sigOf {
+		if s == sig {
+			return // already handed out
+		}
+	}
+	w := jdwp.BodyWriter{Buf: ss.pbuf[:0]}
+	w.String(sig)
+	ss.pbuf = w.Buf
+	id := ss.disp.ids.NewSynthetic()
+	ss.disp.sendBuf = jdwp.AppendCommand(ss.disp.sendBuf[:0], id, jdwp.CmdVirtualMachineClassesBySignature, ss.pbuf)
+	if err := ss.att.rs.SendToVMData(ss.disp.sendBuf, relay.Synthetic, slot, ss.data.get(&cmdData{sig: sig, lookup: true})); err != nil {
+		ss.log.Debug().Err(err).Msg("cannot send a class lookup")
+	}
 }
 
 // attachClass notes that this connection handed out class id with
 // signature sig, and replays the profile's commands for it.
 func (ss *session) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string) {
 	if id == 0 || sig == "" {
+		return
+	}
+	if _, known := ss.facts.seen.sigOf[id]; known {
 		return
 	}
 	ss.facts.seen.class(id, sig)
@@ -283,7 +349,11 @@ func (ss *session) attachMethods(c jdwp.Cmd, params []byte, r *jdwp.BodyReader, 
 	}
 	ss.facts.seen.methods[class] = ms
 	p := ss.att.prof
-	if p == nil || !ss.attachAllowed() {
+	if p == nil {
+		return
+	}
+	p.slotsTo(&ss.learn, class, sig, ms)
+	if !ss.attachAllowed() {
 		return
 	}
 	for id, m := range ms {
@@ -303,7 +373,7 @@ func (ss *session) attachMethods(c jdwp.Cmd, params []byte, r *jdwp.BodyReader, 
 // by signature and name.
 func (ss *session) attachRecord(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
 	a := &ss.att
-	if !a.recording || len(a.rec.VM)+len(a.rec.Class)+len(a.rec.Method) >= maxAttachCmds {
+	if !ss.recording() || len(a.rec.VM)+len(a.rec.Class)+len(a.rec.Method) >= maxAttachCmds {
 		return
 	}
 	c, params := key.Cmd(), key.Params()
@@ -351,10 +421,12 @@ func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 	if sent > 0 {
 		p.AttachUse = float64(used) / float64(sent)
 	}
-	if a.recording && a.prof != nil {
-		// The session ended before its first stop: keep what was learned.
+	if ss.recording() && a.prof != nil {
+		// The session ended before its first stop ended: keep what was
+		// learned.
 		p.merge(a.prof)
 	}
 	p.learnFrom(&ss.learn, sizes)
+	p.slotsFrom(&ss.learn, &ss.facts.seen)
 	ss.sp.profiles.put(a.key, &p)
 }

@@ -37,6 +37,18 @@ type profile struct {
 	ArrLen     int32       `json:"arr_len"`
 	ArrKnown   bool        `json:"arr_known"`
 	Templates  []relTmpl   `json:"templates,omitempty"`
+	Slots      []slotsOf   `json:"slots,omitempty"` // learner.slots by method name
+}
+
+// slotsOf is the slots the debugger asked of a method's frames (at one
+// code index if Exact): StackFrame.GetValues' parameters after the frame.
+type slotsOf struct {
+	Sig   string `json:"sig"`
+	Name  string `json:"name"`
+	MSig  string `json:"msig"`
+	Index uint64 `json:"index"`
+	Exact bool   `json:"exact"`
+	Tail  []byte `json:"tail"`
 }
 
 // classCmd is a class command of the attach, by the class's signature.
@@ -119,6 +131,54 @@ func (p *profile) vmCmds() []jdwp.Cmd {
 		}
 	}
 	return out
+}
+
+// signatures is every class signature of the attach sequence.
+func (p *profile) signatures() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, e := range p.Class {
+		add(e.Sig)
+	}
+	for _, e := range p.Method {
+		add(e.Sig)
+	}
+	return out
+}
+
+// slotsFrom records the learner's slots of methods whose class and name
+// this connection handed out.
+func (p *profile) slotsFrom(l *learner, h *handedOut) {
+	for mk, tail := range l.slots {
+		sig, ok := h.sigOf[mk.class]
+		m, known := h.methods[mk.class][mk.method]
+		if !ok || !known || len(p.Slots) >= maxLearned {
+			continue
+		}
+		p.Slots = append(p.Slots, slotsOf{Sig: sig, Name: m.name, MSig: m.sig, Index: mk.index, Exact: mk.exact,
+			Tail: append([]byte(nil), tail...)})
+	}
+}
+
+// slotsTo gives the learner the profile's slots of the methods ms of
+// class (signature sig), with this connection's IDs.
+func (p *profile) slotsTo(l *learner, class jdwp.ClassID, sig string, ms map[jdwp.MethodID]methodName) {
+	for _, e := range p.Slots {
+		if e.Sig != sig {
+			continue
+		}
+		for id, m := range ms {
+			if m.name == e.Name && m.sig == e.MSig && len(l.slots) < maxLearned {
+				l.slots[methodKey{class: class, method: id, index: e.Index, exact: e.Exact}] = e.Tail
+			}
+		}
+	}
 }
 
 // learnFrom copies the learner's ID-free state into p.
@@ -332,5 +392,10 @@ func (p *profile) valid() bool {
 			return false
 		}
 	}
-	return p.FramesRule >= -1
+	for _, e := range p.Slots {
+		if len(e.Tail) > keyable.MaxParams || len(e.Tail) < 4 || !e.Exact && e.Index != 0 {
+			return false
+		}
+	}
+	return p.FramesRule >= -1 && len(p.Slots) <= maxLearned
 }

@@ -85,8 +85,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	sizes, _ := rs.IDSizes()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if !ss.att.started {
-		ss.attachStart(rs, p.Cmd())
+	if !ss.att.identified {
+		ss.attachIdentify(rs, p.Cmd(), sizes)
 	}
 	var d cmdData
 	if info, ok := keyable.Fill(&d.key, p.Cmd(), p.Body(), sizes); ok {
@@ -196,6 +196,8 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		if tracked && d.spec != nil {
 			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
 			ss.specReply(rs, d.spec, p, sizes)
+		} else if tracked && d.lookup {
+			ss.attachReply(c, nil, d.sig, p, sizes)
 		}
 		return relay.Consume
 	}
@@ -307,6 +309,9 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if !ss.att.started {
+		ss.attachStart(rs)
+	}
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.
@@ -359,7 +364,6 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	}
 	ss.facts.suspChanges++
 	if stop && thread != 0 {
-		ss.att.recording = false
 		ss.learn.beginEpisode(thread)
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
