@@ -101,17 +101,17 @@ func (h *handedOut) attachOK(s *spec, sizes jdwp.IDSizes) bool {
 // attach is the session's attach state. Part of session, guarded by
 // session.mu.
 type attach struct {
-	rs        *relay.Session
+	rs         *relay.Session
 	started    bool     // the prefetch was sent (first packet of either peer)
 	canSend    bool     // the relay session has a VM connection to send on
 	identified bool     // first is known
 	first      jdwp.Cmd // the debugger's first command: its identity
 	version    []byte   // the VM's Version reply body, nil until known
-	key       string   // the profile's key, "" until the Version reply
-	prof      *profile // learned at an earlier attach, nil if none
-	rec       profile  // this attach, being recorded
-	specs     []*spec  // sent by the attach replay and prefetch
-	expanded  bool     // the second wave (after IDSizes) was sent
+	key        string   // the profile's key, "" until the Version reply
+	prof       *profile // learned at an earlier attach, nil if none
+	rec        profile  // this attach, being recorded
+	specs      []*spec  // sent by the attach replay and prefetch
+	expanded   bool     // the second wave (after IDSizes) was sent
 }
 
 // attachStart sends the first prefetch wave on the first packet of either
