@@ -13,8 +13,11 @@ import (
 // members of the classes on the stack and of the values shown). The
 // session
 //
-//   - prefetches, on the first packet of either peer (a VM started with
-//     suspend=y sends its VM_START event at once), IDSizes first (before
+//   - prefetches, on the debugger's first command, or before it on the
+//     VM_START event of a VM started with suspend=y (it waits for this
+//     debugger, suspended; nothing is sent earlier to any other VM, so an
+//     Android VM that takes any command for a debugger arriving never sees
+//     one before the debugger's own), IDSizes first (before
 //     anything whose reply holds IDs), Version and CapabilitiesNew; and,
 //     once the ID sizes and the Version are known, the VM-wide commands
 //     the debugger asked at its last attach (or, never seen, AllThreads and
@@ -102,7 +105,7 @@ func (h *handedOut) attachOK(s *spec, sizes jdwp.IDSizes) bool {
 // session.mu.
 type attach struct {
 	rs         *relay.Session
-	started    bool     // the prefetch was sent (first packet of either peer)
+	started    bool     // the prefetch was sent (see attachStart)
 	canSend    bool     // the relay session has a VM connection to send on
 	identified bool     // first is known
 	first      jdwp.Cmd // the debugger's first command: its identity
@@ -114,9 +117,9 @@ type attach struct {
 	expanded   bool     // the second wave (after IDSizes) was sent
 }
 
-// attachStart sends the first prefetch wave on the first packet of either
-// peer (a debugger's command not yet forwarded): IDSizes first, so that a
-// debugger asking it first is belayed on it.
+// attachStart sends the first prefetch wave, on the debugger's first
+// command (not yet forwarded) or on a suspend=y VM's VM_START: IDSizes
+// first, so that a debugger asking it first is belayed on it.
 func (ss *session) attachStart(rs *relay.Session) {
 	a := &ss.att
 	a.started, a.rs = true, rs
@@ -199,12 +202,16 @@ func (ss *session) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 
 // attachVMStart notes a VM_START event read before the ID sizes are known
 // (the composite's header needs none): with SUSPEND_ALL the VM is
-// suspended (libjdwp suspends before it sends the event).
-func (ss *session) attachVMStart(body []byte) {
+// suspended (libjdwp suspends before it sends the event) and waits for
+// this debugger, so the prefetch starts.
+func (ss *session) attachVMStart(rs *relay.Session, body []byte) {
 	if len(body) > 5 && jdwp.SuspendPolicy(body[0]) == jdwp.SuspendAll && jdwp.EventKind(body[5]) == jdwp.EventVMStart &&
 		ss.facts.resumesInFlight == 0 {
 		ss.facts.allSuspended = true
 		ss.facts.suspChanges++
+		if !ss.att.started {
+			ss.attachStart(rs)
+		}
 	}
 }
 

@@ -194,3 +194,31 @@ func (vm *fakeVM) commands() []jdwp.Packet {
 	defer vm.mu.Unlock()
 	return append([]jdwp.Packet(nil), vm.log...)
 }
+
+// TestAttachSendsNothingBeforeTheDebuggerUnlessTheVMWaits: a VM's first
+// packet starts the prefetch only if it is the VM_START of a VM suspended
+// for this debugger; any other VM gets nothing before the debugger's own
+// first command (an older Android runtime takes any command for a
+// debugger arriving). The counters are updated before the event is
+// forwarded.
+func TestAttachSendsNothingBeforeTheDebuggerUnlessTheVMWaits(t *testing.T) {
+	r := startRig(t, newTestSpeculator(Config{}))
+	r.vm.setHandler(attachVM(0x70, 0x71))
+	r.event(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventVMStart, Thread: thread1})
+	r.expectEvent()
+	if st := r.sp.Stats(); st.SpecSent != 0 {
+		t.Fatalf("%d commands sent before the debugger's first, for a VM that does not wait", st.SpecSent)
+	}
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	if st := r.sp.Stats(); st.SpecSent != int64(len(defaultPrefetch)) {
+		t.Fatalf("%d commands prefetched at the debugger's first, want %d", st.SpecSent, len(defaultPrefetch))
+	}
+
+	w := startRig(t, newTestSpeculator(Config{}))
+	w.vm.setHandler(attachVM(0x70, 0x71))
+	w.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventVMStart, Thread: thread1})
+	w.expectEvent()
+	if st := w.sp.Stats(); st.SpecSent != int64(len(defaultPrefetch)) {
+		t.Fatalf("%d commands prefetched on a suspend=y VM's VM_START, want %d", st.SpecSent, len(defaultPrefetch))
+	}
+}

@@ -309,13 +309,10 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if !ss.att.started {
-		ss.attachStart(rs)
-	}
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.
-		ss.attachVMStart(f.Packet.Body())
+		ss.attachVMStart(rs, f.Packet.Body())
 		return
 	}
 	comp, err := ss.trig.Events(f.Packet.Body(), sizes)
