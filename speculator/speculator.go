@@ -22,6 +22,13 @@
 // dropping predictions the debugger does not use. It runs only when the
 // measured round trip makes it worth the VM time it costs.
 //
+// At attach (attach.go) the session prefetches what every debugger asks
+// first, and replays the attach sequence an earlier session of the same
+// debugger on the same kind of VM recorded, by class signature and method
+// name, with this connection's IDs; that profile, with the learner's
+// ID-free state, is kept across sessions and optionally in a file
+// (persist.go, Config.LearnFile).
+//
 // Never harm the VM: everything the speculator sends is a read-only command
 // a careful debugger could send in that state, with IDs the VM handed out
 // in this session and valid for that command (field IDs of the object's own
