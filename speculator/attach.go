@@ -233,7 +233,7 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 		}
 	case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
 		s := r.String()
-		if r.Err() == nil && params != nil {
+		if r.Err() == nil && len(params) > 0 {
 			ss.attachClass(sizes, jdwp.NewBodyReader(params, sizes).Class(), s)
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:

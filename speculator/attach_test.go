@@ -222,3 +222,27 @@ func TestAttachSendsNothingBeforeTheDebuggerUnlessTheVMWaits(t *testing.T) {
 		t.Fatalf("%d commands prefetched on a suspend=y VM's VM_START, want %d", st.SpecSent, len(defaultPrefetch))
 	}
 }
+
+// TestAttachWasteGateCarriesOver: an attach whose own commands went
+// unused leaves a profile that keeps the next attach, on a fast link,
+// from replaying anything.
+func TestAttachWasteGateCarriesOver(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	learnedAttach(t, sp, 0x70, 0x71).stop()
+	sp.profiles.mu.Lock()
+	if len(sp.profiles.m) != 1 {
+		t.Fatalf("%d profiles after one attach, want 1", len(sp.profiles.m))
+	}
+	for _, p := range sp.profiles.m {
+		if len(p.Class) == 0 || len(p.Method) == 0 {
+			t.Fatalf("profile without the attach sequence: %+v", p)
+		}
+		p.AttachUse = 0
+	}
+	sp.profiles.mu.Unlock()
+	before := sp.Stats()
+	learnedAttach(t, sp, 0x90, 0x91)
+	if st := sp.Stats().Since(before); st.Misses != 2 {
+		t.Fatalf("second attach: %d misses, want Methods and LineTable asked by the debugger itself (%+v)", st.Misses, st)
+	}
+}
