@@ -1,6 +1,8 @@
 package speculator
 
 import (
+	"time"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -291,6 +293,8 @@ func (ss *session) attachLookup(sig string) {
 	ss.disp.sendBuf = jdwp.AppendCommand(ss.disp.sendBuf[:0], id, jdwp.CmdVirtualMachineClassesBySignature, ss.pbuf)
 	if err := ss.att.rs.SendToVMData(ss.disp.sendBuf, relay.Synthetic, slot, ss.data.get(&cmdData{sig: sig, lookup: true})); err != nil {
 		ss.log.Debug().Err(err).Msg("cannot send a class lookup")
+	} else if time.Since(ss.began) < logOwnFor {
+		ss.log.Debug().Stringer("command", jdwp.CmdVirtualMachineClassesBySignature).Uint32("id", id).Msg("sent to the VM on the proxy's own behalf")
 	}
 }
 
