@@ -55,68 +55,22 @@ const maxAttachCmds = 512
 // Identity of the debugger: its first command, with the VM's Version
 // reply, keys the profile (profileKey).
 
-// methodName names a method within its class.
-type methodName struct{ name, sig string }
-
-// handedOut is the class and method IDs this connection's replies and
-// events handed out, with their names: the only IDs the attach replay
-// sends. Part of facts (read by safeToSend), guarded by session.mu.
-type handedOut struct {
-	sigOf   map[jdwp.ClassID]string
-	methods map[jdwp.ClassID]map[jdwp.MethodID]methodName
-}
-
-func (h *handedOut) class(c jdwp.ClassID, sig string) {
-	if h.sigOf == nil {
-		h.sigOf = map[jdwp.ClassID]string{}
-		h.methods = map[jdwp.ClassID]map[jdwp.MethodID]methodName{}
-	}
-	if len(h.sigOf) >= maxInvalMap {
-		clear(h.sigOf)
-		clear(h.methods)
-	}
-	h.sigOf[c] = sig
-}
-
-// forget drops class c (unloaded or redefined).
-func (h *handedOut) forget(c jdwp.ClassID) {
-	delete(h.sigOf, c)
-	delete(h.methods, c)
-}
-
-// attachOK says whether every ID in an attach replay's parameters was
-// handed out by this connection: the class, and a method of that class.
-func (h *handedOut) attachOK(s *spec, sizes jdwp.IDSizes) bool {
-	params := s.key.Params()
-	if len(params) == 0 {
-		return true
-	}
-	r := jdwp.NewBodyReader(params, sizes)
-	c := r.Class()
-	if _, ok := h.sigOf[c]; !ok || r.Err() != nil {
-		return false
-	}
-	if r.Remaining() == 0 {
-		return true
-	}
-	_, ok := h.methods[c][r.Method()]
-	return ok && r.Err() == nil && r.Remaining() == 0
-}
-
 // attach is the session's attach state. Part of session, guarded by
 // session.mu.
 type attach struct {
 	rs         *relay.Session
-	started    bool     // the prefetch was sent (see attachStart)
-	canSend    bool     // the relay session has a VM connection to send on
-	identified bool     // first is known
-	first      jdwp.Cmd // the debugger's first command: its identity
-	version    []byte   // the VM's Version reply body, nil until known
-	key        string   // the profile's key, "" until the Version reply
-	prof       *profile // learned at an earlier attach, nil if none
-	rec        profile  // this attach, being recorded
-	specs      []*spec  // sent by the attach replay and prefetch
-	expanded   bool     // the second wave (after IDSizes) was sent
+	started    bool               // the prefetch was sent (see attachStart)
+	canSend    bool               // the relay session has a VM connection to send on
+	identified bool               // first is known
+	first      jdwp.Cmd           // the debugger's first command: its identity
+	version    []byte             // the VM's Version reply body, nil until known
+	lookups    map[string]*lookup // the attach's ClassesBySignature, by signature (lookup.go)
+	lookupsOff bool               // lookups serve no more (lookupCommand)
+	key        string             // the profile's key, "" until the Version reply
+	prof       *profile           // learned at an earlier attach, nil if none
+	rec        profile            // this attach, being recorded
+	specs      []*spec            // sent by the attach replay and prefetch
+	expanded   bool               // the second wave (after IDSizes) was sent
 }
 
 // attachStart sends the first prefetch wave, on the debugger's first
@@ -293,7 +247,10 @@ func (ss *session) attachLookup(sig string) {
 	ss.disp.sendBuf = jdwp.AppendCommand(ss.disp.sendBuf[:0], id, jdwp.CmdVirtualMachineClassesBySignature, ss.pbuf)
 	if err := ss.att.rs.SendToVMData(ss.disp.sendBuf, relay.Synthetic, slot, ss.data.get(&cmdData{sig: sig, lookup: true})); err != nil {
 		ss.log.Debug().Err(err).Msg("cannot send a class lookup")
-	} else if time.Since(ss.began) < logOwnFor {
+		return
+	}
+	ss.lookupSent(sig)
+	if time.Since(ss.began) < logOwnFor {
 		ss.log.Debug().Stringer("command", jdwp.CmdVirtualMachineClassesBySignature).Uint32("id", id).Msg("sent to the VM on the proxy's own behalf")
 	}
 }
@@ -307,6 +264,7 @@ func (ss *session) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string) 
 	if _, known := ss.facts.seen.sigOf[id]; known {
 		return
 	}
+	ss.facts.addSignature([]byte(sig), id)
 	ss.facts.seen.class(id, sig)
 	p := ss.att.prof
 	if p == nil || !ss.attachAllowed() {

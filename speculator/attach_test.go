@@ -246,3 +246,38 @@ func TestAttachWasteGateCarriesOver(t *testing.T) {
 		t.Fatalf("second attach: %d misses, want Methods and LineTable asked by the debugger itself (%+v)", st.Misses, st)
 	}
 }
+
+func sigBody(sig string) []byte { return body(func(w *jdwp.BodyWriter) { w.String(sig) }) }
+
+// TestAttachLookupServesClassesBySignatureOnlyWhileSuspended: at the
+// second attach the speculator looks LFoo; up itself; the debugger's own
+// lookup is served from it while the VM stays suspended since, and goes
+// to the VM after a resume, or after a command that may unload classes.
+func TestAttachLookupServesClassesBySignatureOnlyWhileSuspended(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	learnedAttach(t, sp, 0x70, 0x71).stop()
+
+	r := startRig(t, sp)
+	r.vm.setHandler(attachVM(0x90, 0x91))
+	attachStart(t, r)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	r.dbg.call(3, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LFoo;"))
+	if n := r.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 1 {
+		t.Fatalf("VM got ClassesBySignature %d times, want once (the speculator's)", n)
+	}
+	r.dbg.call(4, jdwp.CmdVirtualMachineInstanceCounts, body(func(w *jdwp.BodyWriter) { w.Int32(0) }))
+	r.dbg.call(5, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LFoo;"))
+	if n := r.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 2 {
+		t.Fatalf("VM got ClassesBySignature %d times, want twice: InstanceCounts may unload classes", n)
+	}
+
+	w := startRig(t, sp)
+	w.vm.setHandler(attachVM(0x90, 0x91))
+	attachStart(t, w)
+	w.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	w.dbg.call(3, jdwp.CmdVirtualMachineResume, nil)
+	w.dbg.call(4, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LFoo;"))
+	if n := w.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 2 {
+		t.Fatalf("VM got ClassesBySignature %d times, want twice: after a resume classes may have been loaded", n)
+	}
+}

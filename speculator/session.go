@@ -117,6 +117,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		traceMiss(d.key.Cmd(), ss.learn.ep.serial)
 		ss.sp.countRequest(resultMiss)
 		ss.expandSiblings(rs, sizes, &d.key)
+	} else if ss.lookupUnkeyed(f, sizes) {
+		return relay.Consume
 	} else {
 		ss.applyEffect(p, sizes, &d)
 	}
@@ -197,7 +199,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
 			ss.specReply(rs, d.spec, p, sizes)
 		} else if tracked && d.lookup {
-			ss.attachReply(c, nil, d.sig, p, sizes)
+			ss.lookupReply(d.sig, p, sizes)
 		}
 		return relay.Consume
 	}
