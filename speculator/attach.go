@@ -342,7 +342,7 @@ func (ss *session) attachMethods(c jdwp.Cmd, params []byte, r *jdwp.BodyReader, 
 // by signature and name.
 func (ss *session) attachRecord(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
 	a := &ss.att
-	if !ss.recording() || len(a.rec.VM)+len(a.rec.Class)+len(a.rec.Method) >= maxAttachCmds {
+	if !ss.recording() || a.rec.size() >= maxAttachCmds {
 		return
 	}
 	c, params := key.Cmd(), key.Params()

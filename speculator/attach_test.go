@@ -110,6 +110,7 @@ func learnedAttach(t *testing.T, sp *Speculator, class, method uint64) *rig {
 	r.expectEvent()
 	r.dbg.call(3, jdwp.CmdReferenceTypeMethodsWithGeneric, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(class) }))
 	r.dbg.call(4, jdwp.CmdMethodLineTable, isObsoleteBody(class, method))
+	r.dbg.call(5, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LBar;")) // never loaded
 	return r
 }
 
@@ -141,7 +142,7 @@ func TestAttachSequenceIsReplayedWithThisConnectionsIDs(t *testing.T) {
 func TestLearnFileRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "learn.json")
 	sp := newTestSpeculator(Config{LearnFile: path})
-	want := &profile{VM: []jdwp.Cmd{jdwp.CmdVirtualMachineAllThreads},
+	want := &profile{VM: []jdwp.Cmd{jdwp.CmdVirtualMachineAllThreads}, Sigs: []string{"LBar;"},
 		Class:     []classCmd{{Sig: "LFoo;", Set: jdwp.SetReferenceType, Cmd: 15}},
 		Method:    []methodCmd{{Sig: "LFoo;", Name: "run", MSig: "()V", Set: jdwp.SetMethod, Cmd: 1}},
 		AttachUse: 0.5, Asked: []jdwp.Cmd{jdwp.CmdStringReferenceValue}, Ratio: make([]float64, numKinds),
@@ -262,13 +263,14 @@ func TestAttachLookupServesClassesBySignatureOnlyWhileSuspended(t *testing.T) {
 	attachStart(t, r)
 	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
 	r.dbg.call(3, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LFoo;"))
-	if n := r.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 1 {
-		t.Fatalf("VM got ClassesBySignature %d times, want once (the speculator's)", n)
+	r.dbg.call(6, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LBar;"))
+	if n := r.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 2 {
+		t.Fatalf("VM got ClassesBySignature %d times, want twice (the speculator's lookups)", n)
 	}
 	r.dbg.call(4, jdwp.CmdVirtualMachineInstanceCounts, body(func(w *jdwp.BodyWriter) { w.Int32(0) }))
 	r.dbg.call(5, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LFoo;"))
-	if n := r.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 2 {
-		t.Fatalf("VM got ClassesBySignature %d times, want twice: InstanceCounts may unload classes", n)
+	if n := r.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 3 {
+		t.Fatalf("VM got ClassesBySignature %d times, want 3: InstanceCounts may unload classes", n)
 	}
 
 	w := startRig(t, sp)
@@ -277,7 +279,7 @@ func TestAttachLookupServesClassesBySignatureOnlyWhileSuspended(t *testing.T) {
 	w.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
 	w.dbg.call(3, jdwp.CmdVirtualMachineResume, nil)
 	w.dbg.call(4, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LFoo;"))
-	if n := w.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 2 {
-		t.Fatalf("VM got ClassesBySignature %d times, want twice: after a resume classes may have been loaded", n)
+	if n := w.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 3 {
+		t.Fatalf("VM got ClassesBySignature %d times, want 3 (2 lookups, then the debugger's): after a resume classes may have been loaded", n)
 	}
 }

@@ -68,6 +68,9 @@ func (ss *session) lookupValid(l *lookup) bool {
 func (ss *session) lookupServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 	r := jdwp.NewBodyReader(f.Packet.Body(), sizes)
 	sig := r.String()
+	if r.Err() == nil && ss.recording() && ss.att.rec.size() < maxAttachCmds {
+		ss.att.rec.addSig(sig)
+	}
 	l := ss.att.lookups[sig]
 	if l == nil || r.Err() != nil || r.Remaining() != 0 {
 		return false

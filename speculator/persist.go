@@ -24,6 +24,7 @@ import (
 // file (Config.LearnFile). Nothing in it is an ID.
 type profile struct {
 	VM         []jdwp.Cmd  `json:"vm,omitempty"`     // VM-wide commands without parameters asked at attach
+	Sigs       []string    `json:"sigs,omitempty"`   // signatures the debugger looked up (ClassesBySignature) at attach
 	Class      []classCmd  `json:"class,omitempty"`  // class commands asked at attach
 	Method     []methodCmd `json:"method,omitempty"` // method commands asked at attach
 	AttachUse  float64     `json:"attach_use"`       // used/sent of the last attach's own commands
@@ -78,6 +79,9 @@ type relTmpl struct {
 	Ints []int32         `json:"ints,omitempty"`
 }
 
+// size is the length of the attach sequence.
+func (p *profile) size() int { return len(p.VM) + len(p.Sigs) + len(p.Class) + len(p.Method) }
+
 func (p *profile) addVM(c jdwp.Cmd) {
 	for _, v := range p.VM {
 		if v == c {
@@ -109,6 +113,9 @@ func (p *profile) addMethod(e methodCmd) {
 func (p *profile) merge(old *profile) {
 	for _, c := range old.VM {
 		p.addVM(c)
+	}
+	for _, s := range old.Sigs {
+		p.addSig(s)
 	}
 	for _, e := range old.Class {
 		p.addClass(e)
@@ -143,6 +150,9 @@ func (p *profile) signatures() []string {
 			out = append(out, s)
 		}
 	}
+	for _, s := range p.Sigs {
+		add(s)
+	}
 	for _, e := range p.Class {
 		add(e.Sig)
 	}
@@ -150,6 +160,15 @@ func (p *profile) signatures() []string {
 		add(e.Sig)
 	}
 	return out
+}
+
+func (p *profile) addSig(sig string) {
+	for _, s := range p.Sigs {
+		if s == sig {
+			return
+		}
+	}
+	p.Sigs = append(p.Sigs, sig)
 }
 
 // slotsFrom records the learner's slots of methods whose class and name
@@ -367,7 +386,7 @@ func parseProfiles(b []byte) (map[string]*profile, error) {
 // commands than a session records, only cacheable commands, the learner's
 // ratio length.
 func (p *profile) valid() bool {
-	if len(p.VM)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
+	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
 		len(p.Asked) > 256 || len(p.Ratio) != 0 && len(p.Ratio) != int(numKinds) {
 		return false
 	}
