@@ -188,9 +188,12 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 			ss.attachProfile(sizes)
 		}
 	case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
-		s := r.String()
+		s := r.StringBytes()
 		if r.Err() == nil && len(params) > 0 {
-			ss.attachClass(sizes, jdwp.NewBodyReader(params, sizes).Class(), s)
+			id := jdwp.NewBodyReader(params, sizes).Class()
+			if _, known := ss.facts.seen.sigOf[id]; !known { // (a string only for a new class)
+				ss.attachClass(sizes, id, string(s))
+			}
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
 		n := r.Count(1 + sizes.ReferenceTypeID + 4)
