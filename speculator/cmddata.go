@@ -21,6 +21,7 @@ type cmdData struct {
 	snap   *suspSnap      // suspension before an invoke
 	mark   uint64         // suspChanges right after an invoke was sent
 	sig    string         // ClassesBySignature's signature
+	lookup bool           // the attach's own ClassesBySignature (attach.go)
 }
 
 // slot is where the speculator keeps a command's cmdData in the relay's

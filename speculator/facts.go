@@ -50,6 +50,7 @@ type facts struct {
 
 	objType  map[jdwp.ObjectID]jdwp.ClassID // object -> its reference type
 	classes  classFacts                     // fields, superclasses, variable tables: for safeToSend
+	seen     handedOut                      // class and method IDs handed out, by name (attach.go)
 	fieldBuf []jdwp.FieldID                 // safeToSend's scratch
 	slotBuf  []slotTag                      // safeToSend's scratch
 }
@@ -204,6 +205,7 @@ func (f *facts) redefine(body []byte, sizes jdwp.IDSizes) {
 		if r.Err() == nil {
 			f.classInval[id] = g
 			f.classes.forget(id)
+			f.seen.forget(id)
 		}
 	}
 	if r.Err() != nil || len(f.classInval) > maxInvalMap {
@@ -244,6 +246,7 @@ func (f *facts) onClassUnload(_ jdwp.SuspendPolicy, e *jdwp.Event) {
 		for _, id := range ids {
 			f.classInval[id] = g
 			f.classes.forget(id)
+			f.seen.forget(id)
 			delete(f.idSig, id)
 		}
 		delete(f.sigIDs, string(e.Signature))

@@ -198,22 +198,47 @@ func (d *debugger) quiet() {
 }
 
 type rig struct {
-	vm  *fakeVM
-	dbg *debugger
-	sp  *Speculator
+	vm   *fakeVM
+	dbg  *debugger
+	sp   *Speculator
+	stop func() // ends the session and waits for the relay (idempotent)
 }
 
 func newRig(t *testing.T, cfg Config) *rig {
 	t.Helper()
+	r := startRig(t, newTestSpeculator(cfg))
+	// Learn ID sizes as JDI does first.
+	if p := r.dbg.call(1, jdwp.CmdIDSizes, nil); p.ErrorCode() != 0 {
+		t.Fatal("IDSizes failed")
+	}
+	r.vm.waitFor(jdwp.CmdIDSizes)
+	// A few round trips so the RTT estimator has samples.
+	for i := uint32(2); i < 5; i++ {
+		r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
+	}
+	return r
+}
+
+func newTestSpeculator(cfg Config) *Speculator {
 	cfg.Enabled = true
 	if cfg.MinRTT == 0 {
 		cfg.MinRTT = -1 // always speculate in unit tests
 	}
-	log := zerolog.Nop()
+	return New(cfg, testLog(), nil)
+}
+
+func testLog() zerolog.Logger {
 	if os.Getenv("SPEC_DEBUG") != "" {
-		log = zerolog.New(zerolog.NewConsoleWriter()).Level(zerolog.TraceLevel)
+		return zerolog.New(zerolog.NewConsoleWriter()).Level(zerolog.TraceLevel)
 	}
-	sp := New(cfg, log, nil)
+	return zerolog.Nop()
+}
+
+// startRig connects a debugger through a relay with sp to a new fake VM,
+// and sends nothing yet.
+func startRig(t *testing.T, sp *Speculator) *rig {
+	t.Helper()
+	log := testLog()
 	vmLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -256,25 +281,19 @@ func newRig(t *testing.T, cfg Config) *rig {
 		t.Fatal(err)
 	}
 	d := &debugger{t: t, conn: conn, r: jdwp.NewReader(br, 0)}
-	t.Cleanup(func() {
-		conn.Close()
-		cancel()
-		<-done
-		if vm.conn != nil {
-			vm.conn.Close()
-		}
-	})
-	r := &rig{vm: vm, dbg: d, sp: sp}
-	// Learn ID sizes as JDI does first.
-	if p := d.call(1, jdwp.CmdIDSizes, nil); p.ErrorCode() != 0 {
-		t.Fatal("IDSizes failed")
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			conn.Close()
+			cancel()
+			<-done
+			if vm.conn != nil {
+				vm.conn.Close()
+			}
+		})
 	}
-	vm.waitFor(jdwp.CmdIDSizes)
-	// A few round trips so the RTT estimator has samples.
-	for i := uint32(2); i < 5; i++ {
-		d.call(i, jdwp.CmdVirtualMachineVersion, nil)
-	}
-	return r
+	t.Cleanup(stop)
+	return &rig{vm: vm, dbg: d, sp: sp, stop: stop}
 }
 
 func body(f func(w *jdwp.BodyWriter)) []byte {

@@ -28,6 +28,7 @@ const (
 	kClassInfo                // fields, interfaces, superclass of object types and their superclasses
 	kLineTable                // Method.LineTable of frame methods
 	kVarTable                 // Method.VariableTable(WithGeneric) of frame methods at learned depths
+	kAttach                   // the attach's prefetch and learned sequence (attach.go)
 	numKinds
 )
 

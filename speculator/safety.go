@@ -25,7 +25,14 @@ import (
 //     asks only slots that the method's VariableTable reply shows live at
 //     the frame's code index, with the variable's own tag;
 //   - thread- and VM-scoped commands only while that thread or the whole VM
-//     is suspended (scopeOK).
+//     is suspended (scopeOK);
+//   - the attach's own commands (attach.go) take no IDs (IDSizes, Version,
+//     capabilities, thread lists: the ID-bearing replies are read only
+//     after IDSizes, which is sent first and answered first), or only a
+//     class ID this connection's events or replies handed out with its
+//     signature, and a method ID of that class from its Methods reply
+//     (handedOut): never an ID from an earlier connection, even to the
+//     same VM process.
 //
 // safeToSend enforces the ID rules just before a speculation is sent, so
 // that no prediction path (replayed templates, learned field lists and
@@ -198,6 +205,9 @@ func sameKind(sig, tag jdwp.Tag) bool {
 // safeToSend checks the IDs of speculation s against the rule above;
 // frames are the current stop's.
 func (f *facts) safeToSend(s *spec, frames map[jdwp.FrameID]frameInfo, sizes jdwp.IDSizes) bool {
+	if s.kind == kAttach && !f.seen.attachOK(s, sizes) {
+		return false
+	}
 	r := jdwp.NewBodyReader(s.key.Params(), sizes)
 	switch s.key.Cmd() {
 	case jdwp.CmdObjectReferenceGetValues:

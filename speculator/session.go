@@ -40,6 +40,7 @@ type session struct {
 	cache *replyCache
 	learn learner
 	disp  dispatcher
+	att   attach                    // the attach's prefetch, recording and replay (attach.go)
 	trig  *trigger.Manager[cmdData] // command, reply and event subscriptions
 	data  dataPool                  // cmdData kept with commands in flight (slot)
 	push  pushSeams                 // mode and tap (export.go)
@@ -64,6 +65,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: rs.IDs(), data: &ss.data, facts: &ss.facts,
 		inflight: map[keyable.Key]*spec{}, onSend: ss.sent, log: ss.log}
 	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.facts.onClassPrepare)
+	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.onClassPrepare)
 	ss.trig.OnEvent(jdwp.EventClassUnload, ss.facts.onClassUnload)
 	ss.trig.OnEvent(jdwp.EventThreadStart, ss.facts.onThreadLifecycle)
 	ss.trig.OnEvent(jdwp.EventThreadDeath, ss.facts.onThreadLifecycle)
@@ -84,11 +86,15 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	sizes, _ := rs.IDSizes()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if !ss.att.identified {
+		ss.attachIdentify(rs, p.Cmd(), sizes)
+	}
 	var d cmdData
 	if info, ok := keyable.Fill(&d.key, p.Cmd(), p.Body(), sizes); ok {
 		d.info, d.keyed = info, true
 		d.subj = d.key.Subject(info, sizes)
 		ss.learn.learnCommand(&d.key, info, d.subj, sizes, ss.facts.objType)
+		ss.attachRecord(&d.key, info, sizes)
 		if e := ss.cache.lookup(&d.key); e != nil {
 			ss.markUsed(e.rec)
 			f.Answer = retag.Retag(ss.ansBuf[:0], e.reply, f.ID)
@@ -112,6 +118,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		traceMiss(d.key.Cmd(), ss.learn.ep.serial)
 		ss.sp.countRequest(resultMiss)
 		ss.expandSiblings(rs, sizes, &d.key)
+	} else if ss.lookupUnkeyed(f, sizes) {
+		return relay.Consume
 	} else {
 		ss.applyEffect(p, sizes, &d)
 	}
@@ -191,6 +199,8 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		if tracked && d.spec != nil {
 			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
 			ss.specReply(rs, d.spec, p, sizes)
+		} else if tracked && d.lookup {
+			ss.lookupReply(d.sig, p, sizes)
 		}
 		return relay.Consume
 	}
@@ -218,6 +228,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		if d.keyed {
 			ss.facts.classes.learn(c, d.key.Params(), p, sizes)
 		}
+		ss.attachReply(c, d.key.Params(), d.sig, p, sizes)
 	}
 	if d.keyed && storable(p, d.info) && ss.facts.valid(d.info, d.subj, d.gen) {
 		ss.cache.store(&d.key, d.info, d.subj, d.gen, p, nil)
@@ -240,6 +251,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.classes.learn(s.key.Cmd(), s.key.Params(), p, sizes)
+		ss.attachReply(s.key.Cmd(), s.key.Params(), "", p, sizes)
 	}
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
 		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
@@ -305,6 +317,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.
+		ss.attachVMStart(rs, f.Packet.Body())
 		return
 	}
 	comp, err := ss.trig.Events(f.Packet.Body(), sizes)
@@ -365,8 +378,8 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 // memory to the OS at once.
 const returnMemoryAbove = 16 << 20
 
-// Close releases the session's cache.
-func (ss *session) Close(*relay.Session) {
+// Close releases the session's cache and keeps what it learned.
+func (ss *session) Close(rs *relay.Session) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.closed {
@@ -374,6 +387,7 @@ func (ss *session) Close(*relay.Session) {
 	}
 	ss.closed = true
 	ss.endEpisode()
+	ss.attachClose(rs.IDSizes())
 	big := ss.cache.peak >= returnMemoryAbove
 	ss.cache.purge()
 	if big {

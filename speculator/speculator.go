@@ -22,6 +22,13 @@
 // dropping predictions the debugger does not use. It runs only when the
 // measured round trip makes it worth the VM time it costs.
 //
+// At attach (attach.go) the session prefetches what every debugger asks
+// first, and replays the attach sequence an earlier session of the same
+// debugger on the same kind of VM recorded, by class signature and method
+// name, with this connection's IDs; that profile, with the learner's
+// ID-free state, is kept across sessions and optionally in a file
+// (persist.go, Config.LearnFile).
+//
 // Never harm the VM: everything the speculator sends is a read-only command
 // a careful debugger could send in that state, with IDs the VM handed out
 // in this session and valid for that command (field IDs of the object's own
@@ -74,6 +81,11 @@ type Config struct {
 	// MaxInFlight bounds speculative commands awaiting replies per session
 	// (DefaultMaxInFlight when zero).
 	MaxInFlight int
+	// LearnFile, if not "", is where what sessions learned about their
+	// debugger's attach and stops is kept across proxy restarts (a JSON
+	// file, mode 0600, read at New and rewritten as each session ends).
+	// Either way it is kept in memory across the Speculator's sessions.
+	LearnFile string
 }
 
 // Defaults.
@@ -140,9 +152,10 @@ func (st Stats) Since(prev Stats) Stats {
 
 // Speculator creates the per-session interceptors and aggregates stats.
 type Speculator struct {
-	cfg     Config
-	log     zerolog.Logger
-	metrics *Metrics
+	cfg      Config
+	log      zerolog.Logger
+	metrics  *Metrics
+	profiles *profileStore // what earlier sessions learned (persist.go)
 
 	hits, misses, belays atomic.Int64
 	sent, used, wasted   atomic.Int64
@@ -155,7 +168,7 @@ type Speculator struct {
 // New returns a Speculator; metrics may be nil.
 func New(cfg Config, log zerolog.Logger, metrics *Metrics) *Speculator {
 	cfg.fill()
-	return &Speculator{cfg: cfg, log: log, metrics: metrics}
+	return &Speculator{cfg: cfg, log: log, metrics: metrics, profiles: newProfileStore(cfg.LearnFile, log)}
 }
 
 // Config returns the configuration in effect (defaults filled in).

@@ -69,14 +69,32 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 		// journal is the pass-through proxy with the journal on: against
 		// "proxy", what journaling costs the relay.
 		"journal": func() (bench.Mode, error) {
-			var err error
-			if jr, err = journal.Open(journal.Options{Path: journalPath, Logger: log}); err != nil {
-				return bench.Mode{}, err
+			if jr == nil {
+				var err error
+				if jr, err = journal.Open(journal.Options{Path: journalPath, Logger: log}); err != nil {
+					return bench.Mode{}, err
+				}
 			}
 			return bench.Mode{Name: "journal", NewHooks: func(*relay.Session) relay.Hooks {
 				return relay.Hooks{Observers: []relay.Observer{jr}}
 			}}, nil
 		},
+	}
+	// speculate-journal is speculate with the journal on: what journal
+	// steps shows of the speculator's critical path.
+	all["speculate-journal"] = func() (bench.Mode, error) {
+		if jr == nil {
+			var err error
+			if jr, err = journal.Open(journal.Options{Path: journalPath, Logger: log}); err != nil {
+				return bench.Mode{}, err
+			}
+		}
+		sp := speculator.New(spec, log, nil)
+		return bench.Mode{Name: "speculate-journal", Stats: sp.Stats, NewHooks: func(s *relay.Session) relay.Hooks {
+			h := sp.Hooks(s)
+			h.Observers = append(h.Observers, jr)
+			return h
+		}}, nil
 	}
 	for name, mk := range adbBenchModes(log) {
 		all[name] = mk
@@ -160,7 +178,7 @@ func progressBar(w io.Writer) func(done, total int, label string) {
 func cmdBench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
-	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, split (split mode: jdwpaccel far next to the VM, the link between it and proxy --far), adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
+	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, speculate-journal (speculate with the journal on), split (split mode: jdwpaccel far next to the VM, the link between it and proxy --far), adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
 	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Server (200 pooled worker threads); profiles: jdb-min, idea-like, idea-async (idea-like with its reads sent from 8 JDI threads at once, as IntelliJ's async JDI), vscode-like)")
 	breakpoints := fs.Int("breakpoints", 5, "breakpoints the driver sets at attach, as an IDE sets all of its own, up to as many as the debuggee has (Deep: 5, the others 1); the extra ones are never hit")

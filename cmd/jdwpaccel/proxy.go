@@ -36,6 +36,7 @@ type proxyFlags struct {
 	speculate   bool
 	cacheBytes  int64
 	minRTT      string
+	learnFile   string
 	journalList stringList
 	journalFmt  string
 	journalMax  int64
@@ -69,6 +70,7 @@ func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp strin
 	fs.IntVar(&p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes`")
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
+	fs.StringVar(&p.learnFile, "learn-file", "", "keep what sessions learned about each debugger's attach and stops in this `PATH` (mode 0600) across proxy restarts; empty: in memory only")
 	fs.Var(&p.journalList, "journal", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng); give it several times for several files, e.g. one of each format")
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format` of a single --journal: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
@@ -151,7 +153,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		if err != nil {
 			return nil, usageError{err}
 		}
-		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT},
+		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT, LearnFile: pf.learnFile},
 			log.With().Str(relay.LogComponent, "speculator").Logger(), speculator.NewMetrics(st.reg))
 	}
 	j, err := pf.openJournal(log, st.reg)

@@ -1,0 +1,143 @@
+package speculator
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// sessionEnded closes its channel when the session ends.
+type sessionEnded chan struct{}
+
+func (sessionEnded) Observe(*relay.Session, *relay.Frame) {}
+func (sessionEnded) SessionStart(*relay.Session)          {}
+func (e sessionEnded) SessionEnd(*relay.Session, error)   { close(e) }
+
+// lockedBuffer is the journal's output, read once the journal is closed.
+type lockedBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Bytes()
+}
+
+// firstStopOf sums the serial round trips of the steps up to the first
+// stop at a breakpoint, and its inspection.
+func firstStopOf(steps []journal.Step) (int, bool) {
+	n := 0
+	for _, st := range steps {
+		n += st.RoundTrips
+		if st.Stop == "BREAKPOINT" {
+			return n, true
+		}
+	}
+	return n, false
+}
+
+// attachOnce runs the IDE-like driver on a new Deep VM (started with
+// suspend=y, 5 breakpoints) behind a 2 ms link, through a relay with sp
+// and a journal, and returns the serial round trips from the attach to
+// the end of the first breakpoint stop, as journal steps counts them.
+func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculator) int {
+	t.Helper()
+	vm, err := javavm.Start(ctx, b, "Deep", javavm.VMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Stop()
+	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: 2 * time.Millisecond, Seed: 1}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	var buf lockedBuffer
+	j, err := journal.New(&buf, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(sessionEnded)
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	addr, err := serveRelay(pctx, lk.Addr().String(), func(s *relay.Session) relay.Hooks {
+		h := sp.Hooks(s)
+		h.Observers = append(h.Observers, j, ended)
+		return h
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := javavm.RunDriver(ctx, b, javavm.DriverOptions{Addr: addr, Profile: javavm.ProfileIdeaLike,
+		Debuggee: "Deep", Steps: 1, Warmup: 1, Breakpoints: 5}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("the session did not end after the driver exited")
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := journal.Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := journal.ComputeSteps(recs)
+	if len(rep.Sessions) != 1 {
+		t.Fatalf("%d sessions in the journal, want 1", len(rep.Sessions))
+	}
+	n, ok := firstStopOf(rep.Sessions[0].Steps)
+	if !ok {
+		t.Fatalf("no breakpoint stop in the journal's steps: %+v", rep.Sessions[0].Steps)
+	}
+	return n
+}
+
+// serveRelay runs a relay with hooks in front of target until ctx ends.
+func serveRelay(ctx context.Context, target string, hooks func(*relay.Session) relay.Hooks) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), NewHooks: hooks, Logger: zerolog.Nop()})
+	go srv.Serve(ctx, ln) //nolint:errcheck // ends with ctx
+	return ln.Addr().String(), nil
+}
+
+// TestRealVMSecondAttachCostsFewerRoundTrips attaches a real JDI debugger
+// twice, each time to a new JDK 17 VM of the same program, through one
+// speculator: the second attach replays what the first learned (by class
+// signature and method name: a new VM process hands out new IDs) and must
+// reach and show its first breakpoint stop in clearly fewer serial round
+// trips, as the journal counts them.
+func TestRealVMSecondAttachCostsFewerRoundTrips(t *testing.T) {
+	b := realBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sp := New(Config{Enabled: true}, zerolog.Nop(), nil)
+	first := attachOnce(t, ctx, b, sp)
+	second := attachOnce(t, ctx, b, sp)
+	t.Logf("serial round trips to the first stop: first attach %d, second %d", first, second)
+	if second > first*2/3 {
+		t.Fatalf("second attach took %d serial round trips to its first stop, the first %d: want at most two thirds", second, first)
+	}
+}

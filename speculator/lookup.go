@@ -1,0 +1,120 @@
+package speculator
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
+)
+
+// A ClassesBySignature reply is not cacheable in general (a class of that
+// signature may be loaded at any time), but while the whole VM is
+// suspended no class is loaded or unloaded: at an attach to a VM started
+// with suspend=y, the attach's own lookups (attachLookup) answer the
+// debugger's ClassesBySignature for the same signatures, as a stop-state
+// fact of the whole VM. Any resume or other invalidation of stop state
+// ends that, and so does any debugger command that is neither a cacheable
+// read nor an event request (InstanceCounts, Instances and
+// ReferringObjects may run a garbage collection, which may unload
+// classes).
+
+// lookup is the attach's own ClassesBySignature of one signature.
+type lookup struct {
+	gen     generation // when it was sent
+	reply   []byte     // the VM's reply, nil until it came
+	waiters []uint32   // debugger commands belayed on it
+}
+
+// lookupFacts is the stop-state fact the lookups are.
+var lookupFacts = keyable.Info{Effect: keyable.EffectReadOnly, Tier: keyable.TierStop, Scope: keyable.ScopeVM}
+
+// lookupSent records a lookup of sig sent now.
+func (ss *session) lookupSent(sig string) {
+	a := &ss.att
+	if a.lookups == nil {
+		a.lookups = map[string]*lookup{}
+	}
+	a.lookups[sig] = &lookup{gen: ss.facts.gen}
+}
+
+// lookupReplied answers the debugger commands belayed on the lookup of
+// sig, and keeps the reply while it may serve.
+func (ss *session) lookupReplied(sig string, p jdwp.Packet) {
+	l := ss.att.lookups[sig]
+	if l == nil {
+		return
+	}
+	for _, id := range l.waiters {
+		ss.belayBuf = retag.Retag(ss.belayBuf[:0], p, id)
+		if err := ss.att.rs.SendToDebugger(ss.belayBuf, relay.Belay, jdwp.CmdVirtualMachineClassesBySignature); err != nil {
+			ss.log.Debug().Err(err).Msg("cannot answer a belayed command")
+		}
+	}
+	l.waiters = nil
+	if p.ErrorCode() == jdwp.ErrorNone && ss.lookupValid(l) {
+		l.reply = append([]byte(nil), p...)
+	} else {
+		delete(ss.att.lookups, sig)
+	}
+}
+
+func (ss *session) lookupValid(l *lookup) bool {
+	return !ss.att.lookupsOff && ss.facts.valid(lookupFacts, keyable.Subject{}, l.gen)
+}
+
+// lookupServe answers the debugger's ClassesBySignature f from a valid
+// lookup of the same signature (a hit, or a belay while it is in flight),
+// and reports whether it did.
+func (ss *session) lookupServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
+	r := jdwp.NewBodyReader(f.Packet.Body(), sizes)
+	sig := r.String()
+	if r.Err() == nil && ss.recording() && ss.att.rec.size() < maxAttachCmds {
+		ss.att.rec.addSig(sig)
+	}
+	l := ss.att.lookups[sig]
+	if l == nil || r.Err() != nil || r.Remaining() != 0 {
+		return false
+	}
+	if !ss.lookupValid(l) {
+		delete(ss.att.lookups, sig)
+		return false
+	}
+	if l.reply == nil {
+		l.waiters = append(l.waiters, f.ID)
+		f.Origin = relay.Belay
+		ss.sp.countRequest(resultBelay)
+		return true
+	}
+	f.Answer = retag.Retag(ss.ansBuf[:0], l.reply, f.ID)
+	ss.ansBuf = f.Answer[:0]
+	f.Origin = relay.CacheHit
+	ss.sp.countRequest(resultHit)
+	return true
+}
+
+// lookupCommand sees a debugger command that is not cacheable: anything
+// but an event request or a lookup ends serving lookups.
+func (ss *session) lookupCommand(c jdwp.Cmd) {
+	switch c {
+	case jdwp.CmdEventRequestSet, jdwp.CmdEventRequestClear, jdwp.CmdVirtualMachineClassesBySignature:
+	default:
+		ss.att.lookupsOff = true
+	}
+}
+
+// lookupUnkeyed sees a debugger command that is not cacheable, answering
+// it from a lookup if it can; true if it did (the command is consumed).
+func (ss *session) lookupUnkeyed(f *relay.Frame, sizes jdwp.IDSizes) bool {
+	c := f.Packet.Cmd()
+	if c == jdwp.CmdVirtualMachineClassesBySignature && ss.lookupServe(f, sizes) {
+		return true
+	}
+	ss.lookupCommand(c)
+	return false
+}
+
+// lookupReply handles the reply to the attach's lookup of sig.
+func (ss *session) lookupReply(sig string, p jdwp.Packet, sizes jdwp.IDSizes) {
+	ss.lookupReplied(sig, p)
+	ss.attachReply(jdwp.CmdVirtualMachineClassesBySignature, nil, sig, p, sizes)
+}

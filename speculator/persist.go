@@ -1,0 +1,420 @@
+package speculator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/rs/zerolog"
+)
+
+// profile is what sessions of one debugger on one kind of VM learned, for
+// the next attach: the attach sequence by signature and name (attach.go),
+// and the learner's state that holds no ID: which commands the debugger
+// asks, the rules' usage and waste, the frames rule and depths, the array
+// range, and the stop templates about the stopped thread alone. It is
+// kept in memory across the sessions of a Speculator and optionally in a
+// file (Config.LearnFile). Nothing in it is an ID.
+type profile struct {
+	VM         []jdwp.Cmd  `json:"vm,omitempty"`     // VM-wide commands without parameters asked at attach
+	Sigs       []string    `json:"sigs,omitempty"`   // signatures the debugger looked up (ClassesBySignature) at attach
+	Class      []classCmd  `json:"class,omitempty"`  // class commands asked at attach
+	Method     []methodCmd `json:"method,omitempty"` // method commands asked at attach
+	AttachUse  float64     `json:"attach_use"`       // used/sent of the last attach's own commands
+	Asked      []jdwp.Cmd  `json:"asked,omitempty"`  // every cacheable command the debugger asked
+	Ratio      []float64   `json:"ratio,omitempty"`  // learner.ratio by rule kind
+	Waste      float64     `json:"waste"`
+	FramesRule int32       `json:"frames_rule"`
+	ValueDepth uint64      `json:"value_depth"`
+	ThisDepth  uint64      `json:"this_depth"`
+	ArrFirst   int32       `json:"arr_first"`
+	ArrLen     int32       `json:"arr_len"`
+	ArrKnown   bool        `json:"arr_known"`
+	Templates  []relTmpl   `json:"templates,omitempty"`
+	Slots      []slotsOf   `json:"slots,omitempty"` // learner.slots by method name
+}
+
+// slotsOf is the slots the debugger asked of a method's frames (at one
+// code index if Exact): StackFrame.GetValues' parameters after the frame.
+type slotsOf struct {
+	Sig   string `json:"sig"`
+	Name  string `json:"name"`
+	MSig  string `json:"msig"`
+	Index uint64 `json:"index"`
+	Exact bool   `json:"exact"`
+	Tail  []byte `json:"tail"`
+}
+
+// classCmd is a class command of the attach, by the class's signature.
+type classCmd struct {
+	Sig string          `json:"sig"`
+	Set jdwp.CommandSet `json:"set"`
+	Cmd uint8           `json:"cmd"`
+}
+
+// methodCmd is a method command of the attach, by class signature and
+// method name and signature.
+type methodCmd struct {
+	Sig  string          `json:"sig"`
+	Name string          `json:"name"`
+	MSig string          `json:"msig"`
+	Set  jdwp.CommandSet `json:"set"`
+	Cmd  uint8           `json:"cmd"`
+}
+
+// relTmpl is a stop template about the stopped thread alone (its first
+// parameter, zero here) or without parameters; Ints are the int
+// parameters after the thread (Frames' start and length).
+type relTmpl struct {
+	Set  jdwp.CommandSet `json:"set"`
+	Cmd  uint8           `json:"cmd"`
+	Rel  bool            `json:"rel"`
+	Ints []int32         `json:"ints,omitempty"`
+}
+
+// size is the length of the attach sequence.
+func (p *profile) size() int { return len(p.VM) + len(p.Sigs) + len(p.Class) + len(p.Method) }
+
+func (p *profile) addVM(c jdwp.Cmd) {
+	for _, v := range p.VM {
+		if v == c {
+			return
+		}
+	}
+	p.VM = append(p.VM, c)
+}
+
+func (p *profile) addClass(e classCmd) {
+	for _, v := range p.Class {
+		if v == e {
+			return
+		}
+	}
+	p.Class = append(p.Class, e)
+}
+
+func (p *profile) addMethod(e methodCmd) {
+	for _, v := range p.Method {
+		if v == e {
+			return
+		}
+	}
+	p.Method = append(p.Method, e)
+}
+
+// merge adds old's attach sequence to p's.
+func (p *profile) merge(old *profile) {
+	for _, c := range old.VM {
+		p.addVM(c)
+	}
+	for _, s := range old.Sigs {
+		p.addSig(s)
+	}
+	for _, e := range old.Class {
+		p.addClass(e)
+	}
+	for _, e := range old.Method {
+		p.addMethod(e)
+	}
+}
+
+// vmCmds is the profile's VM-wide commands other than the first wave's.
+func (p *profile) vmCmds() []jdwp.Cmd {
+	var out []jdwp.Cmd
+	for _, c := range p.VM {
+		first := false
+		for _, d := range defaultPrefetch {
+			first = first || c == d
+		}
+		if info, ok := keyable.Lookup(c); ok && !first && info.Tier != keyable.TierNone {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// signatures is every class signature of the attach sequence.
+func (p *profile) signatures() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, s := range p.Sigs {
+		add(s)
+	}
+	for _, e := range p.Class {
+		add(e.Sig)
+	}
+	for _, e := range p.Method {
+		add(e.Sig)
+	}
+	return out
+}
+
+func (p *profile) addSig(sig string) {
+	for _, s := range p.Sigs {
+		if s == sig {
+			return
+		}
+	}
+	p.Sigs = append(p.Sigs, sig)
+}
+
+// slotsFrom records the learner's slots of methods whose class and name
+// this connection handed out.
+func (p *profile) slotsFrom(l *learner, h *handedOut) {
+	for mk, tail := range l.slots {
+		sig, ok := h.sigOf[mk.class]
+		m, known := h.methods[mk.class][mk.method]
+		if !ok || !known || len(p.Slots) >= maxLearned {
+			continue
+		}
+		p.Slots = append(p.Slots, slotsOf{Sig: sig, Name: m.name, MSig: m.sig, Index: mk.index, Exact: mk.exact,
+			Tail: append([]byte(nil), tail...)})
+	}
+}
+
+// slotsTo gives the learner the profile's slots of the methods ms of
+// class (signature sig), with this connection's IDs.
+func (p *profile) slotsTo(l *learner, class jdwp.ClassID, sig string, ms map[jdwp.MethodID]methodName) {
+	for _, e := range p.Slots {
+		if e.Sig != sig {
+			continue
+		}
+		for id, m := range ms {
+			if m.name == e.Name && m.sig == e.MSig && len(l.slots) < maxLearned {
+				l.slots[methodKey{class: class, method: id, index: e.Index, exact: e.Exact}] = e.Tail
+			}
+		}
+	}
+}
+
+// learnFrom copies the learner's ID-free state into p.
+func (p *profile) learnFrom(l *learner, sizes jdwp.IDSizes) {
+	for c := range l.asked {
+		p.Asked = append(p.Asked, c)
+	}
+	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
+	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
+	p.ArrFirst, p.ArrLen, p.ArrKnown = l.arrFirst, l.arrLen, l.arrKnown
+	for _, t := range l.templates {
+		if t.removed || len(p.Templates) >= maxTemplates {
+			continue
+		}
+		c, params := t.key.Cmd(), t.key.Params()
+		rt := relTmpl{Set: c.Set, Cmd: c.Cmd, Rel: t.rel}
+		switch {
+		case len(params) == 0:
+		case t.rel && len(params) == sizes.ObjectID:
+		case t.rel && c == jdwp.CmdThreadReferenceFrames && len(params) == sizes.ObjectID+8:
+			r := jdwp.NewBodyReader(params[sizes.ObjectID:], sizes)
+			rt.Ints = []int32{r.Int32(), r.Int32()}
+		default:
+			continue // names other IDs
+		}
+		p.Templates = append(p.Templates, rt)
+	}
+}
+
+// applyTo seeds a new session's learner with p.
+func (p *profile) applyTo(l *learner, sizes jdwp.IDSizes) {
+	for _, c := range p.Asked {
+		if l.asked[c] == 0 {
+			l.asked[c] = 1
+		}
+	}
+	if len(p.Ratio) == len(l.ratio) {
+		copy(l.ratio[:], p.Ratio)
+	}
+	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
+	l.arrFirst, l.arrLen, l.arrKnown = p.ArrFirst, p.ArrLen, p.ArrKnown
+	if sizes.ObjectID == 0 || len(l.templates) > 0 {
+		return
+	}
+	for _, rt := range p.Templates {
+		w := jdwp.BodyWriter{Sizes: sizes}
+		if rt.Rel {
+			w.Thread(0)
+			for _, n := range rt.Ints {
+				w.Int32(n)
+			}
+		}
+		t := &template{rel: rt.Rel}
+		if _, ok := keyable.Fill(&t.key, jdwp.Cmd{Set: rt.Set, Cmd: rt.Cmd}, w.Buf, sizes); !ok || l.byKey[t.key] != nil {
+			continue
+		}
+		l.byKey[t.key] = t
+		l.templates = append(l.templates, t)
+	}
+}
+
+// profileKey names the profile of a debugger (its first command) on a
+// kind of VM (its Version reply).
+func profileKey(version []byte, first jdwp.Cmd) string {
+	h := sha256.Sum256(version)
+	return fmt.Sprintf("%s/%d.%d", hex.EncodeToString(h[:12]), first.Set, first.Cmd)
+}
+
+// maxProfiles bounds the profiles kept; maxProfileBytes bounds a learn
+// file read back.
+const (
+	maxProfiles     = 64
+	maxProfileBytes = 4 << 20
+)
+
+// profileStore keeps the profiles of a Speculator's sessions, and writes
+// them to path (if not "") after each change.
+type profileStore struct {
+	path string
+	log  zerolog.Logger
+	mu   sync.Mutex // guards m
+	m    map[string]*profile
+}
+
+func newProfileStore(path string, log zerolog.Logger) *profileStore {
+	ps := &profileStore{path: path, log: log, m: map[string]*profile{}}
+	if path == "" {
+		return ps
+	}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		log.Warn().Err(err).Str("path", path).Msg("cannot read the learn file; starting without it")
+	default:
+		m, err := parseProfiles(b)
+		if err != nil {
+			log.Warn().Err(err).Str("path", path).Msg("learn file does not parse; starting without it")
+		} else {
+			ps.m = m
+		}
+	}
+	return ps
+}
+
+// get returns a copy of the profile stored under key, or nil.
+func (ps *profileStore) get(key string) *profile {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, ok := ps.m[key]
+	if !ok {
+		return nil
+	}
+	c := *p
+	return &c
+}
+
+// put stores p under key (a new session's profile replaces the old).
+func (ps *profileStore) put(key string, p *profile) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if _, ok := ps.m[key]; !ok && len(ps.m) >= maxProfiles {
+		for k := range ps.m { // any one: profiles are cheap to learn again
+			delete(ps.m, k)
+			break
+		}
+	}
+	ps.m[key] = p
+	if ps.path == "" {
+		return
+	}
+	if err := writeProfiles(ps.path, ps.m); err != nil {
+		ps.log.Warn().Err(err).Str("path", ps.path).Msg("cannot write the learn file")
+	}
+}
+
+// writeProfiles writes m to path atomically, readable by its owner only.
+func writeProfiles(path string, m map[string]*profile) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".learn-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// parseProfiles reads a learn file, keeping only well-formed profiles
+// within the bounds a session would have kept.
+func parseProfiles(b []byte) (map[string]*profile, error) {
+	if len(b) > maxProfileBytes {
+		return nil, fmt.Errorf("learn file larger than %d bytes", maxProfileBytes)
+	}
+	var m map[string]*profile
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	out := map[string]*profile{}
+	for k, p := range m {
+		if p == nil || len(out) >= maxProfiles || !p.valid() {
+			continue
+		}
+		out[k] = p
+	}
+	return out, nil
+}
+
+// valid says whether a profile read back is within bounds: no more
+// commands than a session records, only cacheable commands, the learner's
+// ratio length.
+func (p *profile) valid() bool {
+	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
+		len(p.Asked) > 256 || len(p.Ratio) != 0 && len(p.Ratio) != int(numKinds) {
+		return false
+	}
+	ok := func(c jdwp.Cmd) bool { _, ok := keyable.Lookup(c); return ok }
+	for _, c := range p.VM {
+		if !ok(c) {
+			return false
+		}
+	}
+	for _, e := range p.Class {
+		if !ok(jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}) {
+			return false
+		}
+	}
+	for _, e := range p.Method {
+		if !ok(jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}) {
+			return false
+		}
+	}
+	for _, t := range p.Templates {
+		if !ok(jdwp.Cmd{Set: t.Set, Cmd: t.Cmd}) || len(t.Ints) > 2 {
+			return false
+		}
+	}
+	for _, e := range p.Slots {
+		if len(e.Tail) > keyable.MaxParams || len(e.Tail) < 4 || !e.Exact && e.Index != 0 {
+			return false
+		}
+	}
+	return p.FramesRule >= -1 && len(p.Slots) <= maxLearned
+}
