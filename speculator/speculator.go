@@ -69,6 +69,10 @@ type Config struct {
 	// MaxInFlight bounds speculative commands awaiting replies per session
 	// (DefaultMaxInFlight when zero).
 	MaxInFlight int
+	// WriteBehind answers EventRequest.Set and Clear, VirtualMachine.Resume
+	// and ThreadReference.Resume at once when the VM's reply is proven,
+	// and sends them on pipelined (writebehind.go).
+	WriteBehind bool
 }
 
 // Defaults.
@@ -106,6 +110,10 @@ type Stats struct {
 	// RoundTripsSaved counts debugger commands that did not wait for a
 	// round trip of their own (hits and belays).
 	RoundTripsSaved int64
+	// WrittenBehind counts state-setting commands answered at once
+	// (write-behind); WriteBehindFailures those the VM then answered
+	// otherwise, each of which ended its session.
+	WrittenBehind, WriteBehindFailures int64
 	// Invalidations counts invalidations by reason (see Reasons).
 	Invalidations map[string]int64
 	CacheBytes    int64
@@ -126,6 +134,8 @@ func (st Stats) Since(prev Stats) Stats {
 	d.SpecWasted -= prev.SpecWasted
 	d.SpecWithheld -= prev.SpecWithheld
 	d.RoundTripsSaved -= prev.RoundTripsSaved
+	d.WrittenBehind -= prev.WrittenBehind
+	d.WriteBehindFailures -= prev.WriteBehindFailures
 	d.Invalidations = make(map[string]int64, len(st.Invalidations))
 	for r, n := range st.Invalidations {
 		d.Invalidations[r] = n - prev.Invalidations[r]
@@ -142,6 +152,7 @@ type Speculator struct {
 	hits, misses, belays atomic.Int64
 	sent, used, wasted   atomic.Int64
 	withheld             atomic.Int64
+	wbAnswered, wbFailed atomic.Int64
 	inval                [numReasons]atomic.Int64
 	bytes, entries       atomic.Int64
 	lastRTT, lastService atomic.Int64
@@ -172,8 +183,9 @@ func (sp *Speculator) Stats() Stats {
 	st := Stats{
 		Hits: sp.hits.Load(), Misses: sp.misses.Load(), Belays: sp.belays.Load(),
 		SpecSent: sp.sent.Load(), SpecUsed: sp.used.Load(), SpecWasted: sp.wasted.Load(),
-		SpecWithheld: sp.withheld.Load(),
-		CacheBytes:   sp.bytes.Load(), CacheEntries: sp.entries.Load(),
+		SpecWithheld:  sp.withheld.Load(),
+		WrittenBehind: sp.wbAnswered.Load(), WriteBehindFailures: sp.wbFailed.Load(),
+		CacheBytes: sp.bytes.Load(), CacheEntries: sp.entries.Load(),
 		RTT: time.Duration(sp.lastRTT.Load()), ServiceTime: time.Duration(sp.lastService.Load()),
 		Invalidations: map[string]int64{},
 	}
@@ -224,4 +236,15 @@ func (sp *Speculator) addCache(bytes, entries int64) {
 	sp.bytes.Add(bytes)
 	sp.entries.Add(entries)
 	sp.metrics.cache(bytes, entries)
+}
+
+// countWriteBehind counts a command answered at once, or (failed) one the
+// VM answered otherwise.
+func (sp *Speculator) countWriteBehind(failed bool) {
+	if failed {
+		sp.wbFailed.Add(1)
+	} else {
+		sp.wbAnswered.Add(1)
+	}
+	sp.metrics.writeBehind(failed)
 }

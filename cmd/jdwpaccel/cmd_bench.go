@@ -69,6 +69,20 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 				return relay.Hooks{Observers: []relay.Observer{jr}}
 			}}, nil
 		},
+		// speculate-journal is the speculate mode with the journal on, to
+		// see with "jdwpaccel journal steps" where its steps' time goes.
+		"speculate-journal": func() (bench.Mode, error) {
+			var err error
+			if jr, err = journal.Open(journal.Options{Path: journalPath, Logger: log}); err != nil {
+				return bench.Mode{}, err
+			}
+			sp := speculator.New(spec, log, nil)
+			return bench.Mode{Name: "speculate-journal", Stats: sp.Stats, NewHooks: func(s *relay.Session) relay.Hooks {
+				h := sp.Hooks(s)
+				h.Observers = append(h.Observers, jr)
+				return h
+			}}, nil
+		},
 	}
 	for name, mk := range adbBenchModes(log) {
 		all[name] = mk
@@ -152,7 +166,7 @@ func progressBar(w io.Writer) func(done, total int, label string) {
 func cmdBench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
-	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
+	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, speculate-journal (speculate with the journal on), adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
 	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Server (200 pooled worker threads); profiles: jdb-min, idea-like, idea-async (idea-like with its reads sent from 8 JDI threads at once, as IntelliJ's async JDI), vscode-like)")
 	breakpoints := fs.Int("breakpoints", 5, "breakpoints the driver sets at attach, as an IDE sets all of its own, up to as many as the debuggee has (Deep: 5, the others 1); the extra ones are never hit")
@@ -163,6 +177,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	soakInterval := fs.Duration("soak-interval", 5*time.Second, "time between soak samples")
 	cacheBytes := fs.Int64("cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session of the speculate mode and the soak")
 	minRTT := fs.Duration("speculate-min-rtt", 0, "the speculate mode sends speculative commands only when the measured round trip is at least this `duration`; 0 adapts (as the proxy's flag)")
+	writeBehind := fs.Bool("write-behind", true, "the speculate mode answers state-setting commands at once when proven (as the proxy's flag)")
 	diagnose := fs.Bool("diagnose", false, "tally the speculate mode's speculative commands (sent, used, wasted) by command and rule, and its misses by stop, into diag.txt in --out")
 	var lf logFlags
 	lf.register(fs)
@@ -203,7 +218,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		}
 		if err == nil {
 			var closeJournal func() error
-			spec := speculator.Config{Enabled: true, CacheBytes: *cacheBytes, MinRTT: *minRTT}
+			spec := speculator.Config{Enabled: true, CacheBytes: *cacheBytes, MinRTT: *minRTT, WriteBehind: *writeBehind}
 			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, spec, log)
 			defer func() {
 				if err := closeJournal(); err != nil {
