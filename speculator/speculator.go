@@ -16,6 +16,11 @@
 // only if nothing invalidated it since, so a reply the VM computed before
 // a resume is never served after it.
 //
+// State-setting commands (EventRequest.Set and Clear, resumes) whose reply
+// can be proven from what the VM did before in the session are answered at
+// once and sent on pipelined: write-behind (writebehind.go,
+// Config.WriteBehind); a VM that answers otherwise ends the session.
+//
 // Speculation starts from each suspending event and chains through the
 // replies (frames, then frame values and this, then the objects found),
 // replaying what the debugger asked at the previous stop ("templates") and
