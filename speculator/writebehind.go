@@ -33,7 +33,14 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 // A written-behind command the VM answers otherwise (an error, another
 // request ID) is logged at error, counted, and ends the debugger's session
 // (relay.Session.Fail): a debugger that was told "OK" must not go on with a
-// wrong picture. Its effects on facts are those of the forwarded command.
+// wrong picture. For a request ID the proxy could instead map the ID it
+// answered to the VM's and rewrite it in every later event and Clear; it
+// does not: the prediction is made only where libjdwp's numbering is
+// exact, so a mismatch means the VM numbers otherwise than learned, and
+// every event kind's layout would have to be rewritten correctly for a
+// case that should not occur. Ending the session is exact and simple.
+// Its effects on facts are those of the forwarded command (applyEffect,
+// and the reply's effects when the VM's reply comes).
 
 // wbOp is a state-setting command write-behind knows.
 type wbOp uint8

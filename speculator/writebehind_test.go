@@ -434,3 +434,29 @@ func FuzzWriteBehindCommand(f *testing.F) {
 		}
 	})
 }
+
+// TestWriteBehindResumeInvalidates: a written-behind resume has the
+// forwarded one's effects: what was cached at the stop before is not
+// served after it.
+func TestWriteBehindResumeInvalidates(t *testing.T) {
+	r, v := newWBRig(t, true)
+	id := learned(t, r)
+	count := func() int32 {
+		p := r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+		return be32(p.Body())
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("frame count %d, want 3", n)
+	}
+	count() // now certainly cached
+	v.fs.set(5, 10)
+	before := r.sp.Stats()
+	r.step(id, true) // Clear, Set and Resume all written behind
+	after := r.sp.Stats()
+	if got := after.WrittenBehind - before.WrittenBehind; got != 3 {
+		t.Fatalf("written behind %d, want 3", got)
+	}
+	if n := count(); n != 5 {
+		t.Errorf("frame count %d after the step, want 5: a reply from before the resume was served", n)
+	}
+}
