@@ -1,10 +1,14 @@
 package speculator
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
 
 // TestWriteBehindRealVM steps real JDI through the proxy with write-behind
@@ -57,5 +61,50 @@ func TestWriteBehindRealVM(t *testing.T) {
 				t.Errorf("written behind %d, want at least %d", st.WrittenBehind, min)
 			}
 		})
+	}
+}
+
+// TestWriteBehindRealJDB steps the real jdb through a loop, directly and
+// through the proxy with write-behind on: the transcripts must be
+// identical, and jdb's step requests, their clears and its resumes must
+// have been written behind.
+func TestWriteBehindRealJDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real JVM")
+	}
+	b := jdwptest.JavaBuild(t)
+	line, err := javavm.BreakpointLine(javavm.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := []string{fmt.Sprintf("stop at Transcript:%d", line), "run"}
+	for i := 0; i < 12; i++ {
+		script = append(script, "next")
+		if i%4 == 3 {
+			script = append(script, "locals")
+		}
+	}
+	script = append(script, "cont", "where", "clear", "exit")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	direct, err := b.RunJDB(ctx, jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, jdwptest.StartJava(t, b, javavm.Transcript).Addr(), 2*time.Millisecond, Config{WriteBehind: true})
+	proxied, err := b.RunJDB(ctx, p.addr, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if direct != proxied {
+		t.Fatalf("jdb transcript through the proxy differs:\n--- direct\n%s\n--- proxied\n%s", direct, proxied)
+	}
+	if n := strings.Count(proxied, "Step completed:"); n < 10 {
+		t.Errorf("%d steps completed, want at least 10:\n%s", n, proxied)
+	}
+	st := p.sp.Stats()
+	t.Logf("written behind %d, failures %d", st.WrittenBehind, st.WriteBehindFailures)
+	if st.WrittenBehind < 20 || st.WriteBehindFailures != 0 {
+		t.Errorf("written behind %d (want at least 20), failures %d", st.WrittenBehind, st.WriteBehindFailures)
 	}
 }
