@@ -84,9 +84,10 @@ type wbCmd struct {
 
 // request is an event request this session created and has not cleared.
 type request struct {
-	kind  jdwp.EventKind
-	step  jdwp.ThreadID // a step request's thread
-	count bool          // has a Count modifier: the VM deletes it once it fires
+	kind   jdwp.EventKind
+	step   jdwp.ThreadID // a step request's thread
+	count  bool          // has a Count modifier: the VM deletes it once it fires
+	active bool          // a step request counted in steps
 }
 
 type fieldKey struct {
@@ -97,7 +98,7 @@ type fieldKey struct {
 // writeBehind is the session's write-behind state. Guarded by session.mu.
 //
 // Invariants: last is the VM's latest request ID (predictions included)
-// while seqExact; steps holds, per thread, the step request the VM may
+// while seqExact; steps counts, per thread, the step requests the VM may
 // still have active on it; requests, threads, classes, locations and
 // fields only ever hold what the VM created, accepted or handed out in
 // this session and has not invalidated since.
@@ -107,7 +108,7 @@ type writeBehind struct {
 
 	shapes      map[shape]struct{}
 	requests    map[int32]request
-	steps       map[jdwp.ThreadID]int32
+	steps       map[jdwp.ThreadID]int
 	threads     map[jdwp.ThreadID]struct{}
 	classes     map[jdwp.ClassID]struct{}
 	locations   map[jdwp.Location]struct{}
@@ -129,7 +130,7 @@ type writeBehind struct {
 
 func newWriteBehind(on bool) writeBehind {
 	return writeBehind{on: on, shapes: map[shape]struct{}{}, requests: map[int32]request{},
-		steps: map[jdwp.ThreadID]int32{}, threads: map[jdwp.ThreadID]struct{}{},
+		steps: map[jdwp.ThreadID]int{}, threads: map[jdwp.ThreadID]struct{}{},
 		classes: map[jdwp.ClassID]struct{}{}, locations: map[jdwp.Location]struct{}{},
 		fields: map[fieldKey]struct{}{}, excClasses: map[jdwp.ClassID]struct{}{}}
 }
@@ -202,7 +203,14 @@ func (w *writeBehind) command(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) *wbCm
 			id := r.ObjectID()
 			r.Int32()
 			delete(w.threads, jdwp.ThreadID(id))
-			delete(w.classes, jdwp.ClassID(id))
+			_, class := w.classes[jdwp.ClassID(id)]
+			_, exc := w.excClasses[jdwp.ClassID(id)]
+			if class || exc { // its locations and fields name it
+				delete(w.classes, jdwp.ClassID(id))
+				delete(w.excClasses, jdwp.ClassID(id))
+				clear(w.locations)
+				clear(w.fields)
+			}
 		}
 		if r.Err() != nil {
 			w.forgetIDs()

@@ -15,10 +15,13 @@ import (
 // accepted records a request the VM accepted (or will: written behind)
 // under c.id: its shape, its IDs, and it as active.
 func (w *writeBehind) accepted(c *wbCmd) {
-	if len(w.requests) >= maxInvalMap || len(w.locations) >= maxInvalMap || len(w.classes) >= maxClasses {
+	if len(w.requests) >= maxInvalMap || len(w.locations) >= maxInvalMap || len(w.fields) >= maxInvalMap {
+		// Bounded: a session this large writes nothing more behind
+		// (forgetting active step requests could not be proven safe).
+		w.stopped = true
 		w.forgetIDs()
 		clear(w.requests)
-		clear(w.steps)
+		return
 	}
 	w.shapes[c.shape] = struct{}{}
 	req := request{kind: c.kind}
@@ -41,7 +44,8 @@ func (w *writeBehind) accepted(c *wbCmd) {
 		case jdwp.ModStep:
 			req.step = jdwp.ThreadID(m.Thread)
 			w.threads[req.step] = struct{}{}
-			w.steps[req.step] = c.id
+			req.active = true
+			w.steps[req.step]++
 		}
 	}
 	w.requests[c.id] = req
@@ -49,10 +53,21 @@ func (w *writeBehind) accepted(c *wbCmd) {
 
 // cleared forgets request id (the VM frees it).
 func (w *writeBehind) cleared(id int32) {
-	if req, ok := w.requests[id]; ok && req.step != 0 && w.steps[req.step] == id {
+	w.inactive(id)
+	delete(w.requests, id)
+}
+
+// inactive notes that step request id is no longer active at the VM.
+func (w *writeBehind) inactive(id int32) {
+	req, ok := w.requests[id]
+	if !ok || !req.active {
+		return
+	}
+	req.active = false
+	w.requests[id] = req
+	if w.steps[req.step]--; w.steps[req.step] <= 0 {
 		delete(w.steps, req.step)
 	}
-	delete(w.requests, id)
 }
 
 // forgetIDs forgets every ID known valid (something may have invalidated
@@ -135,13 +150,12 @@ func (w *writeBehind) event(comp *jdwp.Composite) {
 	w.sinceEvents = true
 	for i := range comp.Events {
 		e := &comp.Events[i]
-		if req, ok := w.requests[e.RequestID]; ok && req.count && req.step != 0 && w.steps[req.step] == e.RequestID {
-			delete(w.steps, req.step) // fired: the VM deleted it (Clear still answers NONE)
+		if req, ok := w.requests[e.RequestID]; ok && req.count {
+			w.inactive(e.RequestID) // fired: the VM deleted it (Clear still answers NONE)
 		}
 		switch e.Kind {
 		case jdwp.EventThreadDeath:
-			delete(w.threads, e.ThreadID())
-			delete(w.steps, e.ThreadID())
+			delete(w.threads, e.ThreadID()) // its step requests stay counted: conservative
 			continue
 		case jdwp.EventClassUnload:
 			clear(w.classes)

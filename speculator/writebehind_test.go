@@ -286,6 +286,18 @@ func TestWriteBehindForwardsUnproven(t *testing.T) {
 		v.failOnce(jdwp.CmdEventRequestSet, jdwp.ErrorDuplicate)
 		forwarded(t, r, jdwp.CmdEventRequestSet, stepSet(thread1, true), jdwp.ErrorDuplicate)
 	})
+	t.Run("another step still active", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		learned(t, r)
+		a := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, false))
+		b := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, false))
+		if a.ErrorCode() != 0 || b.ErrorCode() != 0 {
+			t.Fatal(a.ErrorCode(), b.ErrorCode())
+		}
+		r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, be32(b.Body())))
+		v.failOnce(jdwp.CmdEventRequestSet, jdwp.ErrorDuplicate)
+		forwarded(t, r, jdwp.CmdEventRequestSet, stepSet(thread1, true), jdwp.ErrorDuplicate) // a is active
+	})
 	t.Run("new shape", func(t *testing.T) {
 		r, v := newWBRig(t, true)
 		learned(t, r)
