@@ -219,7 +219,7 @@ func (ss *session) wbReplied(rs *relay.Session, c *wbCmd, p jdwp.Packet) {
 	ss.sp.countWriteBehind(true)
 	var code jdwp.ErrorCode
 	errors.As(err, &code)
-	ss.log.Error().Stringer("command", wbOpCmds[c.op]).Stringer("error_code", code).Err(err).
+	ss.log.Error().Stringer(relay.LogCmd, wbOpCmds[c.op]).Stringer(relay.LogErrorCode, code).Err(err).
 		Msg("the VM did not confirm a command the proxy had already answered (write-behind); ending the debugger's session")
 	rs.Fail(relay.ReasonWriteBehindFailed, fmt.Errorf("write-behind %v: %w", wbOpCmds[c.op], err))
 }
