@@ -68,12 +68,17 @@ type Accel struct {
 	SpecUsed        int64 `json:"speculative_used"`
 	SpecWasted      int64 `json:"speculative_wasted"`
 	SpecWithheld    int64 `json:"speculative_withheld,omitempty"`
+	// WrittenBehind are state-setting commands answered at once
+	// (write-behind); WriteBehindFailures those the VM contradicted.
+	WrittenBehind       int64 `json:"written_behind,omitempty"`
+	WriteBehindFailures int64 `json:"write_behind_failures,omitempty"`
 }
 
 func accelOf(st speculator.Stats) *Accel {
 	return &Accel{
 		Belays: st.Belays, Hits: st.Hits, Misses: st.Misses, RoundTripsSaved: st.RoundTripsSaved,
 		SpecSent: st.SpecSent, SpecUsed: st.SpecUsed, SpecWasted: st.SpecWasted, SpecWithheld: st.SpecWithheld,
+		WrittenBehind: st.WrittenBehind, WriteBehindFailures: st.WriteBehindFailures,
 	}
 }
 

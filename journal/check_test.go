@@ -98,7 +98,7 @@ func Check(recs []Record) *Report {
 			bad(i, r, "synthetic packet in the %s view", r.View)
 		case r.Served == ServedForwarded && r.View != ViewBoth:
 			bad(i, r, "forwarded packet only in the %s view", r.View)
-		case (r.Served == ServedCacheHit || r.Served == ServedBelay) && r.View != ViewDebugger:
+		case (r.Served == ServedCacheHit || r.Served == ServedBelay || r.Served == ServedWriteBehind) && r.View != ViewDebugger:
 			bad(i, r, "%s packet in the %s view", r.Served, r.View)
 		}
 		switch {

@@ -107,6 +107,8 @@ func servedSuffix(served string) string {
 		return " [belay]"
 	case ServedSynthetic:
 		return " [speculation]"
+	case ServedWriteBehind:
+		return " [write-behind]"
 	}
 	return ""
 }

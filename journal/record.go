@@ -61,6 +61,10 @@ const (
 	ServedCacheHit  = "cache_hit"
 	ServedBelay     = "belay"
 	ServedSynthetic = "synthetic"
+	// ServedWriteBehind is a state-setting command the proxy answered at
+	// once and sent to the VM as its own (a synthetic command in the wire
+	// view), and that answer.
+	ServedWriteBehind = "write_behind"
 )
 
 // Kinds (the "kind" field), the names of relay.Kind.

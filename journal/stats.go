@@ -65,6 +65,9 @@ type Stats struct {
 	Forwarded int           `json:"forwarded"` // misses: went to the VM
 	CacheHits int           `json:"cache_hits"`
 	Belays    int           `json:"belays"`
+	// WrittenBehind counts state-setting commands answered at once
+	// (write-behind); their copies to the VM are not speculation.
+	WrittenBehind int `json:"written_behind"`
 	// RoundTripsSaved counts debugger commands that did not wait for a VM
 	// round trip of their own: cache hits and belays.
 	RoundTripsSaved int `json:"round_trips_saved"`
@@ -182,6 +185,8 @@ func ComputeStats(recs []Record) *Stats {
 					st.Belays++
 					c.Belays++
 					st.creditSpeculation(spec, r)
+				case ServedWriteBehind:
+					st.WrittenBehind++
 				default:
 					st.Forwarded++
 					c.Forwarded++
@@ -210,7 +215,7 @@ func ComputeStats(recs []Record) *Stats {
 				c := get(r)
 				st.Synthetic++
 				c.Synthetic++
-				if r.Set != uint8(jdwp.SetDDM) {
+				if r.Set != uint8(jdwp.SetDDM) && !writtenBehind(r) {
 					st.Speculative++
 					spec[specKeyOf(r)] = &specUse{c: c}
 				}
@@ -223,7 +228,7 @@ func ComputeStats(recs []Record) *Stats {
 	}
 	st.Sessions = len(sessions)
 	st.Span = time.Duration(last - first)
-	st.RoundTripsSaved = st.CacheHits + st.Belays
+	st.RoundTripsSaved = st.CacheHits + st.Belays + st.WrittenBehind
 	st.Latency = percentiles(all)
 	for _, c := range by {
 		c.Latency = percentiles(c.lat)
@@ -300,4 +305,13 @@ func (st *Stats) WriteText(w io.Writer) error {
 			dur(c.Latency.P50), dur(c.Latency.P90), dur(c.Latency.P99), dur(c.Latency.Max), dur(c.VMLatency.P50))
 	}
 	return tw.Flush()
+}
+
+// writtenBehind reports whether a command of the proxy's own is the copy
+// of a written-behind debugger command: the speculator sends read-only
+// commands only, so a state-setting one is a write-behind.
+func writtenBehind(r *Record) bool {
+	c := jdwp.Cmd{Set: jdwp.CommandSet(r.Set), Cmd: r.Cmd}
+	return c == jdwp.CmdEventRequestSet || c == jdwp.CmdEventRequestClear ||
+		c == jdwp.CmdVirtualMachineResume || c == jdwp.CmdThreadReferenceResume
 }

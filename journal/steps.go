@@ -35,7 +35,9 @@ import (
 //     before it and costs nothing more;
 //   - the resume: from the resume command to the stop event (or its reply,
 //     if later): the round trip that runs the program to the stop;
-//   - cache hits wait for nothing.
+//   - cache hits and written-behind commands (answered at once, sent to the
+//     VM as the proxy's own) wait for nothing; a written-behind resume
+//     still waits for its stop event.
 //
 // The critical path of a step is the longest chain of waits, each starting
 // at or after the end of the one before (no two overlap): the serial round
@@ -89,6 +91,9 @@ type Step struct {
 	Forwarded int `json:"forwarded"`
 	CacheHits int `json:"cache_hits"`
 	Belays    int `json:"belays"`
+	// WrittenBehind are state-setting commands answered at once (their
+	// VM round trip overlaps what follows).
+	WrittenBehind int `json:"written_behind"`
 	// RoundTrips is the length of the critical path: the serial round
 	// trips of the step.
 	RoundTrips int `json:"serial_round_trips"`
@@ -253,6 +258,8 @@ func (s *sessSteps) packet(r *Record) {
 			st.CacheHits++
 		case ServedBelay:
 			st.Belays++
+		case ServedWriteBehind:
+			st.WrittenBehind++
 		default:
 			st.Forwarded++
 		}
@@ -301,7 +308,7 @@ func (s *sessSteps) finish() SessionSteps {
 			switch {
 			case c.resume && st.StopT > 0:
 				ws = append(ws, wait{from: c.t, to: max(st.StopT, c.end), c: c})
-			case c.end < 0, c.served == ServedCacheHit:
+			case c.end < 0, c.served == ServedCacheHit, c.served == ServedWriteBehind && !c.resume:
 			default:
 				ws = append(ws, wait{from: min(c.waitFrom, c.t), to: c.end, c: c})
 			}
@@ -422,7 +429,7 @@ func (rep *StepsReport) WriteText(w io.Writer, brief bool) error {
 		fmt.Fprintf(w, "\nsession %d: %d steps, RTT estimate %s (median VM round trip of forwarded commands), median serial round trips per step %g\n",
 			ss.Session, max(len(ss.Steps)-1, 0), dur(ss.RTT), ss.MedianRoundTrips)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "step\tstart s\tstop\tthread\tms\tcmds\tfwd\thit\tbelay\tserial RTs\tRTs×RTT ms\tpath ms\twaiting ms\t\n")
+		fmt.Fprint(tw, "step\tstart s\tstop\tthread\tms\tcmds\tfwd\thit\tbelay\twb\tserial RTs\tRTs×RTT ms\tpath ms\twaiting ms\t\n")
 		for _, st := range ss.Steps {
 			stop, thread := st.Stop, "-"
 			switch {
@@ -438,8 +445,8 @@ func (rep *StepsReport) WriteText(w io.Writer, brief bool) error {
 			if !st.Complete {
 				idx += "*"
 			}
-			fmt.Fprintf(tw, "%s\t%.6f\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t\n", idx, float64(st.Start)/1e9, stop, thread,
-				ms(st.Duration), st.Commands, st.Forwarded, st.CacheHits, st.Belays, st.RoundTrips,
+			fmt.Fprintf(tw, "%s\t%.6f\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t\n", idx, float64(st.Start)/1e9, stop, thread,
+				ms(st.Duration), st.Commands, st.Forwarded, st.CacheHits, st.Belays, st.WrittenBehind, st.RoundTrips,
 				float64(st.RoundTrips)*ms(ss.RTT), ms(st.PathWait), ms(st.Waiting))
 		}
 		if err := tw.Flush(); err != nil {

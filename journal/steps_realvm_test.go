@@ -19,8 +19,9 @@ import (
 
 // linkedSession runs the JDI driver against a real JVM behind an emulated
 // link of the given RTT, through a relay with the journal (and, when
-// spec, the speculator), and returns the journal and the driver's result.
-func linkedSession(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Duration, spec bool, opts javavm.DriverOptions) ([]Record, *javavm.DriverResult) {
+// spec, the speculator, with write-behind when wb), and returns the
+// journal and the driver's result.
+func linkedSession(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Duration, spec, wb bool, opts javavm.DriverOptions) ([]Record, *javavm.DriverResult) {
 	t.Helper()
 	vm, err := javavm.Start(ctx, b, opts.Debuggee, javavm.VMOptions{})
 	if err != nil {
@@ -39,7 +40,7 @@ func linkedSession(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.
 	}
 	var sp *speculator.Speculator
 	if spec {
-		sp = speculator.New(speculator.Config{Enabled: true, MinRTT: -1}, zerolog.Nop(), nil)
+		sp = speculator.New(speculator.Config{Enabled: true, MinRTT: -1, WriteBehind: wb}, zerolog.Nop(), nil)
 	}
 	ended := make(chan struct{})
 	addr, stop := startProxy(t, lk.Addr().String(), func(s *relay.Session) relay.Hooks {
@@ -93,19 +94,23 @@ func TestStepsMatchMeasuredSteps(t *testing.T) {
 	}
 	const rtt = 20 * time.Millisecond
 	cases := []struct {
-		name    string
-		spec    bool
-		threads int
+		name     string
+		spec, wb bool
+		threads  int
 	}{
-		{"serial", false, 0},
-		{"speculate", true, 0},
-		{"pipelined", false, 4},
+		{"serial", false, false, 0},
+		{"speculate", true, false, 0},
+		{"write-behind", true, true, 0},
+		{"pipelined", false, false, 4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := javavm.DriverOptions{Debuggee: javavm.Shallow, Profile: javavm.ProfileIdeaLike, Steps: 6, Warmup: 2, Threads: tc.threads}
-			_, base := linkedSession(t, ctx, b, 0, tc.spec, opts)
-			recs, res := linkedSession(t, ctx, b, rtt, tc.spec, opts)
+			_, base := linkedSession(t, ctx, b, 0, tc.spec, tc.wb, opts)
+			recs, res := linkedSession(t, ctx, b, rtt, tc.spec, tc.wb, opts)
+			if err := Check(recs).Err(); err != nil {
+				t.Fatalf("the journal breaks its invariants: %v", err)
+			}
 			rep := ComputeSteps(recs)
 			if len(rep.Sessions) != 1 {
 				t.Fatalf("%d sessions", len(rep.Sessions))
@@ -153,6 +158,9 @@ func TestStepsMatchMeasuredSteps(t *testing.T) {
 			if tol := math.Max(1.5, 0.15*got); got > implied+tol || got < implied/1.6-tol {
 				t.Errorf("journal steps reports %.1f serial round trips per step, the measured step times imply %.1f (allowed %.1f..%.1f)", got, implied, implied/1.6-tol, implied+tol)
 			}
+			if wbs := writtenBehindSteps(ss); tc.wb != (wbs > 0) {
+				t.Errorf("%d steps with written-behind commands", wbs)
+			}
 			if tc.threads > 1 && got >= 0.9*float64(commands)/float64(len(rts)) {
 				t.Errorf("pipelined client: %.1f round trips for %.1f commands per step; overlapping commands should not count", got, float64(commands)/float64(len(rts)))
 			}
@@ -167,4 +175,15 @@ func fastestStep(res *javavm.DriverResult) float64 {
 		best = math.Min(best, s.MS)
 	}
 	return best
+}
+
+// writtenBehindSteps counts the steps with written-behind commands.
+func writtenBehindSteps(ss SessionSteps) int {
+	n := 0
+	for _, st := range ss.Steps {
+		if st.WrittenBehind > 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -256,3 +256,30 @@ func FuzzSteps(f *testing.F) {
 		rep.WriteText(io.Discard, false) //nolint:errcheck // io.Discard
 	})
 }
+
+// TestStepsWriteBehind: written-behind Clear and Set cost no round trip,
+// even when the VM's reply to their copies comes later, and a
+// written-behind resume still costs its trip to the stop event.
+func TestStepsWriteBehind(t *testing.T) {
+	s := newStepScript()
+	s.cmd(jdwp.CmdVirtualMachineResume, ServedForwarded, 0, 10)
+	s.event(15, jdwp.SuspendAll, "BREAKPOINT")
+	s.cmd(jdwp.CmdEventRequestClear, ServedWriteBehind, 20, 20.1)
+	s.spec(jdwp.CmdEventRequestClear, 100, 20.05) // its copy to the VM
+	s.cmd(jdwp.CmdEventRequestSet, ServedWriteBehind, 20.2, 20.3)
+	s.cmd(jdwp.CmdVirtualMachineResume, ServedWriteBehind, 20.4, 20.5)
+	s.event(35, jdwp.SuspendAll, "SINGLE_STEP")
+	s.cmd(jdwp.CmdThreadReferenceFrames, ServedForwarded, 36, 46)
+	s.end(50)
+	rep := ComputeSteps(s.recs)
+	st := rep.Sessions[0].Steps[2]
+	if st.WrittenBehind != 1 || st.Forwarded != 1 {
+		t.Errorf("step 2: %d written behind, %d forwarded; want 1 (its resume) and 1", st.WrittenBehind, st.Forwarded)
+	}
+	if st.RoundTrips != 2 || st.Path[0].Served != "resume" || st.Path[1].Name != "ThreadReference.Frames" {
+		t.Errorf("step 2's path %+v, want the resume to the stop and Frames", st.Path)
+	}
+	if st1 := rep.Sessions[0].Steps[1]; st1.RoundTrips != 1 || st1.WrittenBehind != 2 {
+		t.Errorf("step 1: %d round trips, %d written behind; want 1 (the resume; the written-behind Clear and Set cost none) and 2", st1.RoundTrips, st1.WrittenBehind)
+	}
+}

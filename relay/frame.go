@@ -72,11 +72,16 @@ const (
 	// own, and the VM's replies and chunks for them. Never seen by the
 	// debugger.
 	Synthetic
+	// WriteBehind is a debugger command that changes VM state, answered at
+	// once with the reply the VM will give (the proxy sends the command to
+	// the VM as its own, Synthetic, and checks the VM's reply), and that
+	// answer.
+	WriteBehind
 
 	numOrigins
 )
 
-var originNames = [numOrigins]string{"forwarded", "cache_hit", "belay", "synthetic"}
+var originNames = [numOrigins]string{"forwarded", "cache_hit", "belay", "synthetic", "write_behind"}
 
 func (o Origin) String() string {
 	if o < numOrigins {

@@ -23,9 +23,14 @@ const (
 	// write timeout.
 	ReasonWriteTimeout Reason = "write_timeout"
 	ReasonIO           Reason = "io"
+	// ReasonWriteBehindFailed: the VM's reply to a command the proxy had
+	// already answered (write-behind) differed from that answer; the
+	// session is ended (Session.Fail) so the debugger does not go on with
+	// a wrong picture.
+	ReasonWriteBehindFailed Reason = "write_behind_failed"
 )
 
-var protocolErrorReasons = []Reason{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonVMBusy, ReasonWriteTimeout, ReasonIO}
+var protocolErrorReasons = []Reason{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonVMBusy, ReasonWriteTimeout, ReasonIO, ReasonWriteBehindFailed}
 
 // Metrics are the relay's Prometheus metrics. Label children are resolved
 // once, here, so counting a packet is an array index and an atomic add.

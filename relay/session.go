@@ -746,7 +746,10 @@ func discard(c net.Conn) {
 // classify maps an error that ended a session to a protocol error reason,
 // or "" for an orderly end.
 func classify(err error) Reason {
+	var fe *failError
 	switch {
+	case errors.As(err, &fe):
+		return fe.reason
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, ErrSessionClosed):
 		return ""
 	case errors.Is(err, jdwp.ErrShortPacket):

@@ -18,6 +18,7 @@ type cmdData struct {
 	eff    keyable.Effect // the effect applied when it was sent (not keyed)
 	thread jdwp.ThreadID  // the thread a ThreadReference.Suspend suspends
 	spec   *spec          // non-nil for a speculative command
+	wb     *wbCmd         // non-nil for a state-setting command (writebehind.go)
 	snap   *suspSnap      // suspension before an invoke
 	mark   uint64         // suspChanges right after an invoke was sent
 	sig    string         // ClassesBySignature's signature

@@ -59,11 +59,12 @@ func (r reason) String() string {
 // Metrics are the speculator's Prometheus metrics, shared by all sessions.
 // Label children are resolved once so counting is an index and an add.
 type Metrics struct {
-	requests [numResults]prometheus.Counter
-	specs    [numOutcomes]prometheus.Counter
-	inval    [numReasons]prometheus.Counter
-	bytes    prometheus.Gauge
-	entries  prometheus.Gauge
+	requests     [numResults]prometheus.Counter
+	specs        [numOutcomes]prometheus.Counter
+	inval        [numReasons]prometheus.Counter
+	bytes        prometheus.Gauge
+	entries      prometheus.Gauge
+	wb, wbFailed prometheus.Counter
 }
 
 // NewMetrics creates the speculator metrics and registers them with reg.
@@ -88,8 +89,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Namespace: "jdwpaccel", Name: "cache_entries",
 		Help: "Replies held in the speculative caches of all sessions.",
 	})
-	reg.MustRegister(req, spec, inval, bytes, entries)
-	m := &Metrics{bytes: bytes, entries: entries}
+	wb := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "writebehind_total",
+		Help: "State-setting debugger commands (EventRequest.Set and Clear, VirtualMachine.Resume, ThreadReference.Resume) answered at once with the reply the VM was proven to give, and sent on to it pipelined (write-behind).",
+	})
+	wbFailed := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "writebehind_failures_total",
+		Help: "Written-behind commands the VM answered otherwise than the debugger had been answered; each ended its debugger session.",
+	})
+	reg.MustRegister(req, spec, inval, bytes, entries, wb, wbFailed)
+	m := &Metrics{bytes: bytes, entries: entries, wb: wb, wbFailed: wbFailed}
 	for i := range m.requests {
 		m.requests[i] = req.WithLabelValues(resultNames[i])
 	}
@@ -124,5 +133,15 @@ func (m *Metrics) cache(bytes, entries int64) {
 	if m != nil {
 		m.bytes.Add(float64(bytes))
 		m.entries.Add(float64(entries))
+	}
+}
+
+func (m *Metrics) writeBehind(failed bool) {
+	switch {
+	case m == nil:
+	case failed:
+		m.wbFailed.Inc()
+	default:
+		m.wb.Inc()
 	}
 }

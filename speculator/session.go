@@ -44,6 +44,7 @@ type session struct {
 	trig  *trigger.Manager[cmdData] // command, reply and event subscriptions
 	data  dataPool                  // cmdData kept with commands in flight (slot)
 	push  pushSeams                 // mode and tap (export.go)
+	wb    writeBehind               // state-setting commands answered at once (writebehind.go)
 
 	ansBuf   []byte // cache-hit answers (debugger goroutine, handed to the relay)
 	belayBuf []byte // belayed answers
@@ -58,6 +59,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 		log:   rs.Logger().With().Str(relay.LogComponent, "speculator").Logger(),
 		trig:  trigger.New[cmdData](),
 		learn: newLearner(),
+		wb:    newWriteBehind(sp.cfg.WriteBehind),
 		began: time.Now(),
 	}
 	ss.facts = newFacts(sp)
@@ -121,10 +123,14 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	} else if ss.lookupUnkeyed(f, sizes) {
 		return relay.Consume
 	} else {
+		d.wb = ss.wb.command(p, sizes, &ss.facts) // before the effect: it reads the suspension
 		ss.applyEffect(p, sizes, &d)
 	}
 	d.gen = ss.facts.gen
 	ss.trig.Command(p)
+	if d.wb != nil && d.wb.written {
+		return ss.writeBehind(rs, f, &d)
+	}
 	f.SetData(slot, ss.data.get(&d)) // back with the reply (relay.Frame.Data)
 	return relay.Forward
 }
@@ -192,7 +198,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		defer ss.data.put(d)
 		ss.trig.Reply(c, p, d)
 	}
-	if f.Origin == relay.Synthetic {
+	if f.Origin == relay.Synthetic && !(tracked && d.wb != nil) {
 		// The relay tells replies to the proxy's own commands (the
 		// connection's ID table); those of other hooks (a DDM reply whose
 		// request expired) are no sample of the speculator's.
@@ -207,6 +213,9 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	ss.disp.rtt.sample(f.Latency)
 	if !tracked {
 		return relay.Forward
+	}
+	if d.wb != nil {
+		ss.wbReplied(rs, d.wb, p) // a written-behind one's reply is absorbed below
 	}
 	ok := p.ErrorCode() == jdwp.ErrorNone
 	switch d.eff {
@@ -235,6 +244,9 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		if ok {
 			ss.chain(rs, &d.key, d.gen, p, sizes, 0)
 		}
+	}
+	if f.Origin == relay.Synthetic {
+		return relay.Consume
 	}
 	return relay.Forward
 }
@@ -323,10 +335,12 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	comp, err := ss.trig.Events(f.Packet.Body(), sizes)
 	if err != nil {
 		// A composite we cannot read may hide anything: forget it all.
+		ss.wb.forgetIDs()
 		ss.endEpisode()
 		ss.facts.invalidateAll(reasonUnknownCommand)
 		return
 	}
+	ss.wb.event(comp)
 	var thread jdwp.ThreadID
 	stop := false
 	for i := range comp.Events {

@@ -16,6 +16,11 @@
 // only if nothing invalidated it since, so a reply the VM computed before
 // a resume is never served after it.
 //
+// State-setting commands (EventRequest.Set and Clear, resumes) whose reply
+// can be proven from what the VM did before in the session are answered at
+// once and sent on pipelined: write-behind (writebehind.go,
+// Config.WriteBehind); a VM that answers otherwise ends the session.
+//
 // Speculation starts from each suspending event and chains through the
 // replies (frames, then frame values and this, then the objects found),
 // replaying what the debugger asked at the previous stop ("templates") and
@@ -86,6 +91,10 @@ type Config struct {
 	// file, mode 0600, read at New and rewritten as each session ends).
 	// Either way it is kept in memory across the Speculator's sessions.
 	LearnFile string
+	// WriteBehind answers EventRequest.Set and Clear, VirtualMachine.Resume
+	// and ThreadReference.Resume at once when the VM's reply is proven,
+	// and sends them on pipelined (writebehind.go).
+	WriteBehind bool
 }
 
 // Defaults.
@@ -123,6 +132,10 @@ type Stats struct {
 	// RoundTripsSaved counts debugger commands that did not wait for a
 	// round trip of their own (hits and belays).
 	RoundTripsSaved int64
+	// WrittenBehind counts state-setting commands answered at once
+	// (write-behind); WriteBehindFailures those the VM then answered
+	// otherwise, each of which ended its session.
+	WrittenBehind, WriteBehindFailures int64
 	// Invalidations counts invalidations by reason (see Reasons).
 	Invalidations map[string]int64
 	CacheBytes    int64
@@ -143,6 +156,8 @@ func (st Stats) Since(prev Stats) Stats {
 	d.SpecWasted -= prev.SpecWasted
 	d.SpecWithheld -= prev.SpecWithheld
 	d.RoundTripsSaved -= prev.RoundTripsSaved
+	d.WrittenBehind -= prev.WrittenBehind
+	d.WriteBehindFailures -= prev.WriteBehindFailures
 	d.Invalidations = make(map[string]int64, len(st.Invalidations))
 	for r, n := range st.Invalidations {
 		d.Invalidations[r] = n - prev.Invalidations[r]
@@ -160,6 +175,7 @@ type Speculator struct {
 	hits, misses, belays atomic.Int64
 	sent, used, wasted   atomic.Int64
 	withheld             atomic.Int64
+	wbAnswered, wbFailed atomic.Int64
 	inval                [numReasons]atomic.Int64
 	bytes, entries       atomic.Int64
 	lastRTT, lastService atomic.Int64
@@ -190,8 +206,9 @@ func (sp *Speculator) Stats() Stats {
 	st := Stats{
 		Hits: sp.hits.Load(), Misses: sp.misses.Load(), Belays: sp.belays.Load(),
 		SpecSent: sp.sent.Load(), SpecUsed: sp.used.Load(), SpecWasted: sp.wasted.Load(),
-		SpecWithheld: sp.withheld.Load(),
-		CacheBytes:   sp.bytes.Load(), CacheEntries: sp.entries.Load(),
+		SpecWithheld:  sp.withheld.Load(),
+		WrittenBehind: sp.wbAnswered.Load(), WriteBehindFailures: sp.wbFailed.Load(),
+		CacheBytes: sp.bytes.Load(), CacheEntries: sp.entries.Load(),
 		RTT: time.Duration(sp.lastRTT.Load()), ServiceTime: time.Duration(sp.lastService.Load()),
 		Invalidations: map[string]int64{},
 	}
@@ -242,4 +259,15 @@ func (sp *Speculator) addCache(bytes, entries int64) {
 	sp.bytes.Add(bytes)
 	sp.entries.Add(entries)
 	sp.metrics.cache(bytes, entries)
+}
+
+// countWriteBehind counts a command answered at once, or (failed) one the
+// VM answered otherwise.
+func (sp *Speculator) countWriteBehind(failed bool) {
+	if failed {
+		sp.wbFailed.Add(1)
+	} else {
+		sp.wbAnswered.Add(1)
+	}
+	sp.metrics.writeBehind(failed)
 }

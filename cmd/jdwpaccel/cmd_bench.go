@@ -80,8 +80,8 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 			}}, nil
 		},
 	}
-	// speculate-journal is speculate with the journal on: what journal
-	// steps shows of the speculator's critical path.
+	// speculate-journal is speculate with the journal on: what "jdwpaccel
+	// journal steps" shows of the speculator's critical path.
 	all["speculate-journal"] = func() (bench.Mode, error) {
 		if jr == nil {
 			var err error
@@ -190,6 +190,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	cacheBytes := fs.Int64("cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session of the speculate mode and the soak")
 	minRTT := fs.Duration("speculate-min-rtt", 0, "the speculate mode sends speculative commands only when the measured round trip is at least this `duration`; 0 adapts (as the proxy's flag)")
 	bandwidth := fs.Int64("bandwidth", 0, "limit the emulated link to this many `bytes` per second in each direction (0: unlimited)")
+	writeBehind := fs.Bool("write-behind", true, "the speculate mode answers state-setting commands at once when proven (as the proxy's flag)")
 	diagnose := fs.Bool("diagnose", false, "tally the speculate mode's speculative commands (sent, used, wasted) by command and rule, and its misses by stop, into diag.txt in --out")
 	var lf logFlags
 	lf.register(fs)
@@ -234,7 +235,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		}
 		if err == nil {
 			var closeJournal func() error
-			spec := speculator.Config{Enabled: true, CacheBytes: *cacheBytes, MinRTT: *minRTT}
+			spec := speculator.Config{Enabled: true, CacheBytes: *cacheBytes, MinRTT: *minRTT, WriteBehind: *writeBehind}
 			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, spec, log)
 			defer func() {
 				if err := closeJournal(); err != nil {

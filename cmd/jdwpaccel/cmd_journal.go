@@ -26,7 +26,7 @@ Give rotated files oldest first: PATH.2 PATH.1 PATH.
 
   show   print the records, decoded, one per line: seconds since the
          journal's start, session, direction, kind, ID, command, length,
-         how it was served (forwarded, cache_hit, belay, synthetic), latency
+         how it was served (forwarded, cache_hit, belay, synthetic, write_behind), latency
   stats  commands per type, hits / misses / belays, round trips saved,
          speculative commands sent and used, latency percentiles per command
   steps  for every step (resume, stop event, the work at the stop, next
@@ -61,7 +61,7 @@ func (jf *journalFlags) register(fs *flag.FlagSet, show bool) {
 	fs.StringVar(&jf.sets, "set", "", "keep these command sets, `NAMES`: ThreadReference,StackFrame or numbers")
 	fs.StringVar(&jf.names, "cmd", "", "keep commands whose name contains one of `NAMES` (comma-separated, e.g. Frames,GetValues)")
 	fs.StringVar(&jf.threads, "thread", "", "keep packets about these thread `IDS` (comma-separated, decimal or 0x hex)")
-	fs.StringVar(&jf.served, "served", "", "keep packets served `WAYS`: forwarded,cache_hit,belay,synthetic")
+	fs.StringVar(&jf.served, "served", "", "keep packets served `WAYS`: forwarded,cache_hit,belay,synthetic,write_behind")
 	fs.StringVar(&jf.sessions, "session", "", "keep these session `NUMBERS` (comma-separated)")
 	fs.DurationVar(&jf.since, "since", 0, "keep records at or after this `DURATION` since the journal's start")
 	fs.DurationVar(&jf.until, "until", 0, "keep records at or before this `DURATION` since the journal's start")
@@ -104,10 +104,10 @@ func (jf *journalFlags) filter() (*journal.Filter, error) {
 	for _, s := range strings.Split(jf.served, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "":
-		case journal.ServedForwarded, journal.ServedCacheHit, journal.ServedBelay, journal.ServedSynthetic:
+		case journal.ServedForwarded, journal.ServedCacheHit, journal.ServedBelay, journal.ServedSynthetic, journal.ServedWriteBehind:
 			f.Served = append(f.Served, s)
 		default:
-			return nil, fmt.Errorf("bad --served %q (want forwarded, cache_hit, belay or synthetic)", s)
+			return nil, fmt.Errorf("bad --served %q (want forwarded, cache_hit, belay, synthetic or write_behind)", s)
 		}
 	}
 	return f, nil

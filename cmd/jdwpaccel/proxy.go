@@ -34,6 +34,7 @@ type proxyFlags struct {
 	maxPacket   int
 
 	speculate   bool
+	writeBehind bool
 	cacheBytes  int64
 	minRTT      string
 	learnFile   string
@@ -71,6 +72,7 @@ func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp strin
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
 	fs.StringVar(&p.learnFile, "learn-file", "", "keep what sessions learned about each debugger's attach and stops in this `PATH` (mode 0600) across proxy restarts; empty: in memory only")
+	fs.BoolVar(&p.writeBehind, "write-behind", true, "with --speculate, answer EventRequest.Set/Clear and resumes at once when the VM's reply is proven, and send them on pipelined; a VM that answers otherwise ends the session")
 	fs.Var(&p.journalList, "journal", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng); give it several times for several files, e.g. one of each format")
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format` of a single --journal: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
@@ -153,7 +155,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		if err != nil {
 			return nil, usageError{err}
 		}
-		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT, LearnFile: pf.learnFile},
+		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT, LearnFile: pf.learnFile, WriteBehind: pf.writeBehind},
 			log.With().Str(relay.LogComponent, "speculator").Logger(), speculator.NewMetrics(st.reg))
 	}
 	j, err := pf.openJournal(log, st.reg)

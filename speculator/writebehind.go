@@ -1,0 +1,312 @@
+package speculator
+
+import "github.com/jdwpaccel/jdwpaccel/jdwp"
+
+// Write-behind answers a state-setting debugger command (EventRequest.Set,
+// EventRequest.Clear, VirtualMachine.Resume, ThreadReference.Resume) at
+// once with the reply the VM will give, sends the command on to the VM as
+// the proxy's own (in the debugger's order: it is queued before the hook
+// returns) and checks the VM's reply when it comes. It does so only when
+// the proxy can prove that reply; everything else is forwarded as before,
+// so a debugger sending malformed or invalid requests gets the VM's own
+// error. The proof, per session:
+//
+//   - Set: the request's event kind, suspend policy and modifier kinds
+//     (in order) succeeded before; every ID in it is one the VM accepted or
+//     handed out in this session and still valid (threads: from events and
+//     accepted requests, until THREAD_DEATH or disposal; classes: from
+//     events, replies naming classes and accepted requests, until any
+//     CLASS_UNLOAD; locations and fields: accepted before, until an unload
+//     or redefinition); no instance filter; a Count is positive; a step's
+//     thread is suspended and has no other step request active. The
+//     request ID is predicted: libjdwp numbers requests from one counter
+//     (one per Set, failed installs included), so the answer is the last
+//     ID plus one once two Sets' replies were consecutive across a stop
+//     (or, with the VM suspended, back to back), no forwarded Set is in
+//     flight and none failed since the last reply.
+//   - Clear: a request this session created and has not cleared, with its
+//     own event kind (libjdwp answers NONE, also for a request it already
+//     deleted itself, as it does a count-filtered one once it fired).
+//   - VirtualMachine.Resume once one succeeded; ThreadReference.Resume for
+//     a thread known suspended, once one succeeded.
+//
+// A written-behind command the VM answers otherwise (an error, another
+// request ID) is logged at error, counted, and ends the debugger's session
+// (relay.Session.Fail): a debugger that was told "OK" must not go on with a
+// wrong picture. For a request ID the proxy could instead map the ID it
+// answered to the VM's and rewrite it in every later event and Clear; it
+// does not: the prediction is made only where libjdwp's numbering is
+// exact, so a mismatch means the VM numbers otherwise than learned, and
+// every event kind's layout would have to be rewritten correctly for a
+// case that should not occur. Ending the session is exact and simple.
+// Its effects on facts are those of the forwarded command (applyEffect,
+// and the reply's effects when the VM's reply comes).
+
+// wbOp is a state-setting command write-behind knows.
+type wbOp uint8
+
+const (
+	wbSet wbOp = iota + 1
+	wbClear
+	wbVMResume
+	wbThreadResume
+)
+
+var wbOpCmds = [...]jdwp.Cmd{wbSet: jdwp.CmdEventRequestSet, wbClear: jdwp.CmdEventRequestClear,
+	wbVMResume: jdwp.CmdVirtualMachineResume, wbThreadResume: jdwp.CmdThreadReferenceResume}
+
+// maxShapeMods bounds the modifiers of a request write-behind considers;
+// malformed is the shape size of a Set it could not read (forwarded, and
+// not learned from).
+const (
+	maxShapeMods = 14
+	malformed    = 0xFF
+)
+
+// shape is what the VM checks of a request's structure: its event kind,
+// suspend policy and modifier kinds, in order.
+type shape struct {
+	n uint8
+	b [2 + maxShapeMods]byte
+}
+
+// wbCmd is a state-setting command awaiting its reply (forwarded or
+// written behind), kept with it in cmdData.
+type wbCmd struct {
+	op      wbOp
+	written bool // answered at once: the VM's reply is checked, not relayed
+	id      int32
+	kind    jdwp.EventKind
+	shape   shape
+	mods    []jdwp.Modifier // Set's modifiers (patterns dropped)
+	thread  jdwp.ThreadID   // ThreadReference.Resume's thread
+}
+
+// request is an event request this session created and has not cleared.
+type request struct {
+	kind   jdwp.EventKind
+	step   jdwp.ThreadID // a step request's thread
+	count  bool          // has a Count modifier: the VM deletes it once it fires
+	active bool          // a step request counted in steps
+}
+
+type fieldKey struct {
+	class jdwp.ClassID
+	field jdwp.FieldID
+}
+
+// writeBehind is the session's write-behind state. Guarded by session.mu.
+//
+// Invariants: last is the VM's latest request ID (predictions included)
+// while seqExact; steps counts, per thread, the step requests the VM may
+// still have active on it; requests, threads, classes, locations and
+// fields only ever hold what the VM created, accepted or handed out in
+// this session and has not invalidated since.
+type writeBehind struct {
+	on      bool // Config.WriteBehind, until stopped
+	stopped bool // VM death or a failure: nothing more is written behind
+
+	shapes      map[shape]struct{}
+	requests    map[int32]request
+	steps       map[jdwp.ThreadID]int
+	threads     map[jdwp.ThreadID]struct{}
+	classes     map[jdwp.ClassID]struct{}
+	locations   map[jdwp.Location]struct{}
+	fields      map[fieldKey]struct{}
+	excClasses  map[jdwp.ClassID]struct{}
+	vmResumeOK  bool
+	thResumeOK  bool
+	last        int32
+	seqExact    bool // last is exact: no Set failed since
+	seqBack     bool // two Sets' replies were consecutive, back to back
+	seqStop     bool // ... with events in between
+	sinceEvents bool // events arrived since the last Set's reply
+	setsFwd     int  // forwarded Sets awaiting replies
+
+	free    []*wbCmd
+	ansBuf  []byte
+	sendBuf []byte
+}
+
+func newWriteBehind(on bool) writeBehind {
+	return writeBehind{on: on, shapes: map[shape]struct{}{}, requests: map[int32]request{},
+		steps: map[jdwp.ThreadID]int{}, threads: map[jdwp.ThreadID]struct{}{},
+		classes: map[jdwp.ClassID]struct{}{}, locations: map[jdwp.Location]struct{}{},
+		fields: map[fieldKey]struct{}{}, excClasses: map[jdwp.ClassID]struct{}{}}
+}
+
+func (w *writeBehind) get(op wbOp) *wbCmd {
+	var c *wbCmd
+	if n := len(w.free); n > 0 {
+		c, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		c = new(wbCmd)
+	}
+	mods := c.mods[:0]
+	*c = wbCmd{op: op, mods: mods}
+	return c
+}
+
+func (w *writeBehind) put(c *wbCmd) {
+	if len(w.free) < maxFreeData {
+		w.free = append(w.free, c)
+	}
+}
+
+// command looks at a debugger command that is not answered from the cache,
+// before its effects are applied: it keeps write-behind's state current
+// and returns, for a state-setting command, what to remember until its
+// reply, with written set when it is to be answered at once.
+func (w *writeBehind) command(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) *wbCmd {
+	if !w.on {
+		return nil
+	}
+	body := p.Body()
+	switch p.Cmd() {
+	case jdwp.CmdEventRequestSet:
+		c := w.set(body, sizes, f)
+		if !c.written {
+			w.setsFwd++ // its request ID is unknown until the reply
+		}
+		return c
+	case jdwp.CmdEventRequestClear:
+		c := w.get(wbClear)
+		r := jdwp.NewBodyReader(body, sizes)
+		c.kind, c.id = jdwp.EventKind(r.Uint8()), r.Int32()
+		req, ok := w.requests[c.id]
+		if r.Err() == nil && r.Remaining() == 0 && ok && req.kind == c.kind && !w.stopped {
+			c.written = true
+			w.cleared(c.id)
+		}
+		return c
+	case jdwp.CmdEventRequestClearAllBreakpoints:
+		for id, req := range w.requests {
+			if req.kind == jdwp.EventBreakpoint {
+				delete(w.requests, id)
+			}
+		}
+	case jdwp.CmdVirtualMachineResume:
+		c := w.get(wbVMResume)
+		c.written = w.vmResumeOK && len(body) == 0 && !w.stopped
+		return c
+	case jdwp.CmdThreadReferenceResume:
+		c := w.get(wbThreadResume)
+		r := jdwp.NewBodyReader(body, sizes)
+		c.thread = r.Thread()
+		c.written = w.thResumeOK && r.Err() == nil && r.Remaining() == 0 && f.resumesInFlight == 0 &&
+			f.suspendedNow(c.thread) && w.threadKnown(c.thread) && !w.stopped
+		return c
+	case jdwp.CmdVirtualMachineDisposeObjects:
+		r := jdwp.NewBodyReader(body, sizes)
+		n := r.Count(sizes.ObjectID + 4)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			id := r.ObjectID()
+			r.Int32()
+			delete(w.threads, jdwp.ThreadID(id))
+			_, class := w.classes[jdwp.ClassID(id)]
+			_, exc := w.excClasses[jdwp.ClassID(id)]
+			if class || exc { // its locations and fields name it
+				delete(w.classes, jdwp.ClassID(id))
+				delete(w.excClasses, jdwp.ClassID(id))
+				clear(w.locations)
+				clear(w.fields)
+			}
+		}
+		if r.Err() != nil {
+			w.forgetIDs()
+		}
+	case jdwp.CmdVirtualMachineRedefineClasses:
+		clear(w.locations)
+		clear(w.fields)
+	}
+	return nil
+}
+
+// set parses an EventRequest.Set and decides whether its reply is proven.
+func (w *writeBehind) set(body []byte, sizes jdwp.IDSizes, f *facts) *wbCmd {
+	c := w.get(wbSet)
+	r := jdwp.NewBodyReader(body, sizes)
+	c.kind = jdwp.EventKind(r.Uint8())
+	policy := r.Uint8()
+	n := int(r.Int32())
+	if r.Err() != nil || n < 0 || n > maxShapeMods {
+		c.shape.n = malformed
+		return c
+	}
+	c.shape.b[0], c.shape.b[1], c.shape.n = byte(c.kind), policy, uint8(n)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		m := r.Modifier()
+		m.Pattern = nil
+		c.mods = append(c.mods, m)
+		c.shape.b[2+i] = byte(m.Kind)
+	}
+	if r.Err() != nil || r.Remaining() != 0 {
+		c.shape.n = malformed
+		return c
+	}
+	if w.stopped || !w.proven(c, f) {
+		return c
+	}
+	w.last++
+	c.id, c.written = w.last, true
+	w.accepted(c)
+	return c
+}
+
+// proven says whether a well-formed Set's success and request ID are
+// proven.
+func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
+	if _, ok := w.shapes[c.shape]; !ok {
+		return false
+	}
+	suspended := f.allSuspended && f.resumesInFlight == 0
+	if !w.seqExact || w.setsFwd != 0 || !(w.seqStop || w.seqBack && suspended) || w.last == 1<<31-1 {
+		return false
+	}
+	for i := range c.mods {
+		m := &c.mods[i]
+		switch m.Kind {
+		case jdwp.ModCount:
+			if m.Count <= 0 {
+				return false
+			}
+		case jdwp.ModThreadOnly:
+			if !w.threadKnown(jdwp.ThreadID(m.Thread)) {
+				return false
+			}
+		case jdwp.ModClassOnly:
+			_, ok := w.classes[jdwp.ClassID(m.Class)]
+			_, named := f.idSig[jdwp.ClassID(m.Class)] // a reply or event named it
+			if !ok && !named {
+				return false
+			}
+		case jdwp.ModLocationOnly:
+			if _, ok := w.locations[m.Location]; !ok {
+				return false
+			}
+		case jdwp.ModExceptionOnly:
+			if _, ok := w.excClasses[jdwp.ClassID(m.Class)]; !ok && m.Class != 0 {
+				return false
+			}
+		case jdwp.ModFieldOnly:
+			if _, ok := w.fields[fieldKey{jdwp.ClassID(m.Class), jdwp.FieldID(m.Field)}]; !ok {
+				return false
+			}
+		case jdwp.ModStep:
+			t := jdwp.ThreadID(m.Thread)
+			_, active := w.steps[t]
+			if active || !w.threadKnown(t) || f.resumesInFlight != 0 || !f.suspendedNow(t) ||
+				uint32(m.StepSize) > 1 || uint32(m.StepDepth) > 2 {
+				return false
+			}
+		case jdwp.ModInstanceOnly:
+			return false // the object may have been collected
+		}
+	}
+	return true
+}
+
+func (w *writeBehind) threadKnown(t jdwp.ThreadID) bool {
+	_, ok := w.threads[t]
+	return ok && t != 0
+}

@@ -1,0 +1,225 @@
+package speculator
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+)
+
+// What write-behind learns from the VM's replies and events, how it checks
+// the replies to what it answered, and its glue to the session (the rules
+// are in writebehind.go).
+
+// accepted records a request the VM accepted (or will: written behind)
+// under c.id: its shape, its IDs, and it as active.
+func (w *writeBehind) accepted(c *wbCmd) {
+	if len(w.requests) >= maxInvalMap || len(w.locations) >= maxInvalMap || len(w.fields) >= maxInvalMap {
+		// Bounded: a session this large writes nothing more behind
+		// (forgetting active step requests could not be proven safe).
+		w.stopped = true
+		w.forgetIDs()
+		clear(w.requests)
+		return
+	}
+	w.shapes[c.shape] = struct{}{}
+	req := request{kind: c.kind}
+	for i := range c.mods {
+		m := &c.mods[i]
+		switch m.Kind {
+		case jdwp.ModCount:
+			req.count = true
+		case jdwp.ModThreadOnly:
+			w.threads[jdwp.ThreadID(m.Thread)] = struct{}{}
+		case jdwp.ModClassOnly:
+			w.classes[jdwp.ClassID(m.Class)] = struct{}{}
+		case jdwp.ModLocationOnly:
+			w.locations[m.Location] = struct{}{}
+			w.classes[m.Location.ClassID()] = struct{}{}
+		case jdwp.ModExceptionOnly:
+			w.excClasses[jdwp.ClassID(m.Class)] = struct{}{}
+		case jdwp.ModFieldOnly:
+			w.fields[fieldKey{jdwp.ClassID(m.Class), jdwp.FieldID(m.Field)}] = struct{}{}
+		case jdwp.ModStep:
+			req.step = jdwp.ThreadID(m.Thread)
+			w.threads[req.step] = struct{}{}
+			req.active = true
+			w.steps[req.step]++
+		}
+	}
+	w.requests[c.id] = req
+}
+
+// cleared forgets request id (the VM frees it).
+func (w *writeBehind) cleared(id int32) {
+	w.inactive(id)
+	delete(w.requests, id)
+}
+
+// inactive notes that step request id is no longer active at the VM.
+func (w *writeBehind) inactive(id int32) {
+	req, ok := w.requests[id]
+	if !ok || !req.active {
+		return
+	}
+	req.active = false
+	w.requests[id] = req
+	if w.steps[req.step]--; w.steps[req.step] <= 0 {
+		delete(w.steps, req.step)
+	}
+}
+
+// forgetIDs forgets every ID known valid (something may have invalidated
+// any of them).
+func (w *writeBehind) forgetIDs() {
+	clear(w.threads)
+	clear(w.classes)
+	clear(w.locations)
+	clear(w.fields)
+	clear(w.excClasses)
+}
+
+// replied learns from the VM's reply to a forwarded state-setting command.
+func (w *writeBehind) replied(c *wbCmd, p jdwp.Packet) {
+	ok := p.ErrorCode() == jdwp.ErrorNone
+	switch c.op {
+	case wbSet:
+		w.setsFwd = max(0, w.setsFwd-1)
+		if !ok {
+			w.seqExact = false // a failed install may have used a request ID
+			return
+		}
+		r := jdwp.NewBodyReader(p.Body(), jdwp.IDSizes{})
+		id := r.Int32()
+		if r.Err() != nil {
+			w.seqExact = false
+			return
+		}
+		if w.seqExact && w.last != 1<<31-1 && id == w.last+1 {
+			if w.sinceEvents {
+				w.seqStop = true
+			} else {
+				w.seqBack = true
+			}
+		} else if w.seqExact {
+			w.seqBack, w.seqStop = false, false // not numbered as learned
+		}
+		w.last, w.seqExact, w.sinceEvents = id, true, false
+		if c.shape.n != malformed {
+			c.id = id
+			w.accepted(c)
+		}
+	case wbClear:
+		if ok {
+			w.cleared(c.id)
+		}
+	case wbVMResume:
+		w.vmResumeOK = w.vmResumeOK || ok
+	case wbThreadResume:
+		w.thResumeOK = w.thResumeOK || ok
+	}
+}
+
+// check checks the VM's reply to a written-behind command against the
+// answer the debugger got, and returns an error when they differ.
+func (w *writeBehind) check(c *wbCmd, p jdwp.Packet) error {
+	if code := p.ErrorCode(); code != jdwp.ErrorNone {
+		return code
+	}
+	if c.op != wbSet {
+		return nil
+	}
+	w.sinceEvents = false
+	r := jdwp.NewBodyReader(p.Body(), jdwp.IDSizes{})
+	if id := r.Int32(); r.Err() != nil || r.Remaining() != 0 || id != c.id {
+		return fmt.Errorf("%w: the VM assigned request ID %d, the debugger was answered %d", errRequestID, id, c.id)
+	}
+	return nil
+}
+
+var errRequestID = errors.New("request ID differs from the answer")
+
+// event learns from an Event.Composite the VM sent: threads and classes it
+// names, threads that died, classes unloaded, count-filtered requests the
+// VM deleted as they fired, the VM's death.
+func (w *writeBehind) event(comp *jdwp.Composite) {
+	if !w.on {
+		return
+	}
+	w.sinceEvents = true
+	for i := range comp.Events {
+		e := &comp.Events[i]
+		if req, ok := w.requests[e.RequestID]; ok && req.count {
+			w.inactive(e.RequestID) // fired: the VM deleted it (Clear still answers NONE)
+		}
+		switch e.Kind {
+		case jdwp.EventThreadDeath:
+			delete(w.threads, e.ThreadID()) // its step requests stay counted: conservative
+			continue
+		case jdwp.EventClassUnload:
+			clear(w.classes)
+			clear(w.locations)
+			clear(w.fields)
+			clear(w.excClasses)
+			continue
+		case jdwp.EventVMDeath:
+			w.stopped = true
+			continue
+		case jdwp.EventClassPrepare:
+			if len(w.classes) < maxClasses {
+				w.classes[e.ClassID()] = struct{}{}
+			}
+		}
+		if e.Thread != 0 && len(w.threads) < maxInvalMap {
+			w.threads[e.ThreadID()] = struct{}{}
+		}
+	}
+}
+
+// ---- session glue -----------------------------------------------------------
+
+// writeBehind answers the debugger's command f at once and sends it to the
+// VM as the proxy's own, with d (and its wbCmd) kept until the reply.
+func (ss *session) writeBehind(rs *relay.Session, f *relay.Frame, d *cmdData) relay.Action {
+	w := &ss.wb
+	c := d.wb
+	id := ss.disp.ids.NewSynthetic()
+	w.sendBuf = append(w.sendBuf[:0], f.Packet...)
+	jdwp.Packet(w.sendBuf).SetID(id)
+	if err := rs.SendToVMData(w.sendBuf, relay.Synthetic, slot, ss.data.get(d)); err != nil {
+		ss.disp.ids.Forget(id)
+		return relay.Forward // the session is closing
+	}
+	var body []byte
+	if c.op == wbSet {
+		body = []byte{byte(c.id >> 24), byte(c.id >> 16), byte(c.id >> 8), byte(c.id)}
+	}
+	f.Answer = jdwp.AppendReply(w.ansBuf[:0], f.ID, jdwp.ErrorNone, body)
+	w.ansBuf = f.Answer[:0]
+	f.Origin = relay.WriteBehind
+	ss.sp.countWriteBehind(false)
+	return relay.Consume
+}
+
+// wbReplied handles the VM's reply to a state-setting command: it learns
+// from a forwarded one and checks a written-behind one, ending the session
+// if the VM's answer differs from the debugger's.
+func (ss *session) wbReplied(rs *relay.Session, c *wbCmd, p jdwp.Packet) {
+	defer ss.wb.put(c)
+	if !c.written {
+		ss.wb.replied(c, p)
+		return
+	}
+	err := ss.wb.check(c, p)
+	if err == nil {
+		return
+	}
+	ss.wb.stopped = true
+	ss.sp.countWriteBehind(true)
+	var code jdwp.ErrorCode
+	errors.As(err, &code)
+	ss.log.Error().Stringer(relay.LogCmd, wbOpCmds[c.op]).Stringer(relay.LogErrorCode, code).Err(err).
+		Msg("the VM did not confirm a command the proxy had already answered (write-behind); ending the debugger's session")
+	rs.Fail(relay.ReasonWriteBehindFailed, fmt.Errorf("write-behind %v: %w", wbOpCmds[c.op], err))
+}

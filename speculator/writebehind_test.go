@@ -1,0 +1,474 @@
+package speculator
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/rs/zerolog"
+)
+
+// reqVM scripts the VM side of event requests as libjdwp behaves: request
+// IDs from one counter, one per accepted Set; Clear of any ID answers
+// NONE; a step request on a thread other than thread1 fails with
+// INVALID_THREAD. A test can make it skip an ID or fail a command once.
+type reqVM struct {
+	fs       *frameState // everything else
+	mu       sync.Mutex  // guards the fields below
+	next     int32
+	skip     bool
+	failCmd  jdwp.Cmd
+	failCode jdwp.ErrorCode
+	assigned []int32
+}
+
+func (v *reqVM) failOnce(c jdwp.Cmd, code jdwp.ErrorCode) {
+	v.mu.Lock()
+	v.failCmd, v.failCode = c, code
+	v.mu.Unlock()
+}
+
+func (v *reqVM) skipOne() { v.mu.Lock(); v.skip = true; v.mu.Unlock() }
+
+func (v *reqVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.failCode != 0 && p.Cmd() == v.failCmd {
+		code := v.failCode
+		v.failCode = 0
+		return code, nil
+	}
+	switch p.Cmd() {
+	case jdwp.CmdEventRequestSet:
+		r := jdwp.NewBodyReader(p.Body(), sizes8)
+		r.Uint8()
+		r.Uint8()
+		n := int(r.Int32())
+		for i := 0; i < n && r.Err() == nil; i++ {
+			if m := r.Modifier(); m.Kind == jdwp.ModStep && m.Thread != thread1 {
+				return jdwp.ErrorInvalidThread, nil
+			}
+		}
+		if r.Err() != nil || r.Remaining() != 0 {
+			return jdwp.ErrorIllegalArgument, nil
+		}
+		if v.skip {
+			v.next++
+			v.skip = false
+		}
+		v.next++
+		v.assigned = append(v.assigned, v.next)
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(v.next) })
+	case jdwp.CmdEventRequestClear, jdwp.CmdVirtualMachineResume, jdwp.CmdThreadReferenceResume:
+		return 0, nil
+	}
+	return v.fs.handler(p)
+}
+
+func newWBRig(t *testing.T, on bool) (*rig, *reqVM) {
+	v := &reqVM{fs: &frameState{count: 3, values: 10}, next: 40}
+	r := newRig(t, Config{WriteBehind: on})
+	r.vm.setHandler(v.handler)
+	return r, v
+}
+
+// stepSet is JDI's step request: a line step over on thread t, once.
+func stepSet(t uint64, count bool) []byte {
+	return body(func(w *jdwp.BodyWriter) {
+		w.Uint8(uint8(jdwp.EventSingleStep))
+		w.Uint8(uint8(jdwp.SuspendAll))
+		n := int32(2)
+		if count {
+			n = 3
+		}
+		w.Int32(n)
+		w.Uint8(uint8(jdwp.ModStep))
+		w.ObjectID(t)
+		w.Int32(1) // LINE
+		w.Int32(1) // OVER
+		w.Uint8(uint8(jdwp.ModClassExclude))
+		w.String("java.*")
+		if count {
+			w.Uint8(uint8(jdwp.ModCount))
+			w.Int32(1)
+		}
+	})
+}
+
+func clearBody(k jdwp.EventKind, id int32) []byte {
+	return body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(k)); w.Int32(id) })
+}
+
+func stepEvent(id int32) jdwp.Event {
+	return jdwp.Event{Kind: jdwp.EventSingleStep, RequestID: id, Thread: thread1,
+		Location: jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: 0x70, Method: 0x71, Index: 5}}
+}
+
+// wbIDs numbers the test debugger's commands.
+var wbIDs struct {
+	sync.Mutex
+	n uint32
+}
+
+func nextID() uint32 {
+	wbIDs.Lock()
+	defer wbIDs.Unlock()
+	wbIDs.n++
+	return 100 + wbIDs.n
+}
+
+// step runs one IDE step: Clear the previous step request (prev > 0), Set
+// a new one, Resume, and the VM's step event; it returns the request ID
+// the debugger was answered. With held, the VM answers nothing until the
+// debugger has all three answers (so they cannot be the VM's).
+func (r *rig) step(prev int32, held bool) int32 {
+	t := r.dbg.t
+	t.Helper()
+	if held {
+		r.vm.hold()
+	}
+	if prev > 0 {
+		if p := r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, prev)); p.ErrorCode() != 0 {
+			t.Fatalf("Clear: %v", p.ErrorCode())
+		}
+	}
+	p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, true))
+	if p.ErrorCode() != 0 {
+		t.Fatalf("Set: %v", p.ErrorCode())
+	}
+	id := be32(p.Body())
+	if p := r.dbg.call(nextID(), jdwp.CmdVirtualMachineResume, nil); p.ErrorCode() != 0 {
+		t.Fatalf("Resume: %v", p.ErrorCode())
+	}
+	r.vm.waitFor(jdwp.CmdVirtualMachineResume)
+	if held {
+		r.vm.release()
+	}
+	// The VM answers the resume before the thread can stop again.
+	r.barrier()
+	r.event(jdwp.SuspendAll, stepEvent(id))
+	r.expectEvent()
+	return id
+}
+
+// barrier returns once the proxy has handled the VM's replies to every
+// command sent before: the VM answers in order, and a forwarded command's
+// reply (ClearAllBreakpoints is never cached) comes after them.
+func (r *rig) barrier() {
+	r.dbg.t.Helper()
+	if p := r.dbg.call(nextID(), jdwp.CmdEventRequestClearAllBreakpoints, nil); p.ErrorCode() != 0 {
+		r.dbg.t.Fatal(p.ErrorCode())
+	}
+}
+
+// stateCmds are the state-setting commands the VM received, in order.
+func (vm *fakeVM) stateCmds() []jdwp.Cmd {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	var out []jdwp.Cmd
+	for _, p := range vm.log {
+		switch c := p.Cmd(); c {
+		case jdwp.CmdEventRequestSet, jdwp.CmdEventRequestClear, jdwp.CmdVirtualMachineResume:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestWriteBehindSteps steps as an IDE does: from the third step on, Clear,
+// Set and Resume are answered while the VM is held (so without a round
+// trip), with the request IDs the VM then assigns, and the VM gets every
+// command in the debugger's order.
+func TestWriteBehindSteps(t *testing.T) {
+	r, v := newWBRig(t, true)
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	id := r.step(0, false) // learns the step's shape; Resume succeeds once
+	id = r.step(id, false) // Clear written behind; the Set's ID is consecutive: learned
+	if got := r.sp.Stats().WrittenBehind; got != 2 {
+		t.Fatalf("written behind after two steps: %d, want 2 (Clear, Resume)", got)
+	}
+	for i := 0; i < 3; i++ {
+		id = r.step(id, true)
+	}
+	if got := r.sp.Stats().WrittenBehind; got != 2+3*3 {
+		t.Errorf("written behind: %d, want 11", got)
+	}
+	r.barrier() // every reply before it was absorbed
+	v.mu.Lock()
+	last := v.assigned[len(v.assigned)-1]
+	v.mu.Unlock()
+	if id != last {
+		t.Errorf("the debugger was answered request ID %d, the VM assigned %d", id, last)
+	}
+	want := []jdwp.Cmd{jdwp.CmdEventRequestSet, jdwp.CmdVirtualMachineResume}
+	for i := 0; i < 4; i++ {
+		want = append(want, jdwp.CmdEventRequestClear, jdwp.CmdEventRequestSet, jdwp.CmdVirtualMachineResume)
+	}
+	if got := r.vm.stateCmds(); !slicesEqual(got, want) {
+		t.Errorf("the VM received %v, want %v", got, want)
+	}
+	if st := r.sp.Stats(); st.WriteBehindFailures != 0 {
+		t.Errorf("failures: %d", st.WriteBehindFailures)
+	}
+}
+
+func slicesEqual(a, b []jdwp.Cmd) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// learned brings a session to where the next step's Clear, Set and Resume
+// are written behind, and returns the active step request's ID.
+func learned(t *testing.T, r *rig) int32 {
+	t.Helper()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	return r.step(r.step(0, false), false)
+}
+
+// forwarded sends a command and checks it was not written behind: the
+// debugger gets the VM's own answer, error code want.
+func forwarded(t *testing.T, r *rig, c jdwp.Cmd, b []byte, want jdwp.ErrorCode) jdwp.Packet {
+	t.Helper()
+	before := r.sp.Stats().WrittenBehind
+	p := r.dbg.call(nextID(), c, b)
+	if p.ErrorCode() != want {
+		t.Errorf("%v: error %v, want the VM's %v", c, p.ErrorCode(), want)
+	}
+	if got := r.sp.Stats().WrittenBehind; got != before {
+		t.Errorf("%v was written behind", c)
+	}
+	return p
+}
+
+// TestWriteBehindForwardsUnproven: each rule, broken, sends the command
+// the usual way and the debugger gets the VM's own answer.
+func TestWriteBehindForwardsUnproven(t *testing.T) {
+	t.Run("clear of the wrong kind", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		id := learned(t, r)
+		v.failOnce(jdwp.CmdEventRequestClear, jdwp.ErrorInvalidEventType)
+		forwarded(t, r, jdwp.CmdEventRequestClear, clearBody(jdwp.EventBreakpoint, id), jdwp.ErrorInvalidEventType)
+	})
+	t.Run("clear of an unknown request", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		id := learned(t, r)
+		v.failOnce(jdwp.CmdEventRequestClear, jdwp.ErrorInvalidEventType)
+		forwarded(t, r, jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, id+7), jdwp.ErrorInvalidEventType)
+	})
+	t.Run("unknown thread", func(t *testing.T) {
+		r, _ := newWBRig(t, true)
+		id := learned(t, r)
+		r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, id))
+		forwarded(t, r, jdwp.CmdEventRequestSet, stepSet(0x99, true), jdwp.ErrorInvalidThread)
+	})
+	t.Run("duplicate step", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		learned(t, r) // its step request fired (Count 1): no longer active
+		// A step request without a Count stays active until cleared.
+		p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, false))
+		if p.ErrorCode() != 0 {
+			t.Fatal(p.ErrorCode())
+		}
+		v.failOnce(jdwp.CmdEventRequestSet, jdwp.ErrorDuplicate)
+		forwarded(t, r, jdwp.CmdEventRequestSet, stepSet(thread1, true), jdwp.ErrorDuplicate)
+	})
+	t.Run("another step still active", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		learned(t, r)
+		a := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, false))
+		b := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, false))
+		if a.ErrorCode() != 0 || b.ErrorCode() != 0 {
+			t.Fatal(a.ErrorCode(), b.ErrorCode())
+		}
+		r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, be32(b.Body())))
+		v.failOnce(jdwp.CmdEventRequestSet, jdwp.ErrorDuplicate)
+		forwarded(t, r, jdwp.CmdEventRequestSet, stepSet(thread1, true), jdwp.ErrorDuplicate) // a is active
+	})
+	t.Run("new shape", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		learned(t, r)
+		bp := body(func(w *jdwp.BodyWriter) {
+			w.Uint8(uint8(jdwp.EventBreakpoint))
+			w.Uint8(uint8(jdwp.SuspendAll))
+			w.Int32(1)
+			w.Uint8(uint8(jdwp.ModLocationOnly))
+			w.Location(jdwp.Location{TypeTag: 1, Class: 0x70, Method: 0x71, Index: 9})
+		})
+		v.failOnce(jdwp.CmdEventRequestSet, jdwp.ErrorInvalidLocation)
+		forwarded(t, r, jdwp.CmdEventRequestSet, bp, jdwp.ErrorInvalidLocation)
+	})
+	t.Run("malformed", func(t *testing.T) {
+		r, _ := newWBRig(t, true)
+		id := learned(t, r)
+		r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, id))
+		forwarded(t, r, jdwp.CmdEventRequestSet, append(stepSet(thread1, true), 0), jdwp.ErrorIllegalArgument)
+	})
+	t.Run("thread resume of a running thread", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+		r.expectEvent()
+		forwarded(t, r, jdwp.CmdThreadReferenceResume, threadBody(thread1), 0)
+		r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+		r.expectEvent()
+		before := r.sp.Stats().WrittenBehind
+		r.dbg.call(nextID(), jdwp.CmdThreadReferenceResume, threadBody(thread1)) // suspended: written behind
+		if r.sp.Stats().WrittenBehind != before+1 {
+			t.Error("a suspended thread's resume was not written behind")
+		}
+		r.barrier() // the VM answered the resume
+		v.failOnce(jdwp.CmdThreadReferenceResume, jdwp.ErrorInvalidThread)
+		forwarded(t, r, jdwp.CmdThreadReferenceResume, threadBody(thread1), jdwp.ErrorInvalidThread) // running now
+	})
+	t.Run("off", func(t *testing.T) {
+		r, _ := newWBRig(t, false)
+		r.event(jdwp.SuspendAll, bpEvent(thread1))
+		r.expectEvent()
+		id := int32(0)
+		for i := 0; i < 4; i++ {
+			id = r.step(id, false)
+		}
+		if st := r.sp.Stats(); st.WrittenBehind != 0 {
+			t.Errorf("written behind with write-behind off: %d", st.WrittenBehind)
+		}
+	})
+}
+
+// expectEnd reads until the debugger's connection ends, which must be an
+// end of stream, not the deadline.
+func expectEnd(t *testing.T, r *rig) {
+	t.Helper()
+	r.dbg.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, err := r.dbg.r.Next()
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatal("the session was not ended")
+		}
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Logf("session ended with %v", err)
+		}
+		return
+	}
+}
+
+// TestWriteBehindFailureEndsSession: a written-behind command the VM
+// answers otherwise (another request ID, an error) is counted and ends
+// the session; a session that is told OK must not go on.
+func TestWriteBehindFailureEndsSession(t *testing.T) {
+	t.Run("request ID gap", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		id := learned(t, r)
+		r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, id))
+		v.skipOne()
+		p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, true))
+		if got := be32(p.Body()); got != id+1 {
+			t.Fatalf("answered %d, want the prediction %d", got, id+1)
+		}
+		expectEnd(t, r)
+		if st := r.sp.Stats(); st.WriteBehindFailures != 1 {
+			t.Errorf("failures %d, want 1", st.WriteBehindFailures)
+		}
+	})
+	t.Run("VM error", func(t *testing.T) {
+		r, v := newWBRig(t, true)
+		id := learned(t, r)
+		v.failOnce(jdwp.CmdEventRequestClear, jdwp.ErrorInvalidEventType)
+		if p := r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, id)); p.ErrorCode() != 0 {
+			t.Fatal("not written behind")
+		}
+		expectEnd(t, r)
+		if st := r.sp.Stats(); st.WriteBehindFailures != 1 {
+			t.Errorf("failures %d, want 1", st.WriteBehindFailures)
+		}
+	})
+}
+
+// FuzzWriteBehindCommand feeds arbitrary bodies of the commands
+// write-behind reads to a session that has learned a step request: it
+// must never panic, and must write behind only a Set that reads whole,
+// has a shape that succeeded, and gets the next request ID.
+func FuzzWriteBehindCommand(f *testing.F) {
+	f.Add(uint8(0), stepSet(thread1, true))
+	f.Add(uint8(0), stepSet(thread1, false))
+	f.Add(uint8(0), stepSet(0x99, true))
+	f.Add(uint8(1), clearBody(jdwp.EventSingleStep, 42))
+	f.Add(uint8(2), []byte{})
+	f.Add(uint8(3), threadBody(thread1))
+	f.Add(uint8(4), body(func(w *jdwp.BodyWriter) { w.Int32(1); w.ObjectID(thread1); w.Int32(1) }))
+	cmds := [...]jdwp.Cmd{jdwp.CmdEventRequestSet, jdwp.CmdEventRequestClear, jdwp.CmdVirtualMachineResume,
+		jdwp.CmdThreadReferenceResume, jdwp.CmdVirtualMachineDisposeObjects, jdwp.CmdVirtualMachineRedefineClasses,
+		jdwp.CmdEventRequestClearAllBreakpoints}
+	reply := func(id int32) jdwp.Packet {
+		return jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.Int32(id) }))
+	}
+	f.Fuzz(func(t *testing.T, op uint8, b []byte) {
+		w := newWriteBehind(true)
+		fa := newFacts(New(Config{}, zerolog.Nop(), nil))
+		set := jdwp.AppendCommand(nil, 1, jdwp.CmdEventRequestSet, stepSet(thread1, true))
+		w.replied(w.command(set, sizes8, &fa), reply(41))
+		w.event(&jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{stepEvent(41)}})
+		w.replied(w.command(set, sizes8, &fa), reply(42))
+		w.event(&jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{stepEvent(42)}})
+		fa.allSuspended = true
+		c := w.command(jdwp.AppendCommand(nil, 2, cmds[int(op)%len(cmds)], b), sizes8, &fa)
+		if c == nil || !c.written || c.op != wbSet {
+			return
+		}
+		if _, ok := w.shapes[c.shape]; !ok || c.shape.n == malformed {
+			t.Fatalf("wrote behind a Set of a shape never seen: %x", b)
+		}
+		if c.id != 43 {
+			t.Fatalf("answered request ID %d, want 43", c.id)
+		}
+		r := jdwp.NewBodyReader(b, sizes8)
+		r.Bytes(6)
+		for range c.shape.n {
+			r.Modifier()
+		}
+		if r.Err() != nil || r.Remaining() != 0 {
+			t.Fatalf("wrote behind a Set that does not read whole: %x", b)
+		}
+	})
+}
+
+// TestWriteBehindResumeInvalidates: a written-behind resume has the
+// forwarded one's effects: what was cached at the stop before is not
+// served after it.
+func TestWriteBehindResumeInvalidates(t *testing.T) {
+	r, v := newWBRig(t, true)
+	id := learned(t, r)
+	count := func() int32 {
+		p := r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+		return be32(p.Body())
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("frame count %d, want 3", n)
+	}
+	count() // now certainly cached
+	v.fs.set(5, 10)
+	before := r.sp.Stats()
+	r.step(id, true) // Clear, Set and Resume all written behind
+	after := r.sp.Stats()
+	if got := after.WrittenBehind - before.WrittenBehind; got != 3 {
+		t.Fatalf("written behind %d, want 3", got)
+	}
+	if n := count(); n != 5 {
+		t.Errorf("frame count %d after the step, want 5: a reply from before the resume was served", n)
+	}
+}
