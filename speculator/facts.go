@@ -50,6 +50,7 @@ type facts struct {
 
 	objType  map[jdwp.ObjectID]jdwp.ClassID // object -> its reference type
 	classes  classFacts                     // fields, superclasses, variable tables: for safeToSend
+	frames   framePredictor                 // the threads' frame generations (framepredict.go)
 	fieldBuf []jdwp.FieldID                 // safeToSend's scratch
 	slotBuf  []slotTag                      // safeToSend's scratch
 }

@@ -62,6 +62,7 @@ type Metrics struct {
 	requests [numResults]prometheus.Counter
 	specs    [numOutcomes]prometheus.Counter
 	inval    [numReasons]prometheus.Counter
+	frames   [2]prometheus.Counter // predicted frame IDs: confirmed, refuted
 	bytes    prometheus.Gauge
 	entries  prometheus.Gauge
 }
@@ -88,8 +89,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Namespace: "jdwpaccel", Name: "cache_entries",
 		Help: "Replies held in the speculative caches of all sessions.",
 	})
-	reg.MustRegister(req, spec, inval, bytes, entries)
+	frames := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "frame_predictions_total",
+		Help: "Speculative StackFrame commands sent on a predicted frame ID, by how the stop's Frames reply settled them: confirmed (servable) or refuted (dropped).",
+	}, []string{"outcome"})
+	reg.MustRegister(req, spec, inval, bytes, entries, frames)
 	m := &Metrics{bytes: bytes, entries: entries}
+	m.frames[0], m.frames[1] = frames.WithLabelValues("confirmed"), frames.WithLabelValues("refuted")
 	for i := range m.requests {
 		m.requests[i] = req.WithLabelValues(resultNames[i])
 	}
@@ -111,6 +117,13 @@ func (m *Metrics) request(r requestResult) {
 func (m *Metrics) spec(o specOutcome, n int) {
 	if m != nil {
 		m.specs[o].Add(float64(n))
+	}
+}
+
+func (m *Metrics) framePredictions(confirmed, refuted int) {
+	if m != nil && confirmed+refuted > 0 {
+		m.frames[0].Add(float64(confirmed))
+		m.frames[1].Add(float64(refuted))
 	}
 }
 

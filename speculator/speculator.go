@@ -103,6 +103,11 @@ type Stats struct {
 	// those predicted but not sent, because the IDs in them could not be
 	// shown valid for the command.
 	SpecSent, SpecUsed, SpecWasted, SpecWithheld int64
+	// FramesConfirmed and FramesRefuted count speculative StackFrame
+	// commands sent on a predicted frame ID that a Frames reply of the
+	// same stop confirmed (servable) or refuted (dropped); those never
+	// settled are wasted when the stop ends.
+	FramesConfirmed, FramesRefuted int64
 	// RoundTripsSaved counts debugger commands that did not wait for a
 	// round trip of their own (hits and belays).
 	RoundTripsSaved int64
@@ -125,6 +130,8 @@ func (st Stats) Since(prev Stats) Stats {
 	d.SpecUsed -= prev.SpecUsed
 	d.SpecWasted -= prev.SpecWasted
 	d.SpecWithheld -= prev.SpecWithheld
+	d.FramesConfirmed -= prev.FramesConfirmed
+	d.FramesRefuted -= prev.FramesRefuted
 	d.RoundTripsSaved -= prev.RoundTripsSaved
 	d.Invalidations = make(map[string]int64, len(st.Invalidations))
 	for r, n := range st.Invalidations {
@@ -142,6 +149,7 @@ type Speculator struct {
 	hits, misses, belays atomic.Int64
 	sent, used, wasted   atomic.Int64
 	withheld             atomic.Int64
+	confirmed, refuted   atomic.Int64
 	inval                [numReasons]atomic.Int64
 	bytes, entries       atomic.Int64
 	lastRTT, lastService atomic.Int64
@@ -172,8 +180,9 @@ func (sp *Speculator) Stats() Stats {
 	st := Stats{
 		Hits: sp.hits.Load(), Misses: sp.misses.Load(), Belays: sp.belays.Load(),
 		SpecSent: sp.sent.Load(), SpecUsed: sp.used.Load(), SpecWasted: sp.wasted.Load(),
-		SpecWithheld: sp.withheld.Load(),
-		CacheBytes:   sp.bytes.Load(), CacheEntries: sp.entries.Load(),
+		SpecWithheld:    sp.withheld.Load(),
+		FramesConfirmed: sp.confirmed.Load(), FramesRefuted: sp.refuted.Load(),
+		CacheBytes: sp.bytes.Load(), CacheEntries: sp.entries.Load(),
 		RTT: time.Duration(sp.lastRTT.Load()), ServiceTime: time.Duration(sp.lastService.Load()),
 		Invalidations: map[string]int64{},
 	}
@@ -213,6 +222,12 @@ func (sp *Speculator) countSpec(o specOutcome, n int) {
 		sp.withheld.Add(int64(n))
 	}
 	sp.metrics.spec(o, n)
+}
+
+func (sp *Speculator) countFramePredictions(confirmed, refuted int) {
+	sp.confirmed.Add(int64(confirmed))
+	sp.refuted.Add(int64(refuted))
+	sp.metrics.framePredictions(confirmed, refuted)
 }
 
 func (sp *Speculator) countInvalidation(r reason) {
