@@ -205,6 +205,13 @@ type rig struct {
 
 func newRig(t *testing.T, cfg Config) *rig {
 	t.Helper()
+	return newRigWith(t, cfg, nil)
+}
+
+// newRigWith is newRig with the VM answering with h from the start (the
+// attach's Version included).
+func newRigWith(t *testing.T, cfg Config, h func(p jdwp.Packet) (jdwp.ErrorCode, []byte)) *rig {
+	t.Helper()
 	cfg.Enabled = true
 	if cfg.MinRTT == 0 {
 		cfg.MinRTT = -1 // always speculate in unit tests
@@ -218,7 +225,7 @@ func newRig(t *testing.T, cfg Config) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := &fakeVM{t: t, cmds: make(chan jdwp.Packet, 1024), seen: make(chan jdwp.Packet, 4096)}
+	vm := &fakeVM{t: t, cmds: make(chan jdwp.Packet, 1024), seen: make(chan jdwp.Packet, 4096), handle: h}
 	vm.cond = sync.NewCond(&vm.mu)
 	go func() {
 		c, err := vmLn.Accept()
