@@ -114,9 +114,11 @@ func (fp *framePredictor) learnVM(c jdwp.Cmd, p jdwp.Packet) {
 	}
 }
 
-// observe records that at stop serial, the Frames reply of thread listed
-// frame fr at depth d, at loc.
-func (fp *framePredictor) observe(thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location, serial uint64) {
+// observe records that at stop serial, a Frames reply of thread listed
+// frame fr at depth d, at loc (first: the reply's first frame). A later
+// reply of the same stop may show a newer generation (an invoke resumed
+// the thread): the newest is what the next stop's step counts from.
+func (fp *framePredictor) observe(thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location, serial uint64, first bool) {
 	if fp.threads == nil {
 		fp.threads = map[jdwp.ThreadID]*threadGen{}
 	}
@@ -130,9 +132,13 @@ func (fp *framePredictor) observe(thread jdwp.ThreadID, d int, fr jdwp.FrameID, 
 	}
 	base := fr - jdwp.FrameID(d)
 	switch {
-	case tg.serial == serial:
+	case tg.serial == serial && !first:
 		if base != tg.base { // not base+depth: a VM whose IDs we do not understand
 			tg.fails = maxPredFails
+		}
+	case tg.serial == serial:
+		if base != tg.base {
+			tg.base, tg.known = base, 0
 		}
 	case tg.serial != 0 && tg.serial+1 == serial:
 		if step := base - tg.base; step == tg.step {
@@ -236,16 +242,18 @@ func (ss *session) specPredicted(rs *relay.Session, sizes jdwp.IDSizes) {
 // the ID is the predicted one and (GetValues) every slot asked is live
 // with its tag at loc, refuted otherwise. A reply held for the
 // confirmation is then stored (and chained), or dropped as wasted.
-func (ss *session) confirmFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location) {
+func (ss *session) confirmFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location, first bool) {
 	ep := &ss.learn.ep
 	if thread != ep.thread {
 		return
 	}
-	ss.facts.frames.observe(thread, d, fr, loc, ep.serial)
+	ss.facts.frames.observe(thread, d, fr, loc, ep.serial, first)
 	confirmed, refuted := 0, 0
 	for _, s := range ep.predicted {
 		p := s.pred
-		if p.state != predPending || p.thread != thread || p.depth != d {
+		if p.state != predPending || p.thread != thread || p.depth != d || !ss.facts.valid(s.info, s.subj, s.gen) {
+			// Settled, another frame, or invalidated since it was sent
+			// (an invoke moves the generation): left to be wasted.
 			continue
 		}
 		if p.frame != fr || !ss.facts.predictedSlotsLive(s, loc, sizes) {

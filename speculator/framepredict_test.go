@@ -562,14 +562,16 @@ func TestFramePredictorLearnsStep(t *testing.T) {
 	if _, _, ok := fp.predict(th, 1, sizes8); ok {
 		t.Fatal("predicted a thread never seen")
 	}
-	fp.observe(th, 0, 0x20000, loc, 1)
-	fp.observe(th, 1, 0x20001, loc, 1)
+	fp.observe(th, 0, 0x20000, loc, 1, true)
+	fp.observe(th, 1, 0x20001, loc, 1, false)
 	if _, base, ok := fp.predict(th, 2, sizes8); !ok || base != 0x30000 {
-		t.Fatalf("second stop: %#x %v, want the first step assumed", base, ok)
+		t.Fatalf("second stop: %#x %v, want the first step assumed", uint64(base), ok)
 	}
-	fp.observe(th, 0, 0x40000, loc, 2) // two generations: step learned
-	if _, base, ok := fp.predict(th, 3, sizes8); !ok || base != 0x60000 {
-		t.Fatalf("third stop: %#x %v", base, ok)
+	fp.observe(th, 0, 0x30000, loc, 2, true)
+	fp.observe(th, 0, 0x40000, loc, 2, true) // an invoke moved it in the stop: the newest counts
+	fp.observe(th, 1, 0x40001, loc, 2, false)
+	if _, base, ok := fp.predict(th, 3, sizes8); !ok || base != 0x50000 {
+		t.Fatalf("third stop: %#x %v", uint64(base), ok)
 	}
 	if _, _, ok := fp.predict(th, 4, sizes8); ok {
 		t.Fatal("predicted across a stop without Frames")
@@ -581,25 +583,29 @@ func TestFramePredictorLearnsStep(t *testing.T) {
 	if _, _, ok := fp.predict(th, 3, sizes8); ok {
 		t.Fatal("predicted right after a refutation")
 	}
-	fp.observe(th, 0, 0x60000, loc, 3)
-	if _, base, ok := fp.predict(th, 4, sizes8); !ok || base != 0x80000 {
-		t.Fatalf("after the step was shown again: %#x %v", base, ok)
+	fp.observe(th, 0, 0x50000, loc, 3, true)
+	if _, base, ok := fp.predict(th, 4, sizes8); !ok || base != 0x60000 {
+		t.Fatalf("after the step was shown again: %#x %v", uint64(base), ok)
 	}
 	fp.refuted(th)
-	fp.observe(th, 0, 0x80000, loc, 4)
-	fp.observe(th, 0, 0xA0000, loc, 5)
+	fp.observe(th, 0, 0x60000, loc, 4, true)
+	fp.observe(th, 0, 0x70000, loc, 5, true)
 	if _, _, ok := fp.predict(th, 6, sizes8); ok {
 		t.Fatalf("predicted after %d refutations", maxPredFails)
 	}
 	other := jdwp.ThreadID(2)
-	fp.observe(other, 0, 0x20000, loc, 1)
-	fp.observe(other, 1, 0x30001, loc, 1) // not base+depth
+	fp.observe(other, 0, 0x20000, loc, 1, true)
+	fp.observe(other, 1, 0x30001, loc, 1, false) // not base+depth
 	if _, _, ok := fp.predict(other, 2, sizes8); ok {
 		t.Fatal("predicted a VM whose frame IDs are not base+depth")
 	}
+	third := jdwp.ThreadID(3)
+	fp.observe(third, 0, 0x80000, loc, 6, true)
+	if _, _, ok := fp.predict(third, 7, sizes8); !ok {
+		t.Fatal("a fresh thread not predicted")
+	}
 	fp.hotspot = false
-	fp.observe(th, 0, 0xC0000, loc, 6)
-	if _, _, ok := fp.predict(th, 7, sizes8); ok {
+	if _, _, ok := fp.predict(third, 7, sizes8); ok {
 		t.Fatal("predicted on a VM not HotSpot")
 	}
 }

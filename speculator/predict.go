@@ -141,7 +141,7 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 			if r.Err() != nil {
 				break
 			}
-			ss.confirmFrame(rs, sizes, thread, start+i, fr, loc)
+			ss.confirmFrame(rs, sizes, thread, start+i, fr, loc, i == 0)
 			ss.chainFrame(rs, sizes, thread, fr, loc, start+i)
 		}
 	case jdwp.CmdThreadReferenceFrameCount:
