@@ -79,7 +79,13 @@ func (m *hotspotVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	r := jdwp.NewBodyReader(p.Body(), sizes8)
 	switch p.Cmd() {
 	case jdwp.CmdVirtualMachineVersion:
-		return 0, body(func(w *jdwp.BodyWriter) { w.String(m.desc); w.Int32(17); w.Int32(0); w.String("17.0.15"); w.String(m.name) })
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.String(m.desc)
+			w.Int32(17)
+			w.Int32(0)
+			w.String("17.0.15")
+			w.String(m.name)
+		})
 	case jdwp.CmdVirtualMachineResume:
 		m.gen += m.step
 		m.stop++
@@ -430,7 +436,9 @@ func TestPredictionOnMovedFrameNotServed(t *testing.T) {
 	d := newFramesRig(t, m)
 	d.stop(jdwp.EventBreakpoint)
 	d.work(0, 1)
-	m.set(func(m *hotspotVM) { m.frames[1] = jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: otherClass, Method: otherMethod, Index: 7} })
+	m.set(func(m *hotspotVM) {
+		m.frames[1] = jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: otherClass, Method: otherMethod, Index: 7}
+	})
 	d.resume()
 	d.r.vm.hold()
 	d.stop(jdwp.EventSingleStep)
