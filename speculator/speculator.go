@@ -20,7 +20,10 @@
 // replies (frames, then frame values and this, then the objects found),
 // replaying what the debugger asked at the previous stop ("templates") and
 // dropping predictions the debugger does not use. It runs only when the
-// measured round trip makes it worth the VM time it costs.
+// measured round trip makes it worth the VM time it costs. On HotSpot,
+// frame values and this are sent with the frames, on frame IDs predicted
+// from the thread's frame generation (framepredict.go), and served only
+// once the stop's Frames reply confirms them.
 //
 // Never harm the VM: everything the speculator sends is a read-only command
 // a careful debugger could send in that state, with IDs the VM handed out
@@ -32,11 +35,12 @@
 // parts, each with its own type, invariants and file, all guarded by the
 // session's one lock: facts (facts.go, safety.go: invalidation
 // generations, suspension, class signatures, object types, the class facts
-// that speculative IDs are checked against), replyCache (cache.go: the
+// that speculative IDs are checked against, the threads' frame
+// generations), replyCache (cache.go: the
 // LRU within its byte budget), learner (learner.go: stops, templates,
 // learned parameters, usage gates) and dispatcher (dispatch.go: the
 // in-flight budget, the queue and the output to the VM). The prediction
-// rules (predict.go, predict_values.go) connect them. What each command
+// rules (predict.go, predict_values.go, framepredict.go) connect them. What each command
 // does to cached facts comes from keyable's table (keyable.Effect), and IDs
 // are typed (jdwp.ThreadID, jdwp.ClassID, ...; keyable.Subject).
 package speculator
