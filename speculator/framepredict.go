@@ -26,9 +26,10 @@ import (
 //
 // The predictor does not rely on the bit layout: it learns, per thread,
 // the base of the frame IDs (ID minus depth, the same for every frame of
-// a Frames reply, or the VM is not one it understands) at consecutive
-// stops, and the step between them, and predicts base+step at the next
-// stop. A speculation on a predicted frame (predFrame) is never served
+// a Frames reply, or the VM is not one it understands) and the step per
+// resume of the thread (the debugger's VirtualMachine.Resume, its
+// ThreadReference.Resume of that thread, and invokes, which resume it
+// too), and predicts base + step × the resumes since the base was seen. A speculation on a predicted frame (predFrame) is never served
 // until a Frames reply of the same stop confirms its ID at its depth (see
 // confirmFrame and safeToSend); a refuted prediction makes the thread
 // need more evidence (and after maxPredFails, stops predicting on it).
@@ -41,6 +42,8 @@ const (
 	// of a thread, until its first prediction is refuted): one generation
 	// (FrameID.c: generation << 16 | depth), one resume per stop.
 	firstStep jdwp.FrameID = 1 << 16
+	// maxPredResumes bounds the resumes a prediction spans.
+	maxPredResumes = 8
 )
 
 // predState is where a speculation on a predicted frame ID stands.
@@ -67,13 +70,14 @@ type predFrame struct {
 
 // threadGen is what a thread's Frames replies showed of its frame IDs.
 type threadGen struct {
-	base   jdwp.FrameID // frame ID minus depth at stop serial
-	serial uint64
-	step   jdwp.FrameID // base change from the stop before serial (0: unknown)
-	streak int          // consecutive stops that moved the base by step, after the first
-	fails  int          // refuted predictions
-	locs   []jdwp.Location
-	known  uint64 // depths (bit set) whose loc is known at serial
+	base    jdwp.FrameID // frame ID minus depth at stop serial
+	serial  uint64
+	resumes uint64       // the thread's resumes (framePredictor.resumesOf) when base was seen
+	step    jdwp.FrameID // base change per resume (0: unknown)
+	streak  int          // consecutive observations that moved the base by step, after the first
+	fails   int          // refuted predictions
+	locs    []jdwp.Location
+	known   uint64 // depths (bit set) whose loc is known at serial
 }
 
 // framePredictor holds the frame generations of the VM's threads. Part
@@ -83,6 +87,35 @@ type framePredictor struct {
 	// with the reference libjdwp: only there are frame IDs predicted.
 	hotspot bool
 	threads map[jdwp.ThreadID]*threadGen
+	// allResumes counts the debugger's resumes of every thread (VM resumes,
+	// invokes), threadResumes its ThreadReference.Resume of each thread.
+	allResumes    uint64
+	threadResumes map[jdwp.ThreadID]uint64
+}
+
+// resumed counts a resume-like command c with body (keyable's
+// EffectResume or EffectInvoke): a ThreadReference.Resume resumes its
+// thread, anything else counts for all (an invoke that resumes only its
+// own thread is over-counted for the others: a wrong prediction then, not
+// a wrong answer).
+func (fp *framePredictor) resumed(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) {
+	if c == jdwp.CmdThreadReferenceResume {
+		r := jdwp.NewBodyReader(body, sizes)
+		if fp.threadResumes == nil {
+			fp.threadResumes = map[jdwp.ThreadID]uint64{}
+		}
+		t := r.Thread()
+		if _, known := fp.threadResumes[t]; r.Err() == nil && (known || len(fp.threadResumes) < maxPredThreads) {
+			fp.threadResumes[t]++
+			return
+		}
+	}
+	fp.allResumes++
+}
+
+// resumesOf is how many times the debugger resumed thread t.
+func (fp *framePredictor) resumesOf(t jdwp.ThreadID) uint64 {
+	return fp.allResumes + fp.threadResumes[t]
 }
 
 // hotSpotVersion says whether a VirtualMachine.Version reply names a
@@ -130,25 +163,31 @@ func (fp *framePredictor) observe(thread jdwp.ThreadID, d int, fr jdwp.FrameID, 
 		tg = &threadGen{locs: make([]jdwp.Location, maxDepth)}
 		fp.threads[thread] = tg
 	}
-	base := fr - jdwp.FrameID(d)
+	base, now := fr-jdwp.FrameID(d), fp.resumesOf(thread)
 	switch {
 	case tg.serial == serial && !first:
 		if base != tg.base { // not base+depth: a VM whose IDs we do not understand
 			tg.fails = maxPredFails
 		}
-	case tg.serial == serial:
-		if base != tg.base {
-			tg.base, tg.known = base, 0
+	case tg.serial != 0 && now == tg.resumes && base == tg.base:
+		// The same frames again (another Frames of the stop).
+		if tg.serial != serial {
+			tg.serial, tg.known = serial, 0
 		}
-	case tg.serial != 0 && tg.serial+1 == serial:
-		if step := base - tg.base; step == tg.step {
+	case tg.serial != 0 && now > tg.resumes && now-tg.resumes <= maxPredResumes:
+		// A sample of the step: the base moved over n resumes (an
+		// invoke's resume within a stop included).
+		n := jdwp.FrameID(now - tg.resumes)
+		if delta := base - tg.base; delta%n != 0 {
+			tg.step, tg.streak = 0, 0
+		} else if step := delta / n; step == tg.step {
 			tg.streak++
 		} else {
 			tg.step, tg.streak = step, 0
 		}
-		tg.base, tg.serial, tg.known = base, serial, 0
-	default:
-		tg.base, tg.serial, tg.step, tg.streak, tg.known = base, serial, 0, 0, 0
+		tg.base, tg.serial, tg.resumes, tg.known = base, serial, now, 0
+	default: // first seen, or moved with no resume known, or long ago: learn again
+		tg.base, tg.serial, tg.resumes, tg.step, tg.streak, tg.known = base, serial, now, 0, 0, 0
 	}
 	if d < maxDepth {
 		tg.locs[d] = loc
@@ -156,24 +195,29 @@ func (fp *framePredictor) observe(thread jdwp.ThreadID, d int, fr jdwp.FrameID, 
 	}
 }
 
-// predict returns what thread's Frames replies showed at the stop before
-// serial, and the base its frame IDs are predicted to have at serial: only
-// on HotSpot, when its Frames were seen at the stop before, and (after a
-// refuted prediction) once it has shown its step again as many times as
-// predictions were refuted; before any step is seen, firstStep.
-func (fp *framePredictor) predict(thread jdwp.ThreadID, serial uint64, sizes jdwp.IDSizes) (*threadGen, jdwp.FrameID, bool) {
+// predict returns what thread's Frames replies showed when last seen,
+// and the base its frame IDs are predicted to have now, after the resumes
+// since: only on HotSpot, for a thread resumed at most maxPredResumes
+// times since, and (after a refuted prediction) once it has shown its step
+// again as many times as predictions were refuted; before any step is
+// seen, firstStep.
+func (fp *framePredictor) predict(thread jdwp.ThreadID, sizes jdwp.IDSizes) (*threadGen, jdwp.FrameID, bool) {
 	if !fp.hotspot || sizes.FrameID != 8 {
 		return nil, 0, false
 	}
 	tg := fp.threads[thread]
-	if tg == nil || tg.serial+1 != serial || tg.fails >= maxPredFails {
+	if tg == nil || tg.fails >= maxPredFails {
+		return nil, 0, false
+	}
+	n := fp.resumesOf(thread) - tg.resumes
+	if n == 0 || n > maxPredResumes {
 		return nil, 0, false
 	}
 	switch {
 	case tg.step != 0 && tg.streak >= tg.fails:
-		return tg, tg.base + tg.step, true
+		return tg, tg.base + jdwp.FrameID(n)*tg.step, true
 	case tg.step == 0 && tg.fails == 0:
-		return tg, tg.base + firstStep, true
+		return tg, tg.base + jdwp.FrameID(n)*firstStep, true
 	}
 	return nil, 0, false
 }
@@ -191,7 +235,7 @@ func (fp *framePredictor) refuted(thread jdwp.ThreadID) {
 // previous stops, on the frame IDs predicted for this stop.
 func (ss *session) specPredicted(rs *relay.Session, sizes jdwp.IDSizes) {
 	ep := &ss.learn.ep
-	tg, base, ok := ss.facts.frames.predict(ep.thread, ep.serial, sizes)
+	tg, base, ok := ss.facts.frames.predict(ep.thread, sizes)
 	if !ok {
 		return
 	}

@@ -560,60 +560,80 @@ func FuzzHotSpotVersion(f *testing.F) {
 	})
 }
 
-// TestFramePredictorLearnsStep: the base and step are learned from
-// consecutive stops; a Frames reply whose IDs are not base+depth, a gap
-// in the stops, or refuted predictions stop or delay prediction.
+// TestFramePredictorLearnsStep: the base and the step per resume are
+// learned from the Frames replies and the debugger's resumes; a reply
+// whose IDs are not base+depth, too many resumes since, or refuted
+// predictions stop or delay prediction.
 func TestFramePredictorLearnsStep(t *testing.T) {
 	var loc jdwp.Location
 	fp := framePredictor{hotspot: true}
 	const th = jdwp.ThreadID(1)
-	if _, _, ok := fp.predict(th, 1, sizes8); ok {
-		t.Fatal("predicted a thread never seen")
+	resumeVM := func() { fp.resumed(jdwp.CmdVirtualMachineResume, nil, sizes8) }
+	predict := func(want jdwp.FrameID, what string) {
+		t.Helper()
+		_, base, ok := fp.predict(th, sizes8)
+		if want == 0 && ok {
+			t.Fatalf("%s: predicted %#x", what, uint64(base))
+		}
+		if want != 0 && (!ok || base != want) {
+			t.Fatalf("%s: %#x %v, want %#x", what, uint64(base), ok, uint64(want))
+		}
 	}
+	predict(0, "a thread never seen")
 	fp.observe(th, 0, 0x20000, loc, 1, true)
 	fp.observe(th, 1, 0x20001, loc, 1, false)
-	if _, base, ok := fp.predict(th, 2, sizes8); !ok || base != 0x30000 {
-		t.Fatalf("second stop: %#x %v, want the first step assumed", uint64(base), ok)
-	}
+	predict(0, "no resume since")
+	resumeVM()
+	predict(0x30000, "second stop (the first step assumed)")
 	fp.observe(th, 0, 0x30000, loc, 2, true)
-	fp.observe(th, 0, 0x40000, loc, 2, true) // an invoke moved it in the stop: the newest counts
+	fp.resumed(jdwp.CmdObjectReferenceInvokeMethod, nil, sizes8) // an invoke within the stop
+	fp.observe(th, 0, 0x40000, loc, 2, true)
 	fp.observe(th, 1, 0x40001, loc, 2, false)
-	if _, base, ok := fp.predict(th, 3, sizes8); !ok || base != 0x50000 {
-		t.Fatalf("third stop: %#x %v", uint64(base), ok)
-	}
-	if _, _, ok := fp.predict(th, 4, sizes8); ok {
-		t.Fatal("predicted across a stop without Frames")
-	}
-	if _, _, ok := fp.predict(th, 3, jdwp.IDSizes{FrameID: 4}); ok {
+	resumeVM()
+	resumeVM() // a stop lost (or a class prepare suspension) in between
+	predict(0x60000, "two resumes since")
+	fp.resumed(jdwp.CmdThreadReferenceResume, threadBody(2), sizes8) // another thread's resume
+	predict(0x60000, "another thread resumed")
+	fp.resumed(jdwp.CmdThreadReferenceResume, threadBody(uint64(th)), sizes8)
+	predict(0x70000, "the thread resumed on its own")
+	if _, _, ok := fp.predict(th, jdwp.IDSizes{FrameID: 4}); ok {
 		t.Fatal("predicted with 4-byte frame IDs")
 	}
 	fp.refuted(th)
-	if _, _, ok := fp.predict(th, 3, sizes8); ok {
-		t.Fatal("predicted right after a refutation")
-	}
-	fp.observe(th, 0, 0x50000, loc, 3, true)
-	if _, base, ok := fp.predict(th, 4, sizes8); !ok || base != 0x60000 {
-		t.Fatalf("after the step was shown again: %#x %v", uint64(base), ok)
-	}
+	predict(0, "right after a refutation")
+	fp.observe(th, 0, 0x70000, loc, 3, true)
+	resumeVM()
+	predict(0x80000, "after the step was shown again")
 	fp.refuted(th)
-	fp.observe(th, 0, 0x60000, loc, 4, true)
-	fp.observe(th, 0, 0x70000, loc, 5, true)
-	if _, _, ok := fp.predict(th, 6, sizes8); ok {
-		t.Fatalf("predicted after %d refutations", maxPredFails)
-	}
-	other := jdwp.ThreadID(2)
-	fp.observe(other, 0, 0x20000, loc, 1, true)
-	fp.observe(other, 1, 0x30001, loc, 1, false) // not base+depth
-	if _, _, ok := fp.predict(other, 2, sizes8); ok {
-		t.Fatal("predicted a VM whose frame IDs are not base+depth")
-	}
+	fp.observe(th, 0, 0x80000, loc, 4, true)
+	resumeVM()
+	fp.observe(th, 0, 0x90000, loc, 5, true)
+	resumeVM()
+	predict(0, "after two refutations")
+
 	third := jdwp.ThreadID(3)
-	fp.observe(third, 0, 0x80000, loc, 6, true)
-	if _, _, ok := fp.predict(third, 7, sizes8); !ok {
+	fp.observe(third, 0, 0x20000, loc, 6, true)
+	for range maxPredResumes + 1 {
+		resumeVM()
+	}
+	if _, _, ok := fp.predict(third, sizes8); ok {
+		t.Fatal("predicted over too many resumes")
+	}
+	fp.observe(third, 0, 0x20000, loc, 7, true)
+	resumeVM()
+	if _, _, ok := fp.predict(third, sizes8); !ok {
 		t.Fatal("a fresh thread not predicted")
 	}
 	fp.hotspot = false
-	if _, _, ok := fp.predict(third, 7, sizes8); ok {
+	if _, _, ok := fp.predict(third, sizes8); ok {
 		t.Fatal("predicted on a VM not HotSpot")
+	}
+	other := jdwp.ThreadID(2)
+	fp.hotspot = true
+	fp.observe(other, 0, 0x20000, loc, 8, true)
+	fp.observe(other, 1, 0x30001, loc, 8, false) // not base+depth
+	resumeVM()
+	if _, _, ok := fp.predict(other, sizes8); ok {
+		t.Fatal("predicted a VM whose frame IDs are not base+depth")
 	}
 }

@@ -137,8 +137,10 @@ func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 	case keyable.EffectResume:
 		ss.endEpisode()
 		ss.facts.resumeSent()
+		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectInvoke:
 		d.snap, d.mark = ss.facts.invokeSent()
+		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectSuspendVM:
 		ss.facts.invalidateStop(reasonSuspend)
 	case keyable.EffectSuspendThread:
