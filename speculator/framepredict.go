@@ -19,8 +19,8 @@ import (
 // going from one to zero: ThreadReference.Resume, VirtualMachine.Resume,
 // and the resumes an invoke does), and StackFrame commands first check it
 // (validateFrameID): an ID of an older or a later generation gets
-// INVALID_FRAMEID and nothing else happens. So, between two stops of a
-// thread, its frame IDs move by the same amount as long as the debugger
+// INVALID_FRAMEID and nothing else happens. So a thread's frame IDs move
+// by the same amount at each resume as long as the debugger suspends and
 // resumes it the same way, and a wrong guess costs one read-only command
 // answered with an error.
 //
@@ -29,8 +29,9 @@ import (
 // a Frames reply, or the VM is not one it understands) and the step per
 // resume of the thread (the debugger's VirtualMachine.Resume, its
 // ThreadReference.Resume of that thread, and invokes, which resume it
-// too), and predicts base + step × the resumes since the base was seen. A speculation on a predicted frame (predFrame) is never served
-// until a Frames reply of the same stop confirms its ID at its depth (see
+// too), and predicts base + step × the resumes since the base was seen.
+// A speculation on a predicted frame (predFrame) is never served until a
+// Frames reply of the same stop confirms its ID at its depth (see
 // confirmFrame and safeToSend); a refuted prediction makes the thread
 // need more evidence (and after maxPredFails, stops predicting on it).
 
@@ -38,9 +39,9 @@ import (
 const (
 	maxPredFails   = 2   // refuted predictions after which a thread is no longer predicted
 	maxPredThreads = 256 // threads whose frame generations are tracked
-	// firstStep is the step assumed before one is seen (the second stop
-	// of a thread, until its first prediction is refuted): one generation
-	// (FrameID.c: generation << 16 | depth), one resume per stop.
+	// firstStep is the step per resume assumed before one is seen (until
+	// a prediction is refuted): one generation (FrameID.c: generation <<
+	// 16 | depth).
 	firstStep jdwp.FrameID = 1 << 16
 	// maxPredResumes bounds the resumes a prediction spans.
 	maxPredResumes = 8
