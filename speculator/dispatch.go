@@ -18,7 +18,8 @@ type spec struct {
 	gen       generation
 	kind      kind
 	tmpl      *template
-	level     uint8 // object nesting of the values it will return
+	pred      *predFrame // the predicted frame it names, if any (framepredict.go)
+	level     uint8      // object nesting of the values it will return
 	id        uint32
 	sent      bool
 	cancelled bool

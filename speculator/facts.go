@@ -51,6 +51,7 @@ type facts struct {
 	objType  map[jdwp.ObjectID]jdwp.ClassID // object -> its reference type
 	classes  classFacts                     // fields, superclasses, variable tables: for safeToSend
 	seen     handedOut                      // class and method IDs handed out, by name (attach.go)
+	frames   framePredictor                 // the threads' frame generations (framepredict.go)
 	fieldBuf []jdwp.FieldID                 // safeToSend's scratch
 	slotBuf  []slotTag                      // safeToSend's scratch
 }

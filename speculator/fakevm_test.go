@@ -206,7 +206,14 @@ type rig struct {
 
 func newRig(t *testing.T, cfg Config) *rig {
 	t.Helper()
-	r := startRig(t, newTestSpeculator(cfg))
+	return newRigWith(t, cfg, nil)
+}
+
+// newRigWith is newRig with the VM answering with h from the start (the
+// attach's Version included).
+func newRigWith(t *testing.T, cfg Config, h func(p jdwp.Packet) (jdwp.ErrorCode, []byte)) *rig {
+	t.Helper()
+	r := startRigWith(t, newTestSpeculator(cfg), h)
 	// Learn ID sizes as JDI does first.
 	if p := r.dbg.call(1, jdwp.CmdIDSizes, nil); p.ErrorCode() != 0 {
 		t.Fatal("IDSizes failed")
@@ -238,12 +245,18 @@ func testLog() zerolog.Logger {
 // and sends nothing yet.
 func startRig(t *testing.T, sp *Speculator) *rig {
 	t.Helper()
+	return startRigWith(t, sp, nil)
+}
+
+// startRigWith is startRig with the VM answering with h.
+func startRigWith(t *testing.T, sp *Speculator, h func(p jdwp.Packet) (jdwp.ErrorCode, []byte)) *rig {
+	t.Helper()
 	log := testLog()
 	vmLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := &fakeVM{t: t, cmds: make(chan jdwp.Packet, 1024), seen: make(chan jdwp.Packet, 4096)}
+	vm := &fakeVM{t: t, cmds: make(chan jdwp.Packet, 1024), seen: make(chan jdwp.Packet, 4096), handle: h}
 	vm.cond = sync.NewCond(&vm.mu)
 	go func() {
 		c, err := vmLn.Accept()

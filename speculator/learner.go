@@ -29,6 +29,8 @@ const (
 	kLineTable                // Method.LineTable of frame methods
 	kVarTable                 // Method.VariableTable(WithGeneric) of frame methods at learned depths
 	kAttach                   // the attach's prefetch and learned sequence (attach.go)
+	kPredThis                 // StackFrame.ThisObject on a predicted frame ID (framepredict.go)
+	kPredValues               // StackFrame.GetValues on a predicted frame ID, with the learned slots
 	numKinds
 )
 
@@ -67,7 +69,9 @@ type episode struct {
 	active     bool
 	serial     uint64
 	thread     jdwp.ThreadID
+	loc        jdwp.Location              // where the stop event says the thread is
 	frames     map[jdwp.FrameID]frameInfo // frames of this stop's Frames replies
+	predicted  []*spec                    // speculation on predicted frame IDs (framepredict.go)
 	requested  []*template                // templates the debugger sent, in order
 	specs      []*spec
 	frameCount int32  // the stopped thread's frame count, 0 until seen
@@ -148,9 +152,9 @@ func (l *learner) kindAllowed(k kind, c jdwp.Cmd) bool {
 	return l.ratio[k] >= 0.3 || l.ep.serial%8 == 0
 }
 
-func (l *learner) beginEpisode(thread jdwp.ThreadID) {
+func (l *learner) beginEpisode(thread jdwp.ThreadID, loc jdwp.Location) {
 	l.serial++
-	l.ep = episode{active: true, serial: l.serial, thread: thread, frames: map[jdwp.FrameID]frameInfo{},
+	l.ep = episode{active: true, serial: l.serial, thread: thread, loc: loc, frames: map[jdwp.FrameID]frameInfo{},
 		wantFields: map[jdwp.ObjectID]uint8{}, wantArray: map[jdwp.ObjectID]bool{}}
 }
 

@@ -65,6 +65,7 @@ type Metrics struct {
 	bytes        prometheus.Gauge
 	entries      prometheus.Gauge
 	wb, wbFailed prometheus.Counter
+	frames       [2]prometheus.Counter // predicted frame IDs: confirmed, refuted
 }
 
 // NewMetrics creates the speculator metrics and registers them with reg.
@@ -97,8 +98,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Namespace: "jdwpaccel", Name: "writebehind_failures_total",
 		Help: "Written-behind commands the VM answered otherwise than the debugger had been answered; each ended its debugger session.",
 	})
-	reg.MustRegister(req, spec, inval, bytes, entries, wb, wbFailed)
+	frames := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "frame_predictions_total",
+		Help: "Speculative StackFrame commands sent on a predicted frame ID, by how the stop's Frames reply settled them: confirmed (servable) or refuted (dropped).",
+	}, []string{"outcome"})
+	reg.MustRegister(req, spec, inval, bytes, entries, wb, wbFailed, frames)
 	m := &Metrics{bytes: bytes, entries: entries, wb: wb, wbFailed: wbFailed}
+	m.frames[0], m.frames[1] = frames.WithLabelValues("confirmed"), frames.WithLabelValues("refuted")
 	for i := range m.requests {
 		m.requests[i] = req.WithLabelValues(resultNames[i])
 	}
@@ -120,6 +126,13 @@ func (m *Metrics) request(r requestResult) {
 func (m *Metrics) spec(o specOutcome, n int) {
 	if m != nil {
 		m.specs[o].Add(float64(n))
+	}
+}
+
+func (m *Metrics) framePredictions(confirmed, refuted int) {
+	if m != nil && confirmed+refuted > 0 {
+		m.frames[0].Add(float64(confirmed))
+		m.frames[1].Add(float64(refuted))
 	}
 }
 

@@ -42,6 +42,10 @@ func (ss *session) speculateStop(rs *relay.Session, sizes jdwp.IDSizes) {
 			}
 			ss.specParams(rs, sizes, c, params, kTemplate, tp, 0)
 		}
+		if pass == 0 {
+			// Right behind the Frames that will confirm them.
+			ss.specPredicted(rs, sizes)
+		}
 	}
 }
 
@@ -70,11 +74,16 @@ func (ss *session) specFrames(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp
 // answer is cached or in flight, the rule is gated, the scope is not
 // suspended, the IDs are not shown safe, or the stop's budget is spent.
 func (ss *session) specParams(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
+	ss.submitSpec(rs, sizes, &spec{kind: k, tmpl: tp, level: level}, c, params)
+}
+
+// submitSpec is specParams for a speculation s already described (kind,
+// template, level, predicted frame).
+func (ss *session) submitSpec(rs *relay.Session, sizes jdwp.IDSizes, s *spec, c jdwp.Cmd, params []byte) {
 	ep := &ss.learn.ep
-	if !ep.active || len(ep.specs) >= maxSpecPerStop || !ss.learn.kindAllowed(k, c) {
+	if !ep.active || len(ep.specs) >= maxSpecPerStop || !ss.learn.kindAllowed(s.kind, c) {
 		return
 	}
-	s := &spec{kind: k, tmpl: tp, level: level}
 	info, ok := keyable.Fill(&s.key, c, params, sizes)
 	if !ok {
 		return
@@ -96,6 +105,9 @@ func (ss *session) specParams(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd,
 	}
 	s.gen = ss.facts.gen
 	ep.specs = append(ep.specs, s)
+	if s.pred != nil {
+		ep.predicted = append(ep.predicted, s)
+	}
 	ss.disp.submit(rs, s)
 }
 
@@ -129,6 +141,7 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 			if r.Err() != nil {
 				break
 			}
+			ss.confirmFrame(rs, sizes, thread, start+i, fr, loc, i == 0)
 			ss.chainFrame(rs, sizes, thread, fr, loc, start+i)
 		}
 	case jdwp.CmdThreadReferenceFrameCount:

@@ -24,6 +24,29 @@ import (
 //     stop's Frames replies, on the thread they came from, and GetValues
 //     asks only slots that the method's VariableTable reply shows live at
 //     the frame's code index, with the variable's own tag;
+//   - or, on HotSpot only (its VirtualMachine.Version reply, see
+//     hotSpotVersion), a frame ID predicted for the stopped thread
+//     (framepredict.go): the ID of the frame at that depth in the next
+//     generation, which the VM has not handed out yet. This is safe
+//     because HotSpot's libjdwp validates a frame ID before any use
+//     (StackFrameImpl.c validateThreadFrame: the thread must be
+//     suspended, and FrameID.c validateFrameID: its generation must be
+//     the thread's current one, else INVALID_FRAMEID), and the depth in a
+//     valid ID reaches JVMTI, which answers NO_MORE_FRAMES past the stack.
+//     GetValues asks only the slots the debugger asked at a previous stop
+//     for the method the frame was in (live with their tags there; at the
+//     top frame, the stop event's exact location). The frame may have
+//     moved since, but HotSpot's JVMTI GetLocal* checks each slot at the
+//     frame's current bci (jvmtiImpl.cpp VM_GetOrSetLocal::doit: slot
+//     index and type against max_locals and the frame's own stack values,
+//     against the LocalVariableTable when the method has one, and the
+//     oop map's liveness), answering INVALID_SLOT or TYPE_MISMATCH, never
+//     reading a wrong slot. Older ART does not obviously validate frame
+//     IDs, and OpenJ9 was not checked: no prediction there. A reply to a
+//     predicted frame is held, and served only once a Frames reply of the
+//     same stop lists that ID at that depth and, for GetValues, shows
+//     every slot asked live with its tag at the frame's location there
+//     (confirmFrame, predictedSlotsLive); otherwise it is dropped;
 //   - thread- and VM-scoped commands only while that thread or the whole VM
 //     is suspended (scopeOK);
 //   - the attach's own commands (attach.go) take no IDs (IDSizes, Version,
@@ -223,22 +246,50 @@ func (f *facts) safeToSend(s *spec, frames map[jdwp.FrameID]frameInfo, sizes jdw
 		f.fieldBuf = ids
 		return r.Err() == nil && f.classes.fieldsOfType(t, ids)
 	case jdwp.CmdStackFrameGetValues, jdwp.CmdStackFrameThisObject:
-		thread := r.Thread()
-		fi, ok := frames[r.Frame()]
-		if !ok || fi.thread != thread {
-			return false
+		thread, fr := r.Thread(), r.Frame()
+		var loc jdwp.Location
+		if p := s.pred; p != nil {
+			if !f.frames.hotspot || p.thread != thread || p.frame != fr || !f.suspendedNow(thread) {
+				return false
+			}
+			loc = p.loc
+		} else {
+			fi, ok := frames[fr]
+			if !ok || fi.thread != thread {
+				return false
+			}
+			loc = fi.loc
 		}
 		if s.key.Cmd() == jdwp.CmdStackFrameThisObject {
-			return true
+			return r.Err() == nil
 		}
-		n := r.Count(5)
-		slots := f.slotBuf[:0]
-		for i := 0; i < n && r.Err() == nil; i++ {
-			slots = append(slots, slotTag{slot: r.Int32(), tag: jdwp.Tag(r.Uint8())})
-		}
-		f.slotBuf = slots
-		return r.Err() == nil && f.classes.slotsLive(fi.loc, slots)
+		return f.slotsAskedLive(r, loc)
 	}
 	info, ok := keyable.Lookup(s.key.Cmd())
 	return ok && info.Cacheable()
+}
+
+// slotsAskedLive reads the (slot, tag) pairs of a StackFrame.GetValues
+// from r and says whether they are all live with their tags at loc.
+func (f *facts) slotsAskedLive(r *jdwp.BodyReader, loc jdwp.Location) bool {
+	n := r.Count(5)
+	slots := f.slotBuf[:0]
+	for i := 0; i < n && r.Err() == nil; i++ {
+		slots = append(slots, slotTag{slot: r.Int32(), tag: jdwp.Tag(r.Uint8())})
+	}
+	f.slotBuf = slots
+	return r.Err() == nil && r.Remaining() == 0 && f.classes.slotsLive(loc, slots)
+}
+
+// predictedSlotsLive says whether speculation s on a predicted frame may
+// be served for a frame found at loc: a ThisObject always, a GetValues
+// if every slot it asks is live with its tag at loc.
+func (f *facts) predictedSlotsLive(s *spec, loc jdwp.Location, sizes jdwp.IDSizes) bool {
+	if s.key.Cmd() != jdwp.CmdStackFrameGetValues {
+		return true
+	}
+	r := jdwp.NewBodyReader(s.key.Params(), sizes)
+	r.Thread()
+	r.Frame()
+	return f.slotsAskedLive(r, loc)
 }

@@ -106,7 +106,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			return relay.Consume
 		}
 		if s := ss.disp.pending(&d.key); s != nil {
-			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) {
+			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() {
 				s.waiters = append(s.waiters, f.ID)
 				ss.markUsed(s)
 				f.Origin = relay.Belay
@@ -152,8 +152,10 @@ func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 	case keyable.EffectResume:
 		ss.endEpisode()
 		ss.facts.resumeSent()
+		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectInvoke:
 		d.snap, d.mark = ss.facts.invokeSent()
+		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectSuspendVM:
 		ss.facts.invalidateStop(reasonSuspend)
 	case keyable.EffectSuspendThread:
@@ -235,7 +237,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	if ok {
 		ss.facts.learnReply(c, d, p, sizes)
 		if d.keyed {
-			ss.facts.classes.learn(c, d.key.Params(), p, sizes)
+			ss.facts.learnFromVM(c, d.key.Params(), p, sizes)
 		}
 		ss.attachReply(c, d.key.Params(), d.sig, p, sizes)
 	}
@@ -254,6 +256,10 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 // specReply handles the VM's reply to a speculative command.
 func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	ss.disp.replied(s)
+	if s.pred != nil && ss.holdPredicted(s, p) { // no waiters: unconfirmed, it served none
+		ss.disp.drain(rs)
+		return
+	}
 	for _, id := range s.waiters {
 		ss.belayBuf = retag.Retag(ss.belayBuf[:0], p, id)
 		if err := rs.SendToDebugger(ss.belayBuf, relay.Belay, s.key.Cmd()); err != nil {
@@ -262,7 +268,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 	}
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
-		ss.facts.classes.learn(s.key.Cmd(), s.key.Params(), p, sizes)
+		ss.facts.learnFromVM(s.key.Cmd(), s.key.Params(), p, sizes)
 		ss.attachReply(s.key.Cmd(), s.key.Params(), "", p, sizes)
 	}
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
@@ -342,6 +348,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	}
 	ss.wb.event(comp)
 	var thread jdwp.ThreadID
+	var loc jdwp.Location
 	stop := false
 	for i := range comp.Events {
 		e := &comp.Events[i]
@@ -350,7 +357,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		}
 		if locatable(e.Kind) {
 			stop = true
-			thread = e.ThreadID()
+			thread, loc = e.ThreadID(), e.Location
 			break
 		}
 	}
@@ -380,7 +387,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	}
 	ss.facts.suspChanges++
 	if stop && thread != 0 {
-		ss.learn.beginEpisode(thread)
+		ss.learn.beginEpisode(thread, loc)
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
 			ss.speculateStop(rs, sizes)

@@ -25,7 +25,10 @@
 // replies (frames, then frame values and this, then the objects found),
 // replaying what the debugger asked at the previous stop ("templates") and
 // dropping predictions the debugger does not use. It runs only when the
-// measured round trip makes it worth the VM time it costs.
+// measured round trip makes it worth the VM time it costs. On HotSpot,
+// frame values and this are sent with the frames, on frame IDs predicted
+// from the thread's frame generation (framepredict.go), and served only
+// once the stop's Frames reply confirms them.
 //
 // At attach (attach.go) the session prefetches what every debugger asks
 // first, and replays the attach sequence an earlier session of the same
@@ -44,11 +47,12 @@
 // parts, each with its own type, invariants and file, all guarded by the
 // session's one lock: facts (facts.go, safety.go: invalidation
 // generations, suspension, class signatures, object types, the class facts
-// that speculative IDs are checked against), replyCache (cache.go: the
+// that speculative IDs are checked against, the threads' frame
+// generations), replyCache (cache.go: the
 // LRU within its byte budget), learner (learner.go: stops, templates,
 // learned parameters, usage gates) and dispatcher (dispatch.go: the
 // in-flight budget, the queue and the output to the VM). The prediction
-// rules (predict.go, predict_values.go) connect them. What each command
+// rules (predict.go, predict_values.go, framepredict.go) connect them. What each command
 // does to cached facts comes from keyable's table (keyable.Effect), and IDs
 // are typed (jdwp.ThreadID, jdwp.ClassID, ...; keyable.Subject).
 //
@@ -129,6 +133,11 @@ type Stats struct {
 	// those predicted but not sent, because the IDs in them could not be
 	// shown valid for the command.
 	SpecSent, SpecUsed, SpecWasted, SpecWithheld int64
+	// FramesConfirmed and FramesRefuted count speculative StackFrame
+	// commands sent on a predicted frame ID that a Frames reply of the
+	// same stop confirmed (servable) or refuted (dropped); those never
+	// settled are wasted when the stop ends.
+	FramesConfirmed, FramesRefuted int64
 	// RoundTripsSaved counts debugger commands that did not wait for a
 	// round trip of their own (hits and belays).
 	RoundTripsSaved int64
@@ -155,6 +164,8 @@ func (st Stats) Since(prev Stats) Stats {
 	d.SpecUsed -= prev.SpecUsed
 	d.SpecWasted -= prev.SpecWasted
 	d.SpecWithheld -= prev.SpecWithheld
+	d.FramesConfirmed -= prev.FramesConfirmed
+	d.FramesRefuted -= prev.FramesRefuted
 	d.RoundTripsSaved -= prev.RoundTripsSaved
 	d.WrittenBehind -= prev.WrittenBehind
 	d.WriteBehindFailures -= prev.WriteBehindFailures
@@ -176,6 +187,7 @@ type Speculator struct {
 	sent, used, wasted   atomic.Int64
 	withheld             atomic.Int64
 	wbAnswered, wbFailed atomic.Int64
+	confirmed, refuted   atomic.Int64
 	inval                [numReasons]atomic.Int64
 	bytes, entries       atomic.Int64
 	lastRTT, lastService atomic.Int64
@@ -208,6 +220,7 @@ func (sp *Speculator) Stats() Stats {
 		SpecSent: sp.sent.Load(), SpecUsed: sp.used.Load(), SpecWasted: sp.wasted.Load(),
 		SpecWithheld:  sp.withheld.Load(),
 		WrittenBehind: sp.wbAnswered.Load(), WriteBehindFailures: sp.wbFailed.Load(),
+		FramesConfirmed: sp.confirmed.Load(), FramesRefuted: sp.refuted.Load(),
 		CacheBytes: sp.bytes.Load(), CacheEntries: sp.entries.Load(),
 		RTT: time.Duration(sp.lastRTT.Load()), ServiceTime: time.Duration(sp.lastService.Load()),
 		Invalidations: map[string]int64{},
@@ -248,6 +261,12 @@ func (sp *Speculator) countSpec(o specOutcome, n int) {
 		sp.withheld.Add(int64(n))
 	}
 	sp.metrics.spec(o, n)
+}
+
+func (sp *Speculator) countFramePredictions(confirmed, refuted int) {
+	sp.confirmed.Add(int64(confirmed))
+	sp.refuted.Add(int64(refuted))
+	sp.metrics.framePredictions(confirmed, refuted)
 }
 
 func (sp *Speculator) countInvalidation(r reason) {

@@ -1,0 +1,379 @@
+package speculator
+
+import (
+	"strings"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+)
+
+// Frame-ID prediction: the values of a frame can be asked in the same
+// burst as the Frames reply that names the frame, instead of one round
+// trip after it.
+//
+// How HotSpot's libjdwp builds frame IDs (FrameID.c, threadControl.c, as
+// of JDK 17; confirmed against the JDK here by TestPredictedFramesRealVM):
+// a frame ID is the thread's frame generation shifted left by 16 bits,
+// or'ed with the frame's depth. The generation is per thread and grows by
+// one on every hard resume of that thread (its debugger suspend count
+// going from one to zero: ThreadReference.Resume, VirtualMachine.Resume,
+// and the resumes an invoke does), and StackFrame commands first check it
+// (validateFrameID): an ID of an older or a later generation gets
+// INVALID_FRAMEID and nothing else happens. So a thread's frame IDs move
+// by the same amount at each resume as long as the debugger suspends and
+// resumes it the same way, and a wrong guess costs one read-only command
+// answered with an error.
+//
+// The predictor does not rely on the bit layout: it learns, per thread,
+// the base of the frame IDs (ID minus depth, the same for every frame of
+// a Frames reply, or the VM is not one it understands) and the step per
+// resume of the thread (the debugger's VirtualMachine.Resume, its
+// ThreadReference.Resume of that thread, and invokes, which resume it
+// too), and predicts base + step × the resumes since the base was seen.
+// A speculation on a predicted frame (predFrame) is never served until a
+// Frames reply of the same stop confirms its ID at its depth (see
+// confirmFrame and safeToSend); a refuted prediction makes the thread
+// need more evidence (and after maxPredFails, stops predicting on it).
+
+// Bounds of the prediction.
+const (
+	maxPredFails   = 2   // refuted predictions after which a thread is no longer predicted
+	maxPredThreads = 256 // threads whose frame generations are tracked
+	// firstStep is the step per resume assumed before one is seen (until
+	// a prediction is refuted): one generation (FrameID.c: generation <<
+	// 16 | depth).
+	firstStep jdwp.FrameID = 1 << 16
+	// maxPredResumes bounds the resumes a prediction spans.
+	maxPredResumes = 8
+)
+
+// predState is where a speculation on a predicted frame ID stands.
+type predState uint8
+
+const (
+	predPending   predState = iota // no Frames reply of this stop listed its depth yet
+	predConfirmed                  // a Frames reply listed the predicted ID at its depth, slots live there
+	predRefuted                    // a Frames reply listed another ID, or the slots are not live there
+)
+
+// predFrame is the prediction a StackFrame speculation was sent on.
+type predFrame struct {
+	thread jdwp.ThreadID
+	depth  int
+	frame  jdwp.FrameID
+	// loc is where the frame is believed to be: the stop event's location
+	// for the top frame (exact), the previous stop's for a deeper one (a
+	// guess, checked against the Frames reply before anything is served).
+	loc   jdwp.Location
+	state predState
+	held  jdwp.Packet // the VM's reply, when it came before the confirmation
+}
+
+// threadGen is what a thread's Frames replies showed of its frame IDs.
+type threadGen struct {
+	base    jdwp.FrameID // frame ID minus depth at stop serial
+	serial  uint64
+	resumes uint64       // the thread's resumes (framePredictor.resumesOf) when base was seen
+	step    jdwp.FrameID // base change per resume (0: unknown)
+	streak  int          // consecutive observations that moved the base by step, after the first
+	fails   int          // refuted predictions
+	locs    []jdwp.Location
+	known   uint64 // depths (bit set) whose loc is known at serial
+}
+
+// framePredictor holds the frame generations of the VM's threads. Part
+// of facts, guarded by session.mu.
+type framePredictor struct {
+	// hotspot says the VM's VirtualMachine.Version reply names HotSpot
+	// with the reference libjdwp: only there are frame IDs predicted.
+	hotspot bool
+	threads map[jdwp.ThreadID]*threadGen
+	// allResumes counts the debugger's resumes of every thread (VM resumes,
+	// invokes), threadResumes its ThreadReference.Resume of each thread.
+	allResumes    uint64
+	threadResumes map[jdwp.ThreadID]uint64
+}
+
+// resumed counts a resume-like command c with body (keyable's
+// EffectResume or EffectInvoke): a ThreadReference.Resume resumes its
+// thread, anything else counts for all (an invoke that resumes only its
+// own thread is over-counted for the others: a wrong prediction then, not
+// a wrong answer).
+func (fp *framePredictor) resumed(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) {
+	if c == jdwp.CmdThreadReferenceResume {
+		r := jdwp.NewBodyReader(body, sizes)
+		if fp.threadResumes == nil {
+			fp.threadResumes = map[jdwp.ThreadID]uint64{}
+		}
+		t := r.Thread()
+		if _, known := fp.threadResumes[t]; r.Err() == nil && (known || len(fp.threadResumes) < maxPredThreads) {
+			fp.threadResumes[t]++
+			return
+		}
+	}
+	fp.allResumes++
+}
+
+// resumesOf is how many times the debugger resumed thread t.
+func (fp *framePredictor) resumesOf(t jdwp.ThreadID) uint64 {
+	return fp.allResumes + fp.threadResumes[t]
+}
+
+// hotSpotVersion says whether a VirtualMachine.Version reply names a
+// HotSpot VM with the reference libjdwp. Other VMs are never sent a
+// predicted frame ID: Android's runtimes have their own frame IDs and
+// older ART does not obviously validate them, and OpenJ9 (libjdwp, but its
+// own JVMTI) has not been checked for slot validation.
+func hotSpotVersion(p jdwp.Packet) bool {
+	if len(p) < jdwp.HeaderSize || p.ErrorCode() != jdwp.ErrorNone {
+		return false
+	}
+	r := jdwp.NewBodyReader(p.Body(), jdwp.IDSizes{})
+	desc := r.String()
+	r.Int32()
+	r.Int32()
+	r.StringBytes() // vmVersion
+	name := r.String()
+	if r.Err() != nil || !strings.HasPrefix(desc, "Java Debug Wire Protocol (Reference Implementation)") {
+		return false
+	}
+	return strings.Contains(name, "HotSpot") ||
+		strings.HasPrefix(name, "OpenJDK ") && strings.HasSuffix(name, " VM") && !strings.Contains(name, "J9")
+}
+
+// learnVM records what the VM's reply to command c says of the VM.
+func (fp *framePredictor) learnVM(c jdwp.Cmd, p jdwp.Packet) {
+	if c == jdwp.CmdVirtualMachineVersion {
+		fp.hotspot = hotSpotVersion(p)
+	}
+}
+
+// observe records that at stop serial, a Frames reply of thread listed
+// frame fr at depth d, at loc (first: the reply's first frame). A later
+// reply of the same stop may show a newer generation (an invoke resumed
+// the thread): the newest is what the next stop's step counts from.
+func (fp *framePredictor) observe(thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location, serial uint64, first bool) {
+	if fp.threads == nil {
+		fp.threads = map[jdwp.ThreadID]*threadGen{}
+	}
+	tg := fp.threads[thread]
+	if tg == nil {
+		if len(fp.threads) >= maxPredThreads {
+			clear(fp.threads)
+		}
+		tg = &threadGen{locs: make([]jdwp.Location, maxDepth)}
+		fp.threads[thread] = tg
+	}
+	base, now := fr-jdwp.FrameID(d), fp.resumesOf(thread)
+	switch {
+	case tg.serial == serial && !first:
+		if base != tg.base { // not base+depth: a VM whose IDs we do not understand
+			tg.fails = maxPredFails
+		}
+	case tg.serial != 0 && now == tg.resumes && base == tg.base:
+		// The same frames again (another Frames of the stop).
+		if tg.serial != serial {
+			tg.serial, tg.known = serial, 0
+		}
+	case tg.serial != 0 && now > tg.resumes && now-tg.resumes <= maxPredResumes:
+		// A sample of the step: the base moved over n resumes (an
+		// invoke's resume within a stop included).
+		n := jdwp.FrameID(now - tg.resumes)
+		if delta := base - tg.base; delta%n != 0 {
+			tg.step, tg.streak = 0, 0
+		} else if step := delta / n; step == tg.step {
+			tg.streak++
+		} else {
+			tg.step, tg.streak = step, 0
+		}
+		tg.base, tg.serial, tg.resumes, tg.known = base, serial, now, 0
+	default: // first seen, or moved with no resume known, or long ago: learn again
+		tg.base, tg.serial, tg.resumes, tg.step, tg.streak, tg.known = base, serial, now, 0, 0, 0
+	}
+	if d < maxDepth {
+		tg.locs[d] = loc
+		tg.known |= 1 << d
+	}
+}
+
+// predict returns what thread's Frames replies showed when last seen,
+// and the base its frame IDs are predicted to have now, after the resumes
+// since: only on HotSpot, for a thread resumed at most maxPredResumes
+// times since, and (after a refuted prediction) once it has shown its step
+// again as many times as predictions were refuted; before any step is
+// seen, firstStep.
+func (fp *framePredictor) predict(thread jdwp.ThreadID, sizes jdwp.IDSizes) (*threadGen, jdwp.FrameID, bool) {
+	if !fp.hotspot || sizes.FrameID != 8 {
+		return nil, 0, false
+	}
+	tg := fp.threads[thread]
+	if tg == nil || tg.fails >= maxPredFails {
+		return nil, 0, false
+	}
+	n := fp.resumesOf(thread) - tg.resumes
+	if n == 0 || n > maxPredResumes {
+		return nil, 0, false
+	}
+	switch {
+	case tg.step != 0 && tg.streak >= tg.fails:
+		return tg, tg.base + jdwp.FrameID(n)*tg.step, true
+	case tg.step == 0 && tg.fails == 0:
+		return tg, tg.base + jdwp.FrameID(n)*firstStep, true
+	}
+	return nil, 0, false
+}
+
+// refuted records a wrong prediction on thread.
+func (fp *framePredictor) refuted(thread jdwp.ThreadID) {
+	if tg := fp.threads[thread]; tg != nil {
+		tg.fails++
+		tg.streak = 0
+	}
+}
+
+// specPredicted speculates, at a stop, ThisObject and GetValues of the
+// stopped thread's frames at the depths the debugger asked them at the
+// previous stops, on the frame IDs predicted for this stop.
+func (ss *session) specPredicted(rs *relay.Session, sizes jdwp.IDSizes) {
+	ep := &ss.learn.ep
+	tg, base, ok := ss.facts.frames.predict(ep.thread, sizes)
+	if !ok {
+		return
+	}
+	for d := 0; d < maxDepth; d++ {
+		this, vals := ss.learn.thisDepth&(1<<d) != 0, ss.learn.valueDepth&(1<<d) != 0
+		if !this && !vals {
+			continue
+		}
+		p := predFrame{thread: ep.thread, depth: d, frame: base + jdwp.FrameID(d)}
+		known := tg.known&(1<<d) != 0
+		if d == 0 && ep.loc != (jdwp.Location{}) {
+			p.loc, known = ep.loc, true
+		} else if known {
+			p.loc = tg.locs[d]
+		}
+		if this {
+			w := ss.writer(sizes)
+			w.Thread(p.thread)
+			w.Frame(p.frame)
+			ss.pbuf = w.Buf
+			pc := p
+			ss.submitSpec(rs, sizes, &spec{kind: kPredThis, pred: &pc}, jdwp.CmdStackFrameThisObject, ss.pbuf)
+		}
+		if !vals || !known {
+			continue
+		}
+		mk := methodOf(p.loc)
+		mk.index, mk.exact = p.loc.Index, true
+		tail, ok := ss.learn.slots[mk]
+		if !ok {
+			tail, ok = ss.learn.slots[methodOf(p.loc)]
+		}
+		if !ok {
+			continue
+		}
+		w := ss.writer(sizes)
+		w.Thread(p.thread)
+		w.Frame(p.frame)
+		w.Buf = append(w.Buf, tail...)
+		ss.pbuf = w.Buf
+		pc := p
+		ss.submitSpec(rs, sizes, &spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, ss.pbuf)
+	}
+}
+
+// confirmFrame settles the predictions on depth d of thread now that a
+// Frames reply of this stop lists frame fr there, at loc: confirmed when
+// the ID is the predicted one and (GetValues) every slot asked is live
+// with its tag at loc, refuted otherwise. A reply held for the
+// confirmation is then stored (and chained), or dropped as wasted.
+func (ss *session) confirmFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location, first bool) {
+	ep := &ss.learn.ep
+	if thread != ep.thread {
+		return
+	}
+	ss.facts.frames.observe(thread, d, fr, loc, ep.serial, first)
+	confirmed, refuted := 0, 0
+	for _, s := range ep.predicted {
+		p := s.pred
+		if p.state != predPending || p.thread != thread || p.depth != d || !ss.facts.valid(s.info, s.subj, s.gen) {
+			// Settled, another frame, or invalidated since it was sent
+			// (an invoke moves the generation): left to be wasted.
+			continue
+		}
+		if p.frame != fr || !ss.facts.predictedSlotsLive(s, loc, sizes) {
+			p.state = predRefuted
+			refuted++
+			if s.sent {
+				ss.disp.forget(s)
+			} else {
+				ss.disp.cancel(s)
+			}
+			if p.held != nil {
+				p.held = nil
+				ss.wasted(s)
+			}
+			continue
+		}
+		p.state, p.loc = predConfirmed, loc
+		confirmed++
+		if held := p.held; held != nil {
+			p.held = nil
+			ss.storeSpec(rs, s, held, sizes)
+		}
+	}
+	if refuted > 0 {
+		ss.facts.frames.refuted(thread)
+	}
+	ss.sp.countFramePredictions(confirmed, refuted)
+}
+
+// holdPredicted handles the VM's reply to a speculation on a predicted
+// frame before it is stored: it reports whether the reply was taken (held
+// until the Frames reply confirms the prediction, or dropped because it
+// was refuted) rather than left to the usual path (confirmed).
+func (ss *session) holdPredicted(s *spec, p jdwp.Packet) bool {
+	switch s.pred.state {
+	case predConfirmed:
+		return false
+	case predRefuted:
+		ss.wasted(s)
+	default:
+		s.pred.held = append(jdwp.Packet(nil), p...)
+	}
+	return true
+}
+
+// storeSpec stores the reply p to speculation s, valid in the stop, and
+// chains on it; a reply that cannot be stored is wasted.
+func (ss *session) storeSpec(rs *relay.Session, s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
+	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
+		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
+		if p.ErrorCode() == jdwp.ErrorNone {
+			ss.chain(rs, &s.key, s.gen, p, sizes, s.level)
+		}
+		return
+	}
+	ss.wasted(s)
+}
+
+// wasted counts s as wasted, once.
+func (ss *session) wasted(s *spec) {
+	if !s.used && !s.done {
+		s.done = true
+		traceSpec(s, outcomeWasted, ss.learn.ep.serial)
+		ss.sp.countSpec(outcomeWasted, 1)
+	}
+}
+
+// servable says whether a debugger command may be answered from
+// speculation s: a prediction only once confirmed.
+func (s *spec) servable() bool { return s.pred == nil || s.pred.state == predConfirmed }
+
+// learnFromVM records the facts in a successful reply to command c with
+// parameters params, the debugger's or a speculation's: the class facts
+// that safeToSend checks IDs against, and what the VM is.
+func (f *facts) learnFromVM(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
+	f.classes.learn(c, params, p, sizes)
+	f.frames.learnVM(c, p)
+}
