@@ -41,6 +41,8 @@ type facts struct {
 	allSuspended    bool
 	suspended       map[jdwp.ThreadID]bool // threads suspended on their own
 	resumesInFlight int                    // resume-like commands awaiting replies
+	cleanResume     bool                   // the one in flight is a resume sent while all was suspended
+	overtaken       int                    // resumes settled by an event before their replies came
 	suspChanges     uint64                 // bumps on every change of the above
 
 	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
@@ -141,9 +143,30 @@ func (f *facts) classCached(c jdwp.ClassID) {
 
 // resumeSent: the debugger resumes the VM or a thread.
 func (f *facts) resumeSent() {
+	f.cleanResume = f.resumesInFlight == 0 && f.allSuspended
 	f.resumesInFlight++
 	f.clearSuspension()
 	f.invalidateStop(reasonResume)
+}
+
+// overtakenBy reports whether a suspending event that arrives while
+// resume-like commands are in flight shows the state after them, and if so
+// settles them. HotSpot often sends the next stop's event before the
+// resume's reply. That event shows the state after the resume when the
+// only command in flight is a resume sent while the whole VM was
+// suspended: no thread could run, so none could report an event, until
+// the VM had carried the resume out (a thread inside an event callback
+// when everything was suspended adds its own suspension on top of the
+// counts the resume lowered, so its event's suspension holds as well).
+// Anything else in flight (an invoke, a second resume) leaves the state
+// unknown.
+func (f *facts) overtakenBy() bool {
+	if f.resumesInFlight != 1 || !f.cleanResume {
+		return false
+	}
+	f.resumesInFlight, f.cleanResume = 0, false
+	f.overtaken++
+	return true
 }
 
 // invokeSent: the debugger invokes a method. It returns the suspension to
@@ -156,14 +179,22 @@ func (f *facts) invokeSent() (*suspSnap, uint64) {
 			snap.threads = append(snap.threads, t)
 		}
 	}
+	f.cleanResume = false
 	f.resumesInFlight++
 	f.clearSuspension()
 	f.invalidateStop(reasonInvoke)
 	return snap, f.suspChanges
 }
 
-// resumeReplied: a resume's reply came.
-func (f *facts) resumeReplied() { f.resumesInFlight = max(0, f.resumesInFlight-1) }
+// resumeReplied: a resume's reply came. The VM answers commands in order,
+// so a reply after overtakenBy settled its resume is that resume's.
+func (f *facts) resumeReplied() {
+	if f.overtaken > 0 {
+		f.overtaken--
+		return
+	}
+	f.resumesInFlight = max(0, f.resumesInFlight-1)
+}
 
 // invokeReplied: the invoke's reply came; the VM suspended the threads
 // again as they were.
