@@ -25,6 +25,7 @@ type spec struct {
 	cancelled bool
 	used      bool
 	done      bool     // accounted as wasted (or superseded)
+	reask     bool     // belayed debugger commands asked again (notSuspended)
 	waiters   []uint32 // belayed debugger command IDs
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
@@ -58,7 +59,18 @@ func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *pro
 		log = zerolog.New(&debugLog).Level(zerolog.TraceLevel)
 	}
 	sp := New(cfg, log, nil)
-	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), Logger: log, NewHooks: sp.Hooks})
+	// SPEC_JOURNAL=path.jsonl journals every packet through the proxy
+	// (served from cache, belayed, speculative), to read a failure with.
+	hooks := sp.Hooks
+	var jr *journal.Journal
+	if path := os.Getenv("SPEC_JOURNAL"); path != "" {
+		var err error
+		if jr, err = journal.Open(journal.Options{Path: path, Logger: zerolog.Nop()}); err != nil {
+			t.Fatal(err)
+		}
+		hooks = relay.ChainHooks(sp.Hooks, func(*relay.Session) relay.Hooks { return relay.Hooks{Observers: []relay.Observer{jr}} })
+	}
+	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(target), Logger: log, NewHooks: hooks})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +83,9 @@ func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *pro
 	t.Cleanup(func() {
 		cancel()
 		<-done
+		if jr != nil {
+			jr.Close()
+		}
 		if lk != nil {
 			lk.Close()
 		}

@@ -256,7 +256,8 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 // specReply handles the VM's reply to a speculative command.
 func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	ss.disp.replied(s)
-	if s.pred != nil && ss.holdPredicted(s, p) { // no waiters: unconfirmed, it served none
+	if s.pred != nil && ss.holdPredicted(s, p) || // no waiters: unconfirmed, it served none
+		p.ErrorCode() == jdwp.ErrorThreadNotSuspended && ss.notSuspended(rs, s) {
 		ss.disp.drain(rs)
 		return
 	}
@@ -286,6 +287,31 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 	ss.tapIdle()
 }
 
+// notSuspended handles THREAD_NOT_SUSPENDED in reply to speculation s,
+// which was sent only while its thread was believed suspended. If nothing
+// changed the suspension since (s still valid), the belief was wrong: it
+// is dropped, and the debugger commands belayed on s are asked again (once)
+// rather than answered with the error to a command they did not send, as
+// if forwarded now (only read-only commands went to the VM since, so the
+// order the debugger sent its commands in still holds). It reports whether
+// it asked again; if not, the waiters get the VM's reply as usual.
+func (ss *session) notSuspended(rs *relay.Session, s *spec) bool {
+	if !ss.facts.valid(s.info, s.subj, s.gen) {
+		return false // a resume or other change since: the belief is already gone
+	}
+	ss.endEpisode()
+	ss.facts.clearSuspension()
+	ss.facts.invalidateStop(reasonRunning)
+	if s.reask || len(s.waiters) == 0 {
+		return false
+	}
+	again := &spec{key: s.key, info: s.info, subj: s.subj, gen: ss.facts.gen, kind: s.kind,
+		reask: true, used: true, done: true, waiters: s.waiters}
+	s.waiters = nil
+	ss.disp.send(rs, again) // not in disp.inflight: nothing else belays on it
+	return true
+}
+
 // markUsed records that a speculation served the debugger.
 func (ss *session) markUsed(s *spec) {
 	if s == nil || s.used {
@@ -300,6 +326,9 @@ func (ss *session) markUsed(s *spec) {
 
 // sent is the dispatcher's onSend: a speculation goes to the VM.
 func (ss *session) sent(s *spec) {
+	if s.reask {
+		return // the debugger's own command, asked again: no speculation
+	}
 	ss.learn.ep.sentKind[s.kind]++
 	traceSpec(s, outcomeSent, ss.learn.ep.serial)
 	ss.sp.countSpec(outcomeSent, 1)

@@ -2,6 +2,7 @@ package speculator
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -329,4 +330,52 @@ func TestDerivedRulesPredictOnlyAskedCommands(t *testing.T) {
 	if n, m := r.vm.count(jdwp.CmdMethodIsObsolete), r.vm.count(jdwp.CmdMethodLineTable); n != 2 || m != 2 {
 		t.Errorf("VM saw IsObsolete %d, LineTable %d times; want 2 each (asked once, speculated once)", n, m)
 	}
+}
+
+// TestBelayedNotSuspendedIsAskedAgain: the VM answers a speculative Frames
+// THREAD_NOT_SUSPENDED for the thread the proxy believed suspended (a wrong
+// "suspended" fact). The debugger command belayed on it must not be
+// answered with that error: it is asked again, and the wrong belief is
+// dropped with what was cached under it.
+func TestBelayedNotSuspendedIsAskedAgain(t *testing.T) {
+	r, fs := newStopRig(t)
+	var mu sync.Mutex
+	frames := 0
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdThreadReferenceFrames {
+			mu.Lock()
+			frames++
+			first := frames == 1
+			mu.Unlock()
+			if first {
+				return jdwp.ErrorThreadNotSuspended, nil
+			}
+		}
+		return fs.handler(p)
+	})
+	r.vm.hold()
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	r.vm.waitFor(jdwp.CmdThreadReferenceFrameCount)
+	r.vm.waitFor(jdwp.CmdThreadReferenceFrames)
+	before := r.sp.Stats()
+	r.dbg.send(80, jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(-1) }))
+	r.waitStats(func(st Stats) bool { return st.Belays-before.Belays == 1 })
+	r.vm.release()
+	p := r.dbg.read()
+	if p.ID() != 80 || !p.IsReply() {
+		t.Fatalf("belayed Frames: %v", p)
+	}
+	if p.ErrorCode() != 0 {
+		t.Fatalf("belayed Frames answered with the speculation's error %v", p.ErrorCode())
+	}
+	if n := r.vm.count(jdwp.CmdThreadReferenceFrames); n != 2 {
+		t.Fatalf("VM saw Frames %d times, want 2 (speculation, then asked again)", n)
+	}
+	// The FrameCount speculated under the wrong belief is not served.
+	r.dbg.call(81, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 2 {
+		t.Fatalf("VM saw FrameCount %d times, want 2: a reply cached under a wrong suspension was served", n)
+	}
+	r.dbg.quiet()
 }

@@ -31,7 +31,14 @@ public final class ThreadDbg {
         cpr.addClassFilter("ThreadStop");
         cpr.setSuspendPolicy(EventRequest.SUSPEND_ALL);
         cpr.enable();
-        vm.resume();
+        // No vm.resume() here: the VM waits suspended (suspend=y) and its
+        // VM_START set is resumed below. Resuming both would resume once
+        // too often: the extra resume, overtaking ThreadStop's
+        // CLASS_PREPARE (SUSPEND_ALL), lets the worker hit the breakpoint
+        // while that set is still being handled, and that set's resume then
+        // resumes the worker too: from there on every breakpoint set
+        // handled is one the worker has already been resumed from, and
+        // t.frame(0) races the worker (THREAD_NOT_SUSPENDED).
         ReferenceType rt = null;
         while (rt == null) {
             EventSet set = vm.eventQueue().remove();
@@ -78,11 +85,19 @@ public final class ThreadDbg {
             Field n = shared.referenceType().fieldByName("n");
             long n1 = ((LongValue) shared.getValue(n)).value();
             long c1 = ((LongValue) rt.getValue(counter)).value();
-            Thread.sleep(40);
-            long n2 = ((LongValue) shared.getValue(n)).value();
-            long c2 = ((LongValue) rt.getValue(counter)).value();
-            if (n2 <= n1 || c2 <= c1) {
-                fail("stop " + stop + ": running state served stale: n " + n1 + " -> " + n2 + ", counter " + c1 + " -> " + c2);
+            // The spinners keep running, but on a loaded machine they may
+            // not have run for a while: read again until both values
+            // moved. A stale cached answer would be served every time
+            // (nothing invalidates it in between), so it still fails.
+            long n2 = n1, c2 = c1;
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (n2 <= n1 || c2 <= c1) {
+                if (System.nanoTime() > deadline) {
+                    fail("stop " + stop + ": running state served stale: n " + n1 + " -> " + n2 + ", counter " + c1 + " -> " + c2);
+                }
+                Thread.sleep(20);
+                n2 = ((LongValue) shared.getValue(n)).value();
+                c2 = ((LongValue) rt.getValue(counter)).value();
             }
             // The stopped thread's view again: still the same.
             int again = ((IntegerValue) t.frame(0).getValue(f.visibleVariableByName("i"))).value();
