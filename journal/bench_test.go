@@ -101,20 +101,23 @@ func BenchmarkWriter(b *testing.B) {
 		b.Run(string(f), func(b *testing.B) {
 			j := &Journal{opts: Options{Format: f, RawLimit: defaultRawLimit, Version: "bench"}, start: time.Now(), keep: defaultRawLimit, metrics: newMetrics(nil)}
 			w := newWriter(j, newWriterSink(io.Discard), f)
+			j.ws = []*writer{w}
 			now := time.Now()
-			w.slot(&slot{typ: slotSessionStart, session: 1, time: now, sizes: testSizes})
+			j.slot(&slot{typ: slotSessionStart, session: 1, time: now, sizes: testSizes})
 			cmd := jdwp.AppendCommand(nil, 1, jdwp.CmdThreadReferenceFrames, threadBody(testThread))
 			reply := jdwp.AppendReply(nil, 1, 0, make([]byte, 64))
 			c := slot{typ: slotPacket, session: 1, dir: relay.ToVM, kind: relay.KindCommand, cmd: jdwp.CmdThreadReferenceFrames, length: len(cmd), time: now, buf: cmd}
-			r := slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, cmd: jdwp.CmdThreadReferenceFrames, length: len(reply), time: now, buf: reply, latency: time.Millisecond}
+			c.rec = new(cmdRec) // as Observe links them
+			r := slot{rec: c.rec, typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, cmd: jdwp.CmdThreadReferenceFrames, length: len(reply), time: now, buf: reply, latency: time.Millisecond}
 			b.ReportAllocs()
 			b.ResetTimer()
 			start := time.Now()
 			for i := range b.N {
 				c.id, r.id = uint32(i), uint32(i)
 				c.wireID, r.wireID = c.id, r.id
-				w.slot(&c)
-				w.slot(&r)
+				j.slot(&c)
+				j.slot(&r)
+				j.recycle()
 			}
 			b.ReportMetric(float64(2*b.N)/time.Since(start).Seconds(), "records/s")
 		})

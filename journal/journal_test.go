@@ -401,14 +401,16 @@ func TestStrayReply(t *testing.T) {
 	var buf bytes.Buffer
 	j := &Journal{opts: Options{RawLimit: defaultRawLimit, Version: "t"}, start: time.Now(), keep: defaultRawLimit, metrics: newMetrics(nil)}
 	w := newWriter(j, newWriterSink(&buf), FormatJSONLines)
+	j.ws = []*writer{w}
 	t0 := time.Now()
 	cmd := jdwp.AppendCommand(nil, 5, jdwp.CmdThreadReferenceName, threadBody(1))
 	reply := jdwp.AppendReply(nil, 5, 0, []byte{0, 0, 0, 0})
-	w.slot(&slot{typ: slotSessionStart, session: 1, time: t0})
-	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToVM, kind: relay.KindCommand, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(cmd), time: t0.Add(time.Millisecond), buf: cmd})
-	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(reply), time: t0.Add(2 * time.Millisecond), buf: reply})
-	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.CacheHit, id: 9, wireID: 9, length: len(reply), time: t0.Add(3 * time.Millisecond), buf: reply})
-	w.slot(&slot{typ: slotSessionEnd, session: 1, time: t0.Add(4 * time.Millisecond)})
+	j.slot(&slot{typ: slotSessionStart, session: 1, time: t0})
+	rec := new(cmdRec) // as Observe links a command and its answer
+	j.slot(&slot{rec: rec, typ: slotPacket, session: 1, dir: relay.ToVM, kind: relay.KindCommand, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(cmd), time: t0.Add(time.Millisecond), buf: cmd})
+	j.slot(&slot{rec: rec, typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(reply), time: t0.Add(2 * time.Millisecond), buf: reply})
+	j.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.CacheHit, id: 9, wireID: 9, length: len(reply), time: t0.Add(3 * time.Millisecond), buf: reply})
+	j.slot(&slot{typ: slotSessionEnd, session: 1, time: t0.Add(4 * time.Millisecond)})
 	if err := w.close(); err != nil {
 		t.Fatal(err)
 	}
