@@ -50,7 +50,7 @@ func BenchmarkRelay(b *testing.B) {
 			if v.open != nil {
 				j = v.open(b)
 			}
-			addr, stop := startProxy(b, vm.addr(), func(*relay.Session) relay.Hooks {
+			addr, stop := startProxy(b, vm.Addr(), func(*relay.Session) relay.Hooks {
 				if j == nil {
 					return relay.Hooks{}
 				}
@@ -68,11 +68,11 @@ func BenchmarkRelay(b *testing.B) {
 				for i := range n {
 					out = jdwp.AppendCommand(out, uint32(sent+i+1), jdwp.CmdThreadReferenceFrameCount, body)
 				}
-				if _, err := d.c.Write(out); err != nil {
+				if _, err := d.Conn().Write(out); err != nil {
 					b.Fatal(err)
 				}
 				for range n {
-					if _, err := d.r.Next(); err != nil {
+					if _, err := d.Next(); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -81,7 +81,7 @@ func BenchmarkRelay(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 			b.ReportMetric(float64(2*b.N)/elapsed.Seconds(), "packets/s")
-			d.close()
+			d.Close()
 			stop()
 			if j != nil {
 				if err := j.Close(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/prometheus/client_golang/prometheus"
@@ -204,7 +205,7 @@ func TestRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	ended := make(chan struct{})
-	addr, stop := startProxy(t, vm.addr(), func(*relay.Session) relay.Hooks {
+	addr, stop := startProxy(t, vm.Addr(), func(*relay.Session) relay.Hooks {
 		return relay.Hooks{Observers: []relay.Observer{j, endSignal(ended)}, Interceptors: []relay.Interceptor{newToySpeculator()}}
 	})
 	d := dialDebugger(t, addr)
@@ -212,7 +213,7 @@ func TestRotation(t *testing.T) {
 	for range 20 {
 		d.call(jdwp.CmdVirtualMachineAllThreads, nil)
 	}
-	d.close()
+	d.Close()
 	<-ended
 	stop()
 	if err := j.Close(); err != nil {
@@ -296,7 +297,7 @@ func TestDropsAreCountedNotBlocking(t *testing.T) {
 }
 
 func TestDroppedRecordInJournal(t *testing.T) {
-	var buf syncBuffer
+	var buf jdwptest.Buffer
 	j, err := New(&buf, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +327,7 @@ func TestWriteErrorIsReported(t *testing.T) {
 }
 
 func TestObserveDoesNotAllocate(t *testing.T) {
-	j, err := New(&syncBuffer{}, Options{})
+	j, err := New(&jdwptest.Buffer{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

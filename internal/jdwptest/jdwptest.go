@@ -34,6 +34,13 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	return b.b.Write(p)
 }
 
+// Bytes returns a copy of what was written so far.
+func (b *Buffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.b.Bytes())
+}
+
 // String returns what was written so far.
 func (b *Buffer) String() string {
 	b.mu.Lock()
