@@ -15,22 +15,10 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
-	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
-
-func realBuild(t testing.TB) *javavm.Build {
-	t.Helper()
-	jdktest.RequireJDK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b, err := javavm.Compile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // proxy is a relay with the speculator in front of a VM, optionally behind
 // an emulated slow link.
@@ -129,7 +117,7 @@ func TestDigestsEqualDirect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real JVM")
 	}
-	b := realBuild(t)
+	b := jdwptest.JavaBuild(t)
 	cases := []struct {
 		name string
 		opts javavm.DriverOptions
@@ -192,7 +180,7 @@ func TestSuspendEventThreadWhileOthersRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real JVM")
 	}
-	realBuild(t) // skips without a JDK (fails under CI=true)
+	jdwptest.JavaBuild(t) // skips without a JDK (fails under CI=true)
 	dir := t.TempDir()
 	src, err := filepath.Glob("testdata/threadstop/*.java")
 	if err != nil || len(src) != 2 {
