@@ -68,19 +68,7 @@ func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *pro
 
 // debugLog collects the proxy's log when SPEC_DEBUG is set; it is written
 // to /tmp/spec_fail.log when a proxied driver run fails.
-var debugLog lockedBuf
-
-type lockedBuf struct {
-	mu sync.Mutex // guards b
-	b  []byte
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	l.b = append(l.b, p...)
-	l.mu.Unlock()
-	return len(p), nil
-}
+var debugLog jdwptest.Buffer
 
 // runDriver starts a fresh debuggee and runs the driver against it, direct
 // (rtt < 0) or through the speculating proxy with a link of the given RTT.
@@ -100,9 +88,7 @@ func runDriver(t testing.TB, b *javavm.Build, opts javavm.DriverOptions, rtt tim
 	defer cancel()
 	res, err := javavm.RunDriver(ctx, b, opts)
 	if err != nil && os.Getenv("SPEC_DEBUG") != "" {
-		debugLog.mu.Lock()
-		os.WriteFile("/tmp/spec_fail.log", debugLog.b, 0o644)
-		debugLog.mu.Unlock()
+		os.WriteFile("/tmp/spec_fail.log", debugLog.Bytes(), 0o644)
 	}
 	if err != nil {
 		return nil, sp, fmt.Errorf("%w\nVM output:\n%s", err, vm.Output())
