@@ -177,6 +177,12 @@ func TestZLIB(t *testing.T) {
 	if !reflect.DeepEqual(got, Inflated{Inner: inner}) {
 		t.Fatalf("got %#v", got)
 	}
+	// As a payload it travels as one ZLIB chunk holding that data.
+	chunks := NewChunks(AppendCommand(nil, 1, z).Body())
+	c, ok := chunks.Next()
+	if !ok || c.Type != TypeZLIB || !bytes.Equal(c.Data, data) {
+		t.Fatalf("ZLIB payload in a packet: chunk %v %x, ok %v", c.Type, c.Data, ok)
+	}
 	// A lying length is rejected.
 	data[7]++
 	if _, err := Decode(VMToHost, Chunk{Type: TypeZLIB, Data: data}); !errors.Is(err, ErrMalformed) {

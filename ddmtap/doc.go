@@ -7,7 +7,9 @@
 // relay.Interceptor that keeps DDM running alongside a debugger session.
 //
 // Packets are JDWP (199,1) commands in both directions; DDM replies carry no
-// chunk type in the JDWP header and are paired through pending IDs. The
+// chunk type in the JDWP header and are paired with their requests by the
+// connection's retag.Table, where the client keeps each request in its
+// slot of the table's entry (it keeps no pending map of its own). The
 // client's packet IDs come from the VM connection's retag.Table, the only
 // allocator of IDs towards the VM: the Holder creates it with each
 // connection it dials (the client sends before any session) and hands it

@@ -443,7 +443,7 @@ func (hc *heldConn) read() {
 			hc.fail(err)
 			return
 		}
-		if ours, chunk := hc.l.fromVM(p, true); !ours && !chunk {
+		if ours, chunk := hc.l.fromVM(p); !ours && !chunk {
 			if len(hc.keep)+len(p) > hc.h.cfg.MaxHeld {
 				hc.err = fmt.Errorf("ddmtap: more than %d bytes of non-DDM packets while holding", hc.h.cfg.MaxHeld)
 				return

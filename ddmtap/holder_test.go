@@ -13,6 +13,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
@@ -22,19 +23,6 @@ import (
 )
 
 var testOpts = ddmtap.Options{PollInterval: 50 * time.Millisecond, ReplyTimeout: 300 * time.Millisecond}
-
-func startVM(t *testing.T, cfg fakevm.Config) *fakevm.VM {
-	t.Helper()
-	vm, err := fakevm.Listen("127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { vm.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return vm
-}
 
 func startHolder(t *testing.T, addr string, m *ddmtap.Metrics) *ddmtap.Holder {
 	t.Helper()
@@ -73,7 +61,7 @@ func sameThreads(s ddmtap.Snapshot, vm map[uint32]string) bool {
 func TestMonitorAgainstEachProfile(t *testing.T) {
 	for _, p := range []fakevm.Profile{fakevm.Design2007, fakevm.Dalvik, fakevm.ART} {
 		t.Run(p.String(), func(t *testing.T) {
-			vm := startVM(t, fakevm.Config{Profile: p, Seed: 7, AppName: "com.example.app"})
+			vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: p, Seed: 7, AppName: "com.example.app"})
 			reg := prometheus.NewRegistry()
 			h := startHolder(t, vm.Addr(), ddmtap.NewMetrics(reg))
 			mon := h.Monitor()
@@ -222,7 +210,7 @@ func replyTo(id uint32) func(jdwp.Packet) bool {
 }
 
 func TestSessionDetachReattach(t *testing.T) {
-	vm := startVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 3, WaitForDebugger: true})
+	vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 3, WaitForDebugger: true})
 	h := startHolder(t, vm.Addr(), nil)
 	mon := h.Monitor()
 	addr := proxy(t, h)
@@ -278,7 +266,7 @@ func TestSessionDetachReattach(t *testing.T) {
 }
 
 func TestDebuggerSpeakingDDM(t *testing.T) {
-	vm := startVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 5})
+	vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 5})
 	h := startHolder(t, vm.Addr(), nil)
 	mon := h.Monitor()
 	addr := proxy(t, h)
@@ -320,7 +308,7 @@ func TestDebuggerSpeakingDDM(t *testing.T) {
 // which starts monitoring, and the holder keeps it up after the debugger
 // leaves.
 func TestAndroidFoundFromDebuggersVersion(t *testing.T) {
-	vm := startVM(t, fakevm.Config{Profile: fakevm.Dalvik, Threads: 2})
+	vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: fakevm.Dalvik, Threads: 2})
 	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: vm.Addr(), Logger: zerolog.Nop(), Options: testOpts, ReconnectDelay: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
@@ -24,7 +25,7 @@ import (
 // its own ID and the right body, while the DDM client keeps polling with
 // IDs of the same table.
 func TestDebuggerIDsInProxyRanges(t *testing.T) {
-	vm := startVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 3, AppName: "com.example.ids"})
+	vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 3, AppName: "com.example.ids"})
 	h := startHolder(t, vm.Addr(), ddmtap.NewMetrics(prometheus.NewRegistry()))
 	// The held connection's DDM client is polling (THST) with IDs from
 	// the connection's table before the debugger arrives.

@@ -33,11 +33,17 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// pendingReq is one of the proxy's DDM requests awaiting its reply.
+// pendingReq is one of the proxy's DDM requests awaiting its reply. It
+// waits in the VM connection's retag.Table, in slot, like every command
+// towards the VM: the link keeps no pending map of its own.
 type pendingReq struct {
 	t    ddm.Type
 	sent time.Time
 }
+
+// slot is where the link keeps a request's pendingReq in the connection's
+// table, from the request to its reply.
+var slot = relay.NewSlot()
 
 // logOwnFor is how long after a connection starts every command the proxy
 // sends on its own is logged at debug level.
@@ -90,7 +96,6 @@ type link struct {
 	ids *retag.Table
 
 	mu        sync.Mutex // guards the fields below
-	pending   map[uint32]pendingReq
 	expects   []expectation
 	send      func(jdwp.Packet) error // nil while nobody may write
 	closed    bool
@@ -114,8 +119,7 @@ type link struct {
 func newLink(mon *Monitor, log zerolog.Logger, opts Options, ids *retag.Table, knownDDM bool) *link {
 	return &link{
 		mon: mon, log: log, opts: opts.withDefaults(), ids: ids, knownDDM: knownDDM,
-		pending: make(map[uint32]pendingReq),
-		stop:    make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
@@ -151,27 +155,28 @@ func (l *link) begin() {
 // VM's reply (or forgotten when the request expires).
 func (l *link) newID() uint32 { return l.ids.NewSynthetic() }
 
-// sendOwn records pr as pending under id and sends pkt, logging it at
-// debug level during the connection's first seconds.
+// sendOwn records pr in the connection's table under id (in slot) and
+// sends pkt, logging it at debug level during the connection's first
+// seconds. During a session the relay records the command again when it
+// goes out, keeping pr.
 func (l *link) sendOwn(id uint32, pr pendingReq, pkt jdwp.Packet, what string) error {
 	pr.sent = time.Now()
 	l.mu.Lock()
 	send := l.send
-	if send == nil || l.closed {
-		l.mu.Unlock()
+	closed := l.closed
+	l.mu.Unlock()
+	if send == nil || closed {
 		l.ids.Forget(id)
 		return ErrNotConnected
 	}
-	l.pending[id] = pr
-	l.mu.Unlock()
+	c := retag.Command{Cmd: jdwp.CmdDDMChunk, Sent: pr.sent, Owner: retag.Synthetic, Debugger: id}
+	c.Data[slot] = &pr
+	l.ids.Sent(id, c)
 	if pr.sent.Sub(l.began) < logOwnFor {
 		l.log.Debug().Str("command", what).Uint32("id", id).Msg("sent to the VM on the proxy's own behalf")
 	}
 	err := send(pkt)
 	if err != nil {
-		l.mu.Lock()
-		delete(l.pending, id)
-		l.mu.Unlock()
 		l.ids.Forget(id)
 	}
 	return err
@@ -179,14 +184,12 @@ func (l *link) sendOwn(id uint32, pr pendingReq, pkt jdwp.Packet, what string) e
 
 // probePending says whether HELO is still unanswered.
 func (l *link) probePending() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, pr := range l.pending {
-		if pr.t == ddm.TypeHELO {
-			return true
-		}
-	}
-	return false
+	found := false
+	l.ids.Sweep(int(slot), func(_ uint32, c *retag.Command) bool {
+		found = found || c.Data[slot].(*pendingReq).t == ddm.TypeHELO
+		return false
+	})
+	return found
 }
 
 // androidRuntime says whether a VirtualMachine.Version reply names an
@@ -298,33 +301,29 @@ func (l *link) enableHeap() error {
 	return nil
 }
 
-// fromVM handles a packet from the VM. ours: a reply to the proxy's own
-// request (never for the debugger); chunk: a VM-originated DDM command.
-// held says no session owns the connection: every reply in the proxy's
-// range is then the link's (even one whose request expired), and the link
-// settles its ID in the table, as the relay does during a session (where
-// the link's replies are those it is waiting for; the relay absorbs a late
-// one and any other hook's).
-func (l *link) fromVM(p jdwp.Packet, held bool) (ours, chunk bool) {
+// fromVM handles a packet from the VM while no session owns the
+// connection. ours: a reply to the proxy's own request (never for the
+// debugger); chunk: a VM-originated DDM command. Every reply in the
+// proxy's range is then the link's (even one whose request expired): the
+// link takes it from the table, as the relay does during a session (where
+// the link gets its replies from the relay, see tap.FromVM).
+func (l *link) fromVM(p jdwp.Packet) (ours, chunk bool) {
 	if p.IsReply() {
-		if held {
-			ours = l.ids.Reply(p) == retag.Synthetic
+		c, owner := l.ids.Reply(p)
+		if pr, ok := c.Data[slot].(*pendingReq); ok {
+			l.reply(*pr, p)
 		}
-		l.mu.Lock()
-		pr, ok := l.pending[p.ID()]
-		delete(l.pending, p.ID())
-		l.mu.Unlock()
-		if ok {
-			l.reply(pr, p)
-		}
-		return ours || ok, false
+		return owner == retag.Synthetic, false
 	}
 	if p.Cmd() == jdwp.CmdDDMChunk {
-		l.mon.HandlePayload(ddm.VMToHost, p.Body())
+		l.chunk(p)
 		return false, true
 	}
 	return false, false
 }
+
+// chunk handles a VM-originated DDM command.
+func (l *link) chunk(p jdwp.Packet) { l.mon.HandlePayload(ddm.VMToHost, p.Body()) }
 
 // reply handles the VM's reply to one of the proxy's requests.
 func (l *link) reply(pr pendingReq, p jdwp.Packet) {
@@ -406,16 +405,19 @@ func (l *link) loop() {
 func (l *link) expire(now time.Time) {
 	var timedOut []ddm.Type
 	var probes []expectation
-	l.mu.Lock()
-	for id, pr := range l.pending {
-		if now.Sub(pr.sent) > l.opts.ReplyTimeout {
-			delete(l.pending, id)
-			l.ids.Forget(id) // a late reply is still the proxy's: out of the debugger's ID space
-			if dataReply(pr.t) {
-				timedOut = append(timedOut, pr.t)
-			}
+	// Dropped from the table: a late reply is still the proxy's (its ID is
+	// in the proxy's range), out of the debugger's ID space.
+	l.ids.Sweep(int(slot), func(_ uint32, c *retag.Command) bool {
+		pr := c.Data[slot].(*pendingReq)
+		if now.Sub(pr.sent) <= l.opts.ReplyTimeout {
+			return false
 		}
-	}
+		if dataReply(pr.t) {
+			timedOut = append(timedOut, pr.t)
+		}
+		return true
+	})
+	l.mu.Lock()
 	kept := l.expects[:0]
 	for _, e := range l.expects {
 		if now.After(e.deadline) {
@@ -623,7 +625,8 @@ func (t tap) FromDebugger(_ *relay.Session, f *relay.Frame) relay.Action {
 func (t tap) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 	switch f.Kind {
 	case relay.KindReply:
-		if ours, _ := t.l.fromVM(f.Packet, false); ours {
+		if pr, ok := f.Data(slot).(*pendingReq); ok {
+			t.l.reply(*pr, f.Packet)
 			f.Origin = relay.Synthetic
 			return relay.Consume
 		}
@@ -634,7 +637,7 @@ func (t tap) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 			t.l.mon.HandlePayload(ddm.VMToHost, f.Packet.Body())
 		}
 	case relay.KindDDM:
-		t.l.fromVM(f.Packet, false)
+		t.l.chunk(f.Packet)
 		if !t.l.debuggerWants(f.Packet.Body()) {
 			f.Origin = relay.Synthetic
 			return relay.Consume

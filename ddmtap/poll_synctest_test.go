@@ -76,7 +76,7 @@ func (r *pollRig) answer(t ddm.Type, answered map[uint32]bool, ps ...ddm.Payload
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
-		if ours, _ := r.l.fromVM(ddm.AppendReply(nil, id, ps...), true); !ours {
+		if ours, _ := r.l.fromVM(ddm.AppendReply(nil, id, ps...)); !ours {
 			r.t.Fatalf("the reply to %v %#x was not taken as the proxy's", t, id)
 		}
 	}

@@ -50,7 +50,7 @@ func BenchmarkRelay(b *testing.B) {
 			if v.open != nil {
 				j = v.open(b)
 			}
-			addr, stop := startProxy(b, vm.addr(), func(*relay.Session) relay.Hooks {
+			addr, stop := startProxy(b, vm.Addr(), func(*relay.Session) relay.Hooks {
 				if j == nil {
 					return relay.Hooks{}
 				}
@@ -68,11 +68,11 @@ func BenchmarkRelay(b *testing.B) {
 				for i := range n {
 					out = jdwp.AppendCommand(out, uint32(sent+i+1), jdwp.CmdThreadReferenceFrameCount, body)
 				}
-				if _, err := d.c.Write(out); err != nil {
+				if _, err := d.Conn().Write(out); err != nil {
 					b.Fatal(err)
 				}
 				for range n {
-					if _, err := d.r.Next(); err != nil {
+					if _, err := d.Next(); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -81,7 +81,7 @@ func BenchmarkRelay(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 			b.ReportMetric(float64(2*b.N)/elapsed.Seconds(), "packets/s")
-			d.close()
+			d.Close()
 			stop()
 			if j != nil {
 				if err := j.Close(); err != nil {
@@ -101,20 +101,23 @@ func BenchmarkWriter(b *testing.B) {
 		b.Run(string(f), func(b *testing.B) {
 			j := &Journal{opts: Options{Format: f, RawLimit: defaultRawLimit, Version: "bench"}, start: time.Now(), keep: defaultRawLimit, metrics: newMetrics(nil)}
 			w := newWriter(j, newWriterSink(io.Discard), f)
+			j.ws = []*writer{w}
 			now := time.Now()
-			w.slot(&slot{typ: slotSessionStart, session: 1, time: now, sizes: testSizes})
+			j.slot(&slot{typ: slotSessionStart, session: 1, time: now, sizes: testSizes})
 			cmd := jdwp.AppendCommand(nil, 1, jdwp.CmdThreadReferenceFrames, threadBody(testThread))
 			reply := jdwp.AppendReply(nil, 1, 0, make([]byte, 64))
 			c := slot{typ: slotPacket, session: 1, dir: relay.ToVM, kind: relay.KindCommand, cmd: jdwp.CmdThreadReferenceFrames, length: len(cmd), time: now, buf: cmd}
-			r := slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, cmd: jdwp.CmdThreadReferenceFrames, length: len(reply), time: now, buf: reply, latency: time.Millisecond}
+			c.rec = new(cmdRec) // as Observe links them
+			r := slot{rec: c.rec, typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, cmd: jdwp.CmdThreadReferenceFrames, length: len(reply), time: now, buf: reply, latency: time.Millisecond}
 			b.ReportAllocs()
 			b.ResetTimer()
 			start := time.Now()
 			for i := range b.N {
 				c.id, r.id = uint32(i), uint32(i)
 				c.wireID, r.wireID = c.id, r.id
-				w.slot(&c)
-				w.slot(&r)
+				j.slot(&c)
+				j.slot(&r)
+				j.recycle()
 			}
 			b.ReportMetric(float64(2*b.N)/time.Since(start).Seconds(), "records/s")
 		})

@@ -25,7 +25,7 @@ func TestFilesArePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ended := make(chan struct{})
-	addr, stop := startProxy(t, vm.addr(), func(*relay.Session) relay.Hooks {
+	addr, stop := startProxy(t, vm.Addr(), func(*relay.Session) relay.Hooks {
 		return relay.Hooks{Observers: []relay.Observer{j, endSignal(ended)}}
 	})
 	d := dialDebugger(t, addr)
@@ -33,7 +33,7 @@ func TestFilesArePrivate(t *testing.T) {
 	for range 20 {
 		d.call(jdwp.CmdVirtualMachineAllThreads, nil)
 	}
-	d.close()
+	d.Close()
 	<-ended
 	stop()
 	if err := j.Close(); err != nil {
@@ -92,12 +92,12 @@ func TestOpenFilesWritesEveryFormat(t *testing.T) {
 	}
 	vm := startFakeVM(t)
 	ended := make(chan struct{})
-	addr, stop := startProxy(t, vm.addr(), func(*relay.Session) relay.Hooks {
+	addr, stop := startProxy(t, vm.Addr(), func(*relay.Session) relay.Hooks {
 		return relay.Hooks{Observers: []relay.Observer{j, endSignal(ended)}, Interceptors: []relay.Interceptor{newToySpeculator()}}
 	})
 	d := dialDebugger(t, addr)
 	script(d)
-	d.close()
+	d.Close()
 	<-ended
 	stop()
 	if err := j.Close(); err != nil {

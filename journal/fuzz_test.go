@@ -60,14 +60,15 @@ func FuzzEncode(f *testing.F) {
 			}
 			j.keep = max(j.opts.RawLimit, minCopy)
 			w := newWriter(j, newWriterSink(&buf), format)
+			j.ws = []*writer{w}
 			now := time.Now()
-			w.slot(&slot{typ: slotSessionStart, session: 1, time: now, sizes: sizes})
+			j.slot(&slot{typ: slotSessionStart, session: 1, time: now, sizes: sizes})
 			keep := pkt[:min(len(pkt), j.keep)]
 			for _, id := range []uint32{1, 1, 2} {
-				w.slot(&slot{typ: slotPacket, session: 1, dir: dir, kind: k, origin: o, id: id, wireID: id ^ 0x40000000,
+				j.slot(&slot{typ: slotPacket, session: 1, dir: dir, kind: k, origin: o, id: id, wireID: id ^ 0x40000000,
 					cmd: jdwp.Cmd{Set: jdwp.CommandSet(set), Cmd: cmd}, length: len(pkt), time: now, buf: keep})
 			}
-			w.slot(&slot{typ: slotSessionEnd, session: 1, time: now})
+			j.slot(&slot{typ: slotSessionEnd, session: 1, time: now})
 			if err := w.close(); err != nil {
 				t.Fatal(err)
 			}

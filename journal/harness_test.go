@@ -1,15 +1,16 @@
 package journal
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -26,100 +27,43 @@ const (
 	synthBase  = 0x40000000
 )
 
-// fakeVM accepts JDWP connections and answers: IDSizes with 8-byte IDs,
-// Version and ThreadReference.Name with strings, VM.Resume with a reply
-// then a BREAKPOINT event, anything else with its own body echoed.
-type fakeVM struct {
-	ln net.Listener
-	wg sync.WaitGroup
-}
-
-func startFakeVM(t testing.TB) *fakeVM {
+// startFakeVM starts the kit's scripted VM answering IDSizes with 8-byte
+// IDs, Version and ThreadReference.Name with strings, VM.Resume with a
+// reply then a BREAKPOINT event, anything else with its own body echoed.
+// It keeps no commands and allocates nothing per command (BenchmarkRelay
+// counts allocations).
+func startFakeVM(t testing.TB) *jdwptest.VM {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm := &fakeVM{ln: ln}
-	vm.wg.Add(1)
-	go func() {
-		defer vm.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	version := jdwp.BodyWriter{}
+	version.String("fake VM 1.0")
+	version.Int32(11)
+	version.Int32(0)
+	version.String("17")
+	version.String("fakevm")
+	name := jdwp.BodyWriter{}
+	name.String("main")
+	c := jdwp.Composite{SuspendPolicy: 2, Events: []jdwp.Event{{
+		Kind: jdwp.EventBreakpoint, RequestID: 3, Thread: testThread,
+		Location: jdwp.Location{TypeTag: 1, Class: 0x77, Method: 0x88, Index: 4},
+	}}}
+	event := jdwp.AppendComposite(nil, testSizes, &c)
+	var eventID atomic.Uint32
+	eventID.Store(1 << 20)
+	return jdwptest.StartVM(t, jdwptest.Script{
+		Replies: map[jdwp.Cmd]jdwptest.ReplyFunc{
+			jdwp.CmdIDSizes:               jdwptest.Body(jdwp.AppendIDSizes(nil, testSizes)),
+			jdwp.CmdVirtualMachineVersion: jdwptest.Body(version.Buf),
+			jdwp.CmdThreadReferenceName:   jdwptest.Body(name.Buf),
+		},
+		Default: func(p jdwp.Packet) (jdwp.ErrorCode, []byte) { return 0, p.Body() },
+		After: func(c *jdwptest.Conn, p jdwp.Packet) error {
+			if p.Cmd() != jdwp.CmdVirtualMachineResume {
+				return nil
 			}
-			vm.wg.Add(1)
-			go func() {
-				defer vm.wg.Done()
-				vm.serve(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		vm.wg.Wait()
+			return c.Write(jdwp.AppendCommand(nil, eventID.Add(1), jdwp.CmdComposite, event))
+		},
+		Unrecorded: true,
 	})
-	return vm
-}
-
-func (vm *fakeVM) addr() string { return vm.ln.Addr().String() }
-
-func (vm *fakeVM) serve(c net.Conn) {
-	defer c.Close()
-	br := bufio.NewReader(c)
-	if jdwp.ReadHandshake(br) != nil || jdwp.WriteHandshake(c) != nil {
-		return
-	}
-	r := jdwp.NewReader(br, 0)
-	bw := bufio.NewWriter(c)
-	var out, body []byte
-	var eventID uint32 = 1 << 20
-	for {
-		p, err := r.Next()
-		if err != nil {
-			return
-		}
-		if p.IsReply() {
-			continue
-		}
-		body = body[:0]
-		switch p.Cmd() {
-		case jdwp.CmdIDSizes:
-			body = jdwp.AppendIDSizes(body, testSizes)
-		case jdwp.CmdVirtualMachineVersion:
-			w := jdwp.BodyWriter{Buf: body}
-			w.String("fake VM 1.0")
-			w.Int32(11)
-			w.Int32(0)
-			w.String("17")
-			w.String("fakevm")
-			body = w.Buf
-		case jdwp.CmdThreadReferenceName:
-			w := jdwp.BodyWriter{Buf: body}
-			w.String("main")
-			body = w.Buf
-		default:
-			body = append(body, p.Body()...)
-		}
-		out = jdwp.AppendReply(out[:0], p.ID(), 0, body)
-		if p.Cmd() == jdwp.CmdVirtualMachineResume {
-			c := jdwp.Composite{SuspendPolicy: 2, Events: []jdwp.Event{{
-				Kind: jdwp.EventBreakpoint, RequestID: 3, Thread: testThread,
-				Location: jdwp.Location{TypeTag: 1, Class: 0x77, Method: 0x88, Index: 4},
-			}}}
-			eventID++
-			out = jdwp.AppendCommand(out, eventID, jdwp.CmdComposite, jdwp.AppendComposite(nil, testSizes, &c))
-		}
-		if _, err := bw.Write(out); err != nil {
-			return
-		}
-		if !r.HasPacket() {
-			if bw.Flush() != nil {
-				return
-			}
-		}
-	}
 }
 
 // toySpeculator answers VM.Version from a cache that AllThreads primes
@@ -231,46 +175,32 @@ func startProxy(t testing.TB, vmAddr string, hooks func(s *relay.Session) relay.
 	return ln.Addr().String(), stop
 }
 
-// debugger is a scripted fake debugger.
+// debugger is the kit's scripted debugger, counting the events it reads.
 type debugger struct {
+	*jdwptest.Debugger
 	t      testing.TB
-	c      net.Conn
-	r      *jdwp.Reader
-	bw     *bufio.Writer
-	nextID uint32
 	events int
 }
 
 func dialDebugger(t testing.TB, addr string) *debugger {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	d, err := jdwptest.Attach(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jdwp.WriteHandshake(c); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	if err := jdwp.ReadHandshake(br); err != nil {
-		t.Fatal(err)
-	}
-	return &debugger{t: t, c: c, r: jdwp.NewReader(br, 0), bw: bufio.NewWriter(c)}
+	return &debugger{Debugger: d, t: t}
 }
 
 // call sends a command and returns its reply's body (a copy), counting
 // events that arrive in between.
 func (d *debugger) call(c jdwp.Cmd, body []byte) []byte {
 	d.t.Helper()
-	d.nextID++
-	id := d.nextID
-	if _, err := d.bw.Write(jdwp.AppendCommand(nil, id, c, body)); err != nil {
-		d.t.Fatal(err)
-	}
-	if err := d.bw.Flush(); err != nil {
+	id, err := d.Send(c, body)
+	if err != nil {
 		d.t.Fatal(err)
 	}
 	for {
-		p, err := d.r.Next()
+		p, err := d.Next()
 		if err != nil {
 			d.t.Fatalf("waiting for the reply to %v: %v", c, err)
 		}
@@ -289,7 +219,7 @@ func (d *debugger) call(c jdwp.Cmd, body []byte) []byte {
 func (d *debugger) waitEvent() {
 	d.t.Helper()
 	for d.events == 0 {
-		p, err := d.r.Next()
+		p, err := d.Next()
 		if err != nil {
 			d.t.Fatalf("waiting for an event: %v", err)
 		}
@@ -297,10 +227,6 @@ func (d *debugger) waitEvent() {
 			d.events++
 		}
 	}
-}
-
-func (d *debugger) close() {
-	d.c.Close()
 }
 
 func threadBody(id uint64) []byte {
@@ -332,13 +258,13 @@ func script(d *debugger) {
 func session(t testing.TB, opts Options, spec bool, run func(d *debugger)) []byte {
 	t.Helper()
 	vm := startFakeVM(t)
-	var buf syncBuffer
+	var buf jdwptest.Buffer
 	j, err := New(&buf, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ended := make(chan struct{})
-	addr, stop := startProxy(t, vm.addr(), func(s *relay.Session) relay.Hooks {
+	addr, stop := startProxy(t, vm.Addr(), func(s *relay.Session) relay.Hooks {
 		h := relay.Hooks{Observers: []relay.Observer{j, endSignal(ended)}}
 		if spec {
 			h.Interceptors = []relay.Interceptor{newToySpeculator()}
@@ -347,7 +273,7 @@ func session(t testing.TB, opts Options, spec bool, run func(d *debugger)) []byt
 	})
 	d := dialDebugger(t, addr)
 	run(d)
-	d.close()
+	d.Close()
 	select {
 	case <-ended:
 	case <-time.After(10 * time.Second):
@@ -366,25 +292,6 @@ type endSignal chan struct{}
 func (e endSignal) Observe(*relay.Session, *relay.Frame) {}
 func (e endSignal) SessionStart(*relay.Session)          {}
 func (e endSignal) SessionEnd(*relay.Session, error)     { close(e) }
-
-// syncBuffer is a bytes buffer safe for one writer and a later reader.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  []byte
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b = append(s.b, p...)
-	return len(p), nil
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b...)
-}
 
 // blockingWriter blocks every Write until release is closed.
 type blockingWriter struct {

@@ -137,6 +137,13 @@ type slot struct {
 	time    time.Time
 	latency time.Duration
 	buf     []byte // copy of the packet's first bytes, ID set to the debugger's
+	// rec is a command's cmdRec, or the one of the command an answer
+	// answers (nil if none); thread, hasThread and learned are set by
+	// Journal.pair.
+	rec       *cmdRec
+	thread    uint64
+	hasThread bool
+	learned   bool
 	// Session start and end only.
 	debugger, vm string
 	sizes        jdwp.IDSizes
@@ -152,11 +159,12 @@ type Journal struct {
 	keep    int // bytes of each packet copied into a slot
 	metrics *metrics
 
-	mu     sync.Mutex // guards ring, head, count, closed
+	mu     sync.Mutex // guards ring, head, count, closed and free
 	ring   []slot
 	head   int
 	count  int
 	closed bool
+	free   []*cmdRec // recycled cmdRecs (newRec, recycle)
 
 	dropped atomic.Uint64 // records dropped because the ring was full
 	wake    chan struct{} // capacity 1: the ring became non-empty
@@ -164,7 +172,9 @@ type Journal struct {
 	done    chan struct{} // closed when the writer has finished
 	werr    error         // each file's first write error; written by the writer, read after done
 
-	ws []*writer // one per file; owned by the writer goroutine
+	ws       []*writer        // one per file; owned by the writer goroutine
+	sessions map[uint64]*sess // by session ID; owned by the writer goroutine
+	freed    []*cmdRec        // released by the batch being written; owned by the writer goroutine
 }
 
 // Open creates the journal file (replacing any file at Path, after rotating
@@ -334,6 +344,14 @@ func (j *Journal) Observe(s *relay.Session, f *relay.Frame) {
 	sl.time = f.Time
 	sl.latency = f.Latency
 	sl.wireID = f.ID
+	sl.rec = nil
+	switch f.Kind {
+	case relay.KindCommand, relay.KindVMCommand:
+		sl.rec = j.newRec()
+		f.SetData(dataSlot, sl.rec) // back with the answer (relay.Frame.Data)
+	case relay.KindReply, relay.KindDebuggerReply:
+		sl.rec, _ = f.Data(dataSlot).(*cmdRec)
+	}
 	n := min(len(p), j.keep)
 	if cap(sl.buf) < n {
 		// Grown once per slot to the largest packet it held (up to keep).
@@ -422,18 +440,19 @@ func (j *Journal) run() {
 		if n > 0 {
 			for _, w := range j.ws {
 				w.dropCheck()
-				for k := range n {
-					i := head + k
-					if i >= len(j.ring) {
-						i -= len(j.ring)
-					}
-					w.slot(&j.ring[i])
+			}
+			for k := range n {
+				i := head + k
+				if i >= len(j.ring) {
+					i -= len(j.ring)
 				}
+				j.slot(&j.ring[i])
 			}
 			j.metrics.records.Add(float64(n))
 			j.mu.Lock()
 			j.head = (j.head + n) % len(j.ring)
 			j.count -= n
+			j.recycle()
 			j.mu.Unlock()
 			continue
 		}

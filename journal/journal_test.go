@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/prometheus/client_golang/prometheus"
@@ -204,7 +205,7 @@ func TestRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	ended := make(chan struct{})
-	addr, stop := startProxy(t, vm.addr(), func(*relay.Session) relay.Hooks {
+	addr, stop := startProxy(t, vm.Addr(), func(*relay.Session) relay.Hooks {
 		return relay.Hooks{Observers: []relay.Observer{j, endSignal(ended)}, Interceptors: []relay.Interceptor{newToySpeculator()}}
 	})
 	d := dialDebugger(t, addr)
@@ -212,7 +213,7 @@ func TestRotation(t *testing.T) {
 	for range 20 {
 		d.call(jdwp.CmdVirtualMachineAllThreads, nil)
 	}
-	d.close()
+	d.Close()
 	<-ended
 	stop()
 	if err := j.Close(); err != nil {
@@ -296,7 +297,7 @@ func TestDropsAreCountedNotBlocking(t *testing.T) {
 }
 
 func TestDroppedRecordInJournal(t *testing.T) {
-	var buf syncBuffer
+	var buf jdwptest.Buffer
 	j, err := New(&buf, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +327,7 @@ func TestWriteErrorIsReported(t *testing.T) {
 }
 
 func TestObserveDoesNotAllocate(t *testing.T) {
-	j, err := New(&syncBuffer{}, Options{})
+	j, err := New(&jdwptest.Buffer{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,14 +402,16 @@ func TestStrayReply(t *testing.T) {
 	var buf bytes.Buffer
 	j := &Journal{opts: Options{RawLimit: defaultRawLimit, Version: "t"}, start: time.Now(), keep: defaultRawLimit, metrics: newMetrics(nil)}
 	w := newWriter(j, newWriterSink(&buf), FormatJSONLines)
+	j.ws = []*writer{w}
 	t0 := time.Now()
 	cmd := jdwp.AppendCommand(nil, 5, jdwp.CmdThreadReferenceName, threadBody(1))
 	reply := jdwp.AppendReply(nil, 5, 0, []byte{0, 0, 0, 0})
-	w.slot(&slot{typ: slotSessionStart, session: 1, time: t0})
-	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToVM, kind: relay.KindCommand, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(cmd), time: t0.Add(time.Millisecond), buf: cmd})
-	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(reply), time: t0.Add(2 * time.Millisecond), buf: reply})
-	w.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.CacheHit, id: 9, wireID: 9, length: len(reply), time: t0.Add(3 * time.Millisecond), buf: reply})
-	w.slot(&slot{typ: slotSessionEnd, session: 1, time: t0.Add(4 * time.Millisecond)})
+	j.slot(&slot{typ: slotSessionStart, session: 1, time: t0})
+	rec := new(cmdRec) // as Observe links a command and its answer
+	j.slot(&slot{rec: rec, typ: slotPacket, session: 1, dir: relay.ToVM, kind: relay.KindCommand, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(cmd), time: t0.Add(time.Millisecond), buf: cmd})
+	j.slot(&slot{rec: rec, typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.Belay, id: 5, wireID: 5, cmd: jdwp.CmdThreadReferenceName, length: len(reply), time: t0.Add(2 * time.Millisecond), buf: reply})
+	j.slot(&slot{typ: slotPacket, session: 1, dir: relay.ToDebugger, kind: relay.KindReply, origin: relay.CacheHit, id: 9, wireID: 9, length: len(reply), time: t0.Add(3 * time.Millisecond), buf: reply})
+	j.slot(&slot{typ: slotSessionEnd, session: 1, time: t0.Add(4 * time.Millisecond)})
 	if err := w.close(); err != nil {
 		t.Fatal(err)
 	}

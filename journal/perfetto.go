@@ -150,12 +150,12 @@ func (e *perfettoEncoder) packet(dst []byte, s *sessState, r *Record) []byte {
 	case KindCommand:
 		return dst // drawn with its reply
 	case KindReply:
-		if !s.hasMatched {
+		if s.matched == nil {
 			dst = e.track(dst, s, perfettoEventsTid)
 			dst = e.open(dst, "i", "reply without a command: id "+strconv.FormatUint(uint64(r.ID), 10), s.id, perfettoEventsTid, r.T)
 			return append(dst, `,"s":"t"}`...)
 		}
-		m := &s.matched
+		m := s.matched
 		tid := perfettoDbgTid0 + m.lane
 		if r.Served == ServedSynthetic {
 			tid = perfettoWireTid0 + m.lane
@@ -223,7 +223,8 @@ func (e *perfettoEncoder) packet(dst []byte, s *sessState, r *Record) []byte {
 
 // unanswered draws the commands of s still waiting, up to t.
 func (e *perfettoEncoder) unanswered(dst []byte, s *sessState, t int64) []byte {
-	for id, p := range s.dbgPending {
+	for p := s.open.next; p != &s.open; p = p.next {
+		id := p.id
 		tid := perfettoDbgTid0 + p.lane
 		dst = e.track(dst, s, tid)
 		dst = e.open(dst, "X", p.cmd.String()+" [no reply]", s.id, tid, p.t)

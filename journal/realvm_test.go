@@ -10,6 +10,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +29,7 @@ func realSession(t *testing.T, ctx context.Context, b *javavm.Build, spec func(*
 		t.Fatal(err)
 	}
 	defer vm.Stop()
-	var buf syncBuffer
+	var buf jdwptest.Buffer
 	j, err := New(&buf, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,10 @@
 // three formats (JSON Lines with the schema in SCHEMA.md, a Perfetto /
 // Chrome trace, or a pcapng of the debugger view that Wireshark's JDWP
 // dissector decodes), rotating each file by size. When the ring is full, records are dropped, counted, logged
-// and marked in the journal itself: never silently.
+// and marked in the journal itself: never silently. The journal pairs no
+// commands with replies itself: what it records about a command rides in
+// the relay's entry for it (a relay.Slot) and comes back with its answer,
+// cache hits and belays included (pairing.go).
 //
 // The package also reads JSON Lines journals back (Decoder, ReadFiles),
 // filters and renders them (Filter, FormatRecord), summarises them

@@ -12,6 +12,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
@@ -33,7 +34,7 @@ func linkedSession(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.
 		t.Fatal(err)
 	}
 	defer lk.Close()
-	var buf syncBuffer
+	var buf jdwptest.Buffer
 	j, err := New(&buf, Options{})
 	if err != nil {
 		t.Fatal(err)

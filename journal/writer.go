@@ -7,63 +7,13 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
-// pend is a command waiting for its reply, as the writer tracks it.
-type pend struct {
-	t         int64 // ns since the journal's start
-	cmd       jdwp.Cmd
-	served    relay.Origin
-	thread    uint64
-	hasThread bool
-	lane      int
-}
-
-// sessState is what the writer knows about one session. Only the writer
-// goroutine touches it.
+// sessState is what one file's writer knows about a session: the
+// session as the journal knows it (sess) and the file's own state. Only
+// the writer goroutine touches it.
 type sessState struct {
-	id            uint64
-	debugger, vm  string
-	startT        int64
-	sizes         jdwp.IDSizes
-	dbgPending    map[uint32]pend // debugger-view commands by debugger ID
-	wirePending   map[uint32]pend // synthetic commands by wire ID
-	vmCmdPending  map[uint32]pend // VM-originated commands by ID
-	dbgLanes      []bool          // Perfetto lanes in use, debugger view
-	wireLanes     []bool          // Perfetto lanes in use, synthetic traffic
-	matched       pend            // the command the record being encoded answers
-	hasMatched    bool
-	packets       uint64
+	*sess
 	perfettoNamed map[int]bool // Perfetto tids named in the current file
 	tcp           tcpState     // pcapng flow state
-}
-
-func newSessState(id uint64) *sessState {
-	return &sessState{
-		id:            id,
-		dbgPending:    make(map[uint32]pend, 16),
-		wirePending:   make(map[uint32]pend, 16),
-		vmCmdPending:  make(map[uint32]pend, 4),
-		perfettoNamed: make(map[int]bool, 8),
-	}
-}
-
-func takeLane(lanes *[]bool) int {
-	for i, busy := range *lanes {
-		if !busy {
-			(*lanes)[i] = true
-			return i
-		}
-	}
-	if len(*lanes) >= perfettoMaxLanes {
-		return perfettoMaxLanes - 1
-	}
-	*lanes = append(*lanes, true)
-	return len(*lanes) - 1
-}
-
-func freeLane(lanes []bool, i int) {
-	if i < len(lanes) {
-		lanes[i] = false
-	}
 }
 
 // encoder turns records into one file format. Each method appends to dst
@@ -192,7 +142,7 @@ func (w *writer) dropCheck() {
 func (w *writer) session(id uint64) *sessState {
 	s, ok := w.sessions[id]
 	if !ok {
-		s = newSessState(id)
+		s = &sessState{sess: w.j.session(id), perfettoNamed: make(map[int]bool, 8)}
 		w.sessions[id] = s
 		w.order = append(w.order, id)
 	}
@@ -209,16 +159,12 @@ func (w *writer) endSession(id uint64) {
 	}
 }
 
-// slot encodes one queued record.
-func (w *writer) slot(sl *slot) {
-	t := sl.time.Sub(w.j.start).Nanoseconds()
+// slot encodes one queued record, paired by the journal (Journal.slot);
+// t is its time since the journal's start.
+func (w *writer) slot(sl *slot, t int64) {
 	switch sl.typ {
 	case slotSessionStart:
 		s := w.session(sl.session)
-		s.debugger, s.vm, s.startT = sl.debugger, sl.vm, t
-		if sl.sizes.Known() {
-			s.sizes = sl.sizes
-		}
 		w.rec = Record{Type: TypeSessionStart, Session: sl.session, T: t, Debugger: sl.debugger, VM: sl.vm}
 		if s.sizes.Known() {
 			w.rec.IDSizes = idSizesRecord(s.sizes)
@@ -227,7 +173,7 @@ func (w *writer) slot(sl *slot) {
 	case slotSessionEnd:
 		s := w.session(sl.session)
 		w.rec = Record{Type: TypeSessionEnd, Session: sl.session, T: t, Err: sl.err,
-			PacketsLogged: s.packets, Unanswered: len(s.dbgPending)}
+			PacketsLogged: s.packets, Unanswered: s.nOpen}
 		w.emit(w.enc.record(w.buf[:0], w, s, &w.rec))
 		w.endSession(sl.session)
 	default:
@@ -246,10 +192,10 @@ func viewOf(o relay.Origin) string {
 	return ViewDebugger
 }
 
-// packet builds and encodes a packet record, keeping the pairing state.
+// packet builds and encodes a packet record, with what the journal paired
+// it with (Journal.pair).
 func (w *writer) packet(sl *slot, t int64) {
 	s := w.session(sl.session)
-	s.packets++
 	r := &w.rec
 	*r = Record{
 		Type: TypePacket, Session: sl.session, T: t,
@@ -281,56 +227,19 @@ func (w *writer) packet(sl *slot, t int64) {
 		}
 	}
 
-	// Pairing.
-	s.hasMatched = false
-	var thread uint64
-	hasThread := false
-	synthetic := sl.origin == relay.Synthetic
-	switch {
-	case sl.kind == relay.KindCommand:
-		thread, hasThread = threadOf(cmd, body, s.sizes)
-		p := pend{t: t, cmd: cmd, served: sl.origin, thread: thread, hasThread: hasThread}
-		if synthetic {
-			p.lane = takeLane(&s.wireLanes)
-			s.wirePending[sl.id] = p
-		} else {
-			p.lane = takeLane(&s.dbgLanes)
-			s.dbgPending[sl.id] = p
-		}
-	case sl.kind == relay.KindReply:
-		m := s.dbgPending
-		lanes := s.dbgLanes
-		if synthetic {
-			m, lanes = s.wirePending, s.wireLanes
-		}
-		if p, ok := m[sl.id]; ok {
-			delete(m, sl.id)
-			freeLane(lanes, p.lane)
-			s.matched, s.hasMatched = p, true
-			r.LatencyNs = t - p.t
-			if cmd == (jdwp.Cmd{}) {
-				cmd = p.cmd
-			}
-			thread, hasThread = p.thread, p.hasThread
-		}
-		if sl.latency > 0 {
-			r.VMLatencyNs = sl.latency.Nanoseconds()
-		}
+	// Pairing (Journal.pair).
+	thread, hasThread := sl.thread, sl.hasThread
+	switch c := sl.rec; {
 	case sl.kind == relay.KindEvent:
 		thread, hasThread = w.decodeEvents(r, body, s.sizes)
-	case sl.kind == relay.KindVMCommand && synthetic:
-		// The proxy's own (split mode's pushed-reply bundles): no
-		// debugger reply will come.
-	case sl.kind == relay.KindDDM, sl.kind == relay.KindVMCommand:
-		s.vmCmdPending[sl.id] = pend{t: t, cmd: cmd, served: sl.origin}
-	case sl.kind == relay.KindDebuggerReply:
-		if p, ok := s.vmCmdPending[sl.id]; ok {
-			delete(s.vmCmdPending, sl.id)
-			r.LatencyNs = t - p.t
-			if cmd == (jdwp.Cmd{}) {
-				cmd = p.cmd
-			}
+	case answer(sl.kind) && c != nil:
+		r.LatencyNs = t - c.t
+		if cmd == (jdwp.Cmd{}) {
+			cmd = c.cmd
 		}
+	}
+	if sl.kind == relay.KindReply && sl.latency > 0 {
+		r.VMLatencyNs = sl.latency.Nanoseconds()
 	}
 	r.Set, r.Cmd = uint8(cmd.Set), cmd.Cmd
 	if cmd != (jdwp.Cmd{}) {
@@ -346,13 +255,10 @@ func (w *writer) packet(sl *slot, t int64) {
 	w.emit(w.enc.record(w.buf[:0], w, s, r))
 	w.events = r.Events[:0]
 
-	// The VM's IDSizes reply: learn the sizes and say so.
-	if isReply && cmd == jdwp.CmdIDSizes && r.Error == 0 && len(body) >= 20 && !s.sizes.Known() {
-		if z, err := jdwp.ParseIDSizes(body[:20]); err == nil {
-			s.sizes = z
-			w.rec = Record{Type: TypeIDSizes, Session: sl.session, T: t, IDSizes: idSizesRecord(z)}
-			w.emit(w.enc.record(w.buf[:0], w, s, &w.rec))
-		}
+	// The VM's IDSizes reply taught the journal the sizes: say so.
+	if sl.learned {
+		w.rec = Record{Type: TypeIDSizes, Session: sl.session, T: t, IDSizes: idSizesRecord(s.sizes)}
+		w.emit(w.enc.record(w.buf[:0], w, s, &w.rec))
 	}
 }
 

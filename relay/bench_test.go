@@ -8,47 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
-
-// echoVM accepts connections, exchanges the handshake, and answers every
-// command with an empty reply carrying its ID.
-func echoVM(b testing.TB) net.Listener {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if jdwp.ReadHandshake(c) != nil || jdwp.WriteHandshake(c) != nil {
-					return
-				}
-				r := jdwp.NewReader(c, 0)
-				out := make([]byte, 0, 64)
-				for {
-					p, err := r.Next()
-					if err != nil {
-						return
-					}
-					out = jdwp.AppendReply(out[:0], p.ID(), 0, nil)
-					if _, err := c.Write(out); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	b.Cleanup(func() { ln.Close() })
-	return ln
-}
 
 // copyProxy is the baseline: a plain byte copy in each direction.
 func copyProxy(b testing.TB, target string) string {
@@ -112,7 +76,9 @@ func dialJDWP(b testing.TB, addr string) net.Conn {
 // trip, and allocations per op (whole process, so the relay's goroutines
 // count).
 func BenchmarkForward(b *testing.B) {
-	vm := echoVM(b)
+	// Every command gets an empty reply; the VM allocates nothing per
+	// command.
+	vm := jdwptest.StartVM(b, jdwptest.Script{Unrecorded: true})
 	for _, bc := range []struct {
 		name string
 		addr func(testing.TB, string) string
@@ -121,7 +87,7 @@ func BenchmarkForward(b *testing.B) {
 		{"relay", relayProxy},
 	} {
 		b.Run(bc.name+"/pingpong", func(b *testing.B) {
-			c := dialJDWP(b, bc.addr(b, vm.Addr().String()))
+			c := dialJDWP(b, bc.addr(b, vm.Addr()))
 			r := jdwp.NewReader(c, 0)
 			cmd := jdwp.AppendCommand(nil, 0, jdwp.Cmd{Set: 11, Cmd: 6}, make([]byte, 24))
 			samples := make([]time.Duration, 0, 1<<16)
@@ -146,7 +112,7 @@ func BenchmarkForward(b *testing.B) {
 			b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds())/1e3, "p99-µs/rtt")
 		})
 		b.Run(bc.name+"/pipelined", func(b *testing.B) {
-			c := dialJDWP(b, bc.addr(b, vm.Addr().String()))
+			c := dialJDWP(b, bc.addr(b, vm.Addr()))
 			const window = 64
 			done := make(chan error, 1)
 			n := b.N

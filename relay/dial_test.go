@@ -88,9 +88,7 @@ func TestDialGiveUpResets(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("debugger read: %v; want connection reset", err)
 	}
-	waitFor(t, func() bool {
-		return counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonDialVM)) == 1
-	})
+	protocolErrors(t, r.reg, relay.ReasonDialVM, 1)
 	if logs := r.logs.String(); !strings.Contains(logs, "cannot reach the VM") {
 		t.Errorf("no 'cannot reach the VM' in:\n%s", logs)
 	}
@@ -113,9 +111,7 @@ func TestSecondDebuggerVMBusy(t *testing.T) {
 	if _, err := io.ReadFull(dbg2, make([]byte, len(jdwp.Handshake))); err == nil {
 		t.Fatal("second debugger got a handshake reply")
 	}
-	waitFor(t, func() bool {
-		return counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonVMBusy)) == 1
-	})
+	protocolErrors(t, r.reg, relay.ReasonVMBusy, 1)
 	logs := r.logs.String()
 	if !strings.Contains(logs, "second debugger") || strings.Contains(logs, "cannot reach the VM") {
 		t.Errorf("want the refusal logged as a second debugger, not as an unreachable VM:\n%s", logs)

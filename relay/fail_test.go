@@ -2,9 +2,11 @@ package relay_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
@@ -53,8 +55,9 @@ func TestFailEndsSession(t *testing.T) {
 	vm.Write(jdwp.AppendReply(nil, 2, 0, nil))
 	expectClosed(t, dbg)
 	expectClosed(t, vm)
-	waitFor(t, func() bool {
-		return counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonWriteBehindFailed)) == 1
+	jdwptest.Eventually(t, "the write-behind failure counted", func() (bool, string) {
+		n := counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonWriteBehindFailed))
+		return n == 1, fmt.Sprint(n)
 	})
 	if logs := r.logs.String(); !strings.Contains(logs, `"reason":"write_behind_failed"`) || !strings.Contains(logs, "the VM disagreed") {
 		t.Errorf("logs lack the reason and cause:\n%s", logs)

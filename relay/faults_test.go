@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
@@ -19,7 +20,8 @@ import (
 // would reset the connection instead, and a reset may destroy the last
 // packets (here the VM_DEATH event) before the debugger reads them.
 func TestEndWithUnreadBytesIsEOF(t *testing.T) {
-	r := newRig(t, nil, func(c *relay.Config) { c.MaxOutstanding = 2 })
+	ends, ended := sessionEnds()
+	r := newRig(t, nil, func(c *relay.Config) { c.MaxOutstanding = 2 }, ended)
 	dbg, vm := r.connect()
 	// Far more than the proxy reads before it stops at the bound.
 	var burst []byte
@@ -46,22 +48,55 @@ func TestEndWithUnreadBytesIsEOF(t *testing.T) {
 	if _, err := dr.Next(); err != io.EOF {
 		t.Fatalf("after the event the debugger got %v; want an orderly end of stream (EOF), not a reset", err)
 	}
-	waitFor(t, func() bool { return strings.Contains(r.logs.String(), `"closed_by":"vm"`) })
+	closedBy(t, r, ends, "vm")
 }
 
 // TestClosedByNamesThePeer: the log line ending a session says whose
 // connection ended it: the debugger's, the VM's, or the proxy's shutdown.
 func TestClosedByNamesThePeer(t *testing.T) {
-	r := newRig(t, nil)
+	ends, ended := sessionEnds()
+	r := newRig(t, nil, ended)
 	dbg, _ := r.connect()
 	dbg.Close()
-	waitFor(t, func() bool { return strings.Contains(r.logs.String(), `"closed_by":"debugger"`) })
+	closedBy(t, r, ends, "debugger")
 	_, vm := r.connect()
 	vm.Close()
-	waitFor(t, func() bool { return strings.Contains(r.logs.String(), `"closed_by":"vm"`) })
+	closedBy(t, r, ends, "vm")
 	r.connect()
 	r.cancel()
-	waitFor(t, func() bool { return strings.Contains(r.logs.String(), `"closed_by":"proxy"`) })
+	closedBy(t, r, ends, "proxy")
+}
+
+// sessionEnds returns a rig option that adds an observer to each session
+// and the channel it signals when a session has ended (after the session's
+// closing log line).
+func sessionEnds() (<-chan struct{}, func(*relay.Config)) {
+	ends := make(chan struct{}, 4)
+	return ends, func(c *relay.Config) {
+		c.NewHooks = relay.ChainHooks(c.NewHooks, func(*relay.Session) relay.Hooks {
+			return relay.Hooks{Observers: []relay.Observer{endObserver(ends)}}
+		})
+	}
+}
+
+type endObserver chan struct{}
+
+func (endObserver) Observe(*relay.Session, *relay.Frame) {}
+func (endObserver) SessionStart(*relay.Session)          {}
+func (e endObserver) SessionEnd(*relay.Session, error)   { e <- struct{}{} }
+
+// closedBy waits for the next session's end and checks that its log says
+// the peer ended it.
+func closedBy(t *testing.T, r *rig, ends <-chan struct{}, peer string) {
+	t.Helper()
+	select {
+	case <-ends:
+	case <-time.After(jdwptest.Timeout):
+		t.Fatalf("no session ended within %v", jdwptest.Timeout)
+	}
+	if want := `"closed_by":"` + peer + `"`; !strings.Contains(r.logs.String(), want) {
+		t.Errorf("no %s in the logs:\n%s", want, r.logs)
+	}
 }
 
 // TestBigPacketsInOrder: packets above 1 MiB, which the relay queues

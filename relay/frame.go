@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 )
 
 // Direction is the way a packet travels through the proxy.
@@ -124,13 +125,15 @@ type Frame struct {
 }
 
 // NumSlots is how many hooks may keep data with a command (NewSlot).
-const NumSlots = 4
+const NumSlots = retag.NumSlots
 
 // A Slot is one hook's place in the data the relay keeps with each
-// command until its reply: the relay is the one place where commands
-// and replies are paired, and a hook that needs its own per-command data
-// (the speculator's cache key and validity generation) keeps it there
-// instead of in a pending map of its own.
+// command until its answer: the relay is the one place where commands
+// and replies are paired (for commands towards the VM, in the VM
+// connection's retag.Table), and a hook that needs its own per-command
+// data (the speculator's cache key and validity generation, the
+// journal's record of the command, the DDM client's request) keeps it
+// there instead of in a pending map of its own.
 type Slot uint8
 
 var slots atomic.Uint32
@@ -146,15 +149,18 @@ func NewSlot() Slot {
 	return Slot(n)
 }
 
-// SetData keeps v with the command f as slot's data until its reply, for
-// an interceptor (FromDebugger) or an observer that sees the command
-// before it goes to the VM. A command the relay does not forward (an
-// interceptor consumed it) keeps nothing. A pointer keeps the call free
+// SetData keeps v with the command f as slot's data until its answer,
+// for an interceptor (FromDebugger) or an observer that sees the command:
+// a debugger command, the proxy's own (SendToVMData) or a VM-originated
+// command the debugger answers. A debugger command an interceptor
+// consumed keeps it until the proxy answers it (Frame.Answer or
+// SendToDebugger), whose Frame carries it. A pointer keeps the call free
 // of allocation.
 func (f *Frame) SetData(slot Slot, v any) { f.data[slot] = v }
 
-// Data is, on a reply, the data its command was given in slot (SetData,
-// SendToVMData), or nil.
+// Data is, on an answer (a VM reply, the proxy's answer to a consumed
+// command, the debugger's reply to a VM command), the data its command
+// was given in slot (SetData, SendToVMData), or nil.
 func (f *Frame) Data(slot Slot) any { return f.data[slot] }
 
 // Action is an interceptor's decision about a packet.

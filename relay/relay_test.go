@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
@@ -20,30 +22,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // rig is a relay between a test debugger and a test VM, over loopback.
 type rig struct {
 	t       *testing.T
 	proxy   net.Addr
 	vmLn    net.Listener
-	logs    *syncBuffer
+	logs    *jdwptest.Buffer
 	metrics *relay.Metrics
 	reg     *prometheus.Registry
 	done    chan error
@@ -60,7 +44,7 @@ func newRig(t *testing.T, hooks func(*relay.Session) relay.Hooks, opts ...func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &jdwptest.Buffer{}
 	reg := prometheus.NewRegistry()
 	r := &rig{t: t, proxy: ln.Addr(), vmLn: vmLn, logs: logs, reg: reg, metrics: relay.NewMetrics(reg), done: make(chan error, 1)}
 	cfg := relay.Config{
@@ -427,9 +411,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			before := counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(c.reason))
 			c.run(t)
-			waitFor(t, func() bool {
-				return counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(c.reason)) == before+1
-			})
+			protocolErrors(t, r.reg, c.reason, before+1)
 			if !strings.Contains(r.logs.String(), `"reason":"`+string(c.reason)+`"`) {
 				t.Errorf("no log line with reason %s in:\n%s", c.reason, r.logs)
 			}
@@ -450,19 +432,6 @@ func expectClosed(t *testing.T, c net.Conn) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("connection was not closed")
-	}
-}
-
-// waitFor polls cond until it holds, failing after a few seconds. Used only
-// where no signal exists (a metric updated by another goroutine).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -491,6 +460,17 @@ func TestShutdownClosesSessions(t *testing.T) {
 
 // counter reads a counter from reg by name and label values (in the
 // order the metric declares its labels).
+// protocolErrors waits until jdwpaccel_protocol_errors_total counts want
+// for reason: the count is incremented by a session's goroutine, after its
+// log line, with no other signal to wait on.
+func protocolErrors(t *testing.T, reg *prometheus.Registry, reason relay.Reason, want float64) {
+	t.Helper()
+	jdwptest.Eventually(t, "protocol errors of reason "+string(reason), func() (bool, string) {
+		n := counter(t, reg, "jdwpaccel_protocol_errors_total", string(reason))
+		return n == want, fmt.Sprintf("%v, want %v", n, want)
+	})
+}
+
 func counter(t *testing.T, reg *prometheus.Registry, name string, values ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()

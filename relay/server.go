@@ -5,13 +5,14 @@
 // per side. Feature packages plug in as Interceptors (which may answer,
 // drop or inject packets) and Observers (which see every packet).
 //
-// The relay is where commands towards the VM, the debugger's and the
-// proxy's own (SendToVM), are paired with their replies: a hook that needs
-// per-command data keeps it in its Slot of the relay's pending entry
-// (Frame.SetData, SendToVMData) and gets it back on the reply
-// (Frame.Data), instead of keeping a pending map of its own. Packet IDs of
-// the proxy's own commands come from the VM connection's retag.Table
-// (Session.IDs).
+// The relay is where commands are paired with their answers: commands
+// towards the VM, the debugger's and the proxy's own (SendToVM), in the
+// VM connection's retag.Table (Session.IDs), which also hands out the
+// packet IDs of the proxy's own commands; the debugger commands the proxy
+// answers itself, and the VM's commands to the debugger, in the session.
+// A hook that needs per-command data keeps it in its Slot of the entry
+// (Frame.SetData, SendToVMData) and gets it back on the answer
+// (Frame.Data), instead of keeping a pending map of its own.
 //
 //	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP("127.0.0.1:5005")})
 //	err := srv.Serve(ctx, listener)
@@ -271,9 +272,8 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 		maxPacket:      srv.cfg.MaxPacketSize,
 		maxOutstanding: srv.cfg.MaxOutstanding,
 		metrics:        m,
-		vmPending:      make(map[uint32]pending, 64),
 		dbgPending:     make(map[uint32]pending, 8),
-		awaiting:       make(map[uint32]jdwp.Cmd, 8),
+		awaiting:       make(map[uint32]pending, 8),
 		ids:            vc.IDs,
 		room:           [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)},
 		ended:          make(chan struct{}),

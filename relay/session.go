@@ -20,13 +20,15 @@ import (
 // ErrSessionClosed is returned by Send* after the session ended.
 var ErrSessionClosed = errors.New("relay: session closed")
 
-// pending is a command waiting for its reply: the one pairing of
-// commands and replies in the proxy, hooks' data included.
+// pending is a command towards the debugger's side waiting for its
+// answer, hooks' data included: a VM-originated command awaiting the
+// debugger's reply, or a debugger command an interceptor consumed
+// awaiting the proxy's answer. Commands towards the VM wait in the VM
+// connection's retag.Table (Session.IDs).
 type pending struct {
-	cmd    jdwp.Cmd
-	sent   time.Time
-	origin Origin // Forwarded for a peer's own command, Synthetic for the proxy's
-	data   [NumSlots]any
+	cmd  jdwp.Cmd
+	sent time.Time
+	data [NumSlots]any
 }
 
 // heldAnswer is an answer to a debugger command sent (by SendToDebugger)
@@ -62,29 +64,32 @@ type Session struct {
 
 	idSizes atomic.Pointer[jdwp.IDSizes] // nil until the VM's IDSizes reply
 
-	// ids is the VM connection's packet ID table (see IDs): the debugger
-	// reader remaps a debugger command whose ID is in the proxy's range,
-	// and the VM reader gives its reply the debugger's ID back and tells
-	// replies to the proxy's own commands. Only when ownIDs: a session
+	// ids is the VM connection's packet ID table and its commands in
+	// flight (see IDs): every command queued to the VM is recorded there
+	// (queueToVM) and taken back by its reply. The debugger reader remaps
+	// a debugger command whose ID is in the proxy's range, and the VM
+	// reader gives its reply the debugger's ID back and tells replies to
+	// the proxy's own commands. Remapping only when ownIDs: a session
 	// with no interceptor, on a connection that carried nothing of the
 	// proxy's (no VMConn.IDs), sends nothing of its own and stays a
 	// byte-for-byte pass-through, whatever IDs the debugger uses.
 	ids    *retag.Table
 	ownIDs bool
 
-	pendingMu sync.Mutex         // guards vmPending, dbgPending, awaiting and outstanding
-	vmPending map[uint32]pending // commands sent to the VM, by wire ID
+	// Commands sent to the VM wait for their replies in ids (Sent,
+	// Take), whoever sent them.
+	pendingMu sync.Mutex // guards dbgPending and awaiting
 	// dbgPending holds VM-originated commands (other than events, which
 	// get no reply) waiting for the debugger's reply.
 	dbgPending map[uint32]pending
 	// awaiting holds the debugger's commands an interceptor consumed
 	// without answering at once (a Belay): SendToDebugger answers them.
-	awaiting map[uint32]jdwp.Cmd
+	awaiting map[uint32]pending
 	// outstanding counts, by the direction they travel, the commands of
 	// each peer that await an answer: [ToVM] the debugger's (forwarded or
 	// awaiting), [ToDebugger] the VM's. A reader stops reading its peer
 	// while its count is at maxOutstanding.
-	outstanding [2]int
+	outstanding [2]atomic.Int32
 	// room is signalled (capacity 1) when outstanding[dir] decreases.
 	room [2]chan struct{}
 
@@ -138,7 +143,8 @@ func (s *Session) IDSizes() (jdwp.IDSizes, bool) {
 // asked the VM before the session started).
 func (s *Session) SetIDSizes(sz jdwp.IDSizes) { s.idSizes.Store(&sz) }
 
-// IDs is the VM connection's packet ID table: hooks take the IDs of the
+// IDs is the VM connection's packet ID table, where every command the
+// session sends to the VM waits for its reply: hooks take the IDs of the
 // commands they send on their own (SendToVM with Synthetic) from it, and
 // from nowhere else. In a session with interceptors, or on a connection
 // handed over with its table (VMConn.IDs), the relay remaps debugger
@@ -223,16 +229,22 @@ func (s *Session) SendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd) err
 		}
 		s.orderMu.Unlock()
 	}
-	return s.sendToDebugger(p, origin, cmd)
+	return s.sendToDebugger(p, origin, cmd, nil)
 }
 
 // sendToDebugger observes and queues an injected packet to the debugger.
-func (s *Session) sendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd) error {
+// data, if not nil, is the data of the command p answers (the command was
+// consumed and answered at once, so it never waited in awaiting).
+func (s *Session) sendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd, data *[NumSlots]any) error {
 	f := framePool.Get().(*Frame)
 	*f = Frame{Dir: ToDebugger, Origin: origin, Packet: p, ID: p.ID(), Cmd: cmd, Time: time.Now()}
 	if p.IsReply() {
 		f.Kind = KindReply
-		s.answered(p.ID())
+		if data != nil {
+			f.data = *data
+		} else {
+			s.answered(p.ID(), f)
+		}
 	} else {
 		f.Cmd = p.Cmd()
 		f.Kind = vmCommandKind(f.Cmd)
@@ -263,26 +275,33 @@ func (s *Session) endIntercept() error {
 	held := s.held
 	s.orderMu.Unlock()
 	for _, h := range held {
-		if err := s.sendToDebugger(jdwp.Packet(s.heldBuf[h.off:h.off+h.n]), h.origin, h.cmd); err != nil {
+		if err := s.sendToDebugger(jdwp.Packet(s.heldBuf[h.off:h.off+h.n]), h.origin, h.cmd, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// answered records that the debugger's command id got its answer from the
-// proxy (not from the VM).
-func (s *Session) answered(id uint32) {
+// answered records that the debugger's command id got its answer f from
+// the proxy (not from the VM), and gives f the command's data.
+func (s *Session) answered(id uint32, f *Frame) {
 	s.pendingMu.Lock()
-	_, ok := s.awaiting[id]
+	pc, ok := s.awaiting[id]
 	if ok {
 		delete(s.awaiting, id)
-		s.outstanding[ToVM]--
 	}
 	s.pendingMu.Unlock()
 	if ok {
-		signal(s.room[ToVM])
+		f.data = pc.data
+		s.settled(ToVM)
 	}
+}
+
+// settled counts down the commands awaiting an answer in dir, one got
+// its answer.
+func (s *Session) settled(dir Direction) {
+	s.outstanding[dir].Add(-1)
+	signal(s.room[dir])
 }
 
 // waitOutstanding blocks while the peer whose commands travel in dir has
@@ -290,10 +309,7 @@ func (s *Session) answered(id uint32) {
 // and TCP flow control pushes back on the peer.
 func (s *Session) waitOutstanding(dir Direction) error {
 	for {
-		s.pendingMu.Lock()
-		n := s.outstanding[dir]
-		s.pendingMu.Unlock()
-		if n < s.maxOutstanding {
+		if int(s.outstanding[dir].Load()) < s.maxOutstanding {
 			return nil
 		}
 		select {
@@ -314,17 +330,19 @@ func vmCommandKind(c jdwp.Cmd) Kind {
 	return KindVMCommand
 }
 
-// queueToVM records a command as pending, then queues it for the VM,
-// without a copy when owned (the caller gives f.Packet's bytes away).
+// queueToVM records a command in flight in the connection's table (with
+// the data hooks gave it), then queues it for the VM, without a copy when
+// owned (the caller gives f.Packet's bytes away).
 func (s *Session) queueToVM(f *Frame, owned bool) error {
 	if f.Kind == KindCommand {
-		id := f.Packet.ID()
-		s.pendingMu.Lock()
-		if _, dup := s.vmPending[id]; !dup && f.Origin != Synthetic {
-			s.outstanding[ToVM]++
+		owner := retag.NotOurs
+		if f.Origin == Synthetic {
+			owner = retag.Synthetic
 		}
-		s.vmPending[id] = pending{cmd: f.Cmd, sent: f.Time, origin: f.Origin, data: f.data}
-		s.pendingMu.Unlock()
+		dup := s.ids.Sent(f.Packet.ID(), retag.Command{Cmd: f.Cmd, Sent: f.Time, Owner: owner, Debugger: f.ID, Data: f.data})
+		if !dup && f.Origin != Synthetic {
+			s.outstanding[ToVM].Add(1)
+		}
 	}
 	if owned {
 		return s.toVM.enqueueOwned(f.Packet)
@@ -437,13 +455,13 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 		if p.IsReply() {
 			f.Kind = KindDebuggerReply
 			s.pendingMu.Lock()
-			if pc, ok := s.dbgPending[p.ID()]; ok {
-				f.Cmd = pc.cmd
-				delete(s.dbgPending, p.ID())
-				s.outstanding[ToDebugger]--
-				signal(s.room[ToDebugger])
-			}
+			pc, ok := s.dbgPending[p.ID()]
+			delete(s.dbgPending, p.ID())
 			s.pendingMu.Unlock()
+			if ok {
+				f.Cmd, f.data = pc.cmd, pc.data
+				s.settled(ToDebugger)
+			}
 		} else {
 			f.Kind = KindCommand
 			f.Cmd = p.Cmd()
@@ -468,15 +486,18 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 			if action == Consume && remapped {
 				s.ids.Forget(wire) // answered by the proxy: no reply will come
 			}
-			if action == Consume && f.Kind == KindCommand && f.Answer == nil {
-				s.pendingMu.Lock()
-				if _, dup := s.awaiting[f.ID]; !dup {
-					s.outstanding[ToVM]++
-				}
-				s.awaiting[f.ID] = f.Cmd
-				s.pendingMu.Unlock()
-			}
 			s.observe(f)
+			if action == Consume && f.Kind == KindCommand && f.Answer == nil {
+				// After observers gave it their data; before an answer
+				// held meanwhile is released.
+				s.pendingMu.Lock()
+				_, dup := s.awaiting[f.ID]
+				s.awaiting[f.ID] = pending{cmd: f.Cmd, sent: f.Time, data: f.data}
+				s.pendingMu.Unlock()
+				if !dup {
+					s.outstanding[ToVM].Add(1)
+				}
+			}
 			if err := s.endIntercept(); err != nil {
 				return writeFailed(peerDebugger, err)
 			}
@@ -493,7 +514,7 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 				return writeFailed(peerVM, err)
 			}
 		} else if f.Answer != nil {
-			if err := s.SendToDebugger(f.Answer, f.Origin, f.Cmd); err != nil {
+			if err := s.sendToDebugger(f.Answer, f.Origin, f.Cmd, &f.data); err != nil {
 				return writeFailed(peerDebugger, err)
 			}
 			if err := s.toDbg.waitRoom(s.done); err != nil {
@@ -521,26 +542,29 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		}
 		*f = Frame{Dir: ToDebugger, Packet: p, Time: time.Now()}
 		synthetic := false
+		var cmd retag.Command
+		owner := retag.NotOurs
 		if p.IsReply() {
 			f.Kind = KindReply
-			s.pendingMu.Lock()
-			pc, ok := s.vmPending[p.ID()]
+			var ok bool
+			cmd, owner, ok = s.ids.Take(p.ID())
 			if ok {
-				delete(s.vmPending, p.ID())
-				if pc.origin != Synthetic {
-					s.outstanding[ToVM]--
-					signal(s.room[ToVM])
+				if owner != retag.Synthetic {
+					s.settled(ToVM)
 				}
-			}
-			s.pendingMu.Unlock()
-			if ok {
-				f.Cmd = pc.cmd
-				f.data = pc.data
-				f.Latency = f.Time.Sub(pc.sent)
-				synthetic = pc.origin == Synthetic
-				if pc.cmd == jdwp.CmdIDSizes && p.ErrorCode() == 0 {
+				f.Cmd = cmd.Cmd
+				f.data = cmd.Data
+				f.Latency = f.Time.Sub(cmd.Sent)
+				if cmd.Cmd == jdwp.CmdIDSizes && p.ErrorCode() == 0 {
 					s.learnIDSizes(p.Body())
 				}
+			}
+			// A reply to a command of the proxy's own (sent through the
+			// session or before it, see VMConn.IDs), or in its range
+			// when the proxy may have sent it.
+			synthetic = owner == retag.Synthetic && (ok || s.ownIDs)
+			if synthetic {
+				f.Origin = Synthetic
 			}
 		} else {
 			f.Cmd = p.Cmd()
@@ -549,19 +573,13 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 				s.ending.Store(true)
 			}
 		}
-		if f.Kind == KindReply && (synthetic || s.ownIDs && s.ids.Peek(p.ID()) == retag.Synthetic) {
-			// A reply to a command of the proxy's own (sent through
-			// the session or before it, see VMConn.IDs).
-			synthetic = true
-			f.Origin = Synthetic
-		}
 		action := Forward
 		if s.hooksOn() {
 			action = s.interceptFromVM(f)
 		}
 		if f.Kind == KindReply {
-			if s.ownIDs {
-				s.ids.Reply(p) // the debugger's ID back, for a remapped command
+			if owner == retag.Remapped {
+				p.SetID(cmd.Debugger) // the debugger's ID back
 			}
 			if synthetic {
 				// The debugger never sent that command, whether or not
@@ -575,17 +593,19 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		if e := s.log.Trace(); e.Enabled() {
 			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Stringer(LogKind, f.Kind).Int(LogLength, len(p)).Msg("from VM")
 		}
-		if f.Kind == KindVMCommand && action == Forward {
-			// Awaits the debugger's reply; a command an interceptor
-			// consumed (one the proxy's peer sent the proxy) awaits none.
-			s.pendingMu.Lock()
-			if _, dup := s.dbgPending[p.ID()]; !dup {
-				s.outstanding[ToDebugger]++
-			}
-			s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time, origin: Forwarded}
-			s.pendingMu.Unlock()
-		}
 		s.observe(f)
+		if f.Kind == KindVMCommand && action == Forward {
+			// Awaits the debugger's reply, with the data observers gave
+			// it; a command an interceptor consumed (one the proxy's peer
+			// sent the proxy) awaits none.
+			s.pendingMu.Lock()
+			_, dup := s.dbgPending[p.ID()]
+			s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time, data: f.data}
+			s.pendingMu.Unlock()
+			if !dup {
+				s.outstanding[ToDebugger].Add(1)
+			}
+		}
 		if action == Forward {
 			enqueue := s.toDbg.enqueue
 			if r.Owned(p) {

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +23,7 @@ type pipeRig struct {
 	srv  *relay.Server
 	cfg  relay.Config
 	vms  chan net.Conn // the test's end of each VM connection the proxy dials
-	logs *syncBuffer
+	logs *jdwptest.Buffer
 	reg  *prometheus.Registry
 	ctx  context.Context
 	wg   sync.WaitGroup
@@ -30,7 +31,7 @@ type pipeRig struct {
 
 func newPipeRig(t *testing.T, cfg relay.Config) *pipeRig {
 	t.Helper()
-	pr := &pipeRig{t: t, vms: make(chan net.Conn, 4), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	pr := &pipeRig{t: t, vms: make(chan net.Conn, 4), logs: &jdwptest.Buffer{}, reg: prometheus.NewRegistry()}
 	cfg.DialVM = relay.Plain(pr.dialVM)
 	cfg.Logger = zerolog.New(pr.logs)
 	cfg.Metrics = relay.NewMetrics(pr.reg)

@@ -1,4 +1,5 @@
-// Package retag owns every packet ID that crosses the proxy towards the VM.
+// Package retag owns every packet ID that crosses the proxy towards the VM,
+// and the one table of commands in flight towards it.
 //
 // The debugger and the proxy share one ID space at the VM: the VM answers
 // each command with the command's ID. Every command the proxy sends on its
@@ -13,6 +14,14 @@
 // the debugger. A reply served from the cache is retagged with the ID of
 // the debugger command it answers (Retag).
 //
+// The Table is also where each command towards the VM, the debugger's and
+// the proxy's, is paired with its reply: Sent records it under the ID the
+// VM sees, with what is known about it (a Command: its command, when it
+// went out, whose it is, and each hook's data in its slot), and Take hands
+// that back for the reply. The relay records every command it sends; the
+// DDM client records its own while it holds a connection with no session.
+// No other package keeps a table of commands in flight towards the VM.
+//
 // One Table serves one VM connection for its whole life, across the
 // sessions it serves: ddmtap's Holder creates it when it dials a connection
 // it holds before any debugger (its DDM client sends with it at once) and
@@ -26,6 +35,7 @@ package retag
 import (
 	"encoding/binary"
 	"sync"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
@@ -37,11 +47,11 @@ const SyntheticBase uint32 = 0xA0000000
 // InRange reports whether id lies in the proxy's range.
 func InRange(id uint32) bool { return id >= SyntheticBase }
 
-// Owner says whose command a proxy ID belongs to.
+// Owner says whose command an ID in flight belongs to.
 type Owner uint8
 
 const (
-	// NotOurs: the ID is a debugger ID forwarded unchanged.
+	// NotOurs: a debugger's command, under the debugger's own ID.
 	NotOurs Owner = iota
 	// Synthetic: the proxy's own command; its reply is absorbed.
 	Synthetic
@@ -49,20 +59,32 @@ const (
 	Remapped
 )
 
-// Table allocates proxy IDs and remembers the ones in flight.
-type Table struct {
-	mu       sync.Mutex        // guards next and inflight
-	next     uint32            // next candidate ID (always in range)
-	inflight map[uint32]uint32 // proxy ID -> debugger ID (Remapped) or SyntheticBase-1 marker (Synthetic)
+// NumSlots is how many hooks may keep data with a command (relay.NewSlot).
+const NumSlots = 4
+
+// Command is what is known about one command in flight towards the VM.
+type Command struct {
+	Cmd  jdwp.Cmd
+	Sent time.Time // when it went out (zero until Sent)
+	// Owner says whose it is; Debugger is the debugger's ID of a
+	// debugger's command (the wire ID unless Remapped).
+	Owner    Owner
+	Debugger uint32
+	// Data holds each hook's data in its slot (relay.Slot), from the
+	// command to its reply.
+	Data [NumSlots]any
 }
 
-// synthMark marks a synthetic entry (it is not in range, so no debugger ID
-// that needed remapping can equal it).
-const synthMark = SyntheticBase - 1
+// Table allocates proxy IDs and holds the commands in flight.
+type Table struct {
+	mu       sync.Mutex         // guards next and inflight
+	next     uint32             // next candidate ID (always in range)
+	inflight map[uint32]Command // by the ID the VM sees
+}
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{next: SyntheticBase, inflight: make(map[uint32]uint32, 64)}
+	return &Table{next: SyntheticBase, inflight: make(map[uint32]Command, 64)}
 }
 
 // alloc returns a free proxy ID; t.mu is held. The range holds 1.6 billion
@@ -81,12 +103,12 @@ func (t *Table) alloc() uint32 {
 }
 
 // NewSynthetic allocates an ID for a synthetic command and records it in
-// flight until Reply sees its answer (or Forget).
+// flight until Take sees its answer (or Forget).
 func (t *Table) NewSynthetic() uint32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id := t.alloc()
-	t.inflight[id] = synthMark
+	t.inflight[id] = Command{Owner: Synthetic, Debugger: id}
 	return id
 }
 
@@ -100,56 +122,84 @@ func (t *Table) FromDebugger(p jdwp.Packet) (id uint32, remapped bool) {
 	}
 	t.mu.Lock()
 	nid := t.alloc()
-	t.inflight[nid] = id
+	t.inflight[nid] = Command{Owner: Remapped, Debugger: id}
 	t.mu.Unlock()
 	p.SetID(nid)
 	return nid, true
 }
 
-// Reply classifies a reply from the VM. For a remapped command it restores
-// the debugger's ID in place. For Synthetic the caller must absorb the
-// reply. Any reply in the proxy's range that is not a remapped command is
-// reported Synthetic, even if it is no longer (or never was) in flight, so
-// it can never leak to the debugger.
-func (t *Table) Reply(p jdwp.Packet) Owner {
-	id := p.ID()
-	if !InRange(id) {
-		return NotOurs
-	}
+// Sent records c as sent under id, the ID the VM sees, and reports
+// whether a command had already been sent under id and not answered (a
+// duplicate, which c replaces). For an ID handed out by NewSynthetic or
+// FromDebugger, the entry keeps its Owner and Debugger; any other ID is
+// recorded with c's. Data slots c leaves nil keep what they held, so a
+// hook may record its data before the relay records the command.
+func (t *Table) Sent(id uint32, c Command) (dup bool) {
 	t.mu.Lock()
-	orig, ok := t.inflight[id]
+	old, ok := t.inflight[id]
+	if ok {
+		dup = !old.Sent.IsZero()
+		c.Owner, c.Debugger = old.Owner, old.Debugger
+		for i, v := range c.Data {
+			if v == nil {
+				c.Data[i] = old.Data[i]
+			}
+		}
+	}
+	t.inflight[id] = c
+	t.mu.Unlock()
+	return dup
+}
+
+// Take removes the command in flight under the ID of a reply from the VM
+// and returns it. Without one (never sent, expired, or answered already),
+// owner is Synthetic for an ID in the proxy's range, which must then never
+// reach the debugger, and NotOurs otherwise.
+func (t *Table) Take(id uint32) (c Command, owner Owner, ok bool) {
+	t.mu.Lock()
+	c, ok = t.inflight[id]
 	delete(t.inflight, id)
 	t.mu.Unlock()
-	if ok && orig != synthMark {
-		p.SetID(orig)
-		return Remapped
+	switch {
+	case ok:
+		return c, c.Owner, true
+	case InRange(id):
+		return c, Synthetic, false
 	}
-	return Synthetic
+	return c, NotOurs, false
 }
 
-// Peek classifies the ID of a reply from the VM like Reply, without
-// forgetting it or restoring anything.
-func (t *Table) Peek(id uint32) Owner {
-	if !InRange(id) {
-		return NotOurs
+// Reply is Take for a reply packet that also restores the debugger's ID
+// in place for a remapped command.
+func (t *Table) Reply(p jdwp.Packet) (Command, Owner) {
+	c, owner, _ := t.Take(p.ID())
+	if owner == Remapped {
+		p.SetID(c.Debugger)
 	}
-	t.mu.Lock()
-	orig, ok := t.inflight[id]
-	t.mu.Unlock()
-	if ok && orig != synthMark {
-		return Remapped
-	}
-	return Synthetic
+	return c, owner
 }
 
-// Forget drops a proxy ID whose reply will never come.
+// Forget drops an ID whose reply will never come.
 func (t *Table) Forget(id uint32) {
 	t.mu.Lock()
 	delete(t.inflight, id)
 	t.mu.Unlock()
 }
 
-// InFlight is the number of proxy IDs awaiting a reply.
+// Sweep calls fn, under the table's lock, for each command in flight that
+// holds data in slot; fn must not call the table. The commands for which
+// fn returns true are dropped, as by Forget.
+func (t *Table) Sweep(slot int, fn func(id uint32, c *Command) (drop bool)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, c := range t.inflight {
+		if c.Data[slot] != nil && fn(id, &c) {
+			delete(t.inflight, id)
+		}
+	}
+}
+
+// InFlight is the number of commands awaiting a reply.
 func (t *Table) InFlight() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

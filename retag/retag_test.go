@@ -3,6 +3,7 @@ package retag
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
@@ -45,22 +46,22 @@ func TestDebuggerIDInRangeIsRemappedAndRestored(t *testing.T) {
 	}
 	// The VM answers the synthetic command, then the remapped one.
 	r1 := jdwp.AppendReply(nil, syn, 0, []byte("synthetic"))
-	if tb.Reply(r1) != Synthetic {
+	if _, o := tb.Reply(r1); o != Synthetic {
 		t.Fatal("synthetic reply not recognised")
 	}
 	r2 := jdwp.AppendReply(nil, id, 0, []byte("organic"))
-	if tb.Reply(r2) != Remapped || r2.ID() != orig.ID() {
+	if _, o := tb.Reply(r2); o != Remapped || r2.ID() != orig.ID() {
 		t.Fatalf("remapped reply carries %#x, want %#x", r2.ID(), orig.ID())
 	}
 	// A stray reply in range (e.g. duplicated) is never passed on.
-	if tb.Reply(jdwp.AppendReply(nil, id, 0, nil)) != Synthetic {
+	if _, o := tb.Reply(jdwp.AppendReply(nil, id, 0, nil)); o != Synthetic {
 		t.Fatal("unknown in-range reply must be treated as synthetic")
 	}
 	low := jdwp.AppendCommand(nil, 7, jdwp.CmdVirtualMachineVersion, nil)
 	if _, remapped := tb.FromDebugger(low); remapped || low.ID() != 7 {
 		t.Fatal("low IDs pass unchanged")
 	}
-	if tb.Reply(jdwp.AppendReply(nil, 7, 0, nil)) != NotOurs {
+	if _, o := tb.Reply(jdwp.AppendReply(nil, 7, 0, nil)); o != NotOurs {
 		t.Fatal("low reply is not ours")
 	}
 }
@@ -124,7 +125,7 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		// The VM echoes the ID in a reply; un-retagging restores the ID.
 		reply := jdwp.AppendReply(nil, id, 0, p.Body())
-		owner := tb.Reply(reply)
+		_, owner := tb.Reply(reply)
 		if remapped && owner != Remapped || !remapped && owner != NotOurs {
 			t.Fatalf("owner %v for remapped=%v", owner, remapped)
 		}
@@ -135,20 +136,67 @@ func FuzzRoundTrip(f *testing.F) {
 	})
 }
 
-func TestPeek(t *testing.T) {
+// TestSentTake: the table pairs each command with its reply, keeping its
+// owner and a hook's data recorded before the command was sent.
+func TestSentTake(t *testing.T) {
 	tb := NewTable()
 	syn := tb.NewSynthetic()
+	now := time.Now()
+	d := Command{Sent: now}
+	d.Data[1] = "hook"
+	if tb.Sent(syn, d) {
+		t.Fatal("first Sent of a fresh synthetic ID reported as a duplicate")
+	}
+	if !tb.Sent(syn, Command{Cmd: jdwp.CmdIDSizes, Sent: now, Owner: NotOurs}) {
+		t.Fatal("second Sent of the same ID not reported as a duplicate")
+	}
 	cmd := jdwp.AppendCommand(nil, SyntheticBase+7, jdwp.CmdIDSizes, nil)
 	wire, _ := tb.FromDebugger(cmd)
+	tb.Sent(wire, Command{Cmd: jdwp.CmdIDSizes, Sent: now})
+	tb.Sent(5, Command{Cmd: jdwp.CmdVirtualMachineVersion, Sent: now, Debugger: 5})
+	if tb.InFlight() != 3 {
+		t.Fatalf("InFlight = %d, want 3", tb.InFlight())
+	}
 	for _, c := range []struct {
-		id   uint32
-		want Owner
-	}{{5, NotOurs}, {syn, Synthetic}, {wire, Remapped}, {0xFFFFFFFF, Synthetic}} {
-		if got := tb.Peek(c.id); got != c.want {
-			t.Errorf("Peek(%#x) = %v, want %v", c.id, got, c.want)
+		id    uint32
+		want  Owner
+		found bool
+		cmd   jdwp.Cmd
+		data  any
+	}{
+		{5, NotOurs, true, jdwp.CmdVirtualMachineVersion, nil},
+		{syn, Synthetic, true, jdwp.CmdIDSizes, "hook"},
+		{wire, Remapped, true, jdwp.CmdIDSizes, nil},
+		{wire, Synthetic, false, jdwp.Cmd{}, nil}, // answered already
+		{6, NotOurs, false, jdwp.Cmd{}, nil},
+	} {
+		got, owner, ok := tb.Take(c.id)
+		if owner != c.want || ok != c.found || got.Cmd != c.cmd || got.Data[1] != c.data {
+			t.Errorf("Take(%#x) = %+v, %v, %v; want owner %v, found %v, cmd %v, data %v", c.id, got, owner, ok, c.want, c.found, c.cmd, c.data)
 		}
 	}
-	if tb.InFlight() != 2 {
-		t.Errorf("InFlight = %d after Peek, want 2: Peek forgets nothing", tb.InFlight())
+	if tb.InFlight() != 0 {
+		t.Errorf("InFlight = %d after every reply, want 0", tb.InFlight())
+	}
+}
+
+// TestSweep visits only the commands holding data in the slot, and drops
+// those it is told to.
+func TestSweep(t *testing.T) {
+	tb := NewTable()
+	a, b := tb.NewSynthetic(), tb.NewSynthetic()
+	tb.Sent(a, Command{Data: [NumSlots]any{2: 1}})
+	tb.Sent(b, Command{Data: [NumSlots]any{2: 2}})
+	tb.Sent(3, Command{})
+	var seen []any
+	tb.Sweep(2, func(id uint32, c *Command) bool {
+		seen = append(seen, c.Data[2])
+		return id == a
+	})
+	if len(seen) != 2 || tb.InFlight() != 2 {
+		t.Fatalf("visited %v, %d left in flight; want 2 visited, 2 left", seen, tb.InFlight())
+	}
+	if _, _, ok := tb.Take(a); ok {
+		t.Error("a swept command is still in flight")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -130,7 +131,7 @@ func serveRelay(ctx context.Context, target string, hooks func(*relay.Session) r
 // reach and show its first breakpoint stop in clearly fewer serial round
 // trips, as the journal counts them.
 func TestRealVMSecondAttachCostsFewerRoundTrips(t *testing.T) {
-	b := realBuild(t)
+	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sp := New(Config{Enabled: true}, zerolog.Nop(), nil)

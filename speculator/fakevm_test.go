@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -147,24 +149,23 @@ func (vm *fakeVM) serve() {
 	}
 }
 
-// debugger is the test's side of the debugger connection.
+// debugger is the test's side of the debugger connection: the kit's
+// debugger, with the test's own packet IDs.
 type debugger struct {
-	t    *testing.T
-	conn net.Conn
-	r    *jdwp.Reader
+	t *testing.T
+	d *jdwptest.Debugger
 }
 
 func (d *debugger) send(id uint32, c jdwp.Cmd, body []byte) {
 	d.t.Helper()
-	if _, err := d.conn.Write(jdwp.AppendCommand(nil, id, c, body)); err != nil {
+	if _, err := d.d.Conn().Write(jdwp.AppendCommand(nil, id, c, body)); err != nil {
 		d.t.Fatal(err)
 	}
 }
 
 func (d *debugger) read() jdwp.Packet {
 	d.t.Helper()
-	d.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	p, err := d.r.Next()
+	p, err := d.d.NextWithin(5 * time.Second)
 	if err != nil {
 		d.t.Fatalf("debugger read: %v", err)
 	}
@@ -190,8 +191,7 @@ func (d *debugger) call(id uint32, c jdwp.Cmd, body []byte) jdwp.Packet {
 // quiet asserts nothing more arrives for a short while.
 func (d *debugger) quiet() {
 	d.t.Helper()
-	d.conn.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
-	p, err := d.r.Next()
+	p, err := d.d.NextWithin(150 * time.Millisecond)
 	if err == nil {
 		d.t.Fatalf("unexpected packet to debugger: %v", p)
 	}
@@ -282,22 +282,15 @@ func startRigWith(t *testing.T, sp *Speculator, h func(p jdwp.Packet) (jdwp.Erro
 		srv.Serve(ctx, dbgLn)
 		close(done)
 	}()
-	conn, err := net.Dial("tcp", dbgLn.Addr().String())
+	jd, err := jdwptest.Attach(dbgLn.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jdwp.WriteHandshake(conn); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(conn)
-	if err := jdwp.ReadHandshake(br); err != nil {
-		t.Fatal(err)
-	}
-	d := &debugger{t: t, conn: conn, r: jdwp.NewReader(br, 0)}
+	d := &debugger{t: t, d: jd}
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			conn.Close()
+			jd.Close()
 			cancel()
 			<-done
 			if vm.conn != nil {
@@ -392,13 +385,10 @@ func newStopRig(t *testing.T) (*rig, *frameState) {
 // command the speculator consumed.
 func (r *rig) waitStats(cond func(Stats) bool) {
 	r.dbg.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond(r.sp.Stats()) {
-		if time.Now().After(deadline) {
-			r.dbg.t.Fatalf("stats never reached the expected state: %+v", r.sp.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	jdwptest.Eventually(r.dbg.t, "the speculator's stats", func() (bool, string) {
+		st := r.sp.Stats()
+		return cond(st), fmt.Sprintf("%+v", st)
+	})
 }
 
 // be32 reads a big-endian int32 at the start of b.

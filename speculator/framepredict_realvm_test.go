@@ -10,6 +10,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -96,7 +97,7 @@ func TestPredictedFramesRealVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real JVM")
 	}
-	b := realBuild(t)
+	b := jdwptest.JavaBuild(t)
 	opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: 6, Warmup: 1, Dump: true}
 	direct, _, err := runDriver(t, b, opts, -1, Config{})
 	if err != nil {

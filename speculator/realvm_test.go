@@ -15,23 +15,11 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
-	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
-
-func realBuild(t testing.TB) *javavm.Build {
-	t.Helper()
-	jdktest.RequireJDK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b, err := javavm.Compile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // proxy is a relay with the speculator in front of a VM, optionally behind
 // an emulated slow link.
@@ -95,19 +83,7 @@ func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *pro
 
 // debugLog collects the proxy's log when SPEC_DEBUG is set; it is written
 // to /tmp/spec_fail.log when a proxied driver run fails.
-var debugLog lockedBuf
-
-type lockedBuf struct {
-	mu sync.Mutex // guards b
-	b  []byte
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	l.b = append(l.b, p...)
-	l.mu.Unlock()
-	return len(p), nil
-}
+var debugLog jdwptest.Buffer
 
 // runDriver starts a fresh debuggee and runs the driver against it, direct
 // (rtt < 0) or through the speculating proxy with a link of the given RTT.
@@ -127,9 +103,7 @@ func runDriver(t testing.TB, b *javavm.Build, opts javavm.DriverOptions, rtt tim
 	defer cancel()
 	res, err := javavm.RunDriver(ctx, b, opts)
 	if err != nil && os.Getenv("SPEC_DEBUG") != "" {
-		debugLog.mu.Lock()
-		os.WriteFile("/tmp/spec_fail.log", debugLog.b, 0o644)
-		debugLog.mu.Unlock()
+		os.WriteFile("/tmp/spec_fail.log", debugLog.Bytes(), 0o644)
 	}
 	if err != nil {
 		return nil, sp, fmt.Errorf("%w\nVM output:\n%s", err, vm.Output())
@@ -144,7 +118,7 @@ func TestDigestsEqualDirect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real JVM")
 	}
-	b := realBuild(t)
+	b := jdwptest.JavaBuild(t)
 	cases := []struct {
 		name string
 		opts javavm.DriverOptions
@@ -207,7 +181,7 @@ func TestSuspendEventThreadWhileOthersRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real JVM")
 	}
-	realBuild(t) // skips without a JDK (fails under CI=true)
+	jdwptest.JavaBuild(t) // skips without a JDK (fails under CI=true)
 	dir := t.TempDir()
 	src, err := filepath.Glob("testdata/threadstop/*.java")
 	if err != nil || len(src) != 2 {

@@ -20,7 +20,7 @@ func TestWriteBehindRealVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real JVM")
 	}
-	b := realBuild(t)
+	b := jdwptest.JavaBuild(t)
 	cases := []struct {
 		name string
 		opts javavm.DriverOptions

@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/rs/zerolog"
@@ -351,9 +350,8 @@ func TestWriteBehindForwardsUnproven(t *testing.T) {
 // end of stream, not the deadline.
 func expectEnd(t *testing.T, r *rig) {
 	t.Helper()
-	r.dbg.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for {
-		_, err := r.dbg.r.Next()
+		_, err := r.dbg.d.Next()
 		if err == nil {
 			continue
 		}

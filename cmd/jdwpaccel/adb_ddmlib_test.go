@@ -85,7 +85,7 @@ func TestADBFrontDdmlib(t *testing.T) {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 
-	vm := startFakeVM(t)
+	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
 	dev := startFakeDevice(t, vm.Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)

@@ -195,25 +195,11 @@ func startFront(t *testing.T, upstream int, extra ...string) (port int, url stri
 	return port, url, logs, stop
 }
 
-// startFakeVM serves a fake DDM VM (ART profile) until the test ends; its
-// DDM pid is 4001, the fake device's first process.
-func startFakeVM(t *testing.T) *fakevm.VM {
-	t.Helper()
-	vm, err := fakevm.Listen("127.0.0.1:0", fakevm.Config{Profile: fakevm.ART, PID: 4001, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		vm.Serve(ctx) //nolint:errcheck // ends with ctx
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return vm
-}
-
 // sameOutput runs the same adb command against both servers.
+// fakeDeviceVM is the fake DDM VM (ART profile) of the fake device's
+// first process: its DDM pid is 4001.
+var fakeDeviceVM = fakevm.Config{Profile: fakevm.ART, PID: 4001, Logger: zerolog.Nop()}
+
 func sameOutput(ctx context.Context, t *testing.T, direct, front int, args ...string) string {
 	t.Helper()
 	d := mustADB(ctx, t, direct, args...)
@@ -271,7 +257,7 @@ func attachHello(t *testing.T, port string) (net.Conn, string) {
 func TestADBFrontRealServer(t *testing.T) {
 	requireADB(t)
 	ctx := testCtx(t)
-	vm := startFakeVM(t)
+	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
 	dev := startFakeDevice(t, vm.Addr(), "127.0.0.1:1")
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)
@@ -432,7 +418,7 @@ func TestADBFrontRealJDI(t *testing.T) {
 func TestADBFrontSurvivesUpstreamRestart(t *testing.T) {
 	requireADB(t)
 	ctx := testCtx(t)
-	vm := startFakeVM(t)
+	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
 	dev := startFakeDevice(t, vm.Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)
@@ -462,7 +448,7 @@ func TestADBFrontSurvivesUpstreamRestart(t *testing.T) {
 func TestADBFrontJournal(t *testing.T) {
 	requireADB(t)
 	ctx := testCtx(t)
-	vm := startFakeVM(t)
+	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
 	dev := startFakeDevice(t, vm.Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)

@@ -81,7 +81,7 @@ func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 func TestADBPathRoundTrips(t *testing.T) {
 	requireADB(t)
 	ctx := testCtx(t)
-	vm := startFakeVM(t)
+	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
 	dev := startFakeDevice(t, vm.Addr())
 	up := startADBServer(ctx, t)
 	connectDevice(ctx, t, up, dev)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,25 +103,6 @@ var wantIdentity = map[fakevm.Profile]identity{
 		[]string{"hprof-heap-dump", "hprof-heap-dump-streaming", "method-trace-profiling", "method-trace-profiling-streaming"}},
 	fakevm.ART: {"Dalvik v2.1.0", "64-bit (arm64)", "CheckJNI=false",
 		[]string{"hprof-heap-dump", "hprof-heap-dump-streaming", "method-sample-profiling", "method-trace-profiling", "method-trace-profiling-streaming", "view-hierarchy"}},
-}
-
-func startVM(t *testing.T, cfg fakevm.Config) *fakevm.VM {
-	t.Helper()
-	vm, err := fakevm.Listen("127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { vm.Serve(ctx); close(done) }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("fake VM: %+v", vm.Stats())
-		}
-		cancel()
-		<-done
-	})
-	return vm
 }
 
 // startProxy runs a DDM holder on the VM and a relay in front of it, as
@@ -212,7 +194,7 @@ func noErrors(t *testing.T, p *Peer) {
 func TestDdmlibSeesFakeVM(t *testing.T) {
 	for _, prof := range ddmlibProfiles {
 		t.Run(prof.String(), func(t *testing.T) {
-			vm := startVM(t, vmConfig(prof))
+			vm := jdwptest.StartDDMVM(t, vmConfig(prof))
 			peer := startPeer(t, vm.Addr(), testPID)
 			checkIdentity(t, prof, peer.connected())
 
@@ -262,7 +244,7 @@ func TestDdmlibSeesFakeVM(t *testing.T) {
 // design2007 profile: ddmlib reads its HELO and THCR, but fails on the
 // draft's THST layout.
 func TestDdmlibRejectsDesign2007(t *testing.T) {
-	vm := startVM(t, vmConfig(fakevm.Design2007))
+	vm := jdwptest.StartDDMVM(t, vmConfig(fakevm.Design2007))
 	peer := startPeer(t, vm.Addr(), testPID)
 	if st := peer.ready(); deref(st.VM) != "Dalvik v0.9" || deref(st.App) != "com.example.ddmlib" {
 		t.Fatalf("ddmlib's view of the design2007 HELO: %+v", st)
@@ -297,7 +279,7 @@ func TestDdmlibRejectsDesign2007(t *testing.T) {
 func TestDdmlibAgreesWithMonitor(t *testing.T) {
 	for _, prof := range ddmlibProfiles {
 		t.Run(prof.String(), func(t *testing.T) {
-			vm := startVM(t, vmConfig(prof))
+			vm := jdwptest.StartDDMVM(t, vmConfig(prof))
 			for i := 0; i < 3; i++ {
 				vm.Churn() // varied statuses and CPU times
 			}
@@ -384,7 +366,7 @@ func TestDdmlibAgreesWithMonitor(t *testing.T) {
 // heap and thread updates must continue, and ddmlib must get exactly what
 // it enabled.
 func TestDdmlibThroughProxyKeepsMonitoring(t *testing.T) {
-	vm := startVM(t, vmConfig(fakevm.Dalvik))
+	vm := jdwptest.StartDDMVM(t, vmConfig(fakevm.Dalvik))
 	mon, addr := startProxy(t, vm.Addr())
 	waitMon(t, mon, "threads", func(s ddmtap.Snapshot) bool { return len(s.Threads) == len(vm.Threads()) })
 	if err := mon.RequestHeap(); err != nil {
@@ -555,7 +537,7 @@ func threadsOnOff(t *testing.T, vm *fakevm.VM, mon *ddmtap.Monitor, peer *Peer, 
 // TestDdmlibThroughProxyKeepsMonitoring on ART, which leaves the
 // (unchanged or rewritten) THEN unanswered until a debugger loads its agent.
 func TestDdmlibThroughProxyARTThreads(t *testing.T) {
-	vm := startVM(t, vmConfig(fakevm.ART))
+	vm := jdwptest.StartDDMVM(t, vmConfig(fakevm.ART))
 	mon, addr := startProxy(t, vm.Addr())
 	waitMon(t, mon, "threads", func(s ddmtap.Snapshot) bool { return len(s.Threads) == len(vm.Threads()) })
 	settings := func(when string) {

@@ -61,8 +61,12 @@ func (d *Debugger) Send(cmd jdwp.Cmd, body []byte) (uint32, error) {
 }
 
 // Next reads the next packet (a reply or an event).
-func (d *Debugger) Next() (jdwp.Packet, error) {
-	d.c.SetReadDeadline(time.Now().Add(Timeout)) //nolint:errcheck
+func (d *Debugger) Next() (jdwp.Packet, error) { return d.NextWithin(Timeout) }
+
+// NextWithin reads the next packet, failing with os.ErrDeadlineExceeded
+// when none comes within wait (to check that nothing comes).
+func (d *Debugger) NextWithin(wait time.Duration) (jdwp.Packet, error) {
+	d.c.SetReadDeadline(time.Now().Add(wait)) //nolint:errcheck
 	return d.r.Next()
 }
 

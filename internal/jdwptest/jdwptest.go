@@ -1,6 +1,7 @@
 // Package jdwptest is the shared test kit: a scripted JDWP VM, a scripted
-// debugger, a locked buffer and waiting helpers. The JDK lookup for tests
-// that need a real JVM is internal/jdktest.
+// debugger, a fake Android VM with DDM (StartDDMVM), a locked buffer,
+// waiting helpers and the bundled Java build and JVMs. The JDK lookup for
+// tests that need a real JVM is internal/jdktest.
 //
 // It is imported by _test.go files only, so that the testing package is
 // never linked into the jdwpaccel binary.
@@ -32,6 +33,13 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
+}
+
+// Bytes returns a copy of what was written so far.
+func (b *Buffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.b.Bytes())
 }
 
 // String returns what was written so far.

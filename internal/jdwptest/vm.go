@@ -34,6 +34,10 @@ type Script struct {
 	// connection's goroutine: to send events after a resume, say. An
 	// error ends the connection.
 	After func(c *Conn, cmd jdwp.Packet) error
+	// Unrecorded keeps no commands (Commands returns none) and makes the
+	// VM allocate nothing per command, for benchmarks that count
+	// allocations.
+	Unrecorded bool
 }
 
 // VM is a scripted JDWP VM: it accepts the handshake, answers commands
@@ -50,15 +54,43 @@ type VM struct {
 
 // Conn is one debugger connection of a VM. Its writes do not interleave.
 type Conn struct {
-	c  net.Conn
-	mu sync.Mutex // serialises writes
+	c      net.Conn
+	mu     sync.Mutex // serialises writes and guards queued
+	queued []byte     // replies held back while more commands are buffered (queue)
 }
 
-// Write writes one packet.
+// Write writes one packet, after the replies queued before it.
 func (c *Conn) Write(p jdwp.Packet) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err := c.c.Write(p)
+	if len(c.queued) == 0 {
+		_, err := c.c.Write(p)
+		return err
+	}
+	c.queued = append(c.queued, p...)
+	return c.flushLocked()
+}
+
+// queue holds p back, to be written with the next write or flush.
+func (c *Conn) queue(p jdwp.Packet) {
+	c.mu.Lock()
+	c.queued = append(c.queued, p...)
+	c.mu.Unlock()
+}
+
+// flush writes what queue held back.
+func (c *Conn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flushLocked()
+}
+
+func (c *Conn) flushLocked() error {
+	if len(c.queued) == 0 {
+		return nil
+	}
+	_, err := c.c.Write(c.queued)
+	c.queued = c.queued[:0]
 	return err
 }
 
@@ -120,6 +152,7 @@ func (vm *VM) Serve(nc net.Conn) error {
 		return err
 	}
 	r := jdwp.NewReader(br, 0)
+	var out []byte
 	for {
 		p, err := r.Next()
 		if err != nil {
@@ -128,10 +161,12 @@ func (vm *VM) Serve(nc net.Conn) error {
 		if p.IsReply() {
 			continue
 		}
-		p = p.Clone()
-		vm.mu.Lock()
-		vm.cmds = append(vm.cmds, p)
-		vm.mu.Unlock()
+		if !vm.script.Unrecorded {
+			p = p.Clone()
+			vm.mu.Lock()
+			vm.cmds = append(vm.cmds, p)
+			vm.mu.Unlock()
+		}
 		if vm.script.Delay > 0 {
 			time.Sleep(vm.script.Delay)
 		}
@@ -144,8 +179,14 @@ func (vm *VM) Serve(nc net.Conn) error {
 		if f != nil {
 			code, body = f(p)
 		}
-		if err := c.Write(jdwp.AppendReply(nil, p.ID(), code, body)); err != nil {
-			return err
+		// The replies to the commands already here go out in one write,
+		// as a busy agent's share TCP segments.
+		out = jdwp.AppendReply(out[:0], p.ID(), code, body)
+		c.queue(out)
+		if !r.HasPacket() {
+			if err := c.flush(); err != nil {
+				return err
+			}
 		}
 		if vm.script.After != nil {
 			if err := vm.script.After(c, p); err != nil {
