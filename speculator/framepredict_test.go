@@ -30,7 +30,7 @@ type hotspotVM struct {
 	gen, step  uint64
 	stop       uint64          // resumes so far
 	frames     []jdwp.Location // thread1's frames, top first
-	failFrames int             // Frames commands still to fail with THREAD_NOT_SUSPENDED
+	failFrames int             // Frames commands still to fail (INTERNAL: a transient failure)
 	lax        bool            // GetValues does not check slots
 }
 
@@ -100,7 +100,7 @@ func (m *hotspotVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 		start, n := int(r.Int32()), int(r.Int32())
 		if m.failFrames > 0 {
 			m.failFrames--
-			return jdwp.ErrorThreadNotSuspended, nil
+			return jdwp.ErrorInternal, nil
 		}
 		end := len(m.frames)
 		if n >= 0 {

@@ -58,6 +58,7 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:8700", "where debuggers connect, `ADDR` (port 0 picks a free port and logs it)")
 	p.registerRelay(fs, vmsDefaultHTTPAddr, "serve the live monitor page, JSON API (also used by \"jdwpaccel vms\" and \"select\") and /metrics at http://`ADDR`/ (loopback unless --allow-remote; empty: off)")
 	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
+	fs.BoolVar(&p.writeBehind, "write-behind", true, "with --speculate, answer EventRequest.Set/Clear and resumes at once when the VM's reply is proven, and send them on pipelined; a VM that answers otherwise ends the session")
 	p.vms.register(fs)
 }
 
@@ -72,7 +73,6 @@ func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp strin
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
 	fs.StringVar(&p.learnFile, "learn-file", "", "keep what sessions learned about each debugger's attach and stops in this `PATH` (mode 0600) across proxy restarts; empty: in memory only")
-	fs.BoolVar(&p.writeBehind, "write-behind", true, "with --speculate, answer EventRequest.Set/Clear and resumes at once when the VM's reply is proven, and send them on pipelined; a VM that answers otherwise ends the session")
 	fs.Var(&p.journalList, "journal", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng); give it several times for several files, e.g. one of each format")
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format` of a single --journal: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
