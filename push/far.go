@@ -27,7 +27,9 @@ func FarHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.
 		f.spec = sp.NewTapped(rs, speculator.ModeAlways, f)
 		f.ic = f.spec.Interceptor()
 		f.usage.c = &f.dec
-		return relay.Hooks{Interceptors: []relay.Interceptor{f}, Observers: []relay.Observer{(*farFence)(f)}}
+		// A panic must end the session: a stop event the far end holds
+		// back would never be sent.
+		return relay.Hooks{Interceptors: []relay.Interceptor{f}, Observers: []relay.Observer{(*farFence)(f)}, EndOnPanic: true}
 	}
 }
 

@@ -26,7 +26,9 @@ func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay
 		n.spec = sp.NewTapped(rs, speculator.ModeNever, nil)
 		n.ic = n.spec.Interceptor()
 		n.p.c = &n.dec
-		return relay.Hooks{Interceptors: []relay.Interceptor{n}, Observers: []relay.Observer{(*nearFence)(n)}}
+		// A panic must end the session: as pass-through the bundles would
+		// reach the debugger.
+		return relay.Hooks{Interceptors: []relay.Interceptor{n}, Observers: []relay.Observer{(*nearFence)(n)}, EndOnPanic: true}
 	}
 }
 

@@ -220,4 +220,8 @@ type SessionObserver interface {
 type Hooks struct {
 	Interceptors []Interceptor
 	Observers    []Observer
+	// EndOnPanic ends the session when a hook panics, instead of going on
+	// as plain pass-through: for hooks whose packets must never reach the
+	// other peer unhandled (split mode's pushed-reply bundles).
+	EndOnPanic bool
 }

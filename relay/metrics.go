@@ -28,9 +28,12 @@ const (
 	// session is ended (Session.Fail) so the debugger does not go on with
 	// a wrong picture.
 	ReasonWriteBehindFailed Reason = "write_behind_failed"
+	// ReasonHookPanic: a hook panicked in a session whose hooks ask not
+	// to go on as pass-through (Hooks.EndOnPanic).
+	ReasonHookPanic Reason = "hook_panic"
 )
 
-var protocolErrorReasons = []Reason{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonVMBusy, ReasonWriteTimeout, ReasonIO, ReasonWriteBehindFailed}
+var protocolErrorReasons = []Reason{ReasonBadHandshake, ReasonShortPacket, ReasonOversizedPacket, ReasonTruncated, ReasonDialVM, ReasonVMBusy, ReasonWriteTimeout, ReasonIO, ReasonWriteBehindFailed, ReasonHookPanic}
 
 // Metrics are the relay's Prometheus metrics. Label children are resolved
 // once, here, so counting a packet is an array index and an atomic add.

@@ -82,6 +82,7 @@ func ChainHooks(fs ...func(s *Session) Hooks) func(s *Session) Hooks {
 			more := f(s)
 			h.Interceptors = append(h.Interceptors, more.Interceptors...)
 			h.Observers = append(h.Observers, more.Observers...)
+			h.EndOnPanic = h.EndOnPanic || more.EndOnPanic
 		}
 		return h
 	}

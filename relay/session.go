@@ -376,7 +376,7 @@ func (s *Session) interceptFromDebugger(f *Frame, wire uint32) (action Action) {
 		if v := recover(); v != nil {
 			s.hookPanicked(hookInterceptor, v, f)
 			f.Packet.SetID(wire)
-			action = Forward
+			action = s.afterPanic(f)
 		}
 	}()
 	for _, ic := range s.hooks.Interceptors {
@@ -391,7 +391,7 @@ func (s *Session) interceptFromVM(f *Frame) (action Action) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.hookPanicked(hookInterceptor, v, f)
-			action = Forward
+			action = s.afterPanic(f)
 		}
 	}()
 	for _, ic := range s.hooks.Interceptors {
@@ -413,6 +413,7 @@ const (
 // logged with the packet it was handling, and the session goes on as plain
 // pass-through: no interceptor or observer sees another packet. (Commands
 // an interceptor had consumed and meant to answer later stay unanswered.)
+// With Hooks.EndOnPanic the session ends instead, the packet undelivered.
 // Lifecycle calls (Interceptor.Close, SessionObserver.SessionEnd) are
 // still made, so hooks can release what they hold.
 func (s *Session) hookPanicked(hook string, v any, f *Frame) {
@@ -422,7 +423,23 @@ func (s *Session) hookPanicked(hook string, v any, f *Frame) {
 	if f != nil {
 		e = e.Stringer(LogDir, f.Dir).Stringer(LogKind, f.Kind).Stringer(LogCmd, f.Cmd).Uint32(LogPacketID, f.ID)
 	}
+	if s.hooks.EndOnPanic {
+		e.Msg("a hook panicked (a bug to report); this session ends")
+		s.Fail(ReasonHookPanic, fmt.Errorf("a %s panicked: %v", hook, v))
+		return
+	}
 	e.Msg("a hook panicked (a bug to report); this session goes on as plain pass-through")
+}
+
+// afterPanic is what becomes of the packet an interceptor panicked on: it
+// is forwarded, unless the session ends (Hooks.EndOnPanic) and it must not
+// reach the other peer unhandled.
+func (s *Session) afterPanic(f *Frame) Action {
+	if s.hooks.EndOnPanic {
+		f.Origin = Synthetic
+		return Consume
+	}
+	return Forward
 }
 
 // lifecycle calls fn, recovering a panic (counted and logged).

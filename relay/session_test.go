@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -474,4 +475,33 @@ func TestConsumedVMCommandsAwaitNoReply(t *testing.T) {
 			t.Fatal("the proxy stopped reading the VM after consumed commands")
 		}
 	})
+}
+
+// TestHookPanicEndsSession: with Hooks.EndOnPanic a panicking interceptor
+// ends its session: the packet it panicked on reaches neither peer, both
+// connections close, and the end is counted under its reason.
+func TestHookPanicEndsSession(t *testing.T) {
+	r := newRig(t, func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Interceptors: []relay.Interceptor{&panicky{onCmd: cmdVersion}}, EndOnPanic: true}
+	})
+	dbg, vm := r.connect()
+	dbg.Write(jdwp.AppendCommand(nil, 1, cmdAllThreads, nil))
+	vr := jdwp.NewReader(vm, 0)
+	if p, err := vr.Next(); err != nil || p.ID() != 1 {
+		t.Fatalf("VM got %v, %v; want command 1", p, err)
+	}
+	dbg.Write(jdwp.AppendCommand(nil, 2, cmdVersion, nil))
+	vm.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if p, err := vr.Next(); err == nil {
+		t.Fatalf("the VM got %v, which the interceptor panicked on", p)
+	}
+	expectClosed(t, dbg)
+	expectClosed(t, vm)
+	jdwptest.Eventually(t, "the end counted under hook_panic", func() (bool, string) {
+		n := counter(t, r.reg, "jdwpaccel_protocol_errors_total", string(relay.ReasonHookPanic))
+		return n == 1, fmt.Sprint(n)
+	})
+	if n := counter(t, r.reg, "jdwpaccel_hook_panics_total", "interceptor"); n != 1 {
+		t.Errorf("hook panics counted = %v, want 1", n)
+	}
 }
