@@ -85,11 +85,14 @@ type near struct {
 type nearFence near
 
 // Observe notes each command towards the far end that may change the
-// VM's state, by the ID it goes on the wire with. A command an interceptor
+// VM's state, by the ID it goes on the wire with. A command written behind
+// (answered by the speculator, relay.WriteBehind) goes on the wire as a
+// copy with an ID of the proxy's, observed as it is sent, before the
+// debugger's: that copy is the one noted. Any other command an interceptor
 // consumed and never sent is noted too: bundles are then dropped until the
 // next such command the far end receives (safe, and it heals).
 func (o *nearFence) Observe(rs *relay.Session, f *relay.Frame) {
-	if f.Dir != relay.ToVM || f.Kind != relay.KindCommand || f.Cmd.Set == SetPush ||
+	if f.Dir != relay.ToVM || f.Kind != relay.KindCommand || f.Cmd.Set == SetPush || f.Origin == relay.WriteBehind ||
 		len(f.Packet) < jdwp.HeaderSize || !mayChange(rs, f) {
 		return
 	}
