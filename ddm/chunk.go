@@ -163,14 +163,6 @@ func (it *Chunks) Next() (Chunk, bool) {
 // Err is the error that stopped the iteration, if any.
 func (it *Chunks) Err() error { return it.err }
 
-// FirstType returns the type of the payload's first chunk without decoding.
-func FirstType(payload []byte) (Type, bool) {
-	if len(payload) < ChunkHeaderSize {
-		return 0, false
-	}
-	return Type(binary.BigEndian.Uint32(payload)), true
-}
-
 // Payload is a decoded chunk that can encode itself.
 type Payload interface {
 	// ChunkType is the type this payload is sent as.
@@ -213,11 +205,6 @@ func AppendReply(dst []byte, id uint32, ps ...Payload) jdwp.Packet {
 	return jdwp.Packet(dst[start:])
 }
 
-// IsCommand reports whether p is a (199,1) command packet.
-func IsCommand(p jdwp.Packet) bool {
-	return len(p) >= jdwp.HeaderSize && !p.IsReply() && p.Cmd() == jdwp.CmdDDMChunk
-}
-
 // MaxInflated bounds the inflated size of a ZLIB chunk.
 const MaxInflated = 64 << 20
 
@@ -228,10 +215,8 @@ type Compressed struct {
 	Inner Chunk
 }
 
-// ChunkType implements Payload.
-func (Compressed) ChunkType() Type { return TypeZLIB }
-
-// AppendData implements Payload.
+// AppendData appends the ZLIB chunk's data (the Payload of a ZLIB chunk is
+// Inflated, whose AppendData compresses through this).
 func (c Compressed) AppendData(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Inner.Type))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Inner.Data)))

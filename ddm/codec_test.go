@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
 // unhex decodes a hex fixture written with spaces and | separators.
@@ -132,7 +134,7 @@ func TestPacketFraming(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("HELO packet\n got %x\nwant %x", []byte(got), want)
 	}
-	if !IsCommand(got) {
+	if got.IsReply() || got.Cmd() != jdwp.CmdDDMChunk {
 		t.Fatal("not recognised as a DDM command")
 	}
 	// An empty reply is exactly 11 bytes.
@@ -177,8 +179,8 @@ func TestZLIB(t *testing.T) {
 	if !reflect.DeepEqual(got, Inflated{Inner: inner}) {
 		t.Fatalf("got %#v", got)
 	}
-	// As a payload it travels as one ZLIB chunk holding that data.
-	chunks := NewChunks(AppendCommand(nil, 1, z).Body())
+	// As a payload (Inflated) it travels as one ZLIB chunk holding that data.
+	chunks := NewChunks(AppendCommand(nil, 1, Inflated{Inner: inner}).Body())
 	c, ok := chunks.Next()
 	if !ok || c.Type != TypeZLIB || !bytes.Equal(c.Data, data) {
 		t.Fatalf("ZLIB payload in a packet: chunk %v %x, ok %v", c.Type, c.Data, ok)

@@ -193,8 +193,8 @@ func (d *debugger) next(what string, match func(jdwp.Packet) bool, allowDDM func
 		if p.IsReply() && retag.InRange(p.ID()) {
 			d.t.Fatalf("%s: the debugger got a reply to the proxy's own request: %v", what, p)
 		}
-		if ddm.IsCommand(p) {
-			typ, _ := ddm.FirstType(p.Body())
+		if isDDMCommand(p) {
+			typ, _ := firstChunkType(p.Body())
 			if allowDDM == nil || !allowDDM(typ) {
 				d.t.Fatalf("%s: the debugger got a DDM chunk it did not ask for: %s", what, typ)
 			}
@@ -278,13 +278,13 @@ func TestDebuggerSpeakingDDM(t *testing.T) {
 	// ddmlib's ids start at 0x40000000.
 	d.send(ddm.AppendCommand(nil, 0x40000001, ddm.U4{T: ddm.TypeHELO, V: 1}))
 	p := d.next("HELO reply", replyTo(0x40000001), nil)
-	if typ, _ := ddm.FirstType(p.Body()); typ != ddm.TypeHELO {
+	if typ, _ := firstChunkType(p.Body()); typ != ddm.TypeHELO {
 		t.Fatalf("debugger's HELO reply carries %s", typ)
 	}
 	d.send(ddm.AppendCommand(nil, 0x40000002, ddm.U1{T: ddm.TypeTHEN, V: 1}))
 	n := 0
 	d.next("THCR burst for the debugger", func(p jdwp.Packet) bool {
-		if ddm.IsCommand(p) {
+		if isDDMCommand(p) {
 			n++
 		}
 		return n == 4

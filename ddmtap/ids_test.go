@@ -128,7 +128,7 @@ func checkBody(t *testing.T, c jdwp.Cmd, p jdwp.Packet) {
 			t.Fatalf("reply %#x to %v: %d threads in %d bytes", p.ID(), c, n, len(p.Body()))
 		}
 	case jdwp.CmdDDMChunk:
-		if typ, _ := ddm.FirstType(p.Body()); typ != ddm.TypeHELO {
+		if typ, _ := firstChunkType(p.Body()); typ != ddm.TypeHELO {
 			t.Fatalf("reply %#x to %v: chunk %v, want HELO", p.ID(), c, typ)
 		}
 	}

@@ -50,20 +50,6 @@ func ParsePorts(s string) (PortSet, error) {
 	return ps, nil
 }
 
-// PortsOf returns the set of the given ports (zero and out-of-range
-// values are ignored).
-func PortsOf(ports ...int) PortSet {
-	var ps PortSet
-	for _, p := range ports {
-		if p > 0 && p < 65536 {
-			ps.ports = append(ps.ports, uint16(p))
-		}
-	}
-	slices.Sort(ps.ports)
-	ps.ports = slices.Compact(ps.ports)
-	return ps
-}
-
 func parsePort(s string) (uint16, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n <= 0 || n > 65535 {

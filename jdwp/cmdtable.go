@@ -1,10 +1,5 @@
 package jdwp
 
-import (
-	"cmp"
-	"slices"
-)
-
 // This file is the command and error tables of the Java 17 JDWP
 // specification (plus DDM.Chunk, 199/1, the Android carrier). The numbers
 // are checked against the JDK's own generated com.sun.tools.jdi.JDWP by
@@ -125,8 +120,8 @@ var (
 	CmdEventComposite = CmdComposite
 )
 
-// commandTable names every command; it is the single list the name lookup,
-// AllCommands and the specification test use.
+// commandTable names every command; it is the single list the name lookup
+// and the tests (AllCommands, the specification test) use.
 var commandTable = []struct {
 	cmd  Cmd
 	name string
@@ -386,7 +381,6 @@ var setNames = map[CommandSet]string{
 var (
 	commandNames = buildCommandNames()
 	errorNames   = buildErrorNames()
-	allCommands  = buildAllCommands()
 )
 
 func buildCommandNames() map[Cmd]string {
@@ -403,37 +397,6 @@ func buildErrorNames() map[ErrorCode]string {
 		m[e.code] = e.name
 	}
 	return m
-}
-
-func compareCmd(a, b Cmd) int {
-	if c := cmp.Compare(a.Set, b.Set); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Cmd, b.Cmd)
-}
-
-func buildAllCommands() []Cmd {
-	s := make([]Cmd, len(commandTable))
-	for i, e := range commandTable {
-		s[i] = e.cmd
-	}
-	slices.SortFunc(s, compareCmd)
-	return s
-}
-
-// AllCommands returns every command of the table, sorted by set then
-// command. The slice is a fresh copy the caller owns.
-func AllCommands() []Cmd { return slices.Clone(allCommands) }
-
-// AllErrorCodes returns every error code of the specification, ascending.
-// The slice is a fresh copy the caller owns.
-func AllErrorCodes() []ErrorCode {
-	s := make([]ErrorCode, len(errorTable))
-	for i, e := range errorTable {
-		s[i] = e.code
-	}
-	slices.Sort(s)
-	return s
 }
 
 // Known reports whether e is an error code of the specification.

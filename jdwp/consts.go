@@ -198,8 +198,6 @@ var threadStatusNames = map[ThreadStatus]string{
 	ThreadStatusWait:     "WAIT",
 }
 
-func (s ThreadStatus) String() string { return name(threadStatusNames, s, "ThreadStatus") }
-
 // SuspendStatusSuspended is the only flag of JDWP.SuspendStatus.
 const SuspendStatusSuspended int32 = 1
 

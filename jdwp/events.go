@@ -56,9 +56,6 @@ var compositeKinds = [...]EventKind{
 	EventClassPrepare, EventClassUnload, EventFieldAccess, EventFieldModification, EventVMDeath,
 }
 
-// CompositeKinds returns the event kinds an Event.Composite may carry.
-func CompositeKinds() []EventKind { return append([]EventKind(nil), compositeKinds[:]...) }
-
 // Composite is the body of an Event.Composite command. Decode reuses the
 // backing array of Events, and signatures alias the body, so one Composite
 // can decode packet after packet without allocating once its array has

@@ -120,27 +120,6 @@ func Lookup(c jdwp.Cmd) (Info, bool) {
 	return Info{}, false
 }
 
-// Commands lists every cacheable command (for tests and documentation).
-func Commands() []jdwp.Cmd {
-	var out []jdwp.Cmd
-	for i := range table {
-		if table[i].Cacheable() {
-			out = append(out, table[i].Cmd)
-		}
-	}
-	return out
-}
-
-// TypeOf is the type (command set, command) of a command packet. Replies
-// carry no type: it comes from the command they answer (see package
-// trigger), so TypeOf reports false for them and for short packets.
-func TypeOf(p jdwp.Packet) (jdwp.Cmd, bool) {
-	if len(p) < jdwp.HeaderSize || p.IsReply() {
-		return jdwp.Cmd{}, false
-	}
-	return p.Cmd(), true
-}
-
 // Key names one cacheable command with its parameters. It is comparable
 // and holds no pointers. The zero Key is not a valid key.
 type Key struct {

@@ -33,12 +33,6 @@ type options struct {
 	interval time.Duration
 }
 
-// WithInterval sets how often /api/v1/events pushes a snapshot (default
-// DefaultInterval; at least 10ms).
-func WithInterval(d time.Duration) Option {
-	return func(o *options) { o.interval = max(d, 10*time.Millisecond) }
-}
-
 // Handler serves the monitor. Create it with NewHandler.
 type Handler struct {
 	mux      *http.ServeMux

@@ -203,16 +203,6 @@ func (k HeapKind) String() string {
 	return "invalid"
 }
 
-// HeapKindOf maps an HPSG/HPSO state byte (bits 0-2 solidity, 3-5 kind,
-// bit 7 partial) to its DDMS bucket: free when the solidity is 0, else
-// kind+2.
-func HeapKindOf(state uint8) HeapKind {
-	if state&7 == 0 {
-		return HeapFree
-	}
-	return HeapKind((state>>3)&7) + HeapObject
-}
-
 // Heap is a VM's heap: the HPIF summary and the HPSG segment map.
 type Heap struct {
 	// Info is the last HPIF summary; zero Updated means none yet.

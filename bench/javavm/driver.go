@@ -140,15 +140,6 @@ func (r *DriverResult) Steady() []Stop {
 	return out
 }
 
-// MedianBurst is the median burst time over the steady stops.
-func (r *DriverResult) MedianBurst() time.Duration {
-	var v []float64
-	for _, s := range r.Steady() {
-		v = append(v, s.BurstMS)
-	}
-	return msDuration(median(v))
-}
-
 // MedianStep is the median step wall time over the steady stops.
 func (r *DriverResult) MedianStep() time.Duration {
 	var v []float64

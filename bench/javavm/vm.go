@@ -59,16 +59,6 @@ var ErrVMExited = errors.New("javavm: JVM exited before the JDWP agent listened"
 // listenRE matches the agent's announcement of its port on stdout.
 var listenRE = regexp.MustCompile(`Listening for transport dt_socket at address: (\d+)`)
 
-// ParseListeningPort finds the port in the first of the JDWP agent's
-// "Listening for transport dt_socket at address: N" lines within out.
-func ParseListeningPort(out []byte) (int, bool) {
-	ports := parseListeningPorts(out)
-	if len(ports) == 0 {
-		return 0, false
-	}
-	return ports[0], true
-}
-
 // parseListeningPorts returns the ports of every announcement, in order;
 // the agent announces again, on a new port, after a debugger detaches.
 func parseListeningPorts(out []byte) []int {

@@ -20,8 +20,8 @@
 // sleeps on a timer until spinWindow before the release time and then yields
 // in a loop (runtime.Gosched) until it is due; Config.NoSpin turns that off.
 //
-// Use Listen for a standalone hop (jdwpaccel link), Serve to put a hop on an
-// existing listener, and Pipe to relay two connections in process.
+// Use Listen for a standalone hop (jdwpaccel link) and Serve to put a hop on
+// an existing listener.
 package link
 
 import (
@@ -96,22 +96,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Stats counts the bytes a Pipe delivered in each direction.
+// Stats counts the bytes a session delivered in each direction.
 type Stats struct {
 	AToB int64 // bytes read from a and written to b
 	BToA int64 // bytes read from b and written to a
-}
-
-// Pipe relays between a and b through the emulated link until both
-// directions have ended or ctx is cancelled, then closes both connections.
-// When one side stops sending (EOF or a read error), the bytes already queued
-// are still delivered, each after its delay, and then the other side's write
-// half is closed (CloseWrite, or Close when the connection has no half
-// close). A failed write, or ctx being cancelled, tears the session down at
-// once. Pipe returns nil after a clean end, ctx.Err() after cancellation, and
-// otherwise the first I/O error.
-func Pipe(ctx context.Context, a, b net.Conn, cfg Config) (Stats, error) {
-	return pipe(ctx, a, b, cfg, 0)
 }
 
 // session is one relayed connection pair.

@@ -333,12 +333,13 @@ func startJVMAt(t *testing.T, b *javavm.Build, port int, main string, jvmArgs ..
 	v := &jvm{cmd: cmd, done: make(chan struct{})}
 	listening := make(chan struct{})
 	var stdout jdwptest.Buffer
+	announce := "Listening for transport dt_socket at address: " + strconv.Itoa(port)
 	go func() {
 		sc := bufio.NewScanner(out)
 		said := false
 		for sc.Scan() {
 			stdout.Write(append(sc.Bytes(), '\n'))
-			if p, ok := javavm.ParseListeningPort(sc.Bytes()); ok && p == port && !said {
+			if strings.Contains(sc.Text(), announce) && !said {
 				said = true
 				close(listening)
 			}
@@ -701,9 +702,7 @@ func TestFaultVMKilledMidBurst(t *testing.T) {
 func (d *debugger) breakAtMain(class string) jdwp.Event {
 	d.t.Helper()
 	d.event(jdwp.EventVMStart)
-	req := jdwp.EventRequestSet{EventKind: jdwp.EventClassPrepare, SuspendPolicy: jdwp.SuspendAll,
-		Modifiers: []jdwp.Modifier{{Kind: jdwp.ModClassMatch, Pattern: []byte(class)}}}
-	d.call(jdwp.CmdEventRequestSet, jdwp.AppendEventRequestSet(nil, d.sizes, &req))
+	d.requestSet(jdwp.EventClassPrepare, jdwp.Modifier{Kind: jdwp.ModClassMatch, Pattern: []byte(class)})
 	d.call(jdwp.CmdVirtualMachineResume, nil)
 	prep := d.event(jdwp.EventClassPrepare)
 	w := d.writer()
@@ -719,11 +718,20 @@ func (d *debugger) breakAtMain(class string) jdwp.Event {
 	if mr.Err() != nil || main == 0 {
 		d.t.Fatalf("no main method in %s (%v)", class, mr.Err())
 	}
-	req = jdwp.EventRequestSet{EventKind: jdwp.EventBreakpoint, SuspendPolicy: jdwp.SuspendAll,
-		Modifiers: []jdwp.Modifier{{Kind: jdwp.ModLocationOnly, Location: jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: prep.TypeID, Method: main}}}}
-	d.call(jdwp.CmdEventRequestSet, jdwp.AppendEventRequestSet(nil, d.sizes, &req))
+	d.requestSet(jdwp.EventBreakpoint, jdwp.Modifier{Kind: jdwp.ModLocationOnly, Location: jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: prep.TypeID, Method: main}})
 	d.call(jdwp.CmdVirtualMachineResume, nil)
 	return d.event(jdwp.EventBreakpoint)
+}
+
+// requestSet sends EventRequest.Set for kind, suspending all threads, with
+// the one modifier mod.
+func (d *debugger) requestSet(kind jdwp.EventKind, mod jdwp.Modifier) {
+	w := d.writer()
+	w.Uint8(uint8(kind))
+	w.Uint8(uint8(jdwp.SuspendAll))
+	w.Int32(1)
+	w.Modifier(mod)
+	d.call(jdwp.CmdEventRequestSet, w.Buf)
 }
 
 // suspendCounts returns the suspend count of every thread of the VM.

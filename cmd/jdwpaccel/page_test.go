@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,27 +26,12 @@ import (
 // an emulated link of the given RTT; it returns the listen address.
 func slowLink(t *testing.T, addr string, rtt time.Duration) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := link.Listen(context.Background(), "127.0.0.1:0", addr, link.Config{RTT: rtt}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			vm, err := net.Dial("tcp", addr)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go link.Pipe(ctx, c, vm, link.Config{RTT: rtt}) //nolint:errcheck // ends with either side
-		}
-	}()
-	return ln.Addr().String()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
 }
 
 // screenshot takes the page at u the way a user would, with headless

@@ -1,0 +1,25 @@
+package javavm
+
+// Test support: helpers that only the tests of this package use, kept out of
+// the binary.
+
+import "time"
+
+// ParseListeningPort finds the port in the first of the JDWP agent's
+// "Listening for transport dt_socket at address: N" lines within out.
+func ParseListeningPort(out []byte) (int, bool) {
+	ports := parseListeningPorts(out)
+	if len(ports) == 0 {
+		return 0, false
+	}
+	return ports[0], true
+}
+
+// MedianBurst is the median burst time over the steady stops.
+func (r *DriverResult) MedianBurst() time.Duration {
+	var v []float64
+	for _, s := range r.Steady() {
+		v = append(v, s.BurstMS)
+	}
+	return msDuration(median(v))
+}

@@ -1,0 +1,27 @@
+package keyable
+
+// Test support: helpers that only the tests of this package use, kept out of
+// the binary.
+
+import "github.com/jdwpaccel/jdwpaccel/jdwp"
+
+// Commands lists every cacheable command.
+func Commands() []jdwp.Cmd {
+	var out []jdwp.Cmd
+	for i := range table {
+		if table[i].Cacheable() {
+			out = append(out, table[i].Cmd)
+		}
+	}
+	return out
+}
+
+// TypeOf is the type (command set, command) of a command packet. Replies
+// carry no type: it comes from the command they answer (see package
+// trigger), so TypeOf reports false for them and for short packets.
+func TypeOf(p jdwp.Packet) (jdwp.Cmd, bool) {
+	if len(p) < jdwp.HeaderSize || p.IsReply() {
+		return jdwp.Cmd{}, false
+	}
+	return p.Cmd(), true
+}
