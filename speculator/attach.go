@@ -64,6 +64,7 @@ type attach struct {
 	identified bool               // first is known
 	first      jdwp.Cmd           // the debugger's first command: its identity
 	version    []byte             // the VM's Version reply body, nil until known
+	caps       string             // hash of the VM's CapabilitiesNew reply body, "" until known
 	lookups    map[string]*lookup // the attach's ClassesBySignature, by signature (lookup.go)
 	lookupsOff bool               // lookups serve no more (lookupCommand)
 	key        string             // the profile's key, "" until the Version reply
@@ -108,6 +109,7 @@ func (ss *session) attachProfile(sizes jdwp.IDSizes) {
 	a.prof = ss.sp.profiles.get(a.key)
 	if a.prof != nil {
 		a.prof.applyTo(&ss.learn, sizes)
+		ss.wbImport()
 	}
 	ss.attachSecondWave(sizes)
 }
@@ -188,6 +190,8 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 			a.version = append([]byte{}, p.Body()...)
 			ss.attachProfile(sizes)
 		}
+	case jdwp.CmdVirtualMachineCapabilitiesNew:
+		ss.wbCaps(p)
 	case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
 		s := r.StringBytes()
 		if r.Err() == nil && len(params) > 0 {
@@ -401,5 +405,8 @@ func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 	}
 	p.learnFrom(&ss.learn, sizes)
 	p.slotsFrom(&ss.learn, &ss.facts.seen)
+	if p.WB = ss.wbExport(); p.WB == nil && a.prof != nil {
+		p.WB = a.prof.WB
+	}
 	ss.sp.profiles.put(a.key, &p)
 }
