@@ -119,11 +119,11 @@ func (ss *session) attachProfile(sizes jdwp.IDSizes) {
 func (ss *session) recording() bool { return ss.learn.serial <= 1 }
 
 // attachAllowed reports whether the attach may send commands of its own:
-// not in a session that sends nothing of its own (ModeNever), not with a
-// floor on the RTT (unknown yet at attach), and on a fast link only while
-// the profile's replay was mostly used.
+// not in a session that sends nothing of its own (ModeNever; ModeNear
+// does at attach), not with a floor on the RTT (unknown yet at attach),
+// and on a fast link only while the profile's replay was mostly used.
 func (ss *session) attachAllowed() bool {
-	if spec, forced := ss.forcedSpeculation(); ss.closed || forced && !spec || ss.sp.cfg.MinRTT > 0 {
+	if spec, forced := ss.forcedSpeculation(); ss.closed || forced && !spec && ss.push.mode != ModeNear || ss.sp.cfg.MinRTT > 0 {
 		return false
 	}
 	if p := ss.att.prof; p != nil && p.AttachUse < maxWaste && ss.disp.rtt.min() < LowRTT {

@@ -27,6 +27,13 @@ const (
 	// debugger's commands and replies offered to it (Offer). For a near end
 	// whose far end speculates.
 	ModeNever
+	// ModeNear is ModeNever at stops, but prefetches and replays the
+	// attach (attach.go) as ModeAdaptive does: a near end whose far end
+	// pushes only stops' speculation. Its attach commands are read-only
+	// commands sent across the link, which the far end answers from its own
+	// attach's cache or forwards; pipelined, they make the near end's
+	// attach no slower than an IDE-side proxy's.
+	ModeNear
 )
 
 // SpecReply is a speculative reply a session stored, as a Tap is told of
@@ -206,7 +213,7 @@ func (ss *session) forcedSpeculation() (speculate, forced bool) {
 	switch ss.push.mode {
 	case ModeAlways:
 		return !ss.closed, true
-	case ModeNever:
+	case ModeNever, ModeNear:
 		return false, true
 	}
 	return false, false
