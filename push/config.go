@@ -18,8 +18,9 @@
 //     Replies stored later during the same stop follow in further bundles.
 //   - NearHooks, on the near end's relay session (its "VM" is the far
 //     end): bundles are consumed (never reach the debugger), parsed and
-//     offered to the near speculator's cache (speculator.ModeNever: the
-//     near end sends nothing of its own) under the validity rules of its
+//     offered to the near speculator's cache (speculator.ModeNear: the
+//     near end sends nothing of its own but the attach's prefetch and
+//     replay, which the far end does not push) under the validity rules of its
 //     own speculation: a record is stored only if nothing invalidated it
 //     since its stop's event reached the near end. The commands the cache
 //     answered are reported back (CmdUsage) before the debugger's next

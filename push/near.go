@@ -11,8 +11,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// NearHooks returns the near end's hooks: sp's session in ModeNever (it
-// serves hits and sends nothing of its own), fed with the far end's
+// NearHooks returns the near end's hooks: sp's session in ModeNear (it
+// serves hits and sends nothing of its own but the attach's prefetch), fed with the far end's
 // bundles (see the package doc). Install it instead of sp.Hooks, first in
 // the chain (before any interceptor that may consume the debugger's
 // commands, such as write-behind). With sp nil it returns nil.
@@ -23,7 +23,7 @@ func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		n := &near{cfg: cfg, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
-		n.spec = sp.NewTapped(rs, speculator.ModeNever, nil)
+		n.spec = sp.NewTapped(rs, speculator.ModeNear, nil)
 		n.ic = n.spec.Interceptor()
 		n.p.c = &n.dec
 		// A panic must end the session: as pass-through the bundles would

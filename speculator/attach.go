@@ -64,6 +64,7 @@ type attach struct {
 	identified bool               // first is known
 	first      jdwp.Cmd           // the debugger's first command: its identity
 	version    []byte             // the VM's Version reply body, nil until known
+	caps       string             // hash of the VM's CapabilitiesNew reply body, "" until known
 	lookups    map[string]*lookup // the attach's ClassesBySignature, by signature (lookup.go)
 	lookupsOff bool               // lookups serve no more (lookupCommand)
 	key        string             // the profile's key, "" until the Version reply
@@ -108,6 +109,7 @@ func (ss *session) attachProfile(sizes jdwp.IDSizes) {
 	a.prof = ss.sp.profiles.get(a.key)
 	if a.prof != nil {
 		a.prof.applyTo(&ss.learn, sizes)
+		ss.wbImport()
 	}
 	ss.attachSecondWave(sizes)
 }
@@ -117,11 +119,11 @@ func (ss *session) attachProfile(sizes jdwp.IDSizes) {
 func (ss *session) recording() bool { return ss.learn.serial <= 1 }
 
 // attachAllowed reports whether the attach may send commands of its own:
-// not in a session that sends nothing of its own (ModeNever), not with a
-// floor on the RTT (unknown yet at attach), and on a fast link only while
-// the profile's replay was mostly used.
+// not in a session that sends nothing of its own (ModeNever; ModeNear
+// does at attach), not with a floor on the RTT (unknown yet at attach),
+// and on a fast link only while the profile's replay was mostly used.
 func (ss *session) attachAllowed() bool {
-	if spec, forced := ss.forcedSpeculation(); ss.closed || forced && !spec || ss.sp.cfg.MinRTT > 0 {
+	if spec, forced := ss.forcedSpeculation(); ss.closed || forced && !spec && ss.push.mode != ModeNear || ss.sp.cfg.MinRTT > 0 {
 		return false
 	}
 	if p := ss.att.prof; p != nil && p.AttachUse < maxWaste && ss.disp.rtt.min() < LowRTT {
@@ -188,6 +190,8 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 			a.version = append([]byte{}, p.Body()...)
 			ss.attachProfile(sizes)
 		}
+	case jdwp.CmdVirtualMachineCapabilitiesNew:
+		ss.wbCaps(p)
 	case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
 		s := r.StringBytes()
 		if r.Err() == nil && len(params) > 0 {
@@ -401,5 +405,8 @@ func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 	}
 	p.learnFrom(&ss.learn, sizes)
 	p.slotsFrom(&ss.learn, &ss.facts.seen)
+	if p.WB = ss.wbExport(); p.WB == nil && a.prof != nil {
+		p.WB = a.prof.WB
+	}
 	ss.sp.profiles.put(a.key, &p)
 }

@@ -283,3 +283,31 @@ func TestAttachLookupServesClassesBySignatureOnlyWhileSuspended(t *testing.T) {
 		t.Fatalf("VM got ClassesBySignature %d times, want 3 (2 lookups, then the debugger's): after a resume classes may have been loaded", n)
 	}
 }
+
+// TestAttachNearEndPrefetchesOnlyTheAttach: a near end (ModeNear) prefetches
+// the attach as the proxy does, and sends nothing of its own at a stop;
+// ModeNever sends nothing at all.
+func TestAttachNearEndPrefetchesOnlyTheAttach(t *testing.T) {
+	for _, tc := range []struct {
+		mode     Mode
+		prefetch int
+	}{{ModeNear, 1}, {ModeNever, 0}} {
+		sp := newTestSpeculator(Config{})
+		rigModes.Store(sp, tc.mode)
+		r := startRig(t, sp)
+		r.vm.setHandler(attachVM(0x70, 0x71))
+		attachStart(t, r)
+		r.dbg.call(10, jdwp.CmdVirtualMachineCapabilitiesNew, nil)
+		if n := r.vm.count(jdwp.CmdVirtualMachineAllThreads); n != tc.prefetch {
+			t.Errorf("mode %d: AllThreads reached the VM %d times at attach, want %d", tc.mode, n, tc.prefetch)
+		}
+		r.dbg.call(11, jdwp.CmdVirtualMachineResume, nil)
+		r.event(jdwp.SuspendAll, bpEvent(thread1))
+		r.expectEvent()
+		r.dbg.call(12, jdwp.CmdVirtualMachineVersion, nil) // a round trip: speculation would be sent by now
+		if n := r.vm.count(jdwp.CmdThreadReferenceFrames) + r.vm.count(jdwp.CmdVirtualMachineAllThreads); n != tc.prefetch {
+			t.Errorf("mode %d: sent %d stop commands of its own, want none", tc.mode, n-tc.prefetch)
+		}
+		r.stop()
+	}
+}

@@ -27,6 +27,13 @@ const (
 	// debugger's commands and replies offered to it (Offer). For a near end
 	// whose far end speculates.
 	ModeNever
+	// ModeNear is ModeNever at stops, but prefetches and replays the
+	// attach (attach.go) as ModeAdaptive does: a near end whose far end
+	// pushes only stops' speculation. Its attach commands are read-only
+	// commands sent across the link, which the far end answers from its own
+	// attach's cache or forwards; pipelined, they make the near end's
+	// attach no slower than an IDE-side proxy's.
+	ModeNear
 )
 
 // SpecReply is a speculative reply a session stored, as a Tap is told of
@@ -150,6 +157,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	if reply.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnReply(c, &d, reply, sizes)
 		ss.facts.classes.learn(c, d.key.Params(), reply, sizes)
+		ss.wb.read(c, d.key.Params(), reply, sizes) // valid: checked above
 	}
 	ss.cache.store(&d.key, info, d.subj, m.gen, reply, nil)
 	return OfferStored
@@ -205,7 +213,7 @@ func (ss *session) forcedSpeculation() (speculate, forced bool) {
 	switch ss.push.mode {
 	case ModeAlways:
 		return !ss.closed, true
-	case ModeNever:
+	case ModeNever, ModeNear:
 		return false, true
 	}
 	return false, false

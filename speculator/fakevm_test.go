@@ -270,7 +270,7 @@ func startRigWith(t *testing.T, sp *Speculator, h func(p jdwp.Packet) (jdwp.Erro
 	srv := relay.NewServer(relay.Config{
 		DialVM:   relay.DialTCP(vmLn.Addr().String()),
 		Logger:   log,
-		NewHooks: sp.Hooks,
+		NewHooks: rigHooks(sp),
 	})
 	dbgLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -393,3 +393,17 @@ func (r *rig) waitStats(cond func(Stats) bool) {
 
 // be32 reads a big-endian int32 at the start of b.
 func be32(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }
+
+// rigModes holds the Mode a test's Speculator's rig sessions run in
+// (NewTapped), for the Speculators a test put there; others use Hooks.
+var rigModes sync.Map // *Speculator → Mode
+
+func rigHooks(sp *Speculator) func(*relay.Session) relay.Hooks {
+	m, ok := rigModes.Load(sp)
+	if !ok {
+		return sp.Hooks
+	}
+	return func(rs *relay.Session) relay.Hooks {
+		return relay.Hooks{Interceptors: []relay.Interceptor{sp.NewTapped(rs, m.(Mode), nil).Interceptor()}}
+	}
+}

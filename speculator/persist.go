@@ -39,6 +39,7 @@ type profile struct {
 	ArrKnown   bool        `json:"arr_known"`
 	Templates  []relTmpl   `json:"templates,omitempty"`
 	Slots      []slotsOf   `json:"slots,omitempty"` // learner.slots by method name
+	WB         *wbProfile  `json:"wb,omitempty"`    // write-behind's (writebehind_profile.go)
 }
 
 // slotsOf is the slots the debugger asked of a method's frames (at one
@@ -388,6 +389,9 @@ func parseProfiles(b []byte) (map[string]*profile, error) {
 func (p *profile) valid() bool {
 	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
 		len(p.Asked) > 256 || len(p.Ratio) != 0 && len(p.Ratio) != int(numKinds) {
+		return false
+	}
+	if !p.WB.valid() {
 		return false
 	}
 	ok := func(c jdwp.Cmd) bool { _, ok := keyable.Lookup(c); return ok }

@@ -238,6 +238,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		ss.facts.learnReply(c, d, p, sizes)
 		if d.keyed {
 			ss.facts.learnFromVM(c, d.key.Params(), p, sizes)
+			ss.wbRead(c, d.key.Params(), p, sizes, d.info, d.subj, d.gen)
 		}
 		ss.attachReply(c, d.key.Params(), d.sig, p, sizes)
 	}
@@ -270,6 +271,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnFromVM(s.key.Cmd(), s.key.Params(), p, sizes)
+		ss.wbRead(s.key.Cmd(), s.key.Params(), p, sizes, s.info, s.subj, s.gen)
 		ss.attachReply(s.key.Cmd(), s.key.Params(), "", p, sizes)
 	}
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {

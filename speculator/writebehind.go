@@ -17,13 +17,17 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //     accepted requests, until THREAD_DEATH or disposal; classes: from
 //     events, replies naming classes and accepted requests, until any
 //     CLASS_UNLOAD; locations and fields: accepted before, until an unload
-//     or redefinition); no instance filter; a Count is positive; a step's
+//     or redefinition; a location also when its index is within its
+//     method's code range from a LineTable reply of this session, see
+//     writeBehind.read); no instance filter; a Count is positive; a step's
 //     thread is suspended and has no other step request active. The
 //     request ID is predicted: libjdwp numbers requests from one counter
 //     (one per Set, failed installs included), so the answer is the last
 //     ID plus one once two Sets' replies were consecutive across a stop
 //     (or, with the VM suspended, back to back), no forwarded Set is in
-//     flight and none failed since the last reply.
+//     flight and none failed since the last reply. The shapes, and the
+//     back-to-back numbering, may also come from an earlier session on the
+//     same kind of VM (writebehind_profile.go); the last ID never does.
 //   - Clear: a request this session created and has not cleared, with its
 //     own event kind (libjdwp answers NONE, also for a request it already
 //     deleted itself, as it does a count-filtered one once it fired).
@@ -113,6 +117,7 @@ type writeBehind struct {
 	classes     map[jdwp.ClassID]struct{}
 	locations   map[jdwp.Location]struct{}
 	fields      map[fieldKey]struct{}
+	ranges      map[methodKey]codeRange // Method.LineTable replies, by class and method (not exact): writebehind_learn.go read
 	excClasses  map[jdwp.ClassID]struct{}
 	vmResumeOK  bool
 	thResumeOK  bool
@@ -121,6 +126,9 @@ type writeBehind struct {
 	seqBack     bool // two Sets' replies were consecutive, back to back
 	seqStop     bool // ... with events in between
 	sinceEvents bool // events arrived since the last Set's reply
+	seqKind     bool // the profile says this kind of VM numbers Sets back to back (writebehind_profile.go)
+	seqWrong    bool // a Set's reply in this session was not numbered last+1
+	imported    bool // the profile was looked at
 	setsFwd     int  // forwarded Sets awaiting replies
 
 	free    []*wbCmd
@@ -132,7 +140,7 @@ func newWriteBehind(on bool) writeBehind {
 	return writeBehind{on: on, shapes: map[shape]struct{}{}, requests: map[int32]request{},
 		steps: map[jdwp.ThreadID]int{}, threads: map[jdwp.ThreadID]struct{}{},
 		classes: map[jdwp.ClassID]struct{}{}, locations: map[jdwp.Location]struct{}{},
-		fields: map[fieldKey]struct{}{}, excClasses: map[jdwp.ClassID]struct{}{}}
+		fields: map[fieldKey]struct{}{}, ranges: map[methodKey]codeRange{}, excClasses: map[jdwp.ClassID]struct{}{}}
 }
 
 func (w *writeBehind) get(op wbOp) *wbCmd {
@@ -209,6 +217,7 @@ func (w *writeBehind) command(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) *wbCm
 				delete(w.classes, jdwp.ClassID(id))
 				delete(w.excClasses, jdwp.ClassID(id))
 				clear(w.locations)
+				clear(w.ranges)
 				clear(w.fields)
 			}
 		}
@@ -217,6 +226,7 @@ func (w *writeBehind) command(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) *wbCm
 		}
 	case jdwp.CmdVirtualMachineRedefineClasses:
 		clear(w.locations)
+		clear(w.ranges)
 		clear(w.fields)
 	}
 	return nil
@@ -260,7 +270,9 @@ func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
 		return false
 	}
 	suspended := f.allSuspended && f.resumesInFlight == 0
-	if !w.seqExact || w.setsFwd != 0 || !(w.seqStop || w.seqBack && suspended) || w.last == 1<<31-1 {
+	// seqKind, from an earlier session on this kind of VM, stands in for
+	// seqBack only: see writebehind_profile.go for why that is proven.
+	if !w.seqExact || w.setsFwd != 0 || !(w.seqStop || (w.seqBack || w.seqKind) && suspended) || w.last == 1<<31-1 {
 		return false
 	}
 	for i := range c.mods {
@@ -281,7 +293,7 @@ func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
 				return false
 			}
 		case jdwp.ModLocationOnly:
-			if _, ok := w.locations[m.Location]; !ok {
+			if _, ok := w.locations[m.Location]; !ok && !w.inRange(m.Location) {
 				return false
 			}
 		case jdwp.ModExceptionOnly:

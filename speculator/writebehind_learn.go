@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
@@ -76,6 +77,7 @@ func (w *writeBehind) forgetIDs() {
 	clear(w.threads)
 	clear(w.classes)
 	clear(w.locations)
+	clear(w.ranges)
 	clear(w.fields)
 	clear(w.excClasses)
 }
@@ -103,7 +105,7 @@ func (w *writeBehind) replied(c *wbCmd, p jdwp.Packet) {
 				w.seqBack = true
 			}
 		} else if w.seqExact {
-			w.seqBack, w.seqStop = false, false // not numbered as learned
+			w.seqBack, w.seqStop, w.seqKind, w.seqWrong = false, false, false, true // not numbered as learned
 		}
 		w.last, w.seqExact, w.sinceEvents = id, true, false
 		if c.shape.n != malformed {
@@ -160,6 +162,7 @@ func (w *writeBehind) event(comp *jdwp.Composite) {
 		case jdwp.EventClassUnload:
 			clear(w.classes)
 			clear(w.locations)
+			clear(w.ranges)
 			clear(w.fields)
 			clear(w.excClasses)
 			continue
@@ -222,4 +225,45 @@ func (ss *session) wbReplied(rs *relay.Session, c *wbCmd, p jdwp.Packet) {
 	ss.log.Error().Stringer(relay.LogCmd, wbOpCmds[c.op]).Stringer(relay.LogErrorCode, code).Err(err).
 		Msg("the VM did not confirm a command the proxy had already answered (write-behind); ending the debugger's session")
 	rs.Fail(relay.ReasonWriteBehindFailed, fmt.Errorf("write-behind %v: %w", wbOpCmds[c.op], err))
+}
+
+// codeRange is a method's code indexes, first and last, from the VM's
+// Method.LineTable reply.
+type codeRange struct{ start, end int64 }
+
+// read learns from the VM's successful reply p to a read-only command c
+// with params, one valid now (its facts were not invalidated since it was
+// sent): a LineTable's code range proves the class and method valid and
+// which code indexes a breakpoint may name. HotSpot's SetBreakpoint
+// checks the method, then only that 0 <= index < the method's code size
+// (its LineTable's end is the code size less one); libjdwp checks the
+// class is one (the LineTable reply just did) and ignores the type tag.
+// The range is forgotten with the locations (class unload, redefinition,
+// disposal, an unreadable event).
+func (w *writeBehind) read(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
+	if !w.on || c != jdwp.CmdMethodLineTable || len(w.ranges) >= maxInvalMap {
+		return
+	}
+	pr := jdwp.NewBodyReader(params, sizes)
+	k := methodKey{class: pr.Class(), method: pr.Method()}
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	cr := codeRange{r.Int64(), r.Int64()}
+	if pr.Err() != nil || pr.Remaining() != 0 || r.Err() != nil || cr.start < 0 || cr.end < cr.start {
+		return // a native method's is -1, -1: it takes no breakpoint
+	}
+	w.ranges[k] = cr
+}
+
+// inRange says whether a LineTable reply proved l valid for a breakpoint.
+func (w *writeBehind) inRange(l jdwp.Location) bool {
+	cr, ok := w.ranges[methodKey{class: l.ClassID(), method: l.MethodID()}]
+	return ok && l.Index <= 1<<63-1 && int64(l.Index) >= cr.start && int64(l.Index) <= cr.end
+}
+
+// wbRead hands write-behind a successful reply to read-only command c that
+// is still valid (info, subj, gen: the command's facts).
+func (ss *session) wbRead(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes, info keyable.Info, subj keyable.Subject, gen generation) {
+	if ss.facts.valid(info, subj, gen) {
+		ss.wb.read(c, params, p, sizes)
+	}
 }

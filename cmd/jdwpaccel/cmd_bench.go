@@ -96,6 +96,23 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 			return h
 		}}, nil
 	}
+	// split-journal is split with the journal on at the near end.
+	all["split-journal"] = func() (bench.Mode, error) {
+		if jr == nil {
+			var err error
+			if jr, err = journal.Open(journal.Options{Path: journalPath, Logger: log}); err != nil {
+				return bench.Mode{}, err
+			}
+		}
+		m := splitMode("split-journal", spec, log)
+		near := m.NewHooks
+		m.NewHooks = func(s *relay.Session) relay.Hooks {
+			h := near(s)
+			h.Observers = append(h.Observers, jr)
+			return h
+		}
+		return m, nil
+	}
 	for name, mk := range adbBenchModes(log) {
 		all[name] = mk
 	}

@@ -1,0 +1,205 @@
+package speculator
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// attachReqVM is attachVM with libjdwp's request counter (from base) and
+// the capabilities caps; a Set of a native method's location fails.
+type attachReqVM struct {
+	h        func(p jdwp.Packet) (jdwp.ErrorCode, []byte)
+	caps     byte
+	mu       sync.Mutex
+	next     int32
+	assigned []int32
+}
+
+func (v *attachReqVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	switch p.Cmd() {
+	case jdwp.CmdEventRequestSet:
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.next++
+		v.assigned = append(v.assigned, v.next)
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(v.next) })
+	case jdwp.CmdVirtualMachineCapabilitiesNew:
+		b := make([]byte, 32)
+		b[0] = v.caps
+		return 0, b
+	case jdwp.CmdMethodLineTable:
+		r := jdwp.NewBodyReader(p.Body(), sizes8)
+		r.Class()
+		if r.Method() == 0x72 { // native
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int64(-1); w.Int64(-1); w.Int32(0) })
+		}
+	}
+	return v.h(p)
+}
+
+// attachSets is JDI's attach: a class-prepare and a class-unload request
+// without modifiers, then a suspending class-prepare request per pattern.
+func attachSets(r *rig, patterns ...string) []int32 {
+	t := r.dbg.t
+	t.Helper()
+	sets := [][]byte{
+		body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.EventClassPrepare)); w.Uint8(0); w.Int32(0) }),
+		body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.EventClassUnload)); w.Uint8(0); w.Int32(0) }),
+	}
+	for _, pat := range patterns {
+		sets = append(sets, body(func(w *jdwp.BodyWriter) {
+			w.Uint8(uint8(jdwp.EventClassPrepare))
+			w.Uint8(uint8(jdwp.SuspendAll))
+			w.Int32(1)
+			w.Uint8(uint8(jdwp.ModClassMatch))
+			w.String(pat)
+		}))
+	}
+	var ids []int32
+	for _, b := range sets {
+		p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, b)
+		if p.ErrorCode() != 0 {
+			t.Fatalf("Set: %v", p.ErrorCode())
+		}
+		ids = append(ids, be32(p.Body()))
+	}
+	return ids
+}
+
+// wbAttach attaches to a new VM (request IDs from base, capabilities
+// caps), suspended at its start if suspended, and reads the capabilities
+// as JDI does.
+func wbAttach(t *testing.T, sp *Speculator, base int32, caps byte, suspended bool) (*rig, *attachReqVM) {
+	t.Helper()
+	v := &attachReqVM{h: attachVM(0x70, 0x71), caps: caps, next: base}
+	r := startRig(t, sp)
+	r.vm.setHandler(v.handler)
+	if suspended {
+		attachStart(t, r)
+	} else {
+		r.dbg.call(nextID(), jdwp.CmdIDSizes, nil)
+	}
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineVersion, nil)
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineCapabilitiesNew, nil)
+	return r, v
+}
+
+// TestWriteBehindAttachFromProfile: the attach's Sets of shapes an earlier
+// session on the same kind of VM (same Version and capabilities) saw
+// accepted, with Sets numbered back to back, are written behind from the
+// second on while the VM is suspended at its start; the first is
+// forwarded (the counter's start is never assumed); other capabilities,
+// or a VM that runs, get every Set forwarded.
+func TestWriteBehindAttachFromProfile(t *testing.T) {
+	learn := func(t *testing.T) *Speculator {
+		sp := newTestSpeculator(Config{WriteBehind: true})
+		r, _ := wbAttach(t, sp, 40, 1, true)
+		attachSets(r, "Foo", "Bar") // the second pattern's is written behind: learned in the session
+		if got := sp.Stats().WrittenBehind; got != 1 {
+			t.Fatalf("first session: %d written behind, want 1", got)
+		}
+		r.stop()
+		return sp
+	}
+	for _, tc := range []struct {
+		name      string
+		caps      byte
+		suspended bool
+		want      int64
+	}{
+		{"same kind of VM", 1, true, 3},
+		{"other capabilities", 2, true, 1},
+		{"VM not suspended", 1, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := learn(t)
+			before := sp.Stats()
+			r, v := wbAttach(t, sp, 7, tc.caps, tc.suspended)
+			ids := attachSets(r, "Foo", "Bar")
+			if got := sp.Stats().Since(before).WrittenBehind; got != tc.want {
+				t.Errorf("%d written behind, want %d", got, tc.want)
+			}
+			r.barrier()
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			if !slicesEqual32(ids, v.assigned) {
+				t.Errorf("the debugger was answered %v, the VM assigned %v", ids, v.assigned)
+			}
+			if st := sp.Stats(); st.WriteBehindFailures != 0 {
+				t.Errorf("failures: %d", st.WriteBehindFailures)
+			}
+		})
+	}
+}
+
+func slicesEqual32(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestWriteBehindBreakpointInLineTableRange: a breakpoint at a code index
+// within its method's range from a LineTable reply of this session is
+// written behind; outside it, in a native method, without a LineTable, or
+// after a class unload it is forwarded.
+func TestWriteBehindBreakpointInLineTableRange(t *testing.T) {
+	bp := func(method, index uint64) []byte {
+		return body(func(w *jdwp.BodyWriter) {
+			w.Uint8(uint8(jdwp.EventBreakpoint))
+			w.Uint8(uint8(jdwp.SuspendAll))
+			w.Int32(1)
+			w.Uint8(uint8(jdwp.ModLocationOnly))
+			w.Location(jdwp.Location{TypeTag: 1, Class: 0x70, Method: method, Index: index})
+		})
+	}
+	for _, tc := range []struct {
+		name          string
+		method, index uint64
+		lineTable     bool
+		unload        bool
+		written       bool
+	}{
+		{"in range", 0x71, 5, true, false, true},
+		{"last index", 0x71, 9, true, false, true},
+		{"past the end", 0x71, 10, true, false, false},
+		{"native method", 0x72, 0, true, false, false},
+		{"no line table", 0x71, 5, false, false, false},
+		{"class unloaded since", 0x71, 5, true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := newTestSpeculator(Config{WriteBehind: true})
+			r, v := wbAttach(t, sp, 40, 1, true)
+			attachSets(r, "Foo")
+			// The breakpoint's shape, accepted at another location.
+			if p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, bp(0x73, 1)); p.ErrorCode() != 0 {
+				t.Fatal(p.ErrorCode())
+			}
+			if tc.lineTable {
+				r.dbg.call(nextID(), jdwp.CmdMethodLineTable, isObsoleteBody(0x70, tc.method))
+			}
+			if tc.unload {
+				r.event(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventClassUnload, RequestID: 2, Signature: []byte("LGone;")})
+				r.expectEvent()
+			}
+			before := sp.Stats().WrittenBehind
+			p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, bp(tc.method, tc.index))
+			if got := sp.Stats().WrittenBehind != before; got != tc.written || p.ErrorCode() != 0 {
+				t.Errorf("written behind: %v, want %v (error %v)", got, tc.written, p.ErrorCode())
+			}
+			r.barrier()
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			if id := be32(p.Body()); id != v.assigned[len(v.assigned)-1] {
+				t.Errorf("answered %d, the VM assigned %d", id, v.assigned[len(v.assigned)-1])
+			}
+		})
+	}
+}
