@@ -59,8 +59,11 @@ const (
 	Remapped
 )
 
-// NumSlots is how many hooks may keep data with a command (relay.NewSlot).
-const NumSlots = 4
+// NumSlots is how many hooks may keep data with a command (relay.NewSlot):
+// the journal, the speculator, the DDM client, the conversation watcher and
+// the session tracker. A Command must stay within 128 bytes, which the
+// table's map keeps in place: a larger one costs an allocation per command.
+const NumSlots = 5
 
 // Command is what is known about one command in flight towards the VM.
 type Command struct {

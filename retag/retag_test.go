@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
@@ -198,5 +199,13 @@ func TestSweep(t *testing.T) {
 	}
 	if _, _, ok := tb.Take(a); ok {
 		t.Error("a swept command is still in flight")
+	}
+}
+
+// TestCommandFitsInPlace: the table's map keeps a Command in place only up
+// to 128 bytes; beyond, recording each command allocates (see NumSlots).
+func TestCommandFitsInPlace(t *testing.T) {
+	if n := unsafe.Sizeof(Command{}); n > 128 {
+		t.Fatalf("a Command is %d bytes", n)
 	}
 }

@@ -64,11 +64,28 @@ type trackedSession struct {
 	resumeAt, resumeDone       time.Time
 	stopAt, lastReply, lastCmd time.Time
 	stopKind                   jdwp.EventKind
-	cmds                       []StepCommand  // after the stop, in order; reused
-	dropped                    int            // commands beyond maxStepCmds
-	pending                    map[uint32]int // debugger packet ID -> index in cmds
-	comp                       jdwp.Composite // reused to decode events
+	cmds                       []StepCommand // after the stop, in order; reused
+	dropped                    int           // commands beyond maxStepCmds
+	// refs holds the reference each command in cmds keeps in the relay's
+	// entry for it (stepSlot) until its answer: refs[i] for cmds[i].
+	// Reused by the next step unless a reference is still awaited, then
+	// replaced, so that a late answer cannot reach the next step's cmds.
+	refs *[maxStepCmds]stepRef
+	comp jdwp.Composite // reused to decode events
 }
+
+// stepRef is what the tracker keeps with a step's command in the relay's
+// entry for it (relay.Frame.SetData): the relay pairs each command with
+// its answer (a VM reply or the proxy's: cache hit, belay, write-behind),
+// so the tracker keeps no table of commands in flight of its own. A
+// pointer into the session's refs keeps it free of allocation.
+type stepRef struct {
+	i       uint16 // index in cmds
+	waiting bool   // its answer has not come yet
+}
+
+// stepSlot is the tracker's slot in the relay's entries for commands.
+var stepSlot = relay.NewSlot()
 
 // StepCommand is one debugger command of a step, for its waterfall.
 type StepCommand struct {
@@ -145,7 +162,7 @@ func (t *SessionTracker) SessionStart(s *relay.Session) {
 		dbg = a.String()
 	}
 	t.mu.Lock()
-	t.sessions[s] = &trackedSession{info: Session{ID: s.ID, Debugger: dbg, VM: vm, Started: time.Now()}, pending: map[uint32]int{}}
+	t.sessions[s] = &trackedSession{info: Session{ID: s.ID, Debugger: dbg, VM: vm, Started: time.Now()}}
 	t.mu.Unlock()
 }
 
@@ -169,7 +186,9 @@ func (t *SessionTracker) SessionEnd(s *relay.Session, _ error) {
 
 // Observe implements relay.Observer: a map lookup and a few field updates
 // under the tracker's lock; it allocates only when a step's command list
-// or pending map grows beyond its largest size so far.
+// grows beyond its largest size so far, and for a step's references to its
+// commands (stepRef) at the first step and after a step that ended with
+// commands unanswered.
 func (t *SessionTracker) Observe(s *relay.Session, f *relay.Frame) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -187,7 +206,12 @@ func (t *SessionTracker) Observe(s *relay.Session, f *relay.Frame) {
 			ts.resumed, ts.resumeID, ts.resumeAt = true, f.ID, f.Time
 		} else if ts.stopped {
 			if len(ts.cmds) < maxStepCmds {
-				ts.pending[f.ID] = len(ts.cmds)
+				if ts.refs == nil {
+					ts.refs = new([maxStepCmds]stepRef)
+				}
+				r := &ts.refs[len(ts.cmds)]
+				*r = stepRef{i: uint16(len(ts.cmds)), waiting: true}
+				f.SetData(stepSlot, r)
 				ts.cmds = append(ts.cmds, StepCommand{Cmd: f.Cmd, Start: f.Time.Sub(ts.resumeAt), Served: f.Origin})
 			} else {
 				ts.dropped++
@@ -202,9 +226,9 @@ func (t *SessionTracker) Observe(s *relay.Session, f *relay.Frame) {
 			return
 		}
 		ts.lastReply = f.Time
-		if i, ok := ts.pending[f.ID]; ok {
-			delete(ts.pending, f.ID)
-			c := &ts.cmds[i]
+		if r, _ := f.Data(stepSlot).(*stepRef); r != nil && ts.refs != nil && r == &ts.refs[r.i] && r.waiting {
+			r.waiting = false
+			c := &ts.cmds[r.i]
 			c.End, c.Served = f.Time.Sub(ts.resumeAt), f.Origin
 		}
 	case f.Dir == relay.ToDebugger && f.Kind == relay.KindEvent && ts.resumed && !ts.stopped:
@@ -263,8 +287,15 @@ func (t *SessionTracker) finish(ts *trackedSession) {
 	}
 	ts.resumed, ts.stopped = false, false
 	ts.resumeDone = time.Time{}
+	if ts.refs != nil {
+		for i := range ts.cmds {
+			if ts.refs[i].waiting {
+				ts.refs = nil // still awaited: the next step gets its own
+				break
+			}
+		}
+	}
 	ts.cmds, ts.dropped = ts.cmds[:0], 0
-	clear(ts.pending)
 }
 
 // breakdown is ts's step, which stopped, on its critical path.

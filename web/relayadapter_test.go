@@ -202,7 +202,7 @@ func TestStepBreakdown(t *testing.T) {
 func TestTrackerObserveAllocs(t *testing.T) {
 	tr := NewSessionTracker()
 	s := &relay.Session{ID: 1}
-	tr.sessions[s] = &trackedSession{pending: map[uint32]int{}}
+	tr.sessions[s] = &trackedSession{}
 	cmd := jdwp.AppendCommand(nil, 5, jdwp.CmdThreadReferenceFrames, nil)
 	reply := jdwp.AppendReply(nil, 5, 0, nil)
 	now := time.Now()

@@ -13,7 +13,9 @@
 //	v, ok := w.View(vmID)
 //
 // Observe costs a switch for the packets it ignores (most of them) and
-// allocates only to keep what it learned.
+// allocates only to keep what it learned, and a small record for a command
+// it reads while more of them await their replies than ever before in the
+// session (it recycles them).
 package convo
 
 import (
@@ -32,8 +34,8 @@ const (
 	maxMethods = 1 << 16
 	maxFrames  = 1024
 	maxLines   = 4096
-	maxPending = 4096
 	maxVMs     = 256 // VMs whose ended session's picture is kept
+	maxFree    = 64  // recycled queries kept per session
 )
 
 // Thread status values of ThreadReference.Status (JDWP.ThreadStatus).
@@ -188,21 +190,18 @@ func (w *Watcher) SessionEnd(s *relay.Session, _ error) {
 // Observe implements relay.Observer. Packets of commands the watcher does
 // not read cost a switch and return.
 func (w *Watcher) Observe(s *relay.Session, f *relay.Frame) {
+	var q *query
 	switch f.Kind {
 	case relay.KindCommand:
 		if !wanted(f.Cmd) {
 			return
 		}
 	case relay.KindReply:
-		if !wanted(f.Cmd) || f.Packet.ErrorCode() != 0 {
-			return
+		if q, _ = f.Data(slot).(*query); q == nil {
+			return // a reply to a command the watcher did not note
 		}
 	case relay.KindEvent:
 	default:
-		return
-	}
-	sizes, ok := s.IDSizes()
-	if !ok {
 		return
 	}
 	w.mu.Lock()
@@ -211,15 +210,29 @@ func (w *Watcher) Observe(s *relay.Session, f *relay.Frame) {
 	if st == nil {
 		return
 	}
-	switch f.Kind {
-	case relay.KindCommand:
-		st.Command(f.ID, f.Cmd, f.Packet.Body(), sizes)
-	case relay.KindReply:
-		st.Reply(f.ID, f.Cmd, f.Packet.Body(), sizes)
-	case relay.KindEvent:
+	sizes, ok := s.IDSizes()
+	switch {
+	case f.Kind == relay.KindReply:
+		if ok && f.Packet.ErrorCode() == 0 {
+			st.Reply(q, f.Cmd, f.Packet.Body(), sizes)
+		} else {
+			st.release(q)
+		}
+	case !ok:
+	case f.Kind == relay.KindCommand:
+		if q := st.Command(f.Cmd, f.Packet.Body(), sizes); q != nil {
+			f.SetData(slot, q)
+		}
+	case f.Kind == relay.KindEvent:
 		st.Event(f.Packet.Body(), sizes)
 	}
 }
+
+// slot is where the watcher keeps what a reply needs from its command (a
+// *query) in the relay's entry for the command: the relay pairs each
+// command with its answer (a VM reply or the proxy's answer), so the
+// watcher keeps no table of commands in flight of its own.
+var slot = relay.NewSlot()
 
 // View is the latest session's picture of vm's threads, and whether there
 // is one.
@@ -247,7 +260,8 @@ func wanted(c jdwp.Cmd) bool {
 	return false
 }
 
-// query is what a reply needs from its command.
+// query is what a reply needs from its command. The State recycles it
+// once the reply was read (release).
 type query struct {
 	cmd    jdwp.Cmd
 	a, b   uint64 // thread or reference type; method
@@ -282,7 +296,7 @@ type thread struct {
 type State struct {
 	session uint64
 	open    bool
-	pending map[uint32]query
+	free    []*query // recycled queries
 	threads map[uint64]*thread
 	order   []uint64 // thread IDs, AllThreads order, then others
 	classes map[uint64]classInfo
@@ -299,26 +313,28 @@ type State struct {
 // NewState returns an empty picture.
 func NewState() *State {
 	return &State{
-		pending: map[uint32]query{}, threads: map[uint64]*thread{},
+		threads: map[uint64]*thread{},
 		classes: map[uint64]classInfo{}, methods: map[methodKey]methodInfo{},
 	}
 }
 
-// Command notes a command (by its packet ID) whose reply the State will
-// read, or acts on a resume.
-func (st *State) Command(id uint32, c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) {
+// Command reads a command whose reply the State will read, or acts on a
+// resume. It returns what the reply needs, to give Reply with it (the
+// Watcher keeps it in the relay's entry for the command), or nil when the
+// State will not read the reply.
+func (st *State) Command(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) *query {
 	r := &st.r
 	r.Reset(body, sizes)
 	q := query{cmd: c}
 	switch c {
 	case jdwp.CmdVirtualMachineResume:
 		st.running = true
-		return
+		return nil
 	case jdwp.CmdThreadReferenceResume:
 		if st.stopTID == r.ObjectID() {
 			st.running = true
 		}
-		return
+		return nil
 	case jdwp.CmdVirtualMachineAllThreads, jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
 	case jdwp.CmdVirtualMachineClassesBySignature:
 		q.sig, q.hasSig = string(r.StringBytes()), true
@@ -334,25 +350,41 @@ func (st *State) Command(id uint32, c jdwp.Cmd, body []byte, sizes jdwp.IDSizes)
 		q.a = r.ObjectID()
 		q.start = r.Int32()
 	default:
-		return
+		return nil
 	}
-	if r.Err() != nil || st.pending == nil {
-		return
+	if r.Err() != nil || st.final != nil {
+		return nil
 	}
-	if len(st.pending) >= maxPending {
-		clear(st.pending) // replies went missing; start over
+	var p *query
+	if n := len(st.free); n > 0 {
+		p = st.free[n-1]
+		st.free = st.free[:n-1]
+	} else {
+		p = new(query)
 	}
-	st.pending[id] = q
+	*p = q
+	return p
 }
 
-// Reply reads the reply (a successful one) to the command with packet ID
-// id, if the State noted that command.
-func (st *State) Reply(id uint32, c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) {
-	q, ok := st.pending[id]
-	if !ok || q.cmd != c {
+// release recycles q, once its reply was read or will not be.
+func (st *State) release(q *query) {
+	if len(st.free) < maxFree && st.final == nil {
+		*q = query{}
+		st.free = append(st.free, q)
+	}
+}
+
+// Reply reads the reply (a successful one) to the command Command returned
+// qp for; a nil qp (a command the State did not note) is ignored.
+func (st *State) Reply(qp *query, c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) {
+	if qp == nil {
 		return
 	}
-	delete(st.pending, id)
+	q := *qp
+	st.release(qp)
+	if q.cmd != c {
+		return
+	}
 	r := &st.r
 	r.Reset(body, sizes)
 	switch c {

@@ -15,10 +15,10 @@ func body(f func(w *jdwp.BodyWriter)) []byte {
 	return w.Buf
 }
 
-// exchange feeds one command and its reply.
-func exchange(st *State, id uint32, c jdwp.Cmd, cmd, reply func(w *jdwp.BodyWriter)) {
-	st.Command(id, c, body(cmd), sizes8)
-	st.Reply(id, c, body(reply), sizes8)
+// exchange feeds one command and its reply (the packet ID is the
+// conversation's: the relay pairs them, see Watcher.Observe).
+func exchange(st *State, _ uint32, c jdwp.Cmd, cmd, reply func(w *jdwp.BodyWriter)) {
+	st.Reply(st.Command(c, body(cmd), sizes8), c, body(reply), sizes8)
 }
 
 func none(*jdwp.BodyWriter) {}
@@ -70,7 +70,7 @@ func TestConversation(t *testing.T) {
 		w.Int32(11)
 	})
 	// A reply to a command the State never saw is ignored.
-	st.Reply(99, jdwp.CmdThreadReferenceName, body(func(w *jdwp.BodyWriter) { w.String("ghost") }), sizes8)
+	st.Reply(nil, jdwp.CmdThreadReferenceName, body(func(w *jdwp.BodyWriter) { w.String("ghost") }), sizes8)
 
 	v := st.View()
 	if v.Stop != 1 || v.Running || v.StopThread != 0x101 || v.StopEvent != "BREAKPOINT" || len(v.Threads) != 2 {
@@ -91,7 +91,7 @@ func TestConversation(t *testing.T) {
 	}
 
 	// A resume, then a thread start (not a stop), then a step: stop 2.
-	st.Command(9, jdwp.CmdVirtualMachineResume, nil, sizes8)
+	st.Command(jdwp.CmdVirtualMachineResume, nil, sizes8)
 	if v := st.View(); !v.Running {
 		t.Fatal("not running after the resume")
 	}
@@ -152,8 +152,8 @@ func TestIgnoredAllocatesNothing(t *testing.T) {
 	st := NewState()
 	b := body(func(w *jdwp.BodyWriter) { w.ObjectID(1) })
 	if n := testing.AllocsPerRun(100, func() {
-		st.Command(1, jdwp.CmdStackFrameGetValues, b, sizes8)
-		st.Reply(1, jdwp.CmdStackFrameGetValues, b, sizes8)
+		q := st.Command(jdwp.CmdStackFrameGetValues, b, sizes8)
+		st.Reply(q, jdwp.CmdStackFrameGetValues, b, sizes8)
 	}); n != 0 {
 		t.Fatalf("%v allocations per ignored packet", n)
 	}
@@ -174,13 +174,13 @@ func FuzzState(f *testing.F) {
 		sizes := jdwp.IDSizes{FieldID: sz, MethodID: sz, ObjectID: sz, ReferenceTypeID: sz, FrameID: sz}
 		st := NewState()
 		c := jdwp.Cmd{Set: jdwp.CommandSet(set), Cmd: cmd}
-		for i := range uint32(3) {
-			st.Command(i, c, cmdBody, sizes)
+		for range 3 {
+			q := st.Command(c, cmdBody, sizes)
 			st.Event(event, sizes)
-			st.Reply(i, c, replyBody, sizes)
+			st.Reply(q, c, replyBody, sizes)
 		}
 		v := st.View()
-		if len(v.Threads) > maxThreads || len(st.classes) > maxClasses || len(st.methods) > maxMethods || len(st.pending) > maxPending {
+		if len(v.Threads) > maxThreads || len(st.classes) > maxClasses || len(st.methods) > maxMethods || len(st.free) > maxFree {
 			t.Fatalf("bounds exceeded: %d threads, %d classes, %d methods", len(v.Threads), len(st.classes), len(st.methods))
 		}
 		for _, th := range v.Threads {
@@ -224,7 +224,7 @@ func TestWatcherKeepsEndedPicture(t *testing.T) {
 	if !ok || v.Open || v.Session != 7 || len(v.Threads) != 1 || v.Threads[0].Name != "main" {
 		t.Fatalf("after the end: %+v", v)
 	}
-	if st.threads != nil || st.classes != nil || st.pending != nil {
+	if st.threads != nil || st.classes != nil || st.free != nil {
 		t.Fatal("an ended session keeps its tables")
 	}
 	w.SessionStart(&relay.Session{ID: 8})
