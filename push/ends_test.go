@@ -539,3 +539,27 @@ func TestNoSpeculatorNoHooks(t *testing.T) {
 		t.Fatal("hooks without a speculator")
 	}
 }
+
+// TestNearSpeculatesOnUnpushedStop: a stop event that comes without a
+// bundle (the far end pushed nothing for it) is speculated on by the near
+// end itself, so the debugger's reads do not each cross the link; a stop
+// with a bundle is not.
+func TestNearSpeculatesOnUnpushedStop(t *testing.T) {
+	vm, d, _ := nearSetup(t, 0)
+	ev := stopEvent(78)
+	if err := vm.Send(ev); err != nil {
+		t.Fatal(err)
+	}
+	if p := next(t, d); string(p) != string(ev) {
+		t.Fatalf("first packet %v, want the event", p)
+	}
+	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(vm, jdwp.CmdThreadReferenceFrames); n == 0 {
+		t.Errorf("the near end did not speculate on a stop without pushed state: %v", vm.Commands())
+	}
+	if n := count(vm, jdwp.CmdThreadReferenceName); n != 1 {
+		t.Errorf("the far end got %d Name commands, want 1 (the near end's speculation, serving the debugger's)", n)
+	}
+}

@@ -183,6 +183,12 @@ func (n *near) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
 		n.bundle(rs, f)
 		return relay.Consume
 	}
+	if f.Kind == relay.KindEvent {
+		// The far end sends a stop's bundle before its event; an event
+		// without one is a stop it pushed nothing for, which the near
+		// end speculates on itself.
+		n.spec.Unpushed(!n.lead)
+	}
 	a := n.ic.FromVM(rs, f)
 	if f.Kind == relay.KindEvent && n.lead {
 		n.lead = false

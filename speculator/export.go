@@ -66,7 +66,10 @@ type Tap interface {
 // pushSeams is a session's mode and tap (Session), under session.mu.
 type pushSeams struct {
 	mode Mode
-	tap  Tap // nil: untapped
+	// unpushed: in ModeNear, the current stop came without pushed state,
+	// so the session speculates on it as ModeAdaptive would (Unpushed).
+	unpushed bool
+	tap      Tap // nil: untapped
 	rep  SpecReply
 }
 
@@ -213,8 +216,23 @@ func (ss *session) forcedSpeculation() (speculate, forced bool) {
 	switch ss.push.mode {
 	case ModeAlways:
 		return !ss.closed, true
-	case ModeNever, ModeNear:
+	case ModeNear:
+		if ss.push.unpushed {
+			return false, false
+		}
+		return false, true
+	case ModeNever:
 		return false, true
 	}
 	return false, false
+}
+
+// Unpushed says, before a ModeNear session sees a stop event, whether that
+// stop comes without pushed state (the far end did not take it for a stop,
+// or gathered nothing for it): then the session speculates on it itself,
+// as ModeAdaptive, rather than leave every read to cross the link.
+func (s *Session) Unpushed(on bool) {
+	s.ss.mu.Lock()
+	s.ss.push.unpushed = on
+	s.ss.mu.Unlock()
 }
