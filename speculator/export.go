@@ -70,7 +70,7 @@ type pushSeams struct {
 	// so the session speculates on it as ModeAdaptive would (Unpushed).
 	unpushed bool
 	tap      Tap // nil: untapped
-	rep  SpecReply
+	rep      SpecReply
 }
 
 // Session is one relay session's speculator with the seams of this file.
