@@ -83,6 +83,12 @@ type episode struct {
 	wantArray  map[jdwp.ObjectID]bool  // arrays awaiting their length before values
 	sentKind   [numKinds]int
 	usedKind   [numKinds]int
+	asked      map[jdwp.Cmd]bool // commands the debugger sent during this stop
+	// shadow holds what gated rules would have sent at this stop, scored
+	// against what the debugger asks as if sent (at no cost to the VM).
+	shadow     map[keyable.Key]kind
+	shadowKind [numKinds]int
+	shadowUsed [numKinds]int
 }
 
 // learner is what the session learned about the debugger across stops,
@@ -138,19 +144,39 @@ const (
 
 // kindAllowed gates prediction rules: a derived rule (not a template or the
 // first-stop default) predicts command c only if the debugger has sent c
-// (with any parameters) in this session, and only while most of its
-// speculation gets used (with an occasional probe so it can come back).
-// The debugger not sending c at a stop is no evidence against the rule:
-// the stop may have had nothing to ask it about (no string, no new class).
+// (with any parameters) in this session and not left it unasked at a stop
+// where a rule predicted it (endEpisode). The debugger not sending c at a
+// stop no rule predicted it at is no evidence against the rule: the stop
+// may have had nothing to ask it about (no string, no new class).
 func (l *learner) kindAllowed(k kind, c jdwp.Cmd) bool {
-	if k == kTemplate || k == kDefault {
-		return true
-	}
-	if l.asked[c] == 0 {
+	return !derived(k) || l.asked[c] != 0
+}
+
+// shadowed says whether a derived rule's prediction key is held back
+// because little of the rule's speculation gets used; it is then noted as
+// the rule's shadow and scored as if sent, so the rule comes back as soon
+// as the debugger asks what it predicts (without probes costing the VM).
+func (l *learner) shadowed(k kind, key *keyable.Key) bool {
+	if !derived(k) || l.ratio[k] >= minRatio {
 		return false
 	}
-	return l.ratio[k] >= 0.3 || l.ep.serial%8 == 0
+	ep := &l.ep
+	if ep.shadow == nil {
+		ep.shadow = map[keyable.Key]kind{}
+	}
+	if _, dup := ep.shadow[*key]; !dup && len(ep.shadow) < maxSpecPerStop {
+		ep.shadow[*key] = k
+		ep.shadowKind[k]++
+	}
+	return true
 }
+
+// minRatio is the smoothed used/sent under which a rule stops sending.
+const minRatio = 0.3
+
+// derived says whether rule k predicts from replies (gated by asked),
+// rather than replaying the debugger (templates) or guessing the first stop.
+func derived(k kind) bool { return k != kTemplate && k != kDefault }
 
 func (l *learner) beginEpisode(thread jdwp.ThreadID, loc jdwp.Location) {
 	l.serial++
@@ -177,6 +203,11 @@ func (l *learner) endEpisode(d *dispatcher) (wasted int) {
 			s.done = true
 			traceSpec(s, outcomeWasted, ep.serial)
 			wasted++
+			if c := s.key.Cmd(); derived(s.kind) && !ep.asked[c] {
+				// A rule predicted c and the debugger did not ask it at
+				// all at this stop: no rule predicts c until it does.
+				delete(l.asked, c)
+			}
 		}
 		if t := s.tmpl; t != nil && !t.removed {
 			if s.used || t.seen == ep.serial {
@@ -190,10 +221,15 @@ func (l *learner) endEpisode(d *dispatcher) (wasted int) {
 	d.dropQueue()
 	if stopSent := countStopSent(ep.specs); stopSent > 0 {
 		l.waste = l.waste/2 + float64(wasted)/float64(stopSent)/2
+	} else {
+		// Nothing sent (paused, or all cached) is no new evidence of
+		// waste: let the estimate fade so a pause ends after a few stops
+		// rather than only at a probe.
+		l.waste *= 0.75
 	}
 	for k := range ep.sentKind {
-		if n := ep.sentKind[k]; n > 0 {
-			l.ratio[k] = l.ratio[k]/2 + float64(ep.usedKind[k])/float64(n)/2
+		if n := ep.sentKind[k] + ep.shadowKind[k]; n > 0 {
+			l.ratio[k] = l.ratio[k]/2 + float64(ep.usedKind[k]+ep.shadowUsed[k])/float64(n)/2
 		}
 	}
 	// Templates for the next stop: what the debugger sent at this one, in
@@ -244,6 +280,14 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 	l.asked[c] = max(l.serial, 1)
 	if !ep.active {
 		return
+	}
+	if ep.asked == nil {
+		ep.asked = map[jdwp.Cmd]bool{}
+	}
+	ep.asked[c] = true
+	if k, ok := ep.shadow[*key]; ok {
+		delete(ep.shadow, *key)
+		ep.shadowUsed[k]++
 	}
 	params := key.Params()
 	switch c {

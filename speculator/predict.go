@@ -99,6 +99,9 @@ func (ss *session) submitSpec(rs *relay.Session, sizes jdwp.IDSizes, s *spec, c 
 	if old := ss.disp.pending(&s.key); old != nil && !old.cancelled && ss.facts.valid(old.info, old.subj, old.gen) {
 		return
 	}
+	if ss.learn.shadowed(s.kind, &s.key) {
+		return
+	}
 	if !ss.facts.safeToSend(s, ep.frames, sizes) {
 		ss.sp.countSpec(outcomeWithheld, 1)
 		return
