@@ -283,6 +283,7 @@ func start(opts Options, sinks []sink, formats []Format) *Journal {
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	j.fillFree()
 	for i, s := range sinks {
 		j.ws = append(j.ws, newWriter(j, s, formats[i]))
 	}

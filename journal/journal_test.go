@@ -326,6 +326,11 @@ func TestWriteErrorIsReported(t *testing.T) {
 	}
 }
 
+// TestObserveDoesNotAllocate: a command and its answer, as the relay
+// shows them (the answer's frame carries the command's slot data), cost
+// Observe no allocation once the journal has warmed up (every ring slot's
+// buffer grown): the record each command hangs on its slot comes from the
+// free list and comes back with the answer.
 func TestObserveDoesNotAllocate(t *testing.T) {
 	j, err := New(&jdwptest.Buffer{}, Options{})
 	if err != nil {
@@ -334,12 +339,19 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	defer j.Close()
 	s := &relay.Session{ID: 1}
 	p := jdwp.AppendCommand(nil, 1, jdwp.CmdThreadReferenceFrames, make([]byte, 300))
-	f := &relay.Frame{Dir: relay.ToVM, Kind: relay.KindCommand, Packet: p, ID: 1, Cmd: jdwp.CmdThreadReferenceFrames, Time: time.Now()}
-	for range 2 * defaultQueue { // warm every slot's buffer
-		j.Observe(s, f)
+	r := jdwp.AppendReply(nil, 1, 0, make([]byte, 300))
+	cmd := &relay.Frame{Dir: relay.ToVM, Kind: relay.KindCommand, Packet: p, ID: 1, Cmd: jdwp.CmdThreadReferenceFrames, Time: time.Now()}
+	ans := &relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindReply, Packet: r, ID: 1, Cmd: jdwp.CmdThreadReferenceFrames, Time: time.Now()}
+	exchange := func() {
+		j.Observe(s, cmd)
+		ans.SetData(dataSlot, cmd.Data(dataSlot)) // as the relay pairs them
+		j.Observe(s, ans)
 	}
-	if n := testing.AllocsPerRun(1000, func() { j.Observe(s, f) }); n != 0 {
-		t.Errorf("Observe allocates %v times per packet", n)
+	for range defaultQueue { // two records each: every slot's buffer grown
+		exchange()
+	}
+	if n := testing.AllocsPerRun(1000, exchange); n != 0 {
+		t.Errorf("Observe allocates %v times per command and answer", n)
 	}
 }
 
@@ -474,5 +486,35 @@ func TestStatsAndShow(t *testing.T) {
 		if !strings.Contains(line, "thread=0x1234") || !strings.Contains(line, r.Served) || !strings.Contains(line, "00000000") {
 			t.Errorf("FormatRecord: %q", line)
 		}
+	}
+}
+
+// TestAnswerReturnsRecord: the record a command hangs on its relay slot
+// goes back to the free list once its answer is written, so the journal
+// allocates no records as long as commands are answered; a command left
+// unanswered keeps its record.
+func TestAnswerReturnsRecord(t *testing.T) {
+	j, err := New(&jdwptest.Buffer{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &relay.Session{ID: 1}
+	for id := uint32(1); id <= 3; id++ {
+		cmd := &relay.Frame{Dir: relay.ToVM, Kind: relay.KindCommand, Packet: jdwp.AppendCommand(nil, id, jdwp.CmdVirtualMachineVersion, nil),
+			ID: id, Cmd: jdwp.CmdVirtualMachineVersion, Time: time.Now()}
+		j.Observe(s, cmd)
+		if id == 3 {
+			break // unanswered
+		}
+		ans := &relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindReply, Packet: jdwp.AppendReply(nil, id, 0, nil),
+			ID: id, Cmd: jdwp.CmdVirtualMachineVersion, Time: time.Now()}
+		ans.SetData(dataSlot, cmd.Data(dataSlot))
+		j.Observe(s, ans)
+	}
+	if err := j.Close(); err != nil { // the writer has handled every record
+		t.Fatal(err)
+	}
+	if n := len(j.free); n != maxFreeRecs-1 {
+		t.Errorf("%d records free after two answered commands and one unanswered, want %d", n, maxFreeRecs-1)
 	}
 }

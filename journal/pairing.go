@@ -34,8 +34,19 @@ type cmdRec struct {
 var dataSlot = relay.NewSlot()
 
 // maxFreeRecs bounds the recycled cmdRecs (a burst of commands in flight
-// must not be kept for the journal's life).
+// must not be kept for the journal's life). The free list starts full
+// (fillFree), so that up to this many commands awaiting their answers, or
+// records the writer has yet to recycle, cost Observe no allocation.
 const maxFreeRecs = 1024
+
+// fillFree fills the free list from one block of records.
+func (j *Journal) fillFree() {
+	block := make([]cmdRec, maxFreeRecs)
+	j.free = make([]*cmdRec, maxFreeRecs)
+	for i := range block {
+		j.free[i] = &block[i]
+	}
+}
 
 // sess is what the journal knows about one session, for every file alike.
 // Only the writer goroutine touches it.
