@@ -212,6 +212,7 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 		}
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
 		ss.attachMethods(c, params, r, sizes)
+		ss.prepareMethods(c, params, p, sizes)
 	}
 }
 
