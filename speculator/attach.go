@@ -109,6 +109,7 @@ func (ss *session) attachProfile(sizes jdwp.IDSizes) {
 	a.prof = ss.sp.profiles.get(a.key)
 	if a.prof != nil {
 		a.prof.applyTo(&ss.learn, sizes)
+		ss.prep.importFrom(a.prof)
 		ss.wbImport()
 	}
 	ss.attachSecondWave(sizes)
@@ -405,6 +406,7 @@ func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 		p.merge(a.prof)
 	}
 	p.learnFrom(&ss.learn, sizes)
+	ss.prep.exportTo(&p)
 	p.slotsFrom(&ss.learn, &ss.facts.seen)
 	if p.WB = ss.wbExport(); p.WB == nil && a.prof != nil {
 		p.WB = a.prof.WB

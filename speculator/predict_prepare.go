@@ -2,6 +2,8 @@ package speculator
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -33,7 +35,9 @@ import (
 // this connection's Methods reply for that class (handedOut); the
 // commands are class-lifetime reads (keyable.TierClass), cached until
 // the class is unloaded or redefined. Speculation still unused when the
-// debugger resumes is counted as waste.
+// debugger resumes is counted as waste. Before the first stop at a
+// location it is part of the attach's own commands: gated, and counted in
+// its use, with them (attachAllowed, AttachUse).
 
 // maxPrepareMethods caps the line tables speculated per class, and
 // maxPrepareSpecs the speculation of one prepare stop.
@@ -188,7 +192,7 @@ func (ss *session) prepareMethods(c jdwp.Cmd, params []byte, p jdwp.Packet, size
 // handed out by this connection.
 func (ss *session) specPrepare(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 	pr := &ss.prep
-	if len(pr.specs) >= maxPrepareSpecs {
+	if len(pr.specs) >= maxPrepareSpecs || ss.recording() && !ss.attachAllowed() {
 		return
 	}
 	s := &spec{kind: prepareKind(c), prep: true}
@@ -209,6 +213,9 @@ func (ss *session) specPrepare(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd
 	}
 	s.gen = ss.facts.gen
 	pr.specs = append(pr.specs, s)
+	if a := &ss.att; ss.recording() && len(a.specs) < maxAttachCmds {
+		a.specs = append(a.specs, s) // part of the attach's use (AttachUse)
+	}
 	ss.disp.submit(rs, s)
 }
 
@@ -244,12 +251,7 @@ func (ss *session) prepareAsked(key *keyable.Key, info keyable.Info, sizes jdwp.
 		}
 		learned = &pr.methodCmds
 	}
-	if *learned == nil {
-		*learned = map[jdwp.Cmd]bool{}
-	}
-	if len(*learned) < 16 {
-		(*learned)[key.Cmd()] = true
-	}
+	pr.learn(learned, key.Cmd())
 }
 
 // endPrepare ends the prepare stop at the debugger's resume: what it sent
@@ -271,4 +273,59 @@ func (ss *session) endPrepare() {
 	ss.sp.countSpec(outcomeWasted, wasted)
 	pr.specs = pr.specs[:0]
 	clear(pr.stop)
+}
+
+// maxPrepareCmds bounds the commands learned per prepared class and method.
+const maxPrepareCmds = 16
+
+// exportTo keeps in profile p what the debugger asks at CLASS_PREPARE stops
+// (ID-free: commands only).
+func (pr *prepareRule) exportTo(p *profile) {
+	p.PrepClass, p.PrepMethod = sortedCmds(pr.classCmds), sortedCmds(pr.methodCmds)
+}
+
+// importFrom starts the session knowing what an earlier session of the same
+// debugger saw asked at CLASS_PREPARE stops.
+func (pr *prepareRule) importFrom(p *profile) {
+	for _, c := range p.PrepClass {
+		pr.learn(&pr.classCmds, c)
+	}
+	for _, c := range p.PrepMethod {
+		pr.learn(&pr.methodCmds, c)
+	}
+}
+
+func (pr *prepareRule) learn(m *map[jdwp.Cmd]bool, c jdwp.Cmd) {
+	if *m == nil {
+		*m = map[jdwp.Cmd]bool{}
+	}
+	if len(*m) < maxPrepareCmds {
+		(*m)[c] = true
+	}
+}
+
+func sortedCmds(m map[jdwp.Cmd]bool) []jdwp.Cmd {
+	out := make([]jdwp.Cmd, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b jdwp.Cmd) int { return cmp.Or(cmp.Compare(a.Set, b.Set), cmp.Compare(a.Cmd, b.Cmd)) })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// prepareValid says whether commands read back from a profile are
+// class-lifetime reads, within bounds.
+func prepareValid(cs []jdwp.Cmd) bool {
+	if len(cs) > maxPrepareCmds {
+		return false
+	}
+	for _, c := range cs {
+		if info, ok := keyable.Lookup(c); !ok || info.Tier != keyable.TierClass {
+			return false
+		}
+	}
+	return true
 }

@@ -183,3 +183,29 @@ func TestPrepareRuleServesNothingOfAnUnloadedClass(t *testing.T) {
 		t.Fatalf("VM got %d line tables, want 3 (the unloaded class's asked again)", n)
 	}
 }
+
+// TestPrepareRuleIsKeptInTheProfile: what a session saw the debugger ask at
+// a CLASS_PREPARE stop gates the rule in the next session of the same
+// debugger from its first prepare stop (for a class the attach replay
+// does not know).
+func TestPrepareRuleIsKeptInTheProfile(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	first := startRig(t, sp)
+	first.vm.setHandler(prepareVM(2))
+	attachStart(t, first)
+	first.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	first.prepare(10, 0x70, "LFoo;")
+	first.resolve(20, 0x70, 2)
+	first.stop()
+
+	second := startRig(t, sp)
+	second.vm.setHandler(prepareVM(2))
+	attachStart(t, second)
+	second.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	second.prepare(10, 0x90, "LBar;")
+	before := sp.Stats()
+	second.resolve(20, 0x90, 2)
+	if st := sp.Stats().Since(before); st.Misses != 0 || st.Hits+st.Belays != resolveCmds(2) {
+		t.Fatalf("second session's first prepare stop: %+v, want every read served", st)
+	}
+}
