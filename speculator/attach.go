@@ -109,6 +109,7 @@ func (ss *session) attachProfile(sizes jdwp.IDSizes) {
 	a.prof = ss.sp.profiles.get(a.key)
 	if a.prof != nil {
 		a.prof.applyTo(&ss.learn, sizes)
+		ss.prep.importFrom(a.prof)
 		ss.wbImport()
 	}
 	ss.attachSecondWave(sizes)
@@ -212,6 +213,7 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 		}
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
 		ss.attachMethods(c, params, r, sizes)
+		ss.prepareMethods(c, params, p, sizes)
 	}
 }
 
@@ -404,6 +406,7 @@ func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 		p.merge(a.prof)
 	}
 	p.learnFrom(&ss.learn, sizes)
+	ss.prep.exportTo(&p)
 	p.slotsFrom(&ss.learn, &ss.facts.seen)
 	if p.WB = ss.wbExport(); p.WB == nil && a.prof != nil {
 		p.WB = a.prof.WB

@@ -146,6 +146,7 @@ func TestLearnFileRoundTrip(t *testing.T) {
 		Class:     []classCmd{{Sig: "LFoo;", Set: jdwp.SetReferenceType, Cmd: 15}},
 		Method:    []methodCmd{{Sig: "LFoo;", Name: "run", MSig: "()V", Set: jdwp.SetMethod, Cmd: 1}},
 		AttachUse: 0.5, Asked: []jdwp.Cmd{jdwp.CmdStringReferenceValue}, Ratio: make([]float64, numKinds),
+		PrepClass: []jdwp.Cmd{jdwp.CmdReferenceTypeMethodsWithGeneric}, PrepMethod: []jdwp.Cmd{jdwp.CmdMethodLineTable},
 		FramesRule: -1, ValueDepth: 3, Templates: []relTmpl{{Set: jdwp.SetThreadReference, Cmd: 6, Rel: true, Ints: []int32{0, -1}}}}
 	sp.profiles.put("k", want)
 	fi, err := os.Stat(path)
@@ -164,6 +165,12 @@ func TestLearnFileRoundTrip(t *testing.T) {
 	}
 	if got := newTestSpeculator(Config{LearnFile: path}).profiles.get("k"); got != nil {
 		t.Fatalf("a profile naming a command that is not cacheable was kept: %+v", got)
+	}
+	if err := os.WriteFile(path, []byte(`{"k":{"prep_class":[{"Set":11,"Cmd":6}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := newTestSpeculator(Config{LearnFile: path}).profiles.get("k"); got != nil {
+		t.Fatalf("a profile naming a stop-state command for prepare stops was kept: %+v", got)
 	}
 }
 

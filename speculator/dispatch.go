@@ -26,6 +26,7 @@ type spec struct {
 	used      bool
 	done      bool     // accounted as wasted (or superseded)
 	reask     bool     // belayed debugger commands asked again (notSuspended)
+	prep      bool     // sent by the prepare rule (predict_prepare.go): IDs from this connection's event and replies
 	waiters   []uint32 // belayed debugger command IDs
 }
 

@@ -31,6 +31,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		ss.attachVMStart(rs, f.Packet.Body())
 		return
 	}
+	ss.prep.pending = ss.prep.pending[:0]
 	comp, err := ss.trig.Events(f.Packet.Body(), sizes)
 	if err != nil {
 		// A composite we cannot read may hide anything: forget it all.
@@ -79,6 +80,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		ss.facts.suspended[thread] = true
 	}
 	ss.facts.suspChanges++
+	ss.prepareStop(rs, sizes)
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread, loc)
 		ss.cache.tick(ss.learn.serial)

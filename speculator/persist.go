@@ -38,8 +38,10 @@ type profile struct {
 	ArrLen     int32       `json:"arr_len"`
 	ArrKnown   bool        `json:"arr_known"`
 	Templates  []relTmpl   `json:"templates,omitempty"`
-	Slots      []slotsOf   `json:"slots,omitempty"` // learner.slots by method name
-	WB         *wbProfile  `json:"wb,omitempty"`    // write-behind's (writebehind_profile.go)
+	Slots      []slotsOf   `json:"slots,omitempty"`       // learner.slots by method name
+	WB         *wbProfile  `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
+	PrepClass  []jdwp.Cmd  `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
+	PrepMethod []jdwp.Cmd  `json:"prep_method,omitempty"` // asked of its methods there
 }
 
 // slotsOf is the slots the debugger asked of a method's frames (at one
@@ -391,7 +393,7 @@ func (p *profile) valid() bool {
 		len(p.Asked) > 256 || len(p.Ratio) != 0 && len(p.Ratio) != int(numKinds) {
 		return false
 	}
-	if !p.WB.valid() {
+	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) {
 		return false
 	}
 	ok := func(c jdwp.Cmd) bool { _, ok := keyable.Lookup(c); return ok }

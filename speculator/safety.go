@@ -55,7 +55,12 @@ import (
 //     class ID this connection's events or replies handed out with its
 //     signature, and a method ID of that class from its Methods reply
 //     (handedOut): never an ID from an earlier connection, even to the
-//     same VM process.
+//     same VM process;
+//   - the prepare rule's reads (predict_prepare.go, spec.prep) are held to
+//     the same check: class-lifetime reads (methods, strata, line tables)
+//     of the class ID this connection's CLASS_PREPARE event handed out,
+//     and of method IDs of that class from this connection's Methods
+//     reply — the very reads JDI makes there to resolve breakpoints.
 //
 // safeToSend enforces the ID rules just before a speculation is sent, so
 // that no prediction path (replayed templates, learned field lists and
@@ -228,7 +233,7 @@ func sameKind(sig, tag jdwp.Tag) bool {
 // safeToSend checks the IDs of speculation s against the rule above;
 // frames are the current stop's.
 func (f *facts) safeToSend(s *spec, frames map[jdwp.FrameID]frameInfo, sizes jdwp.IDSizes) bool {
-	if s.kind == kAttach && !f.seen.attachOK(s, sizes) {
+	if (s.kind == kAttach || s.prep) && !f.seen.attachOK(s, sizes) {
 		return false
 	}
 	r := jdwp.NewBodyReader(s.key.Params(), sizes)

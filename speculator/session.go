@@ -45,6 +45,7 @@ type session struct {
 	data  dataPool                  // cmdData kept with commands in flight (slot)
 	push  pushSeams                 // mode and tap (export.go)
 	wb    writeBehind               // state-setting commands answered at once (writebehind.go)
+	prep  prepareRule               // speculation at CLASS_PREPARE stops (predict_prepare.go)
 
 	ansBuf   []byte // cache-hit answers (debugger goroutine, handed to the relay)
 	belayBuf []byte // belayed answers
@@ -68,6 +69,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 		inflight: map[keyable.Key]*spec{}, onSend: ss.sent, log: ss.log}
 	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.facts.onClassPrepare)
 	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.onClassPrepare)
+	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.onPrepareEvent)
 	ss.trig.OnEvent(jdwp.EventClassUnload, ss.facts.onClassUnload)
 	ss.trig.OnEvent(jdwp.EventThreadStart, ss.facts.onThreadLifecycle)
 	ss.trig.OnEvent(jdwp.EventThreadDeath, ss.facts.onThreadLifecycle)
@@ -97,6 +99,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		d.subj = d.key.Subject(info, sizes)
 		ss.learn.learnCommand(&d.key, info, d.subj, sizes, ss.facts.objType)
 		ss.attachRecord(&d.key, info, sizes)
+		ss.prepareAsked(&d.key, info, sizes)
 		if e := ss.cache.lookup(&d.key); e != nil {
 			ss.markUsed(e.rec)
 			f.Answer = retag.Retag(ss.ansBuf[:0], e.reply, f.ID)
@@ -124,6 +127,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		return relay.Consume
 	} else {
 		d.wb = ss.wb.command(p, sizes, &ss.facts) // before the effect: it reads the suspension
+		ss.prepareRequest(p, sizes)
 		ss.applyEffect(p, sizes, &d)
 	}
 	d.gen = ss.facts.gen
@@ -151,6 +155,7 @@ func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 		d.sig = signatureQueried(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectResume:
 		ss.endEpisode()
+		ss.endPrepare()
 		ss.facts.resumeSent()
 		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectInvoke:

@@ -30,6 +30,11 @@
 // from the thread's frame generation (framepredict.go), and served only
 // once the stop's Frames reply confirms them.
 //
+// At a suspending CLASS_PREPARE of a class the debugger asked to be told
+// of by name, or once it was seen resolving a prepared class, the reads
+// it resolves breakpoints with (methods, strata, line tables) are sent
+// with the event and chained on the methods reply (predict_prepare.go).
+//
 // At attach (attach.go) the session prefetches what every debugger asks
 // first, and replays the attach sequence an earlier session of the same
 // debugger on the same kind of VM recorded, by class signature and method

@@ -1,0 +1,331 @@
+package speculator
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+)
+
+// The prepare rule: a suspending CLASS_PREPARE stop (not a stop at a
+// location: no episode) is where a debugger resolves its deferred
+// breakpoints in the prepared class: JDI reads the class's methods
+// (ReferenceType.MethodsWithGeneric), its strata
+// (SourceDebugExtension), then the line table of each method, one after
+// another, before it sets the breakpoints and resumes. The rule sends
+// those reads at the event, and the line tables as soon as the methods
+// reply names the methods (capped at maxPrepareMethods per class).
+//
+// Gate: a class is speculated on only
+//
+//   - with the commands the debugger asked of a prepared class at an
+//     earlier CLASS_PREPARE stop of this session (learned below), or
+//   - for a class the debugger asked to be told of: a suspending
+//     CLASS_PREPARE request of its own with a ClassMatch modifier that
+//     matches the class's name (not the catch-all "*"). An IDE asks that
+//     only for a class it has breakpoints in and not yet loaded, and it
+//     resolves them when told: it reads the methods, the strata and the
+//     line tables (defaultPrepare).
+//
+// Safety (safeToSend, spec.prep): the class ID is the one this
+// connection's CLASS_PREPARE event handed out, the method IDs those of
+// this connection's Methods reply for that class (handedOut); the
+// commands are class-lifetime reads (keyable.TierClass), cached until
+// the class is unloaded or redefined. Speculation still unused when the
+// debugger resumes is counted as waste. Before the first stop at a
+// location it is part of the attach's own commands: gated, and counted in
+// its use, with them (attachAllowed, AttachUse).
+
+// maxPrepareMethods caps the line tables speculated per class, and
+// maxPrepareSpecs the speculation of one prepare stop.
+const (
+	maxPrepareMethods = 64
+	maxPrepareSpecs   = 512
+	maxPreparePattern = 256
+)
+
+// prepareRule is the prepare rule's state. Part of session, guarded by
+// session.mu.
+type prepareRule struct {
+	patterns   [][]byte              // ClassMatch patterns of the debugger's suspending CLASS_PREPARE requests
+	pending    []preparedClass       // classes of the composite event being read
+	stop       map[jdwp.ClassID]bool // classes of the current prepare stop -> matched a request
+	classCmds  map[jdwp.Cmd]bool     // asked of a prepared class (class ID only) at a prepare stop
+	methodCmds map[jdwp.Cmd]bool     // asked of a prepared class's method at a prepare stop
+	specs      []*spec               // sent at the current prepare stop
+}
+
+type preparedClass struct {
+	id  jdwp.ClassID
+	sig string
+}
+
+// prepareRequest notes the ClassMatch patterns of a debugger's suspending
+// EventRequest.Set for CLASS_PREPARE.
+func (ss *session) prepareRequest(p jdwp.Packet, sizes jdwp.IDSizes) {
+	if p.Cmd() != jdwp.CmdEventRequestSet {
+		return
+	}
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	k, policy := jdwp.EventKind(r.Uint8()), jdwp.SuspendPolicy(r.Uint8())
+	if k != jdwp.EventClassPrepare || policy == jdwp.SuspendNone {
+		return
+	}
+	n := r.Count(1)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		m := r.Modifier()
+		if r.Err() == nil && m.Kind == jdwp.ModClassMatch && len(bytes.Trim(m.Pattern, "*")) > 0 &&
+			len(ss.prep.patterns) < maxPreparePattern {
+			ss.prep.patterns = append(ss.prep.patterns, bytes.Clone(m.Pattern))
+		}
+	}
+}
+
+// matches says whether a pattern of the debugger's requests matches the
+// class of signature sig ("Lp/q/C;" is named p.q.C; a pattern may start
+// or end with '*').
+func (pr *prepareRule) matches(sig string) bool {
+	if len(sig) < 3 || sig[0] != 'L' || sig[len(sig)-1] != ';' {
+		return false
+	}
+	name := []byte(sig[1 : len(sig)-1])
+	for i, b := range name {
+		if b == '/' {
+			name[i] = '.'
+		}
+	}
+	for _, p := range pr.patterns {
+		switch {
+		case p[0] == '*' && bytes.HasSuffix(name, p[1:]),
+			p[len(p)-1] == '*' && bytes.HasPrefix(name, p[:len(p)-1]),
+			bytes.Equal(name, p):
+			return true
+		}
+	}
+	return false
+}
+
+// onPrepareEvent notes a class prepared by a suspending event; it is
+// speculated on once the whole composite is read (prepareStop).
+func (ss *session) onPrepareEvent(policy jdwp.SuspendPolicy, e *jdwp.Event) {
+	if policy != jdwp.SuspendNone && len(ss.prep.pending) < maxPrepareMethods {
+		ss.prep.pending = append(ss.prep.pending, preparedClass{id: e.ClassID(), sig: string(e.Signature)})
+	}
+}
+
+// prepareStop speculates, at a suspending event, the class reads for the
+// classes it prepared.
+func (ss *session) prepareStop(rs *relay.Session, sizes jdwp.IDSizes) {
+	pr := &ss.prep
+	defer func() { pr.pending = pr.pending[:0] }()
+	if len(pr.pending) == 0 || !ss.speculating() {
+		return
+	}
+	if pr.stop == nil {
+		pr.stop = map[jdwp.ClassID]bool{}
+	}
+	for _, pc := range pr.pending {
+		matched := pr.matches(pc.sig)
+		pr.stop[pc.id] = matched
+		w := ss.writer(sizes)
+		w.Class(pc.id)
+		ss.pbuf = w.Buf
+		if matched {
+			ss.specPrepare(rs, sizes, ss.membersCmd(), ss.pbuf)
+			ss.specPrepare(rs, sizes, jdwp.CmdReferenceTypeSourceDebugExtension, ss.pbuf)
+		}
+		for c := range pr.classCmds {
+			ss.specPrepare(rs, sizes, c, ss.pbuf)
+		}
+	}
+}
+
+// membersCmd is the methods command this debugger asks: MethodsWithGeneric
+// (JDI, on any VM of JDWP 1.5 or later) unless it asked only Methods.
+func (ss *session) membersCmd() jdwp.Cmd {
+	if ss.learn.asked[jdwp.CmdReferenceTypeMethods] != 0 && ss.learn.asked[jdwp.CmdReferenceTypeMethodsWithGeneric] == 0 {
+		return jdwp.CmdReferenceTypeMethods
+	}
+	return jdwp.CmdReferenceTypeMethodsWithGeneric
+}
+
+// prepareMethods chains, from a Methods reply for a class of the current
+// prepare stop, the method reads for its methods (in the reply's order).
+func (ss *session) prepareMethods(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
+	pr := &ss.prep
+	class := jdwp.NewBodyReader(params, sizes).Class()
+	matched, ok := pr.stop[class]
+	if !ok || !ss.att.canSend || !ss.speculating() || !matched && len(pr.methodCmds) == 0 {
+		return
+	}
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	n := min(r.Count(sizes.MethodID+4+4+4), maxPrepareMethods)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		id := r.Method()
+		r.StringBytes()
+		r.StringBytes()
+		if c == jdwp.CmdReferenceTypeMethodsWithGeneric {
+			r.StringBytes()
+		}
+		r.Int32()
+		if r.Err() != nil {
+			return
+		}
+		w := ss.writer(sizes)
+		w.Class(class)
+		w.Method(id)
+		ss.pbuf = w.Buf
+		if matched {
+			ss.specPrepare(ss.att.rs, sizes, jdwp.CmdMethodLineTable, ss.pbuf)
+		}
+		for mc := range pr.methodCmds {
+			ss.specPrepare(ss.att.rs, sizes, mc, ss.pbuf)
+		}
+	}
+}
+
+// specPrepare sends the class-lifetime read c with params as the prepare
+// rule's speculation, unless cached or in flight or its IDs were not
+// handed out by this connection.
+func (ss *session) specPrepare(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
+	pr := &ss.prep
+	if len(pr.specs) >= maxPrepareSpecs || ss.recording() && !ss.attachAllowed() {
+		return
+	}
+	s := &spec{kind: prepareKind(c), prep: true}
+	info, ok := keyable.Fill(&s.key, c, params, sizes)
+	if !ok || info.Tier != keyable.TierClass {
+		return
+	}
+	s.info, s.subj = info, s.key.Subject(info, sizes)
+	if ss.cache.has(&s.key) {
+		return
+	}
+	if old := ss.disp.pending(&s.key); old != nil && !old.cancelled {
+		return
+	}
+	if !ss.facts.safeToSend(s, nil, sizes) {
+		ss.sp.countSpec(outcomeWithheld, 1)
+		return
+	}
+	s.gen = ss.facts.gen
+	pr.specs = append(pr.specs, s)
+	if a := &ss.att; ss.recording() && len(a.specs) < maxAttachCmds {
+		a.specs = append(a.specs, s) // part of the attach's use (AttachUse)
+	}
+	ss.disp.submit(rs, s)
+}
+
+func prepareKind(c jdwp.Cmd) kind {
+	switch c {
+	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
+		return kClassMembers
+	case jdwp.CmdReferenceTypeSourceFile, jdwp.CmdReferenceTypeSourceDebugExtension:
+		return kClassSource
+	case jdwp.CmdMethodLineTable:
+		return kLineTable
+	case jdwp.CmdMethodVariableTable, jdwp.CmdMethodVariableTableWithGeneric:
+		return kVarTable
+	}
+	return kClassInfo
+}
+
+// prepareAsked learns what the debugger asks of a class prepared at the
+// current prepare stop.
+func (ss *session) prepareAsked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
+	pr := &ss.prep
+	if len(pr.stop) == 0 || info.Tier != keyable.TierClass {
+		return
+	}
+	r := jdwp.NewBodyReader(key.Params(), sizes)
+	if _, ok := pr.stop[r.Class()]; !ok || r.Err() != nil {
+		return
+	}
+	learned := &pr.classCmds
+	if r.Remaining() > 0 {
+		if r.Method(); r.Err() != nil || r.Remaining() != 0 {
+			return
+		}
+		learned = &pr.methodCmds
+	}
+	pr.learn(learned, key.Cmd())
+}
+
+// endPrepare ends the prepare stop at the debugger's resume: what it sent
+// and the debugger did not use is wasted.
+func (ss *session) endPrepare() {
+	pr := &ss.prep
+	wasted := 0
+	for _, s := range pr.specs {
+		switch {
+		case !s.sent:
+			ss.disp.forget(s)
+			s.cancelled = true
+		case !s.used && !s.done:
+			s.done = true
+			traceSpec(s, outcomeWasted, ss.learn.serial)
+			wasted++
+		}
+	}
+	ss.sp.countSpec(outcomeWasted, wasted)
+	pr.specs = pr.specs[:0]
+	clear(pr.stop)
+}
+
+// maxPrepareCmds bounds the commands learned per prepared class and method.
+const maxPrepareCmds = 16
+
+// exportTo keeps in profile p what the debugger asks at CLASS_PREPARE stops
+// (ID-free: commands only).
+func (pr *prepareRule) exportTo(p *profile) {
+	p.PrepClass, p.PrepMethod = sortedCmds(pr.classCmds), sortedCmds(pr.methodCmds)
+}
+
+// importFrom starts the session knowing what an earlier session of the same
+// debugger saw asked at CLASS_PREPARE stops.
+func (pr *prepareRule) importFrom(p *profile) {
+	for _, c := range p.PrepClass {
+		pr.learn(&pr.classCmds, c)
+	}
+	for _, c := range p.PrepMethod {
+		pr.learn(&pr.methodCmds, c)
+	}
+}
+
+func (pr *prepareRule) learn(m *map[jdwp.Cmd]bool, c jdwp.Cmd) {
+	if *m == nil {
+		*m = map[jdwp.Cmd]bool{}
+	}
+	if len(*m) < maxPrepareCmds {
+		(*m)[c] = true
+	}
+}
+
+func sortedCmds(m map[jdwp.Cmd]bool) []jdwp.Cmd {
+	out := make([]jdwp.Cmd, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b jdwp.Cmd) int { return cmp.Or(cmp.Compare(a.Set, b.Set), cmp.Compare(a.Cmd, b.Cmd)) })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// prepareValid says whether commands read back from a profile are
+// class-lifetime reads, within bounds.
+func prepareValid(cs []jdwp.Cmd) bool {
+	if len(cs) > maxPrepareCmds {
+		return false
+	}
+	for _, c := range cs {
+		if info, ok := keyable.Lookup(c); !ok || info.Tier != keyable.TierClass {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,211 @@
+package speculator
+
+import (
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// prepareVM scripts a VM whose class of ID class has n methods, IDs
+// class+1 .. class+n, each with a line table.
+func prepareVM(n int) func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	return func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		switch p.Cmd() {
+		case jdwp.CmdReferenceTypeMethodsWithGeneric:
+			class := jdwp.NewBodyReader(p.Body(), sizes8).ReferenceTypeID()
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(int32(n))
+				for i := 1; i <= n; i++ {
+					w.MethodID(class + uint64(i))
+					w.String("m")
+					w.String("()V")
+					w.String("")
+					w.Int32(1)
+				}
+			})
+		case jdwp.CmdReferenceTypeSourceDebugExtension:
+			return 0, body(func(w *jdwp.BodyWriter) { w.String("SMAP") })
+		case jdwp.CmdMethodLineTable:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int64(0); w.Int64(9); w.Int32(1); w.Int64(0); w.Int32(7) })
+		case jdwp.CmdEventRequestSet:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(7) })
+		case jdwp.CmdVirtualMachineResume:
+			return 0, nil
+		}
+		return 0, []byte{0, 0, 0, 0}
+	}
+}
+
+// prepareRig attaches to a suspend=y VM with prepareVM(n); with pattern
+// != "", the debugger asks to be told (suspending) of classes matching it.
+func prepareRig(t *testing.T, n int, pattern string) *rig {
+	t.Helper()
+	r := startRig(t, newTestSpeculator(Config{}))
+	r.vm.setHandler(prepareVM(n))
+	attachStart(t, r)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	if pattern != "" {
+		r.dbg.call(3, jdwp.CmdEventRequestSet, body(func(w *jdwp.BodyWriter) {
+			w.Uint8(uint8(jdwp.EventClassPrepare))
+			w.Uint8(uint8(jdwp.SuspendAll))
+			w.Int32(1)
+			w.Modifier(jdwp.Modifier{Kind: jdwp.ModClassMatch, Pattern: []byte(pattern)})
+		}))
+	}
+	return r
+}
+
+// prepare resumes the VM and has it prepare class (signature sig).
+func (r *rig) prepare(id uint32, class uint64, sig string) {
+	r.dbg.call(id, jdwp.CmdVirtualMachineResume, nil)
+	r.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventClassPrepare, RequestID: 7, Thread: thread1,
+		RefTypeTag: jdwp.TypeTagClass, TypeID: class, Signature: []byte(sig), Status: 7})
+	r.expectEvent()
+}
+
+func classBody(class uint64) []byte {
+	return body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(class) })
+}
+
+// resolve asks what JDI asks to resolve breakpoints in class: its
+// methods, its strata, the line tables of methods 1..lines.
+func (r *rig) resolve(id uint32, class uint64, lines int) {
+	r.dbg.call(id, jdwp.CmdReferenceTypeMethodsWithGeneric, classBody(class))
+	r.dbg.call(id+1, jdwp.CmdReferenceTypeSourceDebugExtension, classBody(class))
+	for i := 1; i <= lines; i++ {
+		r.dbg.call(id+1+uint32(i), jdwp.CmdMethodLineTable, isObsoleteBody(class, class+uint64(i)))
+	}
+}
+
+// resolveCmds is how many commands resolve sends.
+func resolveCmds(lines int) int64 { return int64(2 + lines) }
+
+// TestPrepareRuleResolvesRequestedClass: at the CLASS_PREPARE of a class
+// the debugger asked to be told of, the class's methods and strata are
+// sent with the event, each method's line table with the methods reply;
+// the debugger's own reads are served, and the line tables it did not
+// read count as waste at its resume.
+func TestPrepareRuleResolvesRequestedClass(t *testing.T) {
+	r := prepareRig(t, 3, "pkg.Foo")
+	r.prepare(10, 0x70, "Lpkg/Foo;")
+	r.waitStats(func(st Stats) bool { return st.SpecSent >= int64(defaultPrefetchN+2+3) })
+	for _, c := range []jdwp.Cmd{jdwp.CmdReferenceTypeMethodsWithGeneric, jdwp.CmdReferenceTypeSourceDebugExtension} {
+		if n := r.vm.count(c); n != 1 {
+			t.Fatalf("VM got %v %d times before the debugger asked, want 1 (speculated)", c, n)
+		}
+	}
+	before := r.sp.Stats()
+	r.resolve(20, 0x70, 2)
+	st := r.sp.Stats().Since(before)
+	if st.Misses != 0 || st.Hits+st.Belays != resolveCmds(2) {
+		t.Fatalf("resolving the prepared class: %+v, want every read served", st)
+	}
+	if n := r.vm.count(jdwp.CmdMethodLineTable); n != 3 {
+		t.Fatalf("VM got %d line tables, want 3 (one per method, speculated once)", n)
+	}
+	r.dbg.call(30, jdwp.CmdVirtualMachineResume, nil)
+	if st := r.sp.Stats().Since(before); st.SpecWasted != 1 {
+		t.Fatalf("wasted %d at the resume, want 1 (the line table not read)", st.SpecWasted)
+	}
+	for _, p := range r.vm.commands() {
+		if s := p.Cmd().Set; s == jdwp.SetReferenceType || s == jdwp.SetMethod {
+			if id := jdwp.NewBodyReader(p.Body(), sizes8).Class(); id != 0x70 {
+				t.Fatalf("VM got %v for class %#x, which it never handed out", p.Cmd(), id)
+			}
+		}
+	}
+}
+
+// defaultPrefetchN is what the attach prefetch sends before anything.
+var defaultPrefetchN = len(defaultPrefetch) + len(defaultSuspended)
+
+// TestPrepareRuleNeedsItsGate: a class prepared that the debugger did not
+// ask to be told of by name, in a session that has not seen the debugger
+// resolve a prepared class, gets nothing sent; nor does a class the
+// catch-all pattern matches.
+func TestPrepareRuleNeedsItsGate(t *testing.T) {
+	for _, pattern := range []string{"", "*", "pkg.Other"} {
+		r := prepareRig(t, 3, pattern)
+		r.prepare(10, 0x70, "Lpkg/Foo;")
+		r.dbg.call(11, jdwp.CmdVirtualMachineVersion, nil) // the event was handled
+		before := r.sp.Stats()
+		r.resolve(20, 0x70, 3)
+		if st := r.sp.Stats().Since(before); st.Misses != resolveCmds(3) {
+			t.Fatalf("pattern %q: %+v, want every read forwarded (nothing speculated)", pattern, st)
+		}
+		for _, c := range []jdwp.Cmd{jdwp.CmdReferenceTypeMethodsWithGeneric, jdwp.CmdReferenceTypeSourceDebugExtension, jdwp.CmdMethodLineTable} {
+			if n, want := r.vm.count(c), 1; c == jdwp.CmdMethodLineTable && n != 3 || c != jdwp.CmdMethodLineTable && n != want {
+				t.Fatalf("pattern %q: VM got %v %d times, want only the debugger's", pattern, c, n)
+			}
+		}
+		r.stop()
+	}
+}
+
+// TestPrepareRuleLearnsFromAnEarlierPrepareStop: without any request by
+// name, once the debugger resolved a prepared class at a CLASS_PREPARE
+// stop, the next prepared class gets the same reads speculated.
+func TestPrepareRuleLearnsFromAnEarlierPrepareStop(t *testing.T) {
+	r := prepareRig(t, 3, "")
+	r.prepare(10, 0x70, "LFoo;")
+	r.resolve(20, 0x70, 3)
+	r.prepare(30, 0x80, "LBar;")
+	before := r.sp.Stats()
+	r.resolve(40, 0x80, 3)
+	if st := r.sp.Stats().Since(before); st.Misses != 0 || st.Hits+st.Belays != resolveCmds(3) {
+		t.Fatalf("resolving the second prepared class: %+v, want every read served", st)
+	}
+	if n := r.vm.count(jdwp.CmdMethodLineTable); n != 6 {
+		t.Fatalf("VM got %d line tables, want 6", n)
+	}
+}
+
+// TestPrepareRuleServesNothingOfAnUnloadedClass: the facts speculated at
+// a class's CLASS_PREPARE are not served once the class is unloaded.
+func TestPrepareRuleServesNothingOfAnUnloadedClass(t *testing.T) {
+	r := prepareRig(t, 2, "*.Foo")
+	r.prepare(10, 0x70, "Lpkg/Foo;")
+	r.waitStats(func(st Stats) bool { return st.SpecSent >= int64(defaultPrefetchN+2+2) })
+	if n := r.vm.count(jdwp.CmdMethodLineTable); n != 2 {
+		t.Fatalf("VM got %d line tables, want 2 (speculated)", n)
+	}
+	r.dbg.call(11, jdwp.CmdVirtualMachineVersion, nil) // the replies are in
+	r.dbg.call(12, jdwp.CmdVirtualMachineResume, nil)
+	r.event(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventClassUnload, RequestID: 8, Signature: []byte("Lpkg/Foo;")})
+	r.expectEvent()
+	before := r.sp.Stats()
+	r.dbg.call(20, jdwp.CmdReferenceTypeMethodsWithGeneric, classBody(0x70))
+	r.dbg.call(21, jdwp.CmdMethodLineTable, isObsoleteBody(0x70, 0x71))
+	if st := r.sp.Stats().Since(before); st.Misses != 2 || st.Hits+st.Belays != 0 {
+		t.Fatalf("after the unload: %+v, want both reads forwarded", st)
+	}
+	if n := r.vm.count(jdwp.CmdMethodLineTable); n != 3 {
+		t.Fatalf("VM got %d line tables, want 3 (the unloaded class's asked again)", n)
+	}
+}
+
+// TestPrepareRuleIsKeptInTheProfile: what a session saw the debugger ask at
+// a CLASS_PREPARE stop gates the rule in the next session of the same
+// debugger from its first prepare stop (for a class the attach replay
+// does not know).
+func TestPrepareRuleIsKeptInTheProfile(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	first := startRig(t, sp)
+	first.vm.setHandler(prepareVM(2))
+	attachStart(t, first)
+	first.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	first.prepare(10, 0x70, "LFoo;")
+	first.resolve(20, 0x70, 2)
+	first.stop()
+
+	second := startRig(t, sp)
+	second.vm.setHandler(prepareVM(2))
+	attachStart(t, second)
+	second.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	second.prepare(10, 0x90, "LBar;")
+	before := sp.Stats()
+	second.resolve(20, 0x90, 2)
+	if st := sp.Stats().Since(before); st.Misses != 0 || st.Hits+st.Belays != resolveCmds(2) {
+		t.Fatalf("second session's first prepare stop: %+v, want every read served", st)
+	}
+}
