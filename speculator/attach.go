@@ -110,6 +110,7 @@ func (ss *session) attachProfile(sizes jdwp.IDSizes) {
 	if a.prof != nil {
 		a.prof.applyTo(&ss.learn, sizes)
 		ss.prep.importFrom(a.prof)
+		ss.learn.shapesImport(a.prof)
 		ss.wbImport()
 	}
 	ss.attachSecondWave(sizes)
@@ -193,6 +194,12 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 		}
 	case jdwp.CmdVirtualMachineCapabilitiesNew:
 		ss.wbCaps(p)
+	case jdwp.CmdVirtualMachineAllThreads:
+		n := r.Count(sizes.ObjectID)
+		ss.learn.threads = ss.learn.threads[:0]
+		for i := 0; i < n && r.Err() == nil && i < maxSpecPerStop; i++ {
+			ss.learn.threads = append(ss.learn.threads, r.Thread())
+		}
 	case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
 		s := r.StringBytes()
 		if r.Err() == nil && len(params) > 0 {
@@ -408,6 +415,7 @@ func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 	p.learnFrom(&ss.learn, sizes)
 	ss.prep.exportTo(&p)
 	p.slotsFrom(&ss.learn, &ss.facts.seen)
+	p.Shapes = ss.shapesExport(a.prof, sizes)
 	if p.WB = ss.wbExport(); p.WB == nil && a.prof != nil {
 		p.WB = a.prof.WB
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,23 +43,23 @@ func (b *lockedBuffer) Bytes() []byte {
 }
 
 // firstStopOf sums the serial round trips of the steps up to the first
-// stop at a breakpoint, and its inspection.
-func firstStopOf(steps []journal.Step) (int, bool) {
-	n := 0
+// stop at a breakpoint, and its inspection; bp is that stop's step.
+func firstStopOf(steps []journal.Step) (n int, bp journal.Step, ok bool) {
 	for _, st := range steps {
 		n += st.RoundTrips
 		if st.Stop == "BREAKPOINT" {
-			return n, true
+			return n, st, true
 		}
 	}
-	return n, false
+	return n, bp, false
 }
 
 // attachOnce runs the IDE-like driver on a new Deep VM (started with
 // suspend=y, 5 breakpoints) behind a 2 ms link, through a relay with sp
 // and a journal, and returns the serial round trips from the attach to
-// the end of the first breakpoint stop, as journal steps counts them.
-func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculator) int {
+// the end of the first breakpoint stop, as journal steps counts them, and
+// that stop's step.
+func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculator) (int, journal.Step) {
 	t.Helper()
 	vm, err := javavm.Start(ctx, b, "Deep", javavm.VMOptions{})
 	if err != nil {
@@ -106,11 +107,11 @@ func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculat
 	if len(rep.Sessions) != 1 {
 		t.Fatalf("%d sessions in the journal, want 1", len(rep.Sessions))
 	}
-	n, ok := firstStopOf(rep.Sessions[0].Steps)
+	n, bp, ok := firstStopOf(rep.Sessions[0].Steps)
 	if !ok {
 		t.Fatalf("no breakpoint stop in the journal's steps: %+v", rep.Sessions[0].Steps)
 	}
-	return n
+	return n, bp
 }
 
 // serveRelay runs a relay with hooks in front of target until ctx ends.
@@ -135,10 +136,31 @@ func TestRealVMSecondAttachCostsFewerRoundTrips(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sp := New(Config{Enabled: true}, zerolog.Nop(), nil)
-	first := attachOnce(t, ctx, b, sp)
-	second := attachOnce(t, ctx, b, sp)
+	first, firstBP := attachOnce(t, ctx, b, sp)
+	second, secondBP := attachOnce(t, ctx, b, sp)
 	t.Logf("serial round trips to the first stop: first attach %d, second %d", first, second)
 	if second > first*2/3 {
 		t.Fatalf("second attach took %d serial round trips to its first stop, the first %d: want at most two thirds", second, first)
 	}
+	// The object level below the frame's values (the objects' types, the
+	// signatures of types the debugger never saw, the fields it reads by
+	// the types' shapes) is read ahead at the second attach's first stop:
+	// no read the debugger makes there waits on a forwarded command.
+	firstReads, secondReads := forwardedReads(firstBP), forwardedReads(secondBP)
+	t.Logf("first breakpoint stop: reads forwarded on the critical path at the first attach %v, at the second %v", firstReads, secondReads)
+	if len(firstReads) == 0 || len(secondReads) > 0 {
+		t.Fatalf("want forwarded reads on the first attach's first stop and none on the second's")
+	}
+}
+
+// forwardedReads lists the read commands forwarded on st's critical path
+// (not the state-setting EventRequest commands).
+func forwardedReads(st journal.Step) []string {
+	var out []string
+	for _, l := range st.Path {
+		if l.Served == "forwarded" && !strings.HasPrefix(l.Name, "EventRequest.") {
+			out = append(out, l.Name)
+		}
+	}
+	return out
 }

@@ -47,7 +47,7 @@ type facts struct {
 
 	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
 	sigIDs   map[string][]jdwp.ClassID
-	idSig    map[jdwp.ClassID]struct{} // classes whose signature is known
+	idSig    map[jdwp.ClassID]string   // classes whose signature is known, with it
 	unsigned map[jdwp.ClassID]struct{} // classes with cached facts, signature unknown
 
 	objType  map[jdwp.ObjectID]jdwp.ClassID // object -> its reference type
@@ -65,7 +65,7 @@ func newFacts(sp *Speculator) facts {
 		objInval:   map[jdwp.ObjectID]generation{},
 		suspended:  map[jdwp.ThreadID]bool{},
 		sigIDs:     map[string][]jdwp.ClassID{},
-		idSig:      map[jdwp.ClassID]struct{}{},
+		idSig:      map[jdwp.ClassID]string{},
 		unsigned:   map[jdwp.ClassID]struct{}{},
 		objType:    map[jdwp.ObjectID]jdwp.ClassID{},
 		classes:    newClassFacts(),
@@ -324,8 +324,8 @@ func (f *facts) addSignature(sig []byte, id jdwp.ClassID) {
 		clear(f.unsigned)
 		f.classAll = f.bump(reasonClassUnload)
 	}
-	f.idSig[id] = struct{}{}
 	s := string(sig)
+	f.idSig[id] = s
 	f.sigIDs[s] = append(f.sigIDs[s], id)
 	delete(f.unsigned, id)
 }

@@ -122,7 +122,14 @@ type learner struct {
 	// each cacheable command (any parameters); rules derived from replies
 	// predict only commands the debugger sends in this workload.
 	asked map[jdwp.Cmd]uint64
-	tbuf  []byte // template parameters scratch
+	// shapes are the fields the debugger read of objects by their type's
+	// signature, from the profile (shapes.go); fields (by this session's
+	// class IDs) take precedence.
+	shapes map[string][]fieldRef
+	// threads are the VM's threads as the last AllThreads reply listed
+	// them (the attach's, before the first stop).
+	threads []jdwp.ThreadID
+	tbuf    []byte // template parameters scratch
 }
 
 func newLearner() learner {
@@ -313,12 +320,7 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 		l.slots[mk] = setBytes(l.slots[mk], tail)
 		return
 	case jdwp.CmdObjectReferenceGetValues:
-		// As before the redesign this looks up the key's subject, which
-		// for this VM-scoped stop fact is no object (zero), so the field
-		// list is never learned here; the object would be
-		// subjectObject(key, sizes). Kept unchanged: fixing it changes
-		// what is speculated.
-		if t, ok := objType[subj.Object]; ok {
+		if t, ok := objType[jdwp.NewBodyReader(params, sizes).Object()]; ok {
 			if len(l.fields) >= maxLearned {
 				clear(l.fields)
 			}

@@ -42,6 +42,7 @@ type profile struct {
 	WB         *wbProfile  `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
 	PrepClass  []jdwp.Cmd  `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
 	PrepMethod []jdwp.Cmd  `json:"prep_method,omitempty"` // asked of its methods there
+	Shapes     []objShape  `json:"shapes,omitempty"`      // fields read of objects, by type (shapes.go)
 }
 
 // slotsOf is the slots the debugger asked of a method's frames (at one
@@ -393,7 +394,7 @@ func (p *profile) valid() bool {
 		len(p.Asked) > 256 || len(p.Ratio) != 0 && len(p.Ratio) != int(numKinds) {
 		return false
 	}
-	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) {
+	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !shapesValid(p.Shapes) {
 		return false
 	}
 	ok := func(c jdwp.Cmd) bool { _, ok := keyable.Lookup(c); return ok }

@@ -45,6 +45,21 @@ func (ss *session) speculateStop(rs *relay.Session, sizes jdwp.IDSizes) {
 		if pass == 0 {
 			// Right behind the Frames that will confirm them.
 			ss.specPredicted(rs, sizes)
+			ss.specKnownThreads(rs, sizes)
+		}
+	}
+}
+
+// specKnownThreads speculates the name and status of the threads the last
+// AllThreads reply listed, with the stop's own AllThreads rather than
+// chained on its reply: at the first stop no template names them yet.
+// (A thread that ended since answers with an error, which is what the
+// debugger would get; the chained rule covers threads started since.)
+func (ss *session) specKnownThreads(rs *relay.Session, sizes jdwp.IDSizes) {
+	for _, t := range ss.learn.threads {
+		if t != ss.learn.ep.thread {
+			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
+			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
 		}
 	}
 }
@@ -209,7 +224,10 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 		sup := r.Class()
 		if r.Err() == nil {
 			ss.specTypeInfo(rs, sizes, sup)
+			ss.retryFields(rs, sizes)
 		}
+	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
+		ss.retryFields(rs, sizes)
 	case jdwp.CmdArrayReferenceLength:
 		arr := params.Object()
 		n := r.Int32()

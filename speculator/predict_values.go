@@ -80,6 +80,9 @@ func (ss *session) values(rs *relay.Session, sizes jdwp.IDSizes, level uint8, v 
 	case jdwp.TagString:
 		ss.specParams(rs, sizes, jdwp.CmdStringReferenceValue, ss.pbuf, kString, nil, level)
 	case jdwp.TagArray:
+		if _, known := ss.facts.objType[o]; !known {
+			ss.specParams(rs, sizes, jdwp.CmdObjectReferenceReferenceType, ss.pbuf, kRefType, nil, level)
+		}
 		if !ss.learn.arrKnown {
 			return
 		}
@@ -134,6 +137,19 @@ func (ss *session) specTypeInfo(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.Cl
 	if t == 0 {
 		return
 	}
+	if _, named := ss.facts.idSig[t]; !named {
+		// No reply or event this proxy saw named the type: neither did
+		// the debugger, which asks its signature to show it.
+		for _, c := range [...]jdwp.Cmd{jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.CmdReferenceTypeSignature} {
+			if ss.learn.asked[c] != 0 {
+				w := ss.writer(sizes)
+				w.Class(t)
+				ss.pbuf = w.Buf
+				ss.specParams(rs, sizes, c, ss.pbuf, kClassInfo, nil, 0)
+				break
+			}
+		}
+	}
 	for _, c := range typeInfoCmds {
 		if ss.learn.asked[c] == 0 {
 			continue
@@ -173,18 +189,6 @@ func (ss *session) specClassMeta(rs *relay.Session, sizes jdwp.IDSizes, loc jdwp
 			}
 		}
 	}
-}
-
-func (ss *session) specFields(rs *relay.Session, sizes jdwp.IDSizes, obj jdwp.ObjectID, t jdwp.ClassID, level uint8) {
-	tail, ok := ss.learn.fields[t]
-	if !ok {
-		return
-	}
-	w := ss.writer(sizes)
-	w.Object(obj)
-	w.Buf = append(w.Buf, tail...)
-	ss.pbuf = w.Buf
-	ss.specParams(rs, sizes, jdwp.CmdObjectReferenceGetValues, ss.pbuf, kFields, nil, level)
 }
 
 func (ss *session) specArrayValues(rs *relay.Session, sizes jdwp.IDSizes, arr jdwp.ObjectID, length int32, level uint8) {

@@ -74,9 +74,16 @@ const logOwnFor = 10 * time.Second
 // check the IDs of speculative commands. Part of facts, guarded by
 // session.mu; forgotten for a class when facts invalidates it.
 type classFacts struct {
-	fields map[jdwp.ClassID][]jdwp.FieldID // class -> its declared field IDs
-	super  map[jdwp.ClassID]jdwp.ClassID   // class -> superclass (0: none)
-	vars   map[methodKey][]variable        // (class, method) -> variable table
+	fields map[jdwp.ClassID][]field      // class -> its declared fields
+	super  map[jdwp.ClassID]jdwp.ClassID // class -> superclass (0: none)
+	vars   map[methodKey][]variable      // (class, method) -> variable table
+}
+
+// field is one declared field of a Fields reply: its ID, and its name
+// (which carries across sessions, where the ID does not: shapes.go).
+type field struct {
+	id   jdwp.FieldID
+	name string
 }
 
 // variable is one VariableTable entry.
@@ -88,7 +95,7 @@ type variable struct {
 }
 
 func newClassFacts() classFacts {
-	return classFacts{fields: map[jdwp.ClassID][]jdwp.FieldID{}, super: map[jdwp.ClassID]jdwp.ClassID{},
+	return classFacts{fields: map[jdwp.ClassID][]field{}, super: map[jdwp.ClassID]jdwp.ClassID{},
 		vars: map[methodKey][]variable{}}
 }
 
@@ -122,10 +129,10 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
 		class := pr.Class()
 		n := r.Count(sizes.FieldID + 4 + 4 + 4)
-		ids := make([]jdwp.FieldID, 0, n)
+		ids := make([]field, 0, n)
 		for i := 0; i < n && r.Err() == nil; i++ {
-			ids = append(ids, r.Field())
-			r.StringBytes()
+			id := r.Field()
+			ids = append(ids, field{id: id, name: r.String()})
 			r.StringBytes()
 			if c == jdwp.CmdReferenceTypeFieldsWithGeneric {
 				r.StringBytes()
@@ -175,7 +182,7 @@ func (cf *classFacts) fieldsOfType(t jdwp.ClassID, ids []jdwp.FieldID) bool {
 			declared, ok := cf.fields[c]
 			if ok {
 				for _, d := range declared {
-					if d == f {
+					if d.id == f {
 						found = true
 						break
 					}

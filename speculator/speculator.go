@@ -40,7 +40,9 @@
 // debugger on the same kind of VM recorded, by class signature and method
 // name, with this connection's IDs; that profile, with the learner's
 // ID-free state, is kept across sessions and optionally in a file
-// (persist.go, Config.LearnFile).
+// (persist.go, Config.LearnFile). Among that state are the fields the
+// debugger reads of objects, by type signature and field name (shapes.go),
+// so that the first stop's object level is read ahead too.
 //
 // Never harm the VM: everything the speculator sends is a read-only command
 // a careful debugger could send in that state, with IDs the VM handed out
