@@ -31,6 +31,7 @@ const (
 	kAttach                   // the attach's prefetch and learned sequence (attach.go)
 	kPredThis                 // StackFrame.ThisObject on a predicted frame ID (framepredict.go)
 	kPredValues               // StackFrame.GetValues on a predicted frame ID, with the learned slots
+	kTypeSig                  // ReferenceType.Signature of object types no reply named
 	numKinds
 )
 

@@ -238,9 +238,8 @@ func (p *profile) applyTo(l *learner, sizes jdwp.IDSizes) {
 			l.asked[c] = 1
 		}
 	}
-	if len(p.Ratio) == len(l.ratio) {
-		copy(l.ratio[:], p.Ratio)
-	}
+	copy(l.ratio[:], p.Ratio) // a file from before a rule was added has fewer
+
 	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
 	l.arrFirst, l.arrLen, l.arrKnown = p.ArrFirst, p.ArrLen, p.ArrKnown
 	if sizes.ObjectID == 0 || len(l.templates) > 0 {
@@ -388,10 +387,10 @@ func parseProfiles(b []byte) (map[string]*profile, error) {
 
 // valid says whether a profile read back is within bounds: no more
 // commands than a session records, only cacheable commands, the learner's
-// ratio length.
+// ratio length (or fewer).
 func (p *profile) valid() bool {
 	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
-		len(p.Asked) > 256 || len(p.Ratio) != 0 && len(p.Ratio) != int(numKinds) {
+		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) {
 		return false
 	}
 	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !shapesValid(p.Shapes) {

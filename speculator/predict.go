@@ -215,6 +215,7 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 			return
 		}
 		ss.facts.setObjType(obj, t)
+		ss.specTypeSig(rs, sizes, t)
 		ss.specTypeInfo(rs, sizes, t)
 		if lvl, ok := ep.wantFields[obj]; ok {
 			delete(ep.wantFields, obj)

@@ -131,24 +131,29 @@ var typeInfoCmds = [...]jdwp.Cmd{
 	jdwp.CmdReferenceTypeInterfaces, jdwp.CmdClassTypeSuperclass,
 }
 
+// specTypeSig speculates the signature of an object's type t that no
+// reply or event this proxy saw named: neither did the debugger, which
+// asks it to show the object (an array's type, typically).
+func (ss *session) specTypeSig(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.ClassID) {
+	if _, named := ss.facts.idSig[t]; named || t == 0 {
+		return
+	}
+	for _, c := range [...]jdwp.Cmd{jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.CmdReferenceTypeSignature} {
+		if ss.learn.asked[c] != 0 {
+			w := ss.writer(sizes)
+			w.Class(t)
+			ss.pbuf = w.Buf
+			ss.specParams(rs, sizes, c, ss.pbuf, kTypeSig, nil, 0)
+			return
+		}
+	}
+}
+
 // specTypeInfo speculates the type facts the debugger asked for types
 // before (cached, so nothing is sent, for a type seen before).
 func (ss *session) specTypeInfo(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.ClassID) {
 	if t == 0 {
 		return
-	}
-	if _, named := ss.facts.idSig[t]; !named {
-		// No reply or event this proxy saw named the type: neither did
-		// the debugger, which asks its signature to show it.
-		for _, c := range [...]jdwp.Cmd{jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.CmdReferenceTypeSignature} {
-			if ss.learn.asked[c] != 0 {
-				w := ss.writer(sizes)
-				w.Class(t)
-				ss.pbuf = w.Buf
-				ss.specParams(rs, sizes, c, ss.pbuf, kClassInfo, nil, 0)
-				break
-			}
-		}
 	}
 	for _, c := range typeInfoCmds {
 		if ss.learn.asked[c] == 0 {
