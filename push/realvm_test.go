@@ -15,6 +15,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/internal/journaltest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -113,7 +114,7 @@ func runSplit(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Durat
 	}
 	defer lk.Close()
 	var buf syncBuffer
-	j, err := journal.New(&buf, journal.Options{})
+	j, err := journaltest.New(t, &buf, journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
