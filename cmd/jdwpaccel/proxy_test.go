@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
 
@@ -74,12 +75,12 @@ func TestRealJDB(t *testing.T) {
 		"step", "next", "locals", "print arr[0]", "print word",
 		"cont", "locals", "clear", "exit",
 	}
-	direct, err := b.RunJDB(testCtx(t), jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
+	direct, err := jdbtest.Run(testCtx(t), b, jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr, logs := startProxy(t, jdwptest.StartJava(t, b, javavm.Transcript).Addr())
-	proxied, err := b.RunJDB(testCtx(t), addr, script)
+	proxied, err := jdbtest.Run(testCtx(t), b, addr, script)
 	if err != nil {
 		t.Fatalf("%v\nproxy log:\n%s", err, logs)
 	}

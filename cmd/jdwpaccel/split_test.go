@@ -27,6 +27,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/rs/zerolog"
 )
@@ -107,14 +108,14 @@ func TestSplitRealJDB(t *testing.T) {
 		"step", "next", "locals", "print arr[0]", "print word",
 		"cont", "locals", "clear", "exit",
 	}
-	direct, err := b.RunJDB(testCtx(t), jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
+	direct, err := jdbtest.Run(testCtx(t), b, jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
 	if err != nil {
 		t.Fatal(err)
 	}
 	far := startFarEnd(t, jdwptest.StartJava(t, b, javavm.Transcript).Addr())
 	near := startNearEnd(t, far.addr)
 	near.logs.wait(t, "of the start probe", 10*time.Second, func(rec map[string]any) bool { return rec["message"] == "far end reached" })
-	split, err := b.RunJDB(testCtx(t), near.addr, script)
+	split, err := jdbtest.Run(testCtx(t), b, near.addr, script)
 	if err != nil {
 		t.Fatalf("%v\nnear log:\n%s\nfar log:\n%s", err, near.logs, far.logs)
 	}
