@@ -278,7 +278,7 @@ func TestSplitRealVM(t *testing.T) {
 	st := split.counters.Stats()
 	t.Logf("rtt %v: direct median step %v, split %v (%.1fx); median serial round trips per steady step %g, %g without step requests; "+
 		"forwarded cacheable reads per steady step %v of %d; %.0f bundle bytes per stop (%d stops, %d bundles, %d records, %d raw bytes); near: %+v",
-		rtt, direct.MedianStep(), split.res.MedianStep(), float64(direct.MedianStep())/float64(split.res.MedianStep()),
+		rtt, jdwptest.MedianStep(direct), jdwptest.MedianStep(split.res), float64(jdwptest.MedianStep(direct))/float64(jdwptest.MedianStep(split.res)),
 		split.medianRTs, split.medianReadRTs, split.steadyMisses, split.steadyCommands,
 		split.bytesPerStop, st.Stops, st.Bundles, st.Records, st.RawBytes, st)
 	if st.BundlesBad != 0 || st.Stored == 0 {

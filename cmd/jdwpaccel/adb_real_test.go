@@ -409,7 +409,7 @@ func TestADBFrontRealJDI(t *testing.T) {
 		}
 	}
 	t.Logf("median step: direct %v, through the adb server's forward %v, through the adb server and the front %v",
-		direct.MedianStep(), viaADB.MedianStep(), viaFront.MedianStep())
+		jdwptest.MedianStep(direct), jdwptest.MedianStep(viaADB), jdwptest.MedianStep(viaFront))
 }
 
 // TestADBFrontSurvivesUpstreamRestart: the adb server is killed and
