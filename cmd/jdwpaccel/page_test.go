@@ -216,7 +216,7 @@ func startPageFakeVM(t *testing.T, p fakevm.Profile) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go vm.Serve(ctx) //nolint:errcheck // ends with ctx
-	t.Cleanup(func() { cancel(); vm.Close() })
+	t.Cleanup(cancel) // Serve closes the listener
 	return vm.Addr()
 }
 
