@@ -32,7 +32,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// splitEnd is one in-process "jdwpaccel far" or "jdwpaccel proxy --far".
+// splitEnd is one in-process "jdwpaccel far" or "jdwpaccel proxy" (with
+// --far, or --vm as faultProxy starts it).
 type splitEnd struct {
 	addr string
 	logs *logSink
