@@ -1,11 +1,9 @@
 package jdbtest
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
 
@@ -46,29 +44,12 @@ func FuzzNormalize(f *testing.F) {
 	})
 }
 
-var transcriptScript = func(line int) []string {
-	return []string{
-		fmt.Sprintf("stop at Transcript:%d", line),
-		"run", "where", "locals", "print name", "print this.numbers[0]", "dump node",
-		"step", "next", "locals", "print arr[0]", "print word",
-		"cont", "locals", "clear", "exit",
-	}
-}
-
 func TestTranscript(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	line, err := javavm.BreakpointLine(javavm.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := transcriptScript(line)
+	script := TranscriptScript(t)
 	var got [2]string
 	for i := range got {
-		vm := jdwptest.StartJava(t, b, javavm.Transcript)
-		got[i], err = Run(t.Context(), b, vm.Addr(), script)
-		if err != nil {
-			t.Fatalf("run %d: %v\nVM output:\n%s", i, err, vm.Output())
-		}
+		got[i] = Direct(t.Context(), t, b, script)
 	}
 	if got[0] != got[1] {
 		t.Fatalf("transcripts differ:\n--- run 1\n%s\n--- run 2\n%s", got[0], got[1])
