@@ -97,3 +97,16 @@ func AppendEventRequestSet(dst []byte, sizes IDSizes, s *EventRequestSet) []byte
 	}
 	return w.Buf
 }
+
+// AppendComposite appends the body of an Event.Composite command carrying
+// c's events to dst. Wrap it with AppendCommand(dst, id, CmdComposite, body)
+// to make the packet a VM would send.
+func AppendComposite(dst []byte, sizes IDSizes, c *Composite) []byte {
+	w := BodyWriter{Buf: dst, Sizes: sizes}
+	w.Uint8(uint8(c.SuspendPolicy))
+	w.Int32(int32(len(c.Events)))
+	for i := range c.Events {
+		c.Events[i].Append(&w)
+	}
+	return w.Buf
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
@@ -35,7 +36,7 @@ func FuzzEncode(f *testing.F) {
 	var c jdwp.Composite
 	c.SuspendPolicy = 1
 	c.Events = []jdwp.Event{{Kind: jdwp.EventBreakpoint, RequestID: 2, Thread: 9, Location: jdwp.Location{TypeTag: 1, Class: 1, Method: 2, Index: 3}}}
-	ev := jdwp.AppendCommand(nil, 7, jdwp.CmdComposite, jdwp.AppendComposite(nil, testSizes, &c))
+	ev := jdwp.AppendCommand(nil, 7, jdwp.CmdComposite, jdwptest.AppendComposite(nil, testSizes, &c))
 	f.Add([]byte(ev), uint8(relay.KindEvent), uint8(relay.Forwarded), uint8(64), uint8(100), uint8(8), 0)
 	f.Add([]byte(jdwp.AppendCommand(nil, 1, jdwp.CmdThreadReferenceFrames, threadBody(5))), uint8(relay.KindCommand), uint8(relay.Belay), uint8(11), uint8(6), uint8(4), 16)
 	f.Add([]byte(jdwp.AppendReply(nil, 1, 0, []byte("HELO\x00\x00"))), uint8(relay.KindReply), uint8(relay.Synthetic), uint8(199), uint8(1), uint8(1), -1)

@@ -46,7 +46,7 @@ func startFakeVM(t testing.TB) *jdwptest.VM {
 		Kind: jdwp.EventBreakpoint, RequestID: 3, Thread: testThread,
 		Location: jdwp.Location{TypeTag: 1, Class: 0x77, Method: 0x88, Index: 4},
 	}}}
-	event := jdwp.AppendComposite(nil, testSizes, &c)
+	event := jdwptest.AppendComposite(nil, testSizes, &c)
 	var eventID atomic.Uint32
 	eventID.Store(1 << 20)
 	return jdwptest.StartVM(t, jdwptest.Script{

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 	"slices"
@@ -237,18 +236,6 @@ func OpenFiles(opts Options, files ...File) (*Journal, error) {
 	}
 	opts.Path, opts.Format = files[0].Path, files[0].Format
 	return start(opts, sinks, formats), nil
-}
-
-// New starts a journal that writes to w, without rotation. Close does not
-// close w.
-func New(w io.Writer, opts Options) (*Journal, error) {
-	if opts.Format == "" {
-		opts.Format = FormatJSONLines
-	}
-	if _, err := ParseFormat(string(opts.Format)); err != nil {
-		return nil, err
-	}
-	return start(opts, []sink{newWriterSink(w)}, []Format{opts.Format}), nil
 }
 
 func maxFiles(opts Options) int {

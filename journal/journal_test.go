@@ -259,13 +259,15 @@ func TestDropsAreCountedNotBlocking(t *testing.T) {
 	}
 	s := &relay.Session{ID: 1}
 	f := &relay.Frame{Dir: relay.ToVM, Kind: relay.KindCommand, Packet: jdwp.AppendCommand(nil, 1, jdwp.CmdVirtualMachineVersion, nil), ID: 1, Cmd: jdwp.CmdVirtualMachineVersion, Time: time.Now()}
-	// Fill the ring until the writer is certainly stuck in Write.
-	for i := 0; ; i++ {
+	// Fill the ring until the writer is certainly stuck in Write (at the
+	// latest, its periodic flush writes).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
 		j.Observe(s, f)
 		select {
 		case <-bw.entered:
 		default:
-			if i > 1e6 {
+			if time.Now().After(deadline) {
 				t.Fatal("the writer never wrote")
 			}
 			continue

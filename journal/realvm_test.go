@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
-	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -87,16 +86,12 @@ func commandSequence(recs []Record) [][2]uint8 {
 // debugger's conversation is the same in both (the same commands in the
 // same order, and the same things seen at every stop).
 func TestRealVMJournal(t *testing.T) {
-	jdktest.RequireJDK(t)
 	if testing.Short() {
 		t.Skip("starts JVMs")
 	}
+	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	b, err := javavm.Compile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	toy := func(*relay.Session) relay.Interceptor { return newToySpeculator() }
 	sp := speculator.New(speculator.Config{Enabled: true, MinRTT: -1}, zerolog.Nop(), speculator.NewMetrics(prometheus.NewRegistry()))
 	direct, dres := realSession(t, ctx, b, nil)

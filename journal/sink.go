@@ -22,27 +22,6 @@ type sink interface {
 	Close() error
 }
 
-// writerSink writes to a caller's io.Writer and never rotates.
-type writerSink struct {
-	bw *bufio.Writer
-	n  int64
-}
-
-func newWriterSink(w io.Writer) *writerSink {
-	return &writerSink{bw: bufio.NewWriterSize(w, 256<<10)}
-}
-
-func (s *writerSink) Write(p []byte) (int, error) {
-	n, err := s.bw.Write(p)
-	s.n += int64(n)
-	return n, err
-}
-func (s *writerSink) Flush() error       { return s.bw.Flush() }
-func (s *writerSink) Size() int64        { return s.n }
-func (s *writerSink) ShouldRotate() bool { return false }
-func (s *writerSink) Rotate() error      { return nil }
-func (s *writerSink) Close() error       { return s.bw.Flush() }
-
 // fileSink writes to Path and rotates to Path.1 … Path.maxFiles.
 type fileSink struct {
 	path     string

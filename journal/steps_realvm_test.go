@@ -11,7 +11,6 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
-	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -83,16 +82,12 @@ func linkedSession(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.
 // threads), where the round trips are far fewer than the commands. And no
 // step may be shorter than its round trips × RTT: each costs at least one.
 func TestStepsMatchMeasuredSteps(t *testing.T) {
-	jdktest.RequireJDK(t)
 	if testing.Short() {
 		t.Skip("starts JVMs")
 	}
+	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	b, err := javavm.Compile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const rtt = 20 * time.Millisecond
 	cases := []struct {
 		name     string

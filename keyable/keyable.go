@@ -140,26 +140,10 @@ func (k *Key) AppendCommand(dst []byte, id uint32) jdwp.Packet {
 	return jdwp.AppendCommand(dst, id, k.c, k.b[:k.n])
 }
 
-// Of returns the key and info of a command packet, or false when the
-// command is not cacheable, its body does not match the command's layout
-// under the given ID sizes, or it is longer than MaxParams.
-func Of(p jdwp.Packet, sizes jdwp.IDSizes) (Key, Info, bool) {
-	if len(p) < jdwp.HeaderSize || p.IsReply() {
-		return Key{}, Info{}, false
-	}
-	return New(p.Cmd(), p.Body(), sizes)
-}
-
-// New returns the key and info of command c with body params, or false as
-// for Of.
-func New(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Key, Info, bool) {
-	var k Key
-	info, ok := Fill(&k, c, params, sizes)
-	return k, info, ok
-}
-
-// Fill is New writing into *k, so callers on hot paths avoid copying the
-// key. On false *k is unspecified.
+// Fill writes the key of command c with body params into *k and returns its
+// info, or false when the command is not cacheable, params do not match the
+// command's layout under the given ID sizes, or they are longer than
+// MaxParams. On false *k is unspecified.
 func Fill(k *Key, c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Info, bool) {
 	info := index[c]
 	if !info.Cacheable() || len(params) > MaxParams || !matches(info.layout, params, sizes) {

@@ -194,9 +194,6 @@ var table = [...]Command{
 	{Cmd: jdwp.CmdDDMChunk, Info: Info{Effect: mutate}},
 }
 
-// Table returns a copy of the command table, one row per command.
-func Table() []Command { return append([]Command(nil), table[:]...) }
-
 // index is table by command. It is built once at package initialisation
 // from the literal above and never written afterwards.
 var index = buildIndex()

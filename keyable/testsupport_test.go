@@ -25,3 +25,21 @@ func TypeOf(p jdwp.Packet) (jdwp.Cmd, bool) {
 	}
 	return p.Cmd(), true
 }
+
+// Of returns the key and info of a command packet, or false when the
+// command is not cacheable, its body does not match the command's layout
+// under the given ID sizes, or it is longer than MaxParams.
+func Of(p jdwp.Packet, sizes jdwp.IDSizes) (Key, Info, bool) {
+	if len(p) < jdwp.HeaderSize || p.IsReply() {
+		return Key{}, Info{}, false
+	}
+	return New(p.Cmd(), p.Body(), sizes)
+}
+
+// New returns the key and info of command c with body params, or false as
+// for Of.
+func New(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) (Key, Info, bool) {
+	var k Key
+	info, ok := Fill(&k, c, params, sizes)
+	return k, info, ok
+}

@@ -79,7 +79,7 @@ func stopEvent(id uint32) jdwp.Packet {
 		Kind: jdwp.EventSingleStep, RequestID: 5, Thread: thread1,
 		Location: jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: class1, Method: method1, Index: 3},
 	}}}
-	return jdwp.AppendCommand(nil, id, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &c))
+	return jdwp.AppendCommand(nil, id, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))
 }
 
 // attach starts a relay server in front of vm with hooks and attaches a
@@ -472,7 +472,7 @@ func TestFarReleasesBeforeVMDeath(t *testing.T) {
 	defer unstick()
 	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Hour}), 0)
 	ev := stopEvent(77)
-	death := jdwp.AppendCommand(nil, 78, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8,
+	death := jdwp.AppendCommand(nil, 78, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8,
 		&jdwp.Composite{SuspendPolicy: jdwp.SuspendNone, Events: []jdwp.Event{{Kind: jdwp.EventVMDeath}}}))
 	if err := vm.Send(append(slices.Clone(ev), death...)); err != nil {
 		t.Fatal(err)

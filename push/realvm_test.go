@@ -15,6 +15,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/internal/journaltest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -113,7 +114,7 @@ func runSplit(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Durat
 	}
 	defer lk.Close()
 	var buf syncBuffer
-	j, err := journal.New(&buf, journal.Options{})
+	j, err := journaltest.New(t, &buf, journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestSplitRealVM(t *testing.T) {
 	st := split.counters.Stats()
 	t.Logf("rtt %v: direct median step %v, split %v (%.1fx); median serial round trips per steady step %g, %g without step requests; "+
 		"forwarded cacheable reads per steady step %v of %d; %.0f bundle bytes per stop (%d stops, %d bundles, %d records, %d raw bytes); near: %+v",
-		rtt, direct.MedianStep(), split.res.MedianStep(), float64(direct.MedianStep())/float64(split.res.MedianStep()),
+		rtt, jdwptest.MedianStep(direct), jdwptest.MedianStep(split.res), float64(jdwptest.MedianStep(direct))/float64(jdwptest.MedianStep(split.res)),
 		split.medianRTs, split.medianReadRTs, split.steadyMisses, split.steadyCommands,
 		split.bytesPerStop, st.Stops, st.Bundles, st.Records, st.RawBytes, st)
 	if st.BundlesBad != 0 || st.Stored == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/internal/journaltest"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -72,7 +73,7 @@ func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculat
 	}
 	defer lk.Close()
 	var buf lockedBuffer
-	j, err := journal.New(&buf, journal.Options{})
+	j, err := journaltest.New(t, &buf, journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

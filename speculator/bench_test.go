@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
-	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
@@ -17,7 +16,7 @@ func hitRig(tb testing.TB) (*session, *relay.Session, *relay.Frame) {
 	ss := newSession(New(Config{Enabled: true}, zerolog.Nop(), nil), rs)
 	ss.att.started = true // no VM behind this rig: no attach prefetch
 	cmd := jdwp.AppendCommand(nil, 7, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
-	k, info, ok := keyable.Of(cmd, sizes8)
+	k, info, ok := keyOf(cmd, sizes8)
 	if !ok {
 		tb.Fatal("not keyable")
 	}

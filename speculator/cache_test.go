@@ -22,7 +22,7 @@ func stringKey(t *testing.T, id uint64) (keyable.Key, keyable.Info) {
 	t.Helper()
 	var params [8]byte
 	binary.BigEndian.PutUint64(params[:], id)
-	k, info, ok := keyable.New(jdwp.CmdStringReferenceValue, params[:], sizes8)
+	k, info, ok := newKey(jdwp.CmdStringReferenceValue, params[:], sizes8)
 	if !ok {
 		t.Fatal("no key for StringReference.Value")
 	}

@@ -24,13 +24,13 @@ func TestEffectsFollowTheTable(t *testing.T) {
 		keyable.EffectMutate:         "mutation",
 		keyable.EffectUnknown:        "unknown_command",
 	}
-	rows := keyable.Table()
+	rows := keyableTable()
 	rows = append(rows, keyable.Command{Cmd: jdwp.Cmd{Set: 99, Cmd: 1}})
 	for i, row := range rows {
 		if row.Cacheable() {
 			// Without parameters a command that takes some has no key:
 			// it is treated as a mutation, conservatively.
-			if _, _, ok := keyable.New(row.Cmd, nil, sizes8); ok {
+			if _, _, ok := newKey(row.Cmd, nil, sizes8); ok {
 				continue
 			}
 			row.Effect = keyable.EffectMutate

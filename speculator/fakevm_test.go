@@ -313,7 +313,7 @@ func threadBody(t uint64) []byte { return body(func(w *jdwp.BodyWriter) { w.Obje
 // event sends a one-event composite from the fake VM.
 func (r *rig) event(policy jdwp.SuspendPolicy, e jdwp.Event) {
 	c := jdwp.Composite{SuspendPolicy: policy, Events: []jdwp.Event{e}}
-	r.vm.write(jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &c)))
+	r.vm.write(jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c)))
 }
 
 // expectEvent reads the event the VM sent.

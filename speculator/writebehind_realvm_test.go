@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
 
@@ -87,12 +88,12 @@ func TestWriteBehindRealJDB(t *testing.T) {
 	script = append(script, "cont", "where", "clear", "exit")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	direct, err := b.RunJDB(ctx, jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
+	direct, err := jdbtest.Run(ctx, b, jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := startProxy(t, jdwptest.StartJava(t, b, javavm.Transcript).Addr(), 2*time.Millisecond, Config{WriteBehind: true})
-	proxied, err := b.RunJDB(ctx, p.addr, script)
+	proxied, err := jdbtest.Run(ctx, b, p.addr, script)
 	if err != nil {
 		t.Fatal(err)
 	}

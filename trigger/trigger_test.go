@@ -3,6 +3,7 @@ package trigger
 import (
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -45,7 +46,7 @@ func TestEvents(t *testing.T) {
 		{Kind: jdwp.EventThreadStart, Thread: 6},
 		{Kind: jdwp.EventClassUnload, Signature: []byte("LFoo;")},
 	}}
-	body := jdwp.AppendComposite(nil, sizes, &c)
+	body := jdwptest.AppendComposite(nil, sizes, &c)
 	dc, err := m.Events(body, sizes)
 	if err != nil || len(dc.Events) != 3 {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestEvents(t *testing.T) {
 
 func FuzzEvents(f *testing.F) {
 	c := jdwp.Composite{SuspendPolicy: jdwp.SuspendEventThread, Events: []jdwp.Event{{Kind: jdwp.EventSingleStep, Thread: 1}}}
-	f.Add(jdwp.AppendComposite(nil, sizes, &c))
+	f.Add(jdwptest.AppendComposite(nil, sizes, &c))
 	f.Add([]byte{2, 0, 0, 0, 1, 9})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m := New[int]()

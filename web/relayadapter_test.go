@@ -60,7 +60,7 @@ func testSessionTracker(t *testing.T) {
 			}
 			for _, k := range evs {
 				comp := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{Kind: k, Thread: 1, Signature: []byte("LX;")}}}
-				if err := c.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &comp))); err != nil {
+				if err := c.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &comp))); err != nil {
 					return err
 				}
 			}

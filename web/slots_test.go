@@ -67,7 +67,7 @@ func TestObserversPairProxyAnswers(t *testing.T) {
 				return nil
 			}
 			comp := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{Kind: jdwp.EventBreakpoint, Thread: 1}}}
-			return c.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &comp)))
+			return c.Write(jdwp.AppendCommand(nil, 0x20000001, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &comp)))
 		},
 	})
 	go vm.Serve(vmConn) //nolint:errcheck

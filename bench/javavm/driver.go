@@ -10,10 +10,8 @@ import (
 	"io"
 	"net"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Driver profiles: what the driver fetches at every stop.
@@ -138,30 +136,6 @@ func (r *DriverResult) Steady() []Stop {
 		}
 	}
 	return out
-}
-
-// MedianStep is the median step wall time over the steady stops.
-func (r *DriverResult) MedianStep() time.Duration {
-	var v []float64
-	for _, s := range r.Steady() {
-		v = append(v, s.MS)
-	}
-	return msDuration(median(v))
-}
-
-func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // ErrDriverOutput is wrapped by errors about malformed driver output.

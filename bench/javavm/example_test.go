@@ -30,24 +30,3 @@ func ExampleRunDriver() {
 	}
 	fmt.Println(len(res.Stops), res.MedianBurst(), res.Digests()[0])
 }
-
-// Compare jdb transcripts of a direct session and one through a proxy.
-func ExampleBuild_RunJDB() {
-	ctx := context.Background()
-	build, err := javavm.Compile(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	line, _ := javavm.BreakpointLine(javavm.Transcript)
-	script := []string{fmt.Sprintf("stop at Transcript:%d", line), "run", "where", "locals", "next", "locals", "cont", "exit"}
-	vm, err := javavm.Start(ctx, build, javavm.Transcript, javavm.VMOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer vm.Stop()
-	direct, err := build.RunJDB(ctx, vm.Addr(), script)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Print(direct)
-}

@@ -1,13 +1,13 @@
 // Package javavm owns the Java side of jdwpaccel's tests and benchmarks:
 // embedded Java debuggees, an IDE-like JDI workload driver, and helpers that
-// compile them, start debuggee JVMs with the JDWP agent, run the driver and
-// run the real jdb over stdin.
+// compile them, start debuggee JVMs with the JDWP agent and run the driver
+// (internal/jdbtest runs the real jdb against them).
 //
 // The Java sources under java/ are embedded and compiled at run time with
 // javac into a cache directory keyed by a hash of the sources (Compile).
-// Debuggees are started with Start; the workload driver with RunDriver; jdb
-// with RunJDB. Tests that need a JDK call internal/jdktest.RequireJDK
-// first (test support lives there, so this package does not link testing).
+// Debuggees are started with Start; the workload driver with RunDriver.
+// Tests that need a JDK call internal/jdktest.RequireJDK first (test
+// support lives there, so this package does not link testing).
 //
 // Debuggees (main classes, all run until killed, print nothing themselves):
 //

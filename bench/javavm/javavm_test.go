@@ -270,47 +270,6 @@ func TestNewClasses(t *testing.T) {
 	}
 }
 
-var transcriptScript = func(line int) []string {
-	return []string{
-		fmt.Sprintf("stop at Transcript:%d", line),
-		"run", "where", "locals", "print name", "print this.numbers[0]", "dump node",
-		"step", "next", "locals", "print arr[0]", "print word",
-		"cont", "locals", "clear", "exit",
-	}
-}
-
-func TestJDBTranscript(t *testing.T) {
-	b := testBuild(t)
-	line, err := BreakpointLine(Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := transcriptScript(line)
-	var got [2]string
-	for i := range got {
-		vm := startVM(t, b, Transcript)
-		got[i], err = b.RunJDB(testCtx(t), vm.Addr(), script)
-		if err != nil {
-			t.Fatalf("run %d: %v\nVM output:\n%s", i, err, vm.Output())
-		}
-	}
-	if got[0] != got[1] {
-		t.Fatalf("transcripts differ:\n--- run 1\n%s\n--- run 2\n%s", got[0], got[1])
-	}
-	for _, want := range []string{
-		"Breakpoint hit:", "Step completed:", "x = 4", "word = \"alpha\"",
-		"name = \"transcript\"", "arr[0] = 1", "word = \"word-4\"", "[1] Transcript.loop (Transcript.java:",
-	} {
-		if !strings.Contains(got[0], want) {
-			t.Errorf("transcript lacks %q:\n%s", want, got[0])
-		}
-	}
-	if strings.Contains(got[0], "main[1]") || strings.Contains(got[0], "(id=4") {
-		t.Errorf("transcript not normalised:\n%s", got[0])
-	}
-	t.Logf("transcript:\n%s", got[0])
-}
-
 func TestStartStop(t *testing.T) {
 	b := testBuild(t)
 	ctx, cancel := context.WithCancel(context.Background())

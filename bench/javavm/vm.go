@@ -41,7 +41,7 @@ var DefaultVMArgs = []string{"-XX:+UseSerialGC", "-Xmx128m"}
 // Stop; it is also killed when the context given to Start is cancelled.
 type VM struct {
 	cmd *exec.Cmd
-	out *lockedBuffer
+	out *LockedBuffer
 
 	mu      sync.Mutex // guards port and listens
 	port    int        // the port of the latest announcement taken
@@ -119,7 +119,7 @@ func start(ctx context.Context, b *Build, mainClass string, opts VMOptions, port
 	args = append(args, opts.JVMArgs...)
 	args = append(args, "-cp", b.Classes, mainClass)
 	args = append(args, opts.Args...)
-	v := &VM{out: newLockedBuffer(), done: make(chan struct{})}
+	v := &VM{out: NewLockedBuffer(), done: make(chan struct{})}
 	v.cmd = exec.CommandContext(ctx, "java", args...)
 	v.cmd.Dir = opts.Dir
 	v.cmd.Stdout = v.out
@@ -158,7 +158,7 @@ func (v *VM) NextListen(ctx context.Context) (string, error) {
 	want := v.listens + 1
 	v.mu.Unlock()
 	for {
-		data, _, changed := v.out.snapshot(0)
+		data, _, changed := v.out.Snapshot(0)
 		if ports := parseListeningPorts(data); len(ports) >= want {
 			v.mu.Lock()
 			v.listens = want
@@ -169,7 +169,7 @@ func (v *VM) NextListen(ctx context.Context) (string, error) {
 		select {
 		case <-changed:
 		case <-v.done:
-			data, _, _ := v.out.snapshot(0)
+			data, _, _ := v.out.Snapshot(0)
 			if len(parseListeningPorts(data)) >= want {
 				continue
 			}
@@ -233,19 +233,20 @@ func (v *VM) Stop() {
 	<-v.done
 }
 
-// lockedBuffer is an io.Writer that keeps everything written and wakes
-// waiters on every write.
-type lockedBuffer struct {
+// LockedBuffer is an io.Writer that keeps everything written and wakes
+// waiters on every write (Snapshot).
+type LockedBuffer struct {
 	mu      sync.Mutex    // guards buf and changed
 	buf     bytes.Buffer  // everything written so far
 	changed chan struct{} // closed and replaced on every write
 }
 
-func newLockedBuffer() *lockedBuffer {
-	return &lockedBuffer{changed: make(chan struct{})}
+// NewLockedBuffer returns an empty LockedBuffer.
+func NewLockedBuffer() *LockedBuffer {
+	return &LockedBuffer{changed: make(chan struct{})}
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.buf.Write(p)
@@ -255,16 +256,16 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 }
 
 // Bytes returns a copy of everything written so far.
-func (b *lockedBuffer) Bytes() []byte {
+func (b *LockedBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
 }
 
-// snapshot returns a copy of the bytes from off on, the new length, and the
+// Snapshot returns a copy of the bytes from off on, the new length, and the
 // channel closed at the next write, atomically, so a waiter cannot miss a
 // write between reading and waiting.
-func (b *lockedBuffer) snapshot(off int) ([]byte, int, <-chan struct{}) {
+func (b *LockedBuffer) Snapshot(off int) ([]byte, int, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	all := b.buf.Bytes()

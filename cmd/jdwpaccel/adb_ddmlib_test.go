@@ -85,10 +85,7 @@ func TestADBFrontDdmlib(t *testing.T) {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 
-	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
-	dev := startFakeDevice(t, vm.Addr())
-	up := startADBServer(ctx, t)
-	connectDevice(ctx, t, up, dev)
+	_, _, dev, up := startADB(t)
 	front, url, logs, _ := startFront(t, up)
 	url = strings.TrimSuffix(url, "/")
 

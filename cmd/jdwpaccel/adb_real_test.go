@@ -121,6 +121,21 @@ func startFakeDevice(t *testing.T, addrs ...string) string {
 	return ln.Addr().String()
 }
 
+// startADB starts a fake DDM VM, a fake device whose first process leads to
+// it (and the others to extra) and an adb server connected to the device;
+// it returns the test's context, the VM's address, the device's address and
+// the adb server's port.
+func startADB(t *testing.T, extra ...string) (ctx context.Context, vm, dev string, up int) {
+	t.Helper()
+	requireADB(t)
+	ctx = testCtx(t)
+	vm = jdwptest.StartDDMVM(t, fakeDeviceVM).Addr()
+	dev = startFakeDevice(t, append([]string{vm}, extra...)...)
+	up = startADBServer(ctx, t)
+	connectDevice(ctx, t, up, dev)
+	return ctx, vm, dev, up
+}
+
 // connectDevice makes the adb server on port connect to the fake device
 // and waits until adb says it is a "device".
 func connectDevice(ctx context.Context, t *testing.T, port int, dev string) {
@@ -255,12 +270,7 @@ func attachHello(t *testing.T, port string) (net.Conn, string) {
 // behind the fake device through the relay, with the device and pid in
 // the log and the DDM traffic on the page.
 func TestADBFrontRealServer(t *testing.T) {
-	requireADB(t)
-	ctx := testCtx(t)
-	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
-	dev := startFakeDevice(t, vm.Addr(), "127.0.0.1:1")
-	up := startADBServer(ctx, t)
-	connectDevice(ctx, t, up, dev)
+	ctx, _, dev, up := startADB(t, "127.0.0.1:1")
 	front, url, logs, _ := startFront(t, up)
 	url = strings.TrimSuffix(url, "/")
 
@@ -409,19 +419,14 @@ func TestADBFrontRealJDI(t *testing.T) {
 		}
 	}
 	t.Logf("median step: direct %v, through the adb server's forward %v, through the adb server and the front %v",
-		direct.MedianStep(), viaADB.MedianStep(), viaFront.MedianStep())
+		jdwptest.MedianStep(direct), jdwptest.MedianStep(viaADB), jdwptest.MedianStep(viaFront))
 }
 
 // TestADBFrontSurvivesUpstreamRestart: the adb server is killed and
 // started again (and the device reconnected); the front answers the next
 // requests, and a forward it made before the restart still reaches the VM.
 func TestADBFrontSurvivesUpstreamRestart(t *testing.T) {
-	requireADB(t)
-	ctx := testCtx(t)
-	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
-	dev := startFakeDevice(t, vm.Addr())
-	up := startADBServer(ctx, t)
-	connectDevice(ctx, t, up, dev)
+	ctx, _, dev, up := startADB(t)
 	front, _, logs, _ := startFront(t, up)
 	port := strings.TrimSpace(mustADB(ctx, t, front, "forward", "tcp:0", "jdwp:4001"))
 	if app := helloThroughForward(t, port); app != "com.example.fake" {
@@ -446,12 +451,7 @@ func TestADBFrontSurvivesUpstreamRestart(t *testing.T) {
 // TestADBFrontJournal: a stream through the front is journaled like a
 // proxy session.
 func TestADBFrontJournal(t *testing.T) {
-	requireADB(t)
-	ctx := testCtx(t)
-	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
-	dev := startFakeDevice(t, vm.Addr())
-	up := startADBServer(ctx, t)
-	connectDevice(ctx, t, up, dev)
+	ctx, _, _, up := startADB(t)
 	path := filepath.Join(t.TempDir(), "front.jsonl")
 	front, _, logs, stop := startFront(t, up, "--journal", path)
 	port := strings.TrimSpace(mustADB(ctx, t, front, "forward", "tcp:0", "jdwp:4001"))

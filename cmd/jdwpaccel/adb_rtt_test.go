@@ -79,12 +79,7 @@ func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // forward, and the front's stream and forward without speculation. It
 // fails only if a path breaks; the times are logged.
 func TestADBPathRoundTrips(t *testing.T) {
-	requireADB(t)
-	ctx := testCtx(t)
-	vm := jdwptest.StartDDMVM(t, fakeDeviceVM)
-	dev := startFakeDevice(t, vm.Addr())
-	up := startADBServer(ctx, t)
-	connectDevice(ctx, t, up, dev)
+	ctx, vm, dev, up := startADB(t)
 	front, _, logs, _ := startFront(t, up, "--speculate=false", "--ddm=false")
 	const n = 100
 	dial := func(addr string) net.Conn {
@@ -95,7 +90,7 @@ func TestADBPathRoundTrips(t *testing.T) {
 		return c
 	}
 	var out []string
-	out = append(out, "direct "+versionRTT(t, dial(vm.Addr()), n).String())
+	out = append(out, "direct "+versionRTT(t, dial(vm), n).String())
 	out = append(out, "adb-stream "+versionRTT(t, dialADBStream(t, up, dev, 4001), n).String())
 	p := strings.TrimSpace(mustADB(ctx, t, up, "forward", "tcp:0", "jdwp:4001"))
 	out = append(out, "adb-forward "+versionRTT(t, dial("127.0.0.1:"+p), n).String())

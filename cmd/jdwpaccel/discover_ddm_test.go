@@ -46,8 +46,7 @@ func fakeDevice(t *testing.T, apps ...string) (*adbtest.Server, []*fakevm.VM) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go vm.Serve(ctx) //nolint:errcheck // ends with ctx
-		t.Cleanup(func() { vm.Close() })
+		go vm.Serve(ctx) //nolint:errcheck // ends with ctx, closing the listener
 		addr := vm.Addr()
 		srv.AddProcess(testSerial, adbtest.Proc{PID: pid, Name: "<pre-initialized>", Dial: func() (net.Conn, error) {
 			return net.Dial("tcp", addr)

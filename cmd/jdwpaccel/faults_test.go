@@ -9,7 +9,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -107,46 +106,11 @@ func (l *logSink) sessionEnd(t *testing.T, id int) map[string]any {
 	})
 }
 
-// proxyRun is one in-process "jdwpaccel proxy".
-type proxyRun struct {
-	addr string
-	logs *logSink
-}
-
 // faultProxy starts "jdwpaccel proxy --vm vmAddr" with extra flags, as the
 // binary runs it, and stops it at the end of the test.
-func faultProxy(t *testing.T, vmAddr string, extra ...string) *proxyRun {
+func faultProxy(t *testing.T, vmAddr string, extra ...string) *splitEnd {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	p := &proxyRun{logs: &logSink{changed: make(chan struct{})}}
-	args := append([]string{"proxy", "--vm", vmAddr, "--listen", "127.0.0.1:0", "--http-addr", "", "--log-format", "json", "--log-level", "debug"}, extra...)
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, args, &env{stdout: io.Discard, stderr: pw})
-		pw.Close()
-	}()
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			p.logs.add(sc.Bytes())
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != exitOK {
-			t.Errorf("proxy exited %d after cancel; log:\n%s", code, p.logs)
-		}
-		<-scanned
-	})
-	rec := p.logs.wait(t, "with the listen address", 10*time.Second, func(rec map[string]any) bool {
-		return rec["message"] == "proxy listening; attach the debugger here"
-	})
-	p.addr, _ = rec["listen"].(string)
-	return p
+	return startEnd(t, nearListening, append([]string{"proxy", "--vm", vmAddr, "--listen", "127.0.0.1:0"}, extra...)...)
 }
 
 // ---- a debugger written in Go ------------------------------------------

@@ -215,8 +215,8 @@ func startPageFakeVM(t *testing.T, p fakevm.Profile) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go vm.Serve(ctx) //nolint:errcheck // ends with ctx
-	t.Cleanup(func() { cancel(); vm.Close() })
+	go vm.Serve(ctx) //nolint:errcheck // ends with ctx, closing the listener
+	t.Cleanup(cancel)
 	return vm.Addr()
 }
 

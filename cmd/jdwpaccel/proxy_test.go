@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 )
 
@@ -64,33 +64,14 @@ func testCtx(t *testing.T) context.Context {
 // "jdwpaccel proxy": the transcripts must be identical.
 func TestRealJDB(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	line, err := javavm.BreakpointLine(javavm.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := []string{
-		fmt.Sprintf("stop at Transcript:%d", line),
-		"run", "where", "locals", "print name", "print this.numbers[0]", "dump node",
-		"step", "next", "locals", "print arr[0]", "print word",
-		"cont", "locals", "clear", "exit",
-	}
-	direct, err := b.RunJDB(testCtx(t), jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := jdbtest.TranscriptScript(t)
+	direct := jdbtest.Direct(testCtx(t), t, b, script)
 	addr, logs := startProxy(t, jdwptest.StartJava(t, b, javavm.Transcript).Addr())
-	proxied, err := b.RunJDB(testCtx(t), addr, script)
+	proxied, err := jdbtest.Run(testCtx(t), b, addr, script)
 	if err != nil {
 		t.Fatalf("%v\nproxy log:\n%s", err, logs)
 	}
-	if direct != proxied {
-		t.Fatalf("jdb transcript through the proxy differs:\n--- direct\n%s\n--- proxied\n%s", direct, proxied)
-	}
-	for _, want := range []string{"Breakpoint hit:", "Step completed:", "arr[0] = 1"} {
-		if !strings.Contains(proxied, want) {
-			t.Errorf("transcript lacks %q:\n%s", want, proxied)
-		}
-	}
+	jdbtest.Same(t, direct, proxied, "the proxy")
 }
 
 // TestRealJDI runs our JDI program (breakpoint, steps, locals, fields,

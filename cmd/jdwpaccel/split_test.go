@@ -27,11 +27,13 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/rs/zerolog"
 )
 
-// splitEnd is one in-process "jdwpaccel far" or "jdwpaccel proxy --far".
+// splitEnd is one in-process "jdwpaccel far" or "jdwpaccel proxy" (with
+// --far, or --vm as faultProxy starts it).
 type splitEnd struct {
 	addr string
 	logs *logSink
@@ -97,35 +99,16 @@ func startNearEnd(t *testing.T, far string, extra ...string) *splitEnd {
 // direct one, and the far end speculated for it.
 func TestSplitRealJDB(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	line, err := javavm.BreakpointLine(javavm.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := []string{
-		fmt.Sprintf("stop at Transcript:%d", line),
-		"run", "where", "locals", "print name", "print this.numbers[0]", "dump node",
-		"step", "next", "locals", "print arr[0]", "print word",
-		"cont", "locals", "clear", "exit",
-	}
-	direct, err := b.RunJDB(testCtx(t), jdwptest.StartJava(t, b, javavm.Transcript).Addr(), script)
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := jdbtest.TranscriptScript(t)
+	direct := jdbtest.Direct(testCtx(t), t, b, script)
 	far := startFarEnd(t, jdwptest.StartJava(t, b, javavm.Transcript).Addr())
 	near := startNearEnd(t, far.addr)
 	near.logs.wait(t, "of the start probe", 10*time.Second, func(rec map[string]any) bool { return rec["message"] == "far end reached" })
-	split, err := b.RunJDB(testCtx(t), near.addr, script)
+	split, err := jdbtest.Run(testCtx(t), b, near.addr, script)
 	if err != nil {
 		t.Fatalf("%v\nnear log:\n%s\nfar log:\n%s", err, near.logs, far.logs)
 	}
-	if direct != split {
-		t.Fatalf("jdb transcript through split mode differs:\n--- direct\n%s\n--- split\n%s", direct, split)
-	}
-	for _, want := range []string{"Breakpoint hit:", "Step completed:", "arr[0] = 1"} {
-		if !strings.Contains(split, want) {
-			t.Errorf("transcript lacks %q:\n%s", want, split)
-		}
-	}
+	jdbtest.Same(t, direct, split, "split mode")
 }
 
 // hop is a TCP relay between near and far end whose connections the test

@@ -303,9 +303,6 @@ func (vm *VM) Serve(ctx context.Context) error {
 	}
 }
 
-// Close stops accepting.
-func (vm *VM) Close() error { return vm.ln.Close() }
-
 func (vm *VM) serveConn(c net.Conn) {
 	defer c.Close()
 	br := bufio.NewReader(c)

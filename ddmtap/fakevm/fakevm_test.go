@@ -216,7 +216,7 @@ func TestChurnStatusesPerProfile(t *testing.T) {
 				seen[th.Status] = true
 			}
 		}
-		vm.Close()
+		vm.ln.Close()
 		for s := range seen {
 			if s < 1 || s > max {
 				t.Fatalf("%v: status %d outside 1..%d", p, s, max)

@@ -2,6 +2,7 @@ package jdwptest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,3 +36,22 @@ func StartJava(t testing.TB, b *javavm.Build, main string) *javavm.VM {
 	t.Cleanup(vm.Stop)
 	return vm
 }
+
+// MedianStep is the median step wall time over r's steady stops.
+func MedianStep(r *javavm.DriverResult) time.Duration {
+	var v []float64
+	for _, s := range r.Steady() {
+		v = append(v, s.MS)
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return msDuration(v[n/2])
+	}
+	return msDuration((v[n/2-1] + v[n/2]) / 2)
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

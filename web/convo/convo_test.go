@@ -3,6 +3,7 @@ package convo
 import (
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
@@ -25,7 +26,7 @@ func none(*jdwp.BodyWriter) {}
 
 func stopEvent(kind jdwp.EventKind, policy jdwp.SuspendPolicy, thread uint64, loc jdwp.Location) []byte {
 	c := jdwp.Composite{SuspendPolicy: policy, Events: []jdwp.Event{{Kind: kind, RequestID: 3, Thread: thread, Location: loc}}}
-	return jdwp.AppendComposite(nil, sizes8, &c)
+	return jdwptest.AppendComposite(nil, sizes8, &c)
 }
 
 // TestConversation replays what an IDE asks at a breakpoint and checks the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/discover"
+	"github.com/jdwpaccel/jdwpaccel/internal/journaltest"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -34,7 +35,7 @@ func allMetrics(t *testing.T) *prometheus.Registry {
 	speculator.NewMetrics(reg)
 	split.NewMetrics(reg)
 	push.NewMetrics(reg)
-	j, err := journal.New(io.Discard, journal.Options{Registerer: reg, Logger: zerolog.Nop()})
+	j, err := journaltest.New(t, io.Discard, journal.Options{Registerer: reg, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

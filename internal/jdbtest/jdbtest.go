@@ -1,4 +1,7 @@
-package javavm
+// Package jdbtest drives the real jdb over stdin against a debuggee of
+// bench/javavm, so that tests can compare jdb transcripts of direct and
+// proxied sessions. Only tests import it.
+package jdbtest
 
 import (
 	"bytes"
@@ -10,10 +13,12 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 )
 
-// JDBCommandTimeout bounds the wait for jdb's answer to one command.
-var JDBCommandTimeout = 30 * time.Second
+// CommandTimeout bounds the wait for jdb's answer to one command.
+var CommandTimeout = 30 * time.Second
 
 // jdbPromptEnd matches a jdb prompt at the very end of its output: "> "
 // before a thread is current, "thread[frame] " after.
@@ -76,45 +81,41 @@ func isExitCommand(cmd string) bool {
 	return c == "exit" || c == "quit"
 }
 
-// RunJDB drives the real jdb, attached with
+// Run drives the real jdb, attached with
 // -connect com.sun.jdi.SocketAttach:hostname=H,port=P, through stdin. It
-// first waits for the "VM Started" event and a prompt (the VM must have been
-// started with suspend=y, as Start does), then sends each script line only
-// once jdb has answered the previous one: for run, cont, step, stepi and
+// first waits for the "VM Started" event and a prompt (the VM must have
+// been started with suspend=y, as javavm.Start does), then sends each script
+// line only once jdb has answered the previous one: for run, cont, step, stepi and
 // next, an event ("Breakpoint hit", "Step completed", ...) followed by a
 // prompt; for exit/quit, jdb's exit; otherwise a prompt. No sleeps.
 //
-// It returns the normalised transcript (NormalizeJDB): script lines are
+// It returns the normalised transcript (Normalize): script lines are
 // included as "$ cmd", prompts and blank lines are stripped and object IDs
 // replaced, so two runs (direct vs through a proxy, or two fresh VMs) can
 // be compared for equality. jdb runs with -sourcepath set to the build's
 // sources, so it prints the source line at each stop.
-func (b *Build) RunJDB(ctx context.Context, addr string, script []string) (string, error) {
-	return runJDB(ctx, addr, b.Source, script)
-}
-
-func runJDB(ctx context.Context, addr, sourcepath string, script []string) (string, error) {
+func Run(ctx context.Context, b *javavm.Build, addr string, script []string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("javavm: jdb address %q: %w", addr, err)
+		return "", fmt.Errorf("jdbtest: jdb address %q: %w", addr, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var args []string
-	if sourcepath != "" {
-		args = append(args, "-sourcepath", sourcepath)
+	if b.Source != "" {
+		args = append(args, "-sourcepath", b.Source)
 	}
 	args = append(args, "-connect", "com.sun.jdi.SocketAttach:hostname="+host+",port="+port)
 	cmd := exec.CommandContext(ctx, "jdb", args...)
-	out := newLockedBuffer()
+	out := javavm.NewLockedBuffer()
 	cmd.Stdout = out
 	cmd.Stderr = out
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", fmt.Errorf("javavm: jdb: %w", err)
+		return "", fmt.Errorf("jdbtest: jdb: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("javavm: starting jdb: %w", err)
+		return "", fmt.Errorf("jdbtest: starting jdb: %w", err)
 	}
 	done := make(chan struct{})
 	var waitErr error
@@ -131,10 +132,10 @@ func runJDB(ctx context.Context, addr, sourcepath string, script []string) (stri
 	// wait reads jdb's output from off on until cond holds for it, and
 	// returns the new offset.
 	wait := func(off int, what string, cond func([]byte) bool) (int, error) {
-		timer := time.NewTimer(JDBCommandTimeout)
+		timer := time.NewTimer(CommandTimeout)
 		defer timer.Stop()
 		for {
-			data, n, changed := out.snapshot(off)
+			data, n, changed := out.Snapshot(off)
 			if cond(data) {
 				transcript.Write(data)
 				return n, nil
@@ -142,16 +143,16 @@ func runJDB(ctx context.Context, addr, sourcepath string, script []string) (stri
 			select {
 			case <-changed:
 			case <-done:
-				data, n, _ := out.snapshot(off)
+				data, n, _ := out.Snapshot(off)
 				transcript.Write(data)
 				if cond(data) {
 					return n, nil
 				}
-				return n, fmt.Errorf("javavm: jdb exited (%v) waiting for %s; transcript:\n%s", waitErr, what, transcript.Bytes())
+				return n, fmt.Errorf("jdbtest: jdb exited (%v) waiting for %s; transcript:\n%s", waitErr, what, transcript.Bytes())
 			case <-ctx.Done():
 				return n, ctx.Err()
 			case <-timer.C:
-				return n, fmt.Errorf("javavm: jdb: no %s within %v; output:\n%s%s", what, JDBCommandTimeout, transcript.Bytes(), data)
+				return n, fmt.Errorf("jdbtest: jdb: no %s within %v; output:\n%s%s", what, CommandTimeout, transcript.Bytes(), data)
 			}
 		}
 	}
@@ -188,7 +189,7 @@ func runJDB(ctx context.Context, addr, sourcepath string, script []string) (stri
 	for _, line := range script {
 		fmt.Fprintf(&transcript, "\n$ %s\n", line)
 		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
-			return "", fmt.Errorf("javavm: jdb: writing %q: %w", line, err)
+			return "", fmt.Errorf("jdbtest: jdb: writing %q: %w", line, err)
 		}
 		switch {
 		case isExitCommand(line):
@@ -210,20 +211,20 @@ func runJDB(ctx context.Context, addr, sourcepath string, script []string) (stri
 			return "", err
 		}
 	}
-	return NormalizeJDB(transcript.String()), nil
+	return Normalize(transcript.String()), nil
 }
 
-// NormalizeJDB makes a jdb transcript comparable across runs: it strips
+// Normalize makes a jdb transcript comparable across runs: it strips
 // prompts, blank lines and trailing spaces, and replaces object and thread
 // IDs ("(id=123)", "(java.lang.Thread)45", "0x1a") with "#". jdb prints its
 // bare "> " prompt from one thread while another prints an event, so it can
 // land mid-line: every "> " is removed, wherever it is (also from source
 // lines such as "a > b", identically in every run).
-func NormalizeJDB(s string) string {
+func Normalize(s string) string {
 	var b strings.Builder
 	for _, line := range strings.Split(s, "\n") {
 		// Each removal shortens the line, so this ends; repeating makes
-		// NormalizeJDB idempotent.
+		// Normalize idempotent.
 		for {
 			prev := line
 			line = strings.TrimRight(line, " \t\r")
