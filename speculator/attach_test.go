@@ -178,6 +178,7 @@ func FuzzParseProfiles(f *testing.F) {
 	f.Add([]byte(`{"k":{"vm":[{"Set":1,"Cmd":1}],"class":[{"sig":"LFoo;","set":2,"cmd":15}],"templates":[{"set":11,"cmd":6,"rel":true,"ints":[0,-1]}]}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"k":null}`))
+	f.Add([]byte(`{"k":{"shapes":[{"sig":"LNode;","fields":[{"hops":0,"name":"next"},{"hops":1,"name":"id"}]}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := parseProfiles(b)
 		if err != nil {
@@ -192,6 +193,12 @@ func FuzzParseProfiles(f *testing.F) {
 				t.Fatalf("invalid profile kept: %+v", p)
 			}
 			p.applyTo(&l, sizes8) // must not panic
+			l.shapesImport(p)
+			cf := shapeClasses()
+			for _, refs := range l.shapes {
+				w := jdwp.BodyWriter{Sizes: sizes8}
+				cf.fieldTail(&w, 10, refs) // must not panic
+			}
 		}
 	})
 }
