@@ -211,7 +211,9 @@ func DriverArgs(b *Build, opts DriverOptions) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"-XX:+UseSerialGC"}, opts.JVMArgs...)
+	// The JVM's own warnings ("[0.5s][warning][os,thread] ...") go to
+	// stdout by default, into the driver's JSON Lines: send them to stderr.
+	args := append([]string{"-XX:+UseSerialGC", "-Xlog:all=warning:stderr"}, opts.JVMArgs...)
 	args = append(args, "-cp", b.Classes, "Driver",
 		"--host", host, "--port", port,
 		"--profile", opts.Profile,
