@@ -188,7 +188,8 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 // was answered elsewhere (by a near end, from replies this session's
 // speculation pushed there): the learner learns it as a command of the
 // current stop (and of the attach, or the CLASS_PREPARE stop, it was
-// sent at), and the speculation that fetched it counts as used.
+// sent at), and the speculation that fetched it counts as used. The first
+// command of a debugger not identified yet identifies it.
 func (s *Session) Asked(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) {
 	ss := s.ss
 	ss.mu.Lock()
@@ -197,6 +198,12 @@ func (s *Session) Asked(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) {
 	info, ok := keyable.Fill(&key, c, params, sizes)
 	if !ok || ss.closed {
 		return
+	}
+	if a := &ss.att; !a.identified && a.rs != nil {
+		// The first command the debugger sent, answered elsewhere (from
+		// the attach's replies pushed there): it identifies the debugger
+		// (attach.go), as if it had come here.
+		ss.attachIdentify(a.rs, c, sizes)
 	}
 	ss.learn.learnCommand(&key, info, key.Subject(info, sizes), sizes, ss.facts.objType)
 	ss.attachRecord(&key, info, sizes)
@@ -256,4 +263,55 @@ func (s *Session) Unpushed(on bool) {
 	s.ss.mu.Lock()
 	s.ss.push.unpushed = on
 	s.ss.mu.Unlock()
+}
+
+// Prefetch starts the attach's prefetch now (attach.go), rather than on
+// the debugger's first command: for a far end that pushes the replies to
+// the near end before the debugger asks (package push's attach bundle).
+func (s *Session) Prefetch(rs *relay.Session) {
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.att.started && !ss.closed {
+		ss.attachStart(rs)
+	}
+}
+
+// Attached starts the attach of a session whose prefetch's replies were
+// offered before the debugger's first command (Offer; package push's
+// attach bundle, with the ID sizes already set on rs): the prefetch sends
+// only what the cache lacks, and the attach learns from the cached
+// replies what it learns from its own (the VM's version, which keys the
+// profile, and its capabilities). The pushed replies count in the
+// attach's use (AttachUse) as its own prefetch would: sent, and used once
+// they serve the debugger (but not in the speculation counts: this
+// session sent nothing).
+func (s *Session) Attached(rs *relay.Session) {
+	ss := s.ss
+	sizes, _ := rs.IDSizes()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.att.started || ss.closed {
+		return
+	}
+	ss.attachStart(rs)
+	for _, c := range defaultPrefetch {
+		pushed := &spec{kind: kAttach, sent: true, done: true}
+		info, ok := keyable.Fill(&pushed.key, c, nil, sizes)
+		if !ok {
+			continue
+		}
+		e := ss.cache.lookup(&pushed.key)
+		if e == nil {
+			continue
+		}
+		if e.rec == nil && len(ss.att.specs) < maxAttachCmds {
+			pushed.info, pushed.subj, pushed.gen = info, e.subj, e.gen
+			e.rec = pushed
+			ss.att.specs = append(ss.att.specs, pushed)
+		}
+		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
+			ss.attachReply(c, nil, "", p, sizes)
+		}
+	}
 }
