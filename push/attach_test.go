@@ -197,3 +197,30 @@ func TestFarEmptyAttachBundle(t *testing.T) {
 		t.Errorf("after the attach bundle %v, want the event the VM sent meanwhile", e)
 	}
 }
+
+// TestAttachUsageIdentifies: the debugger's first command, answered from
+// the attach bundle, reaches the far end first, in a usage report for stop
+// 0, so the far end knows the debugger (its profile) as if it had seen the
+// command.
+func TestAttachUsageIdentifies(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: attachScript()})
+	d, seen := splitLink(t, vm, Config{}, true)
+	if _, err := d.Call(jdwp.CmdIDSizes, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A miss: forwarded to the far end, after the report.
+	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1)); err != nil {
+		t.Fatal(err)
+	}
+	cmds := seen.commands()
+	if len(cmds) < 2 || cmds[0].Cmd() != CmdUsage {
+		t.Fatalf("commands at the far end %v, want a usage report first", cmds)
+	}
+	var c codec
+	defer c.close()
+	p := parser{c: &c}
+	h, recs, err := p.parse(cmds[0].Body(), true)
+	if err != nil || h.Stop != 0 || len(recs) != 1 || recs[0].Cmd != jdwp.CmdIDSizes {
+		t.Errorf("first usage report %+v %+v %v, want stop 0 with the IDSizes", h, recs, err)
+	}
+}

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -128,17 +129,27 @@ func TestFarHoldsPrepareStop(t *testing.T) {
 // debugger's and the near end's own speculation, but not usage reports
 // (nor the far end's own commands, Synthetic there).
 type fromNear struct {
-	mu sync.Mutex // guards n
-	n  map[jdwp.Cmd]int
+	mu    sync.Mutex // guards n and order
+	n     map[jdwp.Cmd]int
+	order []jdwp.Packet // every command from the near end, usage reports too
 }
 
 func (o *fromNear) Observe(_ *relay.Session, f *relay.Frame) {
-	if f.Dir != relay.ToVM || f.Kind != relay.KindCommand || f.Origin == relay.Synthetic || f.Cmd.Set == SetPush {
+	if f.Dir != relay.ToVM || f.Kind != relay.KindCommand || f.Origin == relay.Synthetic {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.n[f.Cmd]++
+	o.order = append(o.order, f.Packet.Clone())
+	if f.Cmd.Set != SetPush {
+		o.n[f.Cmd]++
+	}
+}
+
+func (o *fromNear) commands() []jdwp.Packet {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.order)
 }
 
 func (o *fromNear) count(c jdwp.Cmd) int {
