@@ -284,7 +284,9 @@ func (f *far) Stored(r *speculator.SpecReply) {
 func (f *far) Idle(stop uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if stop == f.stop && (f.holding || len(f.pending) > 0) {
+	if f.attaching || stop == f.stop && (f.holding || len(f.pending) > 0) {
+		// (While attaching, a suspending event the VM sent meanwhile may
+		// have begun a stop: the attach bundle goes first whatever stop.)
 		f.flush()
 	}
 }
