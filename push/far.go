@@ -121,7 +121,8 @@ func (o *farFence) SessionStart(rs *relay.Session) {
 func (o *farFence) SessionEnd(*relay.Session, error) {}
 
 // farFence is the far end's observer: it notes the last command from the
-// near end that may change the VM's state.
+// near end that may change the VM's state, and starts the attach bundle
+// (SessionStart).
 type farFence far
 
 // Observe notes each command from the near end that may change the VM's

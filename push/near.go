@@ -68,16 +68,19 @@ type near struct {
 	recent   [recentFences]uint64 // the last fence values noted, a ring
 	nrecent  int
 
-	// The attach bundle (stop 0), when the preamble agreed on one: the far
-	// end's first packet. attachIn is closed once the VM reader read that
-	// packet (whatever it was) or the session closed (closeAttach); the
-	// debugger reader waits for it before the debugger's first command
-	// (at most Config.AttachWait). Owned by the debugger reader: waited.
+	// The attach bundle, when the preamble agreed on one (awaitAttach, set
+	// before the session runs): the far end's first packet. attachIn is
+	// closed (closeAttach, once) when the VM reader has read that packet,
+	// whatever it was, or the session closes; the debugger reader waits
+	// for it before the debugger's first packet, at most
+	// Config.AttachWait.
 	awaitAttach bool
 	attachIn    chan struct{}
 	attachOnce  sync.Once
-	waited      bool
-	cmdSeen     bool // the debugger's first command was seen (owned by the debugger reader)
+
+	// Owned by the debugger reader goroutine.
+	waited  bool // waitAttach ran
+	cmdSeen bool // the debugger's first command was seen
 
 	// Owned by the VM reader goroutine.
 	firstRead bool // the far end's first packet was read
@@ -93,7 +96,7 @@ type near struct {
 	cur      uint64     // the far end's serial of the stop in progress here (0: none)
 	curLocal uint64     // this end's serial of that stop
 	mark     speculator.Mark
-	attached bool   // the attach bundle was stored and no stop has begun since
+	attached bool   // the attach bundle was stored, and no stop's bundle since
 	usage    []byte // usage records of the stop (or the attach): commands the cache answered
 	usageN   int
 	enc      codec
