@@ -44,6 +44,9 @@ type Mode struct {
 	// and nearChain, where pushed replies join them).
 	Split    bool
 	FarHooks func(*relay.Session) relay.Hooks
+	// Push says both ends' chains push replies (package push), so the far
+	// end sends the attach bundle first (split.FlagAttach).
+	Push bool
 	// Via, when set, puts the mode's own path (e.g. an adb server and a
 	// device) in front of vmAddr, the link to the VM, and returns the
 	// address the driver attaches to; what it starts lives until ctx ends.
@@ -275,7 +278,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	defer vm.Stop()
 	behind := vm.Addr() // what the link leads to
 	if m.Split {
-		if behind, err = startFar(ctx, behind, m.FarHooks, cfg.Log); err != nil {
+		if behind, err = startFar(ctx, behind, m.FarHooks, m.Push, cfg.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -287,7 +290,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	addr := lk.Addr().String()
 	switch {
 	case m.Split:
-		addr, err = startRelay(ctx, split.Dialer(split.NearConfig{Addr: addr, Logger: cfg.Log}), m.NewHooks, cfg.Log)
+		addr, err = startRelay(ctx, split.Dialer(split.NearConfig{Addr: addr, Attach: m.Push, Logger: cfg.Log}), m.NewHooks, cfg.Log)
 	case m.Via != nil:
 		addr, err = m.Via(ctx, addr)
 	case m.Copy:
@@ -339,12 +342,12 @@ func startRelay(ctx context.Context, dial relay.Dialer, hooks func(*relay.Sessio
 
 // startFar runs split mode's far end in front of the VM at vmAddr until
 // ctx ends.
-func startFar(ctx context.Context, vmAddr string, hooks func(*relay.Session) relay.Hooks, log zerolog.Logger) (string, error) {
+func startFar(ctx context.Context, vmAddr string, hooks func(*relay.Session) relay.Hooks, push bool, log zerolog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP(vmAddr), Logger: log}, Hooks: hooks, Logger: log})
+	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP(vmAddr), Logger: log}, Hooks: hooks, Attach: push, Logger: log})
 	go far.Serve(ctx, ln) //nolint:errcheck // ends with ctx
 	return ln.Addr().String(), nil
 }

@@ -16,16 +16,22 @@
 //     reached); then one bundle of the stored speculative replies, then
 //     the event, go out through the session's writer, in that order.
 //     Replies stored later during the same stop follow in further bundles.
+//     A stop is a suspending event at a location or a suspending
+//     CLASS_PREPARE (the prepare rule's class reads). When the split
+//     preamble agreed on it (split.Agreed, the session's DebuggerInfo),
+//     the session starts with the attach bundle: the attach's prefetch,
+//     sent as the session starts, its replies pushed before any VM packet.
 //   - NearHooks, on the near end's relay session (its "VM" is the far
 //     end): bundles are consumed (never reach the debugger), parsed and
 //     offered to the near speculator's cache (speculator.ModeNear: the
-//     near end sends nothing of its own but the attach's prefetch and
-//     replay, which the far end does not push) under the validity rules of its
-//     own speculation: a record is stored only if nothing invalidated it
+//     near end sends nothing of its own but the attach's replay, and its
+//     prefetch when there is no attach bundle) under the validity rules of
+//     its own speculation: a record is stored only if nothing invalidated it
 //     since its stop's event reached the near end. The commands the cache
 //     answered are reported back (CmdUsage) before the debugger's next
 //     resume, so the far end's learner learns from them as if it had seen
-//     them.
+//     them. With the attach bundle agreed (the session's VMInfo), the
+//     debugger's first command waits for it (Config.AttachWait at most).
 //
 // The wire format (vendor command set 0xE1) is in PROTOCOL.md. Bandwidth
 // is a budget: bodies are zstd-compressed, the bytes pushed per stop are
@@ -48,6 +54,10 @@ type Config struct {
 	// MaxHold bounds how long the far end holds a stop event while its
 	// speculation runs (DefaultMaxHold when zero).
 	MaxHold time.Duration
+	// AttachWait bounds how long the near end holds the debugger's first
+	// command for the attach bundle the far end agreed to send first
+	// (DefaultAttachWait when zero).
+	AttachWait time.Duration
 	// Counters, if not nil, counts what both ends do (Counters.Stats).
 	Counters *Counters
 	// Metrics may be nil.
@@ -58,6 +68,7 @@ type Config struct {
 const (
 	DefaultMaxBytesPerStop = 256 << 10
 	DefaultMaxHold         = 50 * time.Millisecond
+	DefaultAttachWait      = time.Second
 )
 
 func (c *Config) fill() {
@@ -66,6 +77,9 @@ func (c *Config) fill() {
 	}
 	if c.MaxHold <= 0 {
 		c.MaxHold = DefaultMaxHold
+	}
+	if c.AttachWait <= 0 {
+		c.AttachWait = DefaultAttachWait
 	}
 	if c.Counters == nil {
 		c.Counters = new(Counters)

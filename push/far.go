@@ -23,7 +23,8 @@ func FarHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.
 	}
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
-		f := &far{cfg: cfg, rs: rs, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
+		f := &far{cfg: cfg, rs: rs, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger(),
+			attaching: attachAgreed(rs.DebuggerInfo())}
 		f.spec = sp.NewTapped(rs, speculator.ModeAlways, f)
 		f.ic = f.spec.Interceptor()
 		f.usage.c = &f.dec
@@ -80,10 +81,48 @@ type far struct {
 	out       []byte // the bundle packet
 	nextID    uint32 // IDs of bundle packets
 	closed    bool
+	// attaching: the attach bundle (stop 0) is being gathered, to be sent
+	// as the session's first packet, even empty (attachAgreed).
+	attaching bool
 }
 
+// attachAgreed says whether the preamble agreed on an attach bundle
+// (split.Agreed, as relay.Session.DebuggerInfo or VMInfo).
+func attachAgreed(info any) bool {
+	a, ok := info.(interface{ AttachBundle() bool })
+	return ok && a.AttachBundle()
+}
+
+// SessionStart starts the attach bundle, if agreed: VM packets are held
+// from the start, and the speculator prefetches the attach's first
+// commands; their replies go in the attach bundle, sent once they are all
+// in (Idle), or at MaxHold, before anything else.
+func (o *farFence) SessionStart(rs *relay.Session) {
+	f := (*far)(o)
+	f.mu.Lock()
+	if !f.attaching {
+		f.mu.Unlock()
+		return
+	}
+	f.holding = true
+	f.holdSeq++
+	seq := f.holdSeq
+	// A VM just attached may take longer than a stop's MaxHold to answer,
+	// and the near end waits for this bundle anyway (AttachWait).
+	f.timer = time.AfterFunc(max(f.cfg.MaxHold, f.cfg.AttachWait/2), func() { f.expire(seq) })
+	f.mu.Unlock()
+	f.spec.Prefetch(rs)
+	if f.spec.Idle() {
+		f.Idle(0) // nothing was sent: the bundle goes out empty
+	}
+}
+
+// SessionEnd does nothing (relay.SessionObserver).
+func (o *farFence) SessionEnd(*relay.Session, error) {}
+
 // farFence is the far end's observer: it notes the last command from the
-// near end that may change the VM's state.
+// near end that may change the VM's state, and starts the attach bundle
+// (SessionStart).
 type farFence far
 
 // Observe notes each command from the near end that may change the VM's
@@ -120,7 +159,7 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 		return
 	}
 	sizes, _ := rs.IDSizes()
-	if serial, active := f.spec.Stop(); !active || serial != h.Stop {
+	if serial, active := f.spec.Stop(); h.Stop != serial || h.Stop != 0 && !active {
 		return // the stop ended here first (a resume crossed the report)
 	}
 	for i := range recs {
@@ -218,7 +257,10 @@ func (f *far) expire(seq uint64) {
 func (f *far) Stored(r *speculator.SpecReply) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed || r.Stop != f.stop || f.stop == 0 {
+	if f.closed || (r.Stop != f.stop || f.stop == 0) && !f.attaching {
+		// While attaching, anything stored goes in the attach bundle; the
+		// near end's validity rules drop what belongs to a stop it has not
+		// seen yet.
 		return
 	}
 	if f.full {
@@ -243,7 +285,9 @@ func (f *far) Stored(r *speculator.SpecReply) {
 func (f *far) Idle(stop uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if stop == f.stop && (f.holding || len(f.pending) > 0) {
+	if f.attaching || stop == f.stop && (f.holding || len(f.pending) > 0) {
+		// (While attaching, a suspending event the VM sent meanwhile may
+		// have begun a stop: the attach bundle goes first whatever stop.)
 		f.flush()
 	}
 }
@@ -251,9 +295,10 @@ func (f *far) Idle(stop uint64) {
 // flush sends the pending records as one bundle, then the held packets,
 // in that order. mu is held.
 func (f *far) flush() {
-	if len(f.pending) > 0 && !f.closed {
+	if (len(f.pending) > 0 || f.attaching) && !f.closed {
 		f.sendBundle()
 	}
+	f.attaching = false
 	f.pending, f.raw = f.pending[:0], f.raw[:0]
 	if !f.holding {
 		return
@@ -288,7 +333,7 @@ func (f *far) sendBundle() {
 	})
 	budget := f.cfg.MaxBytesPerStop - f.sent
 	n := len(f.pending)
-	for n > 0 {
+	for {
 		f.payload = f.payload[:0]
 		for _, p := range f.pending[:n] {
 			f.payload = append(f.payload, f.raw[p.off:p.off+p.n]...)
@@ -296,7 +341,7 @@ func (f *far) sendBundle() {
 		h := Header{Stop: f.stop, Fence: f.pendFence, Records: uint32(n)}
 		f.out = jdwp.AppendCommand(f.out[:0], 0, CmdBundle, nil)
 		f.out = appendBody(f.out, h, f.payload, &f.enc)
-		if len(f.out) <= budget {
+		if len(f.out) <= budget || n == 0 {
 			break
 		}
 		// Too big: keep the share of records that fits (at least one
@@ -308,7 +353,7 @@ func (f *far) sendBundle() {
 		f.cfg.Counters.capped.Add(int64(dropped))
 		f.cfg.Metrics.record(outcomeCapped, dropped)
 	}
-	if n == 0 {
+	if n == 0 && !f.attaching {
 		return
 	}
 	f.nextID++

@@ -1,8 +1,10 @@
 package push
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -12,7 +14,8 @@ import (
 )
 
 // NearHooks returns the near end's hooks: sp's session in ModeNear (it
-// serves hits and sends nothing of its own but the attach's prefetch), fed with the far end's
+// serves hits and sends nothing of its own but the attach's replay, and
+// its prefetch when no attach bundle was agreed), fed with the far end's
 // bundles (see the package doc). Install it instead of sp.Hooks, first in
 // the chain (before any interceptor that may consume the debugger's
 // commands, such as write-behind). With sp nil it returns nil.
@@ -23,6 +26,10 @@ func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		n := &near{cfg: cfg, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
+		if attachAgreed(rs.VMInfo()) {
+			n.awaitAttach = true
+			n.attachIn = make(chan struct{})
+		}
 		n.spec = sp.NewTapped(rs, speculator.ModeNear, nil)
 		n.ic = n.spec.Interceptor()
 		n.p.c = &n.dec
@@ -61,20 +68,36 @@ type near struct {
 	recent   [recentFences]uint64 // the last fence values noted, a ring
 	nrecent  int
 
+	// The attach bundle, when the preamble agreed on one (awaitAttach, set
+	// before the session runs): the far end's first packet. attachIn is
+	// closed (closeAttach, once) when the VM reader has read that packet,
+	// whatever it was, or the session closes; the debugger reader waits
+	// for it before the debugger's first packet, at most
+	// Config.AttachWait.
+	awaitAttach bool
+	attachIn    chan struct{}
+	attachOnce  sync.Once
+
+	// Owned by the debugger reader goroutine.
+	waited  bool // waitAttach ran
+	cmdSeen bool // the debugger's first command was seen
+
 	// Owned by the VM reader goroutine.
-	dec      codec
-	p        parser
-	lead     bool      // a bundle awaits its stop event
-	leadHdr  Header    // its header
-	leadRecs []leadRec // its records, in leadBuf
-	leadBuf  []byte
-	rbuf     []byte // a record's reply packet, for Offer
+	firstRead bool // the far end's first packet was read
+	dec       codec
+	p         parser
+	lead      bool      // a bundle awaits its stop event
+	leadHdr   Header    // its header
+	leadRecs  []leadRec // its records, in leadBuf
+	leadBuf   []byte
+	rbuf      []byte // a record's reply packet, for Offer
 
 	mu       sync.Mutex // guards the fields below
 	cur      uint64     // the far end's serial of the stop in progress here (0: none)
 	curLocal uint64     // this end's serial of that stop
 	mark     speculator.Mark
-	usage    []byte // usage records of the stop: commands the cache answered
+	attached bool   // the attach bundle was stored, and no stop's bundle since
+	usage    []byte // usage records of the stop (or the attach): commands the cache answered
 	usageN   int
 	enc      codec
 	out      []byte
@@ -138,20 +161,31 @@ func mayChange(rs *relay.Session, f *relay.Frame) bool {
 // FromDebugger reports the stop's cache hits to the far end before the
 // first command that is not a cacheable read, and notes each hit.
 func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
+	if n.awaitAttach && !n.waited {
+		n.waitAttach()
+	}
 	if f.Kind != relay.KindCommand || len(f.Packet) < jdwp.HeaderSize {
 		return n.ic.FromDebugger(rs, f)
 	}
 	if _, ok := keyable.Lookup(f.Cmd); !ok {
 		n.sendUsage(rs)
 	}
+	first := !n.cmdSeen
+	n.cmdSeen = true
 	a := n.ic.FromDebugger(rs, f)
 	if a == relay.Consume && f.Origin == relay.CacheHit {
 		n.mu.Lock()
-		if n.cur != 0 && n.usageN < maxUsageRecords && len(n.usage) < maxUsageBytes {
+		attached := n.attached
+		if (n.cur != 0 || attached) && n.usageN < maxUsageRecords && len(n.usage) < maxUsageBytes {
 			n.usage = appendUsage(n.usage, f.Cmd, f.Packet.Body())
 			n.usageN++
 		}
 		n.mu.Unlock()
+		if first && attached {
+			// The debugger's first command identifies it (its profile's
+			// key): the far end learns it before any command from here.
+			n.sendUsage(rs)
+		}
 	}
 	return a
 }
@@ -178,6 +212,16 @@ func (n *near) sendUsage(rs *relay.Session) {
 // everything else to the speculator; the stop event a bundle came before
 // stores its records.
 func (n *near) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
+	if n.awaitAttach && !n.firstRead {
+		n.firstRead = true
+		defer n.closeAttach()
+		if f.Kind == relay.KindVMCommand && f.Cmd == CmdBundle {
+			f.Origin = relay.Synthetic
+			n.attachBundle(rs, f)
+			return relay.Consume
+		}
+		n.log.Warn().Stringer(relay.LogCmd, f.Cmd).Msg("the far end agreed to send the attach bundle first but sent another packet; the attach goes on without it")
+	}
 	if f.Kind == relay.KindVMCommand && f.Cmd.Set == SetPush {
 		f.Origin = relay.Synthetic
 		n.bundle(rs, f)
@@ -195,12 +239,59 @@ func (n *near) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
 		serial, _ := n.spec.Stop()
 		m := n.spec.Mark()
 		n.mu.Lock()
-		n.cur, n.curLocal, n.mark = n.leadHdr.Stop, serial, m
+		n.cur, n.curLocal, n.mark, n.attached = n.leadHdr.Stop, serial, m, false
 		n.usage, n.usageN = n.usage[:0], 0
 		n.mu.Unlock()
 		n.offer(rs, n.leadHdr, n.leadRecords(), m)
 	}
 	return a
+}
+
+// waitAttach holds the debugger's first packet until the attach bundle
+// was read (or the far end's first packet was something else, or the
+// session closed), at most Config.AttachWait: then the debugger's first
+// commands find its replies cached, whichever goroutine runs first.
+func (n *near) waitAttach() {
+	n.waited = true
+	t := time.NewTimer(n.cfg.AttachWait)
+	defer t.Stop()
+	select {
+	case <-n.attachIn:
+	case <-t.C:
+		n.log.Warn().Dur("wait", n.cfg.AttachWait).Msg("no attach bundle from the far end in time; the debugger's first command goes on without it")
+	}
+}
+
+func (n *near) closeAttach() { n.attachOnce.Do(func() { close(n.attachIn) }) }
+
+// attachBundle stores the attach bundle: the replies to the attach's
+// first commands, which the far end prefetched as its session began. They
+// are VM-wide constants (the ID sizes, the version, the capabilities),
+// valid from the start; the ID sizes are set on the session first, since
+// the relay only learns them from replies it relays.
+func (n *near) attachBundle(rs *relay.Session, f *relay.Frame) {
+	h, recs, err := n.p.parse(f.Packet.Body(), false)
+	if err != nil {
+		n.protocolError(rs, f.Cmd, err)
+		return
+	}
+	n.cfg.Counters.received.Add(1)
+	if h.Stop != 0 {
+		n.protocolError(rs, f.Cmd, fmt.Errorf("the attach bundle is for stop %d, not 0", h.Stop))
+		return
+	}
+	for _, r := range recs {
+		if r.Cmd == jdwp.CmdIDSizes && r.Error == jdwp.ErrorNone && len(r.Params) == 0 {
+			if sz, err := jdwp.ParseIDSizes(r.Body); err == nil {
+				rs.SetIDSizes(sz)
+			}
+		}
+	}
+	n.offer(rs, h, recs, n.spec.Mark())
+	n.spec.Attached(rs)
+	n.mu.Lock()
+	n.attached = true
+	n.mu.Unlock()
 }
 
 // bundle reads a bundle: one for the stop in progress is offered at once,
@@ -320,6 +411,9 @@ func (n *near) protocolError(rs *relay.Session, c jdwp.Cmd, err error) {
 
 // Close releases the session's speculator and codecs.
 func (n *near) Close(rs *relay.Session) {
+	if n.awaitAttach {
+		n.closeAttach()
+	}
 	n.ic.Close(rs)
 	n.dec.close()
 	n.mu.Lock()

@@ -56,6 +56,10 @@ type VMConn struct {
 	// way it is the only source of the proxy's IDs towards this VM
 	// (Session.IDs).
 	IDs *retag.Table
+	// Info, if not nil, is what the dialer learned about the connection
+	// for the session's hooks (Session.VMInfo): split mode's near end
+	// passes what it agreed with the far end.
+	Info any
 }
 
 // A Dialer opens a connection to the VM for a new session.
@@ -213,6 +217,14 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
 // ServeConn runs one session for an accepted debugger connection until it
 // ends, and returns the error that ended it (nil for an orderly close).
 func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
+	return srv.ServeConnInfo(ctx, debugger, nil)
+}
+
+// ServeConnInfo is ServeConn for a debugger connection the caller learned
+// something about before the session (split mode's far end: what it agreed
+// with the near end), which the session's hooks read as
+// Session.DebuggerInfo.
+func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info any) error {
 	id := srv.nextID.Add(1)
 	log := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String()).Logger()
 	m := srv.cfg.Metrics
@@ -276,6 +288,8 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 		dbgPending:     make(map[uint32]pending, 8),
 		awaiting:       make(map[uint32]pending, 8),
 		ids:            vc.IDs,
+		debuggerInfo:   info,
+		vmInfo:         vc.Info,
 		room:           [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)},
 		ended:          make(chan struct{}),
 		done:           make(chan struct{}),

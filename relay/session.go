@@ -57,6 +57,12 @@ type Session struct {
 	maxPacket      int
 	maxOutstanding int
 	hooks          Hooks
+
+	// debuggerInfo and vmInfo are what the caller learned about each
+	// connection before the session (ServeConnInfo, VMConn.Info); set
+	// before the hooks are made, never changed.
+	debuggerInfo, vmInfo any
+
 	// hooksOff is set once a hook panicked: from then on the session is
 	// plain pass-through and packet hooks are not called.
 	hooksOff atomic.Bool
@@ -157,6 +163,14 @@ func (s *Session) IDs() *retag.Table { return s.ids }
 
 // DebuggerAddr is the debugger's remote address.
 func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
+
+// DebuggerInfo is what the caller learned about the debugger's
+// connection before the session (Server.ServeConnInfo), nil if nothing.
+func (s *Session) DebuggerInfo() any { return s.debuggerInfo }
+
+// VMInfo is what the dialer learned about the VM's connection
+// (VMConn.Info), nil if nothing.
+func (s *Session) VMInfo() any { return s.vmInfo }
 
 // VM is the name of the VM the session serves (Config.VM), "" if unnamed.
 func (s *Session) VM() string { return s.vmName }

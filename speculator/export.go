@@ -71,6 +71,13 @@ type pushSeams struct {
 	unpushed bool
 	tap      Tap // nil: untapped
 	rep      SpecReply
+	// stop numbers the suspending stops the session took, located or
+	// not (pushStop), from 1; 0 is the attach, before any stop. It is the
+	// serial Stop reports and the tap is told.
+	stop uint64
+	// prepare: the current stop prepared a class (a suspending
+	// CLASS_PREPARE) and the debugger has not resumed since.
+	prepare bool
 }
 
 // Session is one relay session's speculator with the seams of this file.
@@ -89,12 +96,23 @@ func (sp *Speculator) NewTapped(rs *relay.Session, mode Mode, tap Tap) *Session 
 // Interceptor is the session's relay interceptor.
 func (s *Session) Interceptor() relay.Interceptor { return s.ss }
 
-// Stop is the serial of the current stop, and whether a stop is active
-// (from a suspending event until the next resume).
+// Stop is the serial of the current stop, and whether a stop is active:
+// a stop at a location (from its event until the next resume or anything
+// else that ends its episode) or a suspending CLASS_PREPARE (until the
+// next resume). Serials count every suspending stop, located or not, from
+// 1; 0 is the attach, before the first.
 func (s *Session) Stop() (serial uint64, active bool) {
 	s.ss.mu.Lock()
 	defer s.ss.mu.Unlock()
-	return s.ss.learn.ep.serial, s.ss.learn.ep.active
+	return s.ss.push.stop, s.ss.learn.ep.active || s.ss.push.prepare
+}
+
+// pushStop numbers a suspending stop as it begins (prepareStop runs at
+// every suspending event the session takes for a stop); prepared says it
+// prepared a class.
+func (ss *session) pushStop(prepared bool) {
+	ss.push.stop++
+	ss.push.prepare = prepared
 }
 
 // Idle reports whether no speculation is in flight or queued.
@@ -169,7 +187,9 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 // Asked tells the session that the debugger sent command c with params and
 // was answered elsewhere (by a near end, from replies this session's
 // speculation pushed there): the learner learns it as a command of the
-// current stop, and the speculation that fetched it counts as used.
+// current stop (and of the attach, or the CLASS_PREPARE stop, it was
+// sent at), and the speculation that fetched it counts as used. The first
+// command of a debugger not identified yet identifies it.
 func (s *Session) Asked(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) {
 	ss := s.ss
 	ss.mu.Lock()
@@ -179,7 +199,15 @@ func (s *Session) Asked(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) {
 	if !ok || ss.closed {
 		return
 	}
+	if a := &ss.att; !a.identified && a.rs != nil {
+		// The first command the debugger sent, answered elsewhere (from
+		// the attach's replies pushed there): it identifies the debugger
+		// (attach.go), as if it had come here.
+		ss.attachIdentify(a.rs, c, sizes)
+	}
 	ss.learn.learnCommand(&key, info, key.Subject(info, sizes), sizes, ss.facts.objType)
+	ss.attachRecord(&key, info, sizes)
+	ss.prepareAsked(&key, info, sizes)
 	if e := ss.cache.lookup(&key); e != nil {
 		ss.markUsed(e.rec)
 	}
@@ -198,7 +226,7 @@ func (ss *session) tapStored(s *spec, p jdwp.Packet) {
 	case s.tmpl != nil:
 		score = 1 / float64(1+s.tmpl.unused)
 	}
-	ss.push.rep = SpecReply{Stop: ss.learn.ep.serial, Cmd: s.key.Cmd(), Params: s.key.Params(), Reply: p, Score: score}
+	ss.push.rep = SpecReply{Stop: ss.push.stop, Cmd: s.key.Cmd(), Params: s.key.Params(), Reply: p, Score: score}
 	t.Stored(&ss.push.rep)
 	ss.push.rep = SpecReply{}
 }
@@ -206,7 +234,7 @@ func (ss *session) tapStored(s *spec, p jdwp.Packet) {
 // tapIdle tells the tap when nothing is in flight or queued.
 func (ss *session) tapIdle() {
 	if t := ss.push.tap; t != nil && ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 {
-		t.Idle(ss.learn.ep.serial)
+		t.Idle(ss.push.stop)
 	}
 }
 
@@ -235,4 +263,55 @@ func (s *Session) Unpushed(on bool) {
 	s.ss.mu.Lock()
 	s.ss.push.unpushed = on
 	s.ss.mu.Unlock()
+}
+
+// Prefetch starts the attach's prefetch now (attach.go), rather than on
+// the debugger's first command: for a far end that pushes the replies to
+// the near end before the debugger asks (package push's attach bundle).
+func (s *Session) Prefetch(rs *relay.Session) {
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.att.started && !ss.closed {
+		ss.attachStart(rs)
+	}
+}
+
+// Attached starts the attach of a session whose prefetch's replies were
+// offered before the debugger's first command (Offer; package push's
+// attach bundle, with the ID sizes already set on rs): the prefetch sends
+// only what the cache lacks, and the attach learns from the cached
+// replies what it learns from its own (the VM's version, which keys the
+// profile, and its capabilities). The pushed replies count in the
+// attach's use (AttachUse) as its own prefetch would: sent, and used once
+// they serve the debugger (but not in the speculation counts: this
+// session sent nothing).
+func (s *Session) Attached(rs *relay.Session) {
+	ss := s.ss
+	sizes, _ := rs.IDSizes()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.att.started || ss.closed {
+		return
+	}
+	ss.attachStart(rs)
+	for _, c := range defaultPrefetch {
+		pushed := &spec{kind: kAttach, sent: true, done: true}
+		info, ok := keyable.Fill(&pushed.key, c, nil, sizes)
+		if !ok {
+			continue
+		}
+		e := ss.cache.lookup(&pushed.key)
+		if e == nil {
+			continue
+		}
+		if e.rec == nil && len(ss.att.specs) < maxAttachCmds {
+			pushed.info, pushed.subj, pushed.gen = info, e.subj, e.gen
+			e.rec = pushed
+			ss.att.specs = append(ss.att.specs, pushed)
+		}
+		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
+			ss.attachReply(c, nil, "", p, sizes)
+		}
+	}
 }

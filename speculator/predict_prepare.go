@@ -121,6 +121,7 @@ func (ss *session) onPrepareEvent(policy jdwp.SuspendPolicy, e *jdwp.Event) {
 func (ss *session) prepareStop(rs *relay.Session, sizes jdwp.IDSizes) {
 	pr := &ss.prep
 	defer func() { pr.pending = pr.pending[:0] }()
+	ss.pushStop(len(pr.pending) > 0)
 	if len(pr.pending) == 0 || !ss.speculating() {
 		return
 	}
@@ -258,6 +259,7 @@ func (ss *session) prepareAsked(key *keyable.Key, info keyable.Info, sizes jdwp.
 // and the debugger did not use is wasted.
 func (ss *session) endPrepare() {
 	pr := &ss.prep
+	ss.push.prepare = false
 	wasted := 0
 	for _, s := range pr.specs {
 		switch {

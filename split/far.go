@@ -71,6 +71,11 @@ type FarConfig struct {
 	Token []byte
 	// Software is this end's jdwpaccel version, sent in the reply.
 	Software string
+	// Attach says this far end's hooks push the attach bundle (push.FarHooks
+	// with a speculator): a near end that asks for it (FlagAttach) is told
+	// so (ReplyAttach), and the session's hooks find it in
+	// relay.Session.DebuggerInfo (an Agreed).
+	Attach bool
 	// Page, when not nil, serves the far end's live page to near ends
 	// over the link (streams with FlagPage); nil refuses them.
 	Page http.Handler
@@ -222,7 +227,11 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 		f.page.serve(conn)
 		return nil
 	}
-	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})); err != nil {
+	var agreed Agreed
+	if h.Flags&FlagAttach != 0 && f.cfg.Attach {
+		agreed.Flags |= ReplyAttach
+	}
+	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: agreed.Flags})); err != nil {
 		stop()
 		c.Close()
 		return err
@@ -230,8 +239,8 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 	c.SetDeadline(time.Time{})
 	stop()
 	f.cfg.Metrics.count(EndFar, OutcomeAccepted)
-	log.Debug().Msg("near end accepted")
-	return f.srv.ServeConn(ctx, conn)
+	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Msg("near end accepted")
+	return f.srv.ServeConnInfo(ctx, conn, agreed)
 }
 
 // linger ends a refused connection: it closes the writing half, reads and

@@ -28,8 +28,13 @@ type NearConfig struct {
 	Token []byte
 	// Software is this end's jdwpaccel version, sent in the hello.
 	Software string
-	Logger   zerolog.Logger
-	Metrics  *Metrics
+	// Attach asks the far end for the attach bundle (FlagAttach): set it
+	// when this end reads pushed bundles (push.NearHooks with a
+	// speculator). What the far end agreed to reaches the session's hooks
+	// as relay.Session.VMInfo (an Agreed).
+	Attach  bool
+	Logger  zerolog.Logger
+	Metrics *Metrics
 }
 
 // SkewError is a far end of another protocol version.
@@ -60,11 +65,20 @@ var ErrRefused = errors.New("split: refused by the far end")
 // retries like a VM that is not listening yet.
 func Dialer(cfg NearConfig) relay.Dialer {
 	return func(ctx context.Context) (relay.VMConn, error) {
-		c, br, _, err := connect(ctx, cfg, 0)
+		var flags uint16
+		if cfg.Attach {
+			flags |= FlagAttach
+		}
+		c, br, rep, err := connect(ctx, cfg, flags)
 		if err != nil {
 			return relay.VMConn{}, err
 		}
-		return relay.VMConn{Conn: c, Handshaken: true, Reader: br}, nil
+		// Only what this end asked for counts.
+		agreed := Agreed{Flags: rep.Flags}
+		if !cfg.Attach {
+			agreed.Flags &^= ReplyAttach
+		}
+		return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: agreed}, nil
 	}
 }
 
@@ -110,7 +124,7 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 		conn = tc
 	}
 	msg := AppendHello(make([]byte, 0, 64+len(cfg.Token)), Hello{Version: ProtocolVersion, Software: cfg.Software, Flags: flags, Token: cfg.Token})
-	if flags == 0 {
+	if flags&(FlagProbe|FlagPage) == 0 {
 		msg = append(msg, jdwp.Handshake...)
 	}
 	if _, err := conn.Write(msg); err != nil {

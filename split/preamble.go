@@ -13,7 +13,7 @@ import (
 // ProtocolVersion is the version of the split stream this build speaks. A
 // near end and a far end of different versions refuse each other at
 // connect, each with a message naming both versions.
-const ProtocolVersion uint16 = 1
+const ProtocolVersion uint16 = 2
 
 // Magic opens both preambles. It is as long as nothing else: 10 ASCII
 // bytes, unlike the JDWP handshake from the fifth byte on.
@@ -39,6 +39,17 @@ const (
 	// live page (FarConfig.Page) instead of a debugger session; the near
 	// end's page shows it under /far/.
 	FlagPage uint16 = 1 << 1
+	// FlagAttach: the near end reads pushed bundles (package push) and
+	// asks for the attach bundle: the far end sends the replies to the
+	// attach's first commands as the session's first packet (ReplyAttach).
+	FlagAttach uint16 = 1 << 2
+)
+
+// Reply flags.
+const (
+	// ReplyAttach: the far end agreed to FlagAttach; the first JDWP packet
+	// after its JDWP handshake is the attach bundle.
+	ReplyAttach uint16 = 1 << 0
 )
 
 // Hello is the near end's preamble.
@@ -80,7 +91,17 @@ type Reply struct {
 	Status   Status
 	Software string // the far end's jdwpaccel version
 	Message  string // why, when not accepted
+	Flags    uint16 // what the far end agreed to (ReplyAttach); 0 unless accepted
 }
+
+// Agreed is what the two ends of a session agreed in the preamble, as the
+// far end's relay session has it (relay.Session.DebuggerInfo) and the
+// near end's (relay.Session.VMInfo): the Reply's flags.
+type Agreed struct{ Flags uint16 }
+
+// AttachBundle says the session's first packet from the far end is the
+// attach bundle (ReplyAttach).
+func (a Agreed) AttachBundle() bool { return a.Flags&ReplyAttach != 0 }
 
 // ErrNotSplit is wrapped by the errors for a stream that does not start
 // with Magic.
@@ -149,16 +170,18 @@ func AppendReply(b []byte, r Reply) []byte {
 	b = append(b, Magic...)
 	b = binary.BigEndian.AppendUint16(b, r.Version)
 	b = append(b, byte(r.Status))
-	b = binary.BigEndian.AppendUint16(b, uint16(1+len(sw)+2+len(msg)))
+	b = binary.BigEndian.AppendUint16(b, uint16(1+len(sw)+2+len(msg)+2))
 	b = append(b, byte(len(sw)))
 	b = append(b, sw...)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(msg)))
-	return append(b, msg...)
+	b = append(b, msg...)
+	return binary.BigEndian.AppendUint16(b, r.Flags)
 }
 
 // ReadReply reads a Reply from r, exactly its bytes. Its layout is the
 // same in every version (a later version may append to its body), so a
-// reply from a far end of another version is read whole.
+// reply from a far end of another version is read whole. Flags are read
+// only from a reply of this version.
 func ReadReply(r io.Reader) (Reply, error) {
 	var hdr [replyHeader]byte
 	if err := readMagic(r, hdr[:]); err != nil {
@@ -172,6 +195,9 @@ func ReadReply(r io.Reader) (Reply, error) {
 	d := decoder{b: body}
 	rep.Software = d.str8()
 	rep.Message = string(d.bytes16(maxMessage))
+	if rep.Version == ProtocolVersion && d.err == nil {
+		rep.Flags = d.u16()
+	}
 	return rep, d.err
 }
 

@@ -46,10 +46,14 @@ func TestHelloOtherVersion(t *testing.T) {
 }
 
 func TestReplyRoundTrip(t *testing.T) {
-	r := Reply{Version: 3, Status: StatusUnauthorized, Software: "v2", Message: "no"}
-	got, err := ReadReply(iotest.OneByteReader(bytes.NewReader(AppendReply(nil, r))))
-	if err != nil || got != r {
-		t.Errorf("ReadReply = %+v, %v; want %+v", got, err, r)
+	for _, r := range []Reply{
+		{Version: 3, Status: StatusUnauthorized, Software: "v2", Message: "no"},
+		{Version: ProtocolVersion, Status: StatusAccepted, Software: "v2", Flags: ReplyAttach},
+	} {
+		got, err := ReadReply(iotest.OneByteReader(bytes.NewReader(AppendReply(nil, r))))
+		if err != nil || got != r {
+			t.Errorf("ReadReply = %+v, %v; want %+v", got, err, r)
+		}
 	}
 }
 

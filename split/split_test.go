@@ -244,7 +244,7 @@ func TestVersionSkew(t *testing.T) {
 	v := newVMSide(t)
 	f := startFar(t, v, "127.0.0.1:0", FarConfig{})
 
-	// A near end of version 2 (written by hand) meets this far end.
+	// A near end of the next version (written by hand) meets this far end.
 	c, err := net.Dial("tcp", f.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -257,11 +257,11 @@ func TestVersionSkew(t *testing.T) {
 		!strings.Contains(rep.Message, "v-next") || !strings.Contains(rep.Message, "same jdwpaccel version") {
 		t.Errorf("far end's reply %+v, %v; want version skew naming both", rep, err)
 	}
-	if !strings.Contains(f.log.String(), "version skew: the near end speaks split protocol 2 (jdwpaccel v-next), this far end speaks 1") {
+	if want := fmt.Sprintf("version skew: the near end speaks split protocol %d (jdwpaccel v-next), this far end speaks %d", ProtocolVersion+1, ProtocolVersion); !strings.Contains(f.log.String(), want) {
 		t.Errorf("far end's log lacks the skew:\n%s", f.log)
 	}
 
-	// A far end of version 2 (a fake) meets this near end.
+	// A far end of the next version (a fake) meets this near end.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +283,8 @@ func TestVersionSkew(t *testing.T) {
 	if !errors.As(err, &skew) || skew.Far != ProtocolVersion+1 || skew.Near != ProtocolVersion {
 		t.Fatalf("dial error %v, want a SkewError", err)
 	}
-	for _, want := range []string{"this near end speaks split protocol 1 (jdwpaccel v-now)", "speaks 2 (jdwpaccel v-next)", "run the same jdwpaccel version on both ends"} {
+	for _, want := range []string{fmt.Sprintf("this near end speaks split protocol %d (jdwpaccel v-now)", ProtocolVersion),
+		fmt.Sprintf("speaks %d (jdwpaccel v-next)", ProtocolVersion+1), "run the same jdwpaccel version on both ends"} {
 		if !strings.Contains(err.Error(), want) || !strings.Contains(log.String(), want) {
 			t.Errorf("error %q or log %q lacks %q", err, log.String(), want)
 		}
@@ -489,5 +490,39 @@ func TestStreamIsJDWP(t *testing.T) {
 	}
 	if _, replies := packets(dr); replies != 3 {
 		t.Errorf("far→near carried %d replies, want 3", replies)
+	}
+}
+
+// TestAttachAgreed: the attach bundle is agreed only when the near end
+// asks for it and the far end pushes it, and both ends' sessions see the
+// same answer (the far end's as DebuggerInfo, the near end's as the
+// connection's Info).
+func TestAttachAgreed(t *testing.T) {
+	for _, tc := range []struct{ ask, push bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		v := newVMSide(t)
+		farInfo := make(chan any, 1)
+		f := startFar(t, v, "127.0.0.1:0", FarConfig{Attach: tc.push, Hooks: func(rs *relay.Session) relay.Hooks {
+			farInfo <- rs.DebuggerInfo()
+			return relay.Hooks{}
+		}})
+		vc, err := Dialer(NearConfig{Addr: f.addr, Attach: tc.ask, Logger: zerolog.Nop()})(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tc.ask && tc.push
+		near, ok := vc.Info.(Agreed)
+		if !ok || near.AttachBundle() != want {
+			t.Errorf("ask %v, push %v: near end's info %#v, want attach bundle %v", tc.ask, tc.push, vc.Info, want)
+		}
+		select {
+		case info := <-farInfo:
+			if far, ok := info.(Agreed); !ok || far.AttachBundle() != want {
+				t.Errorf("ask %v, push %v: far end's info %#v, want attach bundle %v", tc.ask, tc.push, info, want)
+			}
+		case <-time.After(jdwptest.Timeout):
+			t.Fatal("the far end's session did not start")
+		}
+		vc.Conn.Close()
+		f.stop()
 	}
 }

@@ -185,6 +185,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		if err != nil {
 			return nil, usageError{err}
 		}
+		nc.Attach = st.spec != nil // push.NearHooks reads the attach bundle
 		st.near = &nc
 		st.cfg.DialVM = split.Dialer(nc)
 		st.cfg.NewHooks = nearChain(st.spec, st.pushConfig(), st.observers)

@@ -52,7 +52,7 @@ func splitMode(name string, spec speculator.Config, log zerolog.Logger) bench.Mo
 	far := speculator.New(speculator.Config{Enabled: true, CacheBytes: spec.CacheBytes}, log, nil)
 	near := speculator.New(spec, log, nil)
 	pc := push.Config{Counters: new(push.Counters)}
-	return bench.Mode{Name: name, Split: true, FarHooks: farChain(far, pc, nil),
+	return bench.Mode{Name: name, Split: true, Push: true, FarHooks: farChain(far, pc, nil),
 		NewHooks: nearChain(near, pc, nil), Stats: near.Stats,
 		PushedBytes: func() int64 { return pc.Counters.Stats().BytesSent }}
 }
@@ -341,6 +341,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	}
 	fc.Relay = st.cfg
 	fc.Hooks = farChain(st.spec, st.pushConfig(), st.observers)
+	fc.Attach = st.spec != nil // push.FarHooks sends the attach bundle
 	fc.Software = software()
 	fc.Logger = log.With().Str(relay.LogComponent, "split").Logger()
 	fc.Metrics = split.NewMetrics(st.reg)
