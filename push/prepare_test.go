@@ -66,7 +66,7 @@ func prepareEvent(id uint32) jdwp.Packet {
 		Kind: jdwp.EventClassPrepare, RequestID: 7, Thread: thread1,
 		RefTypeTag: jdwp.TypeTagClass, TypeID: prepClass, Signature: []byte(prepSig), Status: 7,
 	}}}
-	return jdwp.AppendCommand(nil, id, jdwp.CmdComposite, jdwp.AppendComposite(nil, sizes8, &c))
+	return jdwp.AppendCommand(nil, id, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))
 }
 
 func prepClassParams() []byte {
