@@ -47,13 +47,23 @@ func nearChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Sessi
 
 // splitMode is split mode for bench and demo: the far end (speculating at
 // zero RTT, pushing) next to the VM, the near end (spec) behind the link;
-// the cell's figures are the near end's, and the bytes the far end pushed.
+// the cell's cache figures are the near end's (what the debugger saw),
+// its speculation figures both ends' (what the VM was asked on the
+// proxies' own behalf), and the bytes the far end pushed.
 func splitMode(name string, spec speculator.Config, log zerolog.Logger) bench.Mode {
 	far := speculator.New(speculator.Config{Enabled: true, CacheBytes: spec.CacheBytes}, log, nil)
 	near := speculator.New(spec, log, nil)
 	pc := push.Config{Counters: new(push.Counters)}
+	stats := func() speculator.Stats {
+		st, f := near.Stats(), far.Stats()
+		st.SpecSent += f.SpecSent
+		st.SpecUsed += f.SpecUsed
+		st.SpecWasted += f.SpecWasted
+		st.SpecWithheld += f.SpecWithheld
+		return st
+	}
 	return bench.Mode{Name: name, Split: true, Push: true, FarHooks: farChain(far, pc, nil),
-		NewHooks: nearChain(near, pc, nil), Stats: near.Stats,
+		NewHooks: nearChain(near, pc, nil), Stats: stats,
 		PushedBytes: func() int64 { return pc.Counters.Stats().BytesSent }}
 }
 
