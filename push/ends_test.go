@@ -563,3 +563,58 @@ func TestNearSpeculatesOnUnpushedStop(t *testing.T) {
 		t.Errorf("the far end got %d Name commands, want 1 (the near end's speculation, serving the debugger's)", n)
 	}
 }
+
+// usageWithRTT is a usage report of one AllThreads hit at the attach (stop
+// 0) that says the near end's round trip to the VM is rtt.
+func usageWithRTT(rtt time.Duration) []byte {
+	var c codec
+	defer c.close()
+	h := Header{Fence: uint64(rtt / time.Microsecond), Records: 1}
+	return appendBody(nil, h, appendUsage(nil, jdwp.CmdVirtualMachineAllThreads, nil), &c)
+}
+
+// TestFarQuietOnFastLink: once the near end reports a round trip under
+// speculator.LowRTT, the far end neither speculates nor holds stop events
+// (the near end speculates itself, as the IDE-side proxy); once it reports
+// a slower link, the far end holds the next stop's event behind its bundle
+// again.
+func TestFarQuietOnFastLink(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
+	cnt := new(Counters)
+	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Minute, Counters: cnt}), 0)
+	if _, err := d.Call(CmdUsage, usageWithRTT(300*time.Microsecond)); err != nil {
+		t.Fatal(err)
+	}
+	ev := stopEvent(77)
+	if err := vm.Send(ev); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, d); string(e) != string(ev) {
+		t.Fatalf("on a fast link the first packet is %v, want the stop event itself", e)
+	}
+	// A round trip through the VM: anything the far end sent on its own
+	// at the stop reached the VM before this command.
+	if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(vm, jdwp.CmdThreadReferenceFrames) + count(vm, jdwp.CmdVirtualMachineAllThreads); n != 0 {
+		t.Fatalf("the far end sent %d speculative commands on a fast link", n)
+	}
+	if st := cnt.Stats(); st.Stops != 0 || st.Bundles != 0 {
+		t.Fatalf("stats %+v on a fast link, want no stop taken and no bundle", st)
+	}
+
+	if _, err := d.Call(CmdUsage, usageWithRTT(30*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	ev = stopEvent(78)
+	if err := vm.Send(ev); err != nil {
+		t.Fatal(err)
+	}
+	if b := next(t, d); b.IsReply() || b.Cmd() != CmdBundle {
+		t.Fatalf("on a slow link the first packet is %v, want a bundle", b)
+	}
+	if e := next(t, d); string(e) != string(ev) {
+		t.Fatalf("after the bundle %v, want the stop event", e)
+	}
+}

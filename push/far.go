@@ -81,6 +81,7 @@ type far struct {
 	out       []byte // the bundle packet
 	nextID    uint32 // IDs of bundle packets
 	closed    bool
+	quiet     bool // the link is too fast for pushing to pay (linkRTT)
 	// attaching: the attach bundle (stop 0) is being gathered, to be sent
 	// as the session's first packet, even empty (attachAgreed).
 	attaching bool
@@ -158,6 +159,7 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 		f.protocolError(rs, fr.Cmd, err)
 		return
 	}
+	f.linkRTT(time.Duration(min(h.Fence, maxReportedRTT)) * time.Microsecond)
 	sizes, _ := rs.IDSizes()
 	if serial, active := f.spec.Stop(); h.Stop != serial || h.Stop != 0 && !active {
 		return // the stop ended here first (a resume crossed the report)
@@ -165,6 +167,36 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 	for i := range recs {
 		f.spec.Asked(recs[i].Cmd, recs[i].Params, sizes)
 	}
+}
+
+// maxReportedRTT bounds the round trip a usage report may claim (µs).
+const maxReportedRTT = uint64(time.Minute / time.Microsecond)
+
+// linkRTT takes the near end's round trip to the VM through the link (0:
+// not known yet) and decides whether pushing pays: under
+// speculator.LowRTT a round trip costs about what gathering a stop's
+// state here and holding its event costs, so the far end goes quiet: it
+// neither speculates nor holds events, and the near end, getting events
+// without bundles, speculates on them itself (as the IDE-side proxy
+// does). It pushes again once the near end measures a slower link.
+func (f *far) linkRTT(rtt time.Duration) {
+	if rtt <= 0 {
+		return
+	}
+	quiet := rtt < speculator.LowRTT
+	f.mu.Lock()
+	changed := quiet != f.quiet
+	f.quiet = quiet
+	f.mu.Unlock()
+	if !changed {
+		return
+	}
+	mode := speculator.ModeAlways
+	if quiet {
+		mode = speculator.ModeNever
+	}
+	f.spec.SetMode(mode)
+	f.log.Debug().Dur("rtt", rtt).Bool("quiet", quiet).Msg("the near end's round trip changed whether pushing pays")
 }
 
 func (f *far) protocolError(rs *relay.Session, c jdwp.Cmd, err error) {
@@ -210,7 +242,7 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	// Records gathered before this packet go before it: the near end
 	// applies the packet's effect (an event's invalidation) after them.
 	f.flush()
-	if fr.Kind != relay.KindEvent || !active || serial == f.stop || f.closed {
+	if fr.Kind != relay.KindEvent || !active || serial == f.stop || f.closed || f.quiet {
 		return relay.Forward
 	}
 	f.stop, f.sent, f.full = serial, 0, false

@@ -190,15 +190,18 @@ func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 	return a
 }
 
-// sendUsage sends the stop's usage report, if it has one.
+// sendUsage sends the stop's usage report, if it has one, with this
+// end's round trip to the VM (through the link) in microseconds.
 func (n *near) sendUsage(rs *relay.Session) {
+	rtt := n.spec.RTT() // (the speculator's lock is taken before mu)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.usageN == 0 {
 		return
 	}
 	n.out = jdwp.AppendCommand(n.out[:0], rs.IDs().NewSynthetic(), CmdUsage, nil)
-	n.out = appendBody(n.out, Header{Stop: n.cur, Records: uint32(n.usageN)}, n.usage, &n.enc)
+	h := Header{Stop: n.cur, Fence: uint64(rtt / time.Microsecond), Records: uint32(n.usageN)}
+	n.out = appendBody(n.out, h, n.usage, &n.enc)
 	fixLength(n.out)
 	n.usage, n.usageN = n.usage[:0], 0
 	if err := rs.SendToVM(n.out, relay.Synthetic); err != nil {
