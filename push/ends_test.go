@@ -618,3 +618,47 @@ func TestFarQuietOnFastLink(t *testing.T) {
 		t.Fatalf("after the bundle %v, want the stop event", e)
 	}
 }
+
+// TestNearReportsLinkRTT: the near end times the far end's replies to its
+// usage reports (the link's round trip, the far end answering at once) and
+// sends the least of them in the next report; the first report, before
+// any reply, says 0.
+func TestNearReportsLinkRTT(t *testing.T) {
+	vm, d, _ := nearSetup(t, 0)
+	fence := uint64(0)
+	for stop := uint64(1); stop <= 2; stop++ {
+		ev := stopEvent(uint32(76 + stop))
+		if err := vm.Send(append(bundlePacket(uint32(stop), stop, fence, []Record{nameRecord("pushed")}), ev...)); err != nil {
+			t.Fatal(err)
+		}
+		if p := next(t, d); string(p) != string(ev) {
+			t.Fatalf("packet %v, want the event", p)
+		}
+		if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1)); err != nil {
+			t.Fatal(err)
+		}
+		// The usage report goes before the resume; the resume's reply
+		// comes after the report's.
+		if _, err := d.Call(jdwp.CmdVirtualMachineResume, nil); err != nil {
+			t.Fatal(err)
+		}
+		cmds := vm.Commands()
+		fence = fenceOf(cmds[len(cmds)-1].ID()) // the far end has received the resume
+	}
+	var c codec
+	defer c.close()
+	p := parser{c: &c}
+	var rtts []uint64
+	for _, cmd := range vm.Commands() {
+		if cmd.Cmd() == CmdUsage {
+			h, _, err := p.parse(cmd.Body(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rtts = append(rtts, h.Fence)
+		}
+	}
+	if len(rtts) != 2 || rtts[0] != 0 || rtts[1] == 0 || rtts[1] > uint64(time.Second/time.Microsecond) {
+		t.Fatalf("usage reports carried round trips %v µs, want 0 then a measured one", rtts)
+	}
+}

@@ -64,6 +64,12 @@ type near struct {
 	// end had received it when it gathered the bundle (Header.Fence).
 	last atomic.Uint64
 
+	// linkRTT is the least round trip of the last usage reports (their
+	// replies come straight from the far end: the link's round trip, not
+	// the VM's), in nanoseconds, 0 until one is answered; sent in the
+	// next report. Written by the VM reader goroutine (rtts, nrtts).
+	linkRTT atomic.Int64
+
 	recentMu sync.Mutex           // guards recent and nrecent
 	recent   [recentFences]uint64 // the last fence values noted, a ring
 	nrecent  int
@@ -83,7 +89,9 @@ type near struct {
 	cmdSeen bool // the debugger's first command was seen
 
 	// Owned by the VM reader goroutine.
-	firstRead bool // the far end's first packet was read
+	firstRead bool             // the far end's first packet was read
+	rtts      [8]time.Duration // the last usage reports' round trips, a ring
+	nrtts     int
 	dec       codec
 	p         parser
 	lead      bool      // a bundle awaits its stop event
@@ -190,10 +198,10 @@ func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 	return a
 }
 
-// sendUsage sends the stop's usage report, if it has one, with this
-// end's round trip to the VM (through the link) in microseconds.
+// sendUsage sends the stop's usage report, if it has one, with the
+// link's round trip in microseconds (0 while unknown).
 func (n *near) sendUsage(rs *relay.Session) {
-	rtt := n.spec.RTT() // (the speculator's lock is taken before mu)
+	rtt := time.Duration(n.linkRTT.Load())
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.usageN == 0 {
@@ -225,6 +233,9 @@ func (n *near) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
 		}
 		n.log.Warn().Stringer(relay.LogCmd, f.Cmd).Msg("the far end agreed to send the attach bundle first but sent another packet; the attach goes on without it")
 	}
+	if f.Kind == relay.KindReply && f.Cmd == CmdUsage && f.Latency > 0 {
+		n.sampleRTT(f.Latency)
+	}
 	if f.Kind == relay.KindVMCommand && f.Cmd.Set == SetPush {
 		f.Origin = relay.Synthetic
 		n.bundle(rs, f)
@@ -248,6 +259,18 @@ func (n *near) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
 		n.offer(rs, n.leadHdr, n.leadRecords(), m)
 	}
 	return a
+}
+
+// sampleRTT takes a usage report's round trip (the far end answers at
+// once) and keeps the least of the last few as the link's.
+func (n *near) sampleRTT(d time.Duration) {
+	n.rtts[n.nrtts%len(n.rtts)] = d
+	n.nrtts++
+	least := d
+	for _, r := range n.rtts[:min(n.nrtts, len(n.rtts))] {
+		least = min(least, r)
+	}
+	n.linkRTT.Store(int64(least))
 }
 
 // waitAttach holds the debugger's first packet until the attach bundle

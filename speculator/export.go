@@ -1,8 +1,6 @@
 package speculator
 
 import (
-	"time"
-
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -316,14 +314,6 @@ func (s *Session) Attached(rs *relay.Session) {
 			ss.attachReply(c, nil, "", p, sizes)
 		}
 	}
-}
-
-// RTT is the session's measured round trip to the VM: the least of its
-// recent ones (0 until three are known).
-func (s *Session) RTT() time.Duration {
-	s.ss.mu.Lock()
-	defer s.ss.mu.Unlock()
-	return s.ss.disp.rtt.min()
 }
 
 // SetMode changes the session's mode (package push's far end turns its
