@@ -387,10 +387,11 @@ func (ss *session) attachRecord(key *keyable.Key, info keyable.Info, sizes jdwp.
 }
 
 // attachClose stores what the session learned for the next attach of the
-// same debugger to the same kind of VM.
+// same debugger to the same kind of VM (unless its speculation was turned
+// off meanwhile, Session.SetMode: then it learned too little).
 func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 	a := &ss.att
-	if a.key == "" || !known {
+	if a.key == "" || !known || ss.push.silenced {
 		return
 	}
 	sent, used := 0, 0

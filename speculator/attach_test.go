@@ -325,3 +325,27 @@ func TestAttachNearEndPrefetchesOnlyTheAttach(t *testing.T) {
 		r.stop()
 	}
 }
+
+// TestSilencedSessionKeepsOldProfile: a session whose speculation was
+// turned off (SetMode(ModeNever): split mode's far end on a fast link)
+// does not replace the profile with what it learned meanwhile; one that
+// ran throughout does store one.
+func TestSilencedSessionKeepsOldProfile(t *testing.T) {
+	for _, silence := range []bool{false, true} {
+		sp := newTestSpeculator(Config{})
+		rigModes.Store(sp, ModeAlways)
+		r := learnedAttach(t, sp, 0x70, 0x71)
+		if silence {
+			s, _ := rigSessions.Load(sp)
+			s.(*Session).SetMode(ModeNever)
+			s.(*Session).SetMode(ModeAlways)
+		}
+		r.stop()
+		sp.profiles.mu.Lock()
+		n := len(sp.profiles.m)
+		sp.profiles.mu.Unlock()
+		if want := map[bool]int{false: 1, true: 0}[silence]; n != want {
+			t.Errorf("silenced %v: %d profiles stored, want %d", silence, n, want)
+		}
+	}
+}

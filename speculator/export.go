@@ -78,6 +78,9 @@ type pushSeams struct {
 	// prepare: the current stop prepared a class (a suspending
 	// CLASS_PREPARE) and the debugger has not resumed since.
 	prepare bool
+	// silenced: SetMode turned the session's speculation off at some
+	// point (its profile is not kept).
+	silenced bool
 }
 
 // Session is one relay session's speculator with the seams of this file.
@@ -319,8 +322,13 @@ func (s *Session) Attached(rs *relay.Session) {
 // SetMode changes the session's mode (package push's far end turns its
 // speculation off, ModeNever, on a link too fast for pushing to pay, and
 // back on, ModeAlways).
+//
+// A session that sent nothing of its own for a while learned little of
+// what its speculation is worth: it keeps the profile it started with
+// (attachClose) rather than replace it.
 func (s *Session) SetMode(m Mode) {
 	s.ss.mu.Lock()
 	s.ss.push.mode = m
+	s.ss.push.silenced = s.ss.push.silenced || m == ModeNever
 	s.ss.mu.Unlock()
 }

@@ -404,6 +404,12 @@ func rigHooks(sp *Speculator) func(*relay.Session) relay.Hooks {
 		return sp.Hooks
 	}
 	return func(rs *relay.Session) relay.Hooks {
-		return relay.Hooks{Interceptors: []relay.Interceptor{sp.NewTapped(rs, m.(Mode), nil).Interceptor()}}
+		s := sp.NewTapped(rs, m.(Mode), nil)
+		rigSessions.Store(sp, s)
+		return relay.Hooks{Interceptors: []relay.Interceptor{s.Interceptor()}}
 	}
 }
+
+// rigSessions holds the last Session a rig with a mode made for a test's
+// Speculator.
+var rigSessions sync.Map // *Speculator → *Session
