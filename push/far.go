@@ -161,7 +161,15 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 	}
 	f.linkRTT(time.Duration(min(h.Fence, maxReportedRTT)) * time.Microsecond)
 	sizes, _ := rs.IDSizes()
-	if serial, active := f.spec.Stop(); h.Stop != serial || h.Stop != 0 && !active {
+	f.mu.Lock()
+	quiet := f.quiet
+	f.mu.Unlock()
+	serial, active := f.spec.Stop()
+	switch {
+	case quiet && (serial == 0 || active):
+		// No bundle named the stop to the near end, which reports
+		// before the debugger's resume: the stop in progress here.
+	case h.Stop != serial || h.Stop != 0 && !active:
 		return // the stop ended here first (a resume crossed the report)
 	}
 	for i := range recs {

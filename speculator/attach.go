@@ -387,11 +387,10 @@ func (ss *session) attachRecord(key *keyable.Key, info keyable.Info, sizes jdwp.
 }
 
 // attachClose stores what the session learned for the next attach of the
-// same debugger to the same kind of VM (unless its speculation was turned
-// off meanwhile, Session.SetMode: then it learned too little).
+// same debugger to the same kind of VM.
 func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 	a := &ss.att
-	if a.key == "" || !known || ss.push.silenced {
+	if a.key == "" || !known {
 		return
 	}
 	sent, used := 0, 0

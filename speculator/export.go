@@ -4,6 +4,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 )
 
 // This file holds the seams that let another package move speculative
@@ -78,9 +79,6 @@ type pushSeams struct {
 	// prepare: the current stop prepared a class (a suspending
 	// CLASS_PREPARE) and the debugger has not resumed since.
 	prepare bool
-	// silenced: SetMode turned the session's speculation off at some
-	// point (its profile is not kept).
-	silenced bool
 }
 
 // Session is one relay session's speculator with the seams of this file.
@@ -322,13 +320,19 @@ func (s *Session) Attached(rs *relay.Session) {
 // SetMode changes the session's mode (package push's far end turns its
 // speculation off, ModeNever, on a link too fast for pushing to pay, and
 // back on, ModeAlways).
-//
-// A session that sent nothing of its own for a while learned little of
-// what its speculation is worth: it keeps the profile it started with
-// (attachClose) rather than replace it.
 func (s *Session) SetMode(m Mode) {
 	s.ss.mu.Lock()
 	s.ss.push.mode = m
-	s.ss.push.silenced = s.ss.push.silenced || m == ModeNever
 	s.ss.mu.Unlock()
+}
+
+// peerSpeculation says whether a command with the ID id, from this
+// session's debugger, is the speculation of a proxy in front of it rather
+// than the debugger's own: in a session that sends nothing of its own
+// (split mode's far end gone quiet), a command in the proxies' ID range
+// (retag.InRange) comes from the near end speculating itself. It is served
+// as any other, but not learned as something the debugger asks (the near
+// end's usage reports tell what the debugger used).
+func (ss *session) peerSpeculation(id uint32) bool {
+	return ss.push.mode == ModeNever && retag.InRange(id)
 }

@@ -133,11 +133,17 @@ func (ss *session) submitSpec(rs *relay.Session, sizes jdwp.IDSizes, s *spec, c 
 // valid in the current stop.
 func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p jdwp.Packet, sizes jdwp.IDSizes, level uint8) {
 	ep := &ss.learn.ep
-	if !ep.active || !ss.speculating() || gen < ss.facts.stopInval {
+	if !ep.active || gen < ss.facts.stopInval {
 		return
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
 	params := jdwp.NewBodyReader(key.Params(), sizes)
+	if !ss.speculating() {
+		if key.Cmd() == jdwp.CmdThreadReferenceFrames {
+			ss.recordFrames(r, params, sizes) // what the debugger asks of them is learned by depth
+		}
+		return
+	}
 	switch key.Cmd() {
 	case jdwp.CmdVirtualMachineAllThreads:
 		n := r.Count(sizes.ObjectID)
@@ -235,6 +241,19 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 		if r.Err() == nil && ep.wantArray[arr] {
 			delete(ep.wantArray, arr)
 			ss.specArrayValues(rs, sizes, arr, n, level)
+		}
+	}
+}
+
+// recordFrames records the frames of a Frames reply (r) for the stop
+// without speculating on them.
+func (ss *session) recordFrames(r, params *jdwp.BodyReader, sizes jdwp.IDSizes) {
+	thread, start := params.Thread(), int(params.Int32())
+	n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
+	for i := 0; i < n && r.Err() == nil && len(ss.learn.ep.frames) < maxSpecPerStop; i++ {
+		fr, loc := r.Frame(), r.Location()
+		if r.Err() == nil {
+			ss.learn.ep.frames[fr] = frameInfo{depth: start + i, thread: thread, loc: loc}
 		}
 	}
 }

@@ -97,9 +97,11 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	if info, ok := keyable.Fill(&d.key, p.Cmd(), p.Body(), sizes); ok {
 		d.info, d.keyed = info, true
 		d.subj = d.key.Subject(info, sizes)
-		ss.learn.learnCommand(&d.key, info, d.subj, sizes, ss.facts.objType)
-		ss.attachRecord(&d.key, info, sizes)
-		ss.prepareAsked(&d.key, info, sizes)
+		if !ss.peerSpeculation(f.ID) {
+			ss.learn.learnCommand(&d.key, info, d.subj, sizes, ss.facts.objType)
+			ss.attachRecord(&d.key, info, sizes)
+			ss.prepareAsked(&d.key, info, sizes)
+		}
 		if e := ss.cache.lookup(&d.key); e != nil {
 			ss.markUsed(e.rec)
 			f.Answer = retag.Retag(ss.ansBuf[:0], e.reply, f.ID)
