@@ -312,6 +312,13 @@ func TestAttachNearEndPrefetchesOnlyTheAttach(t *testing.T) {
 		r.vm.setHandler(attachVM(0x70, 0x71))
 		attachStart(t, r)
 		r.dbg.call(10, jdwp.CmdVirtualMachineCapabilitiesNew, nil)
+		if tc.prefetch > 0 {
+			// The second wave goes out on the Version reply, which the
+			// debugger's call does not wait for.
+			r.vm.waitFor(jdwp.CmdVirtualMachineAllThreads)
+		} else {
+			r.barrier() // anything sent before it reached the VM first
+		}
 		if n := r.vm.count(jdwp.CmdVirtualMachineAllThreads); n != tc.prefetch {
 			t.Errorf("mode %d: AllThreads reached the VM %d times at attach, want %d", tc.mode, n, tc.prefetch)
 		}
