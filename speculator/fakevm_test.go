@@ -81,6 +81,20 @@ func (vm *fakeVM) waitFor(c jdwp.Cmd) jdwp.Packet {
 	}
 }
 
+// waitCount waits until the VM received command c at least n times (as
+// commands reach it: speculation is counted sent as it goes out).
+func (vm *fakeVM) waitCount(c jdwp.Cmd, n int) {
+	vm.t.Helper()
+	timeout := time.After(5 * time.Second)
+	for vm.count(c) < n {
+		select {
+		case <-vm.seen:
+		case <-timeout:
+			vm.t.Fatalf("VM received %v %d times, want %d", c, vm.count(c), n)
+		}
+	}
+}
+
 func (vm *fakeVM) write(p jdwp.Packet) {
 	vm.wmu.Lock()
 	defer vm.wmu.Unlock()

@@ -90,6 +90,7 @@ func TestPrepareRuleResolvesRequestedClass(t *testing.T) {
 	r.prepare(10, 0x70, "Lpkg/Foo;")
 	r.waitStats(func(st Stats) bool { return st.SpecSent >= int64(defaultPrefetchN+2+3) })
 	for _, c := range []jdwp.Cmd{jdwp.CmdReferenceTypeMethodsWithGeneric, jdwp.CmdReferenceTypeSourceDebugExtension} {
+		r.vm.waitCount(c, 1) // counted sent as they go out
 		if n := r.vm.count(c); n != 1 {
 			t.Fatalf("VM got %v %d times before the debugger asked, want 1 (speculated)", c, n)
 		}
@@ -166,6 +167,7 @@ func TestPrepareRuleServesNothingOfAnUnloadedClass(t *testing.T) {
 	r := prepareRig(t, 2, "*.Foo")
 	r.prepare(10, 0x70, "Lpkg/Foo;")
 	r.waitStats(func(st Stats) bool { return st.SpecSent >= int64(defaultPrefetchN+2+2) })
+	r.vm.waitCount(jdwp.CmdMethodLineTable, 2) // counted sent as they go out
 	if n := r.vm.count(jdwp.CmdMethodLineTable); n != 2 {
 		t.Fatalf("VM got %d line tables, want 2 (speculated)", n)
 	}
