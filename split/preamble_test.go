@@ -117,7 +117,11 @@ func FuzzReadReply(f *testing.F) {
 			return
 		}
 		again := AppendReply(nil, r)
-		if len(again) > len(b) || !bytes.Equal(again[:replyHeader-2], b[:replyHeader-2]) {
+		limit := len(b)
+		if r.Version != ProtocolVersion {
+			limit += 2 // read without the flags this end's version writes
+		}
+		if len(again) > limit || !bytes.Equal(again[:replyHeader-2], b[:replyHeader-2]) {
 			t.Fatalf("reply %+v re-encodes to %q, read from %q", r, again, b)
 		}
 	})
