@@ -33,6 +33,13 @@
 //     them. With the attach bundle agreed (the session's VMInfo), the
 //     debugger's first command waits for it (Config.AttachWait at most).
 //
+// On a link faster than speculator.LowRTT pushing does not pay: the near
+// end times the far end's answers to its usage reports and sends the
+// link's round trip in the next one; below LowRTT the far end goes quiet
+// (speculator.ModeNever: no speculation, no held events) and the near end
+// speculates on the stops that come without a bundle itself, as the
+// IDE-side proxy does.
+//
 // The wire format (vendor command set 0xE1) is in PROTOCOL.md. Bandwidth
 // is a budget: bodies are zstd-compressed, the bytes pushed per stop are
 // capped, and under the cap the replies the learner says are most likely

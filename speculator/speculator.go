@@ -64,9 +64,10 @@
 // are typed (jdwp.ThreadID, jdwp.ClassID, ...; keyable.Subject).
 //
 // Split mode (package push) uses the seams of export.go: a session whose
-// mode forces speculation on (far end) or off (near end), a Tap told of
-// each speculative reply stored and of idle moments, and Offer, which
-// stores a reply fetched elsewhere under the same validity rules.
+// mode forces speculation on (far end) or off (near end), changed by
+// SetMode (a far end gone quiet on a fast link), a Tap told of each
+// speculative reply stored and of idle moments, and Offer, which stores a
+// reply fetched elsewhere under the same validity rules.
 package speculator
 
 import (
