@@ -146,19 +146,29 @@ func (ss *session) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 		return
 	}
 	s.info, s.subj = info, s.key.Subject(info, sizes)
-	if !ss.facts.scopeOK(info, s.subj) || ss.cache.has(&s.key) {
-		return
+	if ss.facts.scopeOK(info, s.subj) && ss.sendOwn(a.rs, s, sizes) {
+		a.specs = append(a.specs, s)
+	}
+}
+
+// sendOwn sends speculation s that belongs to no stop (the attach's, the
+// prepare rule's; its key, info and subject filled) unless its reply is
+// cached or in flight or its IDs are not shown safe, and reports whether
+// it was sent.
+func (ss *session) sendOwn(rs *relay.Session, s *spec, sizes jdwp.IDSizes) bool {
+	if ss.cache.has(&s.key) {
+		return false
 	}
 	if old := ss.disp.pending(&s.key); old != nil && !old.cancelled {
-		return
+		return false
 	}
 	if !ss.facts.safeToSend(s, nil, sizes) {
 		ss.sp.countSpec(outcomeWithheld, 1)
-		return
+		return false
 	}
 	s.gen = ss.facts.gen
-	a.specs = append(a.specs, s)
-	ss.disp.submit(a.rs, s)
+	ss.disp.submit(rs, s)
+	return true
 }
 
 // attachVMStart notes a VM_START event read before the ID sizes are known

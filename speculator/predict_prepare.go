@@ -202,22 +202,13 @@ func (ss *session) specPrepare(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd
 		return
 	}
 	s.info, s.subj = info, s.key.Subject(info, sizes)
-	if ss.cache.has(&s.key) {
+	if !ss.sendOwn(rs, s, sizes) {
 		return
 	}
-	if old := ss.disp.pending(&s.key); old != nil && !old.cancelled {
-		return
-	}
-	if !ss.facts.safeToSend(s, nil, sizes) {
-		ss.sp.countSpec(outcomeWithheld, 1)
-		return
-	}
-	s.gen = ss.facts.gen
 	pr.specs = append(pr.specs, s)
 	if a := &ss.att; ss.recording() && len(a.specs) < maxAttachCmds {
 		a.specs = append(a.specs, s) // part of the attach's use (AttachUse)
 	}
-	ss.disp.submit(rs, s)
 }
 
 func prepareKind(c jdwp.Cmd) kind {
