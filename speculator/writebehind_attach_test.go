@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -124,7 +125,7 @@ func TestWriteBehindAttachFromProfile(t *testing.T) {
 			r.barrier()
 			v.mu.Lock()
 			defer v.mu.Unlock()
-			if !slicesEqual32(ids, v.assigned) {
+			if !slices.Equal(ids, v.assigned) {
 				t.Errorf("the debugger was answered %v, the VM assigned %v", ids, v.assigned)
 			}
 			if st := sp.Stats(); st.WriteBehindFailures != 0 {
@@ -132,18 +133,6 @@ func TestWriteBehindAttachFromProfile(t *testing.T) {
 			}
 		})
 	}
-}
-
-func slicesEqual32(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestWriteBehindBreakpointInLineTableRange: a breakpoint at a code index

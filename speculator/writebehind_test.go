@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 
@@ -209,24 +210,12 @@ func TestWriteBehindSteps(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		want = append(want, jdwp.CmdEventRequestClear, jdwp.CmdEventRequestSet, jdwp.CmdVirtualMachineResume)
 	}
-	if got := r.vm.stateCmds(); !slicesEqual(got, want) {
+	if got := r.vm.stateCmds(); !slices.Equal(got, want) {
 		t.Errorf("the VM received %v, want %v", got, want)
 	}
 	if st := r.sp.Stats(); st.WriteBehindFailures != 0 {
 		t.Errorf("failures: %d", st.WriteBehindFailures)
 	}
-}
-
-func slicesEqual(a, b []jdwp.Cmd) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // learned brings a session to where the next step's Clear, Set and Resume
