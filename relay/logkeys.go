@@ -19,6 +19,7 @@ const (
 	LogErrorCode    = "error_code"
 	LogAttempts     = "attempts"
 	LogWriteTimeout = "write_timeout"
-	LogClosedBy     = "closed_by" // debugger, vm or proxy: whose connection ended a session
-	LogComponent    = "component" // the package or part that logged: ddm, speculator, journal, discover, web
+	LogClosedBy     = "closed_by"  // debugger, vm or proxy: whose connection ended a session
+	LogComponent    = "component"  // the package or part that logged: ddm, speculator, journal, discover, web
+	LogSuppressed   = "suppressed" // like lines held back since the last one (rate-limited logs)
 )

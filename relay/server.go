@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
@@ -126,6 +127,12 @@ type Config struct {
 	WriteTimeout time.Duration
 	// HandshakeTimeout bounds each side's handshake (10 s when zero).
 	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections Serve holds that have not sent
+	// their JDWP handshake yet; one more is closed as soon as it is
+	// accepted, with a log line at most every few seconds, so that
+	// strangers opening connections and sending nothing cost a bounded
+	// amount (DefaultMaxHandshakes when zero).
+	MaxHandshakes int
 	// NewHooks returns the hooks of a new session; nil means none.
 	NewHooks func(s *Session) Hooks
 	// Logger receives the relay's logs.
@@ -140,7 +147,12 @@ const (
 	DefaultMaxOutstanding  = 4096
 	DefaultWriteQueueBytes = 1 << 20
 	DefaultWriteTimeout    = 30 * time.Second
+	DefaultMaxHandshakes   = 128
 )
+
+// overCapEvery is how often a connection closed over MaxHandshakes is
+// logged at most.
+const overCapEvery = 10 * time.Second
 
 // TCP returns a function that opens a plain TCP connection to addr.
 func TCP(addr string) func(ctx context.Context) (net.Conn, error) {
@@ -159,6 +171,10 @@ type Server struct {
 	nextID atomic.Uint64
 	wg     sync.WaitGroup // counts running ServeConn calls started by Serve
 	active atomic.Int64   // sessions relaying (VM reached), to tell a busy VM from an absent one
+	// handshakes holds a token per connection Serve accepted whose JDWP
+	// handshake is still unread; its capacity is MaxHandshakes.
+	handshakes chan struct{}
+	overCap    *lograte.Limiter // thins the log lines of connections over the cap
 }
 
 // NewServer returns a Server with cfg.
@@ -181,7 +197,10 @@ func NewServer(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	return &Server{cfg: cfg}
+	if cfg.MaxHandshakes <= 0 {
+		cfg.MaxHandshakes = DefaultMaxHandshakes
+	}
+	return &Server{cfg: cfg, handshakes: make(chan struct{}, cfg.MaxHandshakes), overCap: lograte.New(overCapEvery, 1)}
 }
 
 // Serve accepts debuggers on ln until ctx is done or ln fails, then closes
@@ -206,12 +225,29 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
+		select {
+		case srv.handshakes <- struct{}{}:
+		default:
+			srv.refuseOverCap(conn)
+			continue
+		}
 		srv.wg.Add(1)
 		go func() {
 			defer srv.wg.Done()
-			srv.ServeConn(ctx, conn) //nolint:errcheck // logged inside
+			srv.serve(ctx, conn, nil, func() { <-srv.handshakes }) //nolint:errcheck // logged inside
 		}()
 	}
+}
+
+// refuseOverCap closes a connection accepted while MaxHandshakes others
+// have not sent their handshake yet.
+func (srv *Server) refuseOverCap(conn net.Conn) {
+	srv.cfg.Metrics.overCap()
+	if ok, held, _ := srv.overCap.Allow(""); ok {
+		srv.cfg.Logger.Warn().Str(LogDebugger, conn.RemoteAddr().String()).Int(LogMax, srv.cfg.MaxHandshakes).Int(LogSuppressed, held).
+			Msg("too many connections in their JDWP handshake (clients that connect and send nothing?); closed a new one at once (suppressed: such closes not logged since the last line)")
+	}
+	refuse(conn)
 }
 
 // ServeConn runs one session for an accepted debugger connection until it
@@ -225,6 +261,12 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 // with the near end), which the session's hooks read as
 // Session.DebuggerInfo.
 func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info any) error {
+	return srv.serve(ctx, debugger, info, func() {})
+}
+
+// serve is ServeConnInfo; handshaken is called once the debugger's
+// handshake has been read, or failed.
+func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, handshaken func()) error {
 	id := srv.nextID.Add(1)
 	log := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String()).Logger()
 	m := srv.cfg.Metrics
@@ -236,8 +278,11 @@ func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info an
 	}
 
 	debugger.SetDeadline(time.Now().Add(srv.cfg.HandshakeTimeout))
-	dbr := bufio.NewReaderSize(debugger, 64<<10)
-	if err := jdwp.ReadHandshake(dbr); err != nil {
+	// Read straight from the connection, exactly the handshake's bytes:
+	// the packet buffer is allocated only for a client that sent one.
+	err := jdwp.ReadHandshake(debugger)
+	handshaken()
+	if err != nil {
 		debugger.Close()
 		if retryable(err) {
 			// A client that connected and left (a port probe, a
@@ -273,6 +318,7 @@ func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info an
 		return fail(ReasonIO, err, "cannot answer the debugger's handshake")
 	}
 	debugger.SetDeadline(time.Time{})
+	dbr := bufio.NewReaderSize(debugger, 64<<10)
 
 	s := &Session{
 		ID:             id,

@@ -32,6 +32,7 @@ type proxyFlags struct {
 	metricsAddr string
 	httpAddr    string
 	maxPacket   int
+	maxHands    int
 
 	speculate   bool
 	writeBehind bool
@@ -70,6 +71,7 @@ func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp strin
 	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (loopback unless --allow-remote)")
 	fs.StringVar(&p.httpAddr, "http-addr", httpDefault, httpHelp)
 	fs.IntVar(&p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes`")
+	fs.IntVar(&p.maxHands, "max-handshakes", relay.DefaultMaxHandshakes, "most `connections` held before their handshake (JDWP, or on the far end TLS and preamble); more are closed at once")
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
 	fs.StringVar(&p.learnFile, "learn-file", "", "keep what sessions learned about each debugger's attach and stops in this `PATH` (mode 0600) across proxy restarts; empty: in memory only")
@@ -147,6 +149,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 	st.cfg = relay.Config{
 		DialVM:        relay.DialTCP(pf.vm),
 		MaxPacketSize: pf.maxPacket,
+		MaxHandshakes: pf.maxHands,
 		Logger:        log,
 		Metrics:       relay.NewMetrics(st.reg),
 	}
