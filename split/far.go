@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
@@ -40,6 +41,7 @@ const (
 	LogFar          = "far"           // the far end's address, on the near end
 	LogPeerVersion  = "peer_protocol" // the other end's protocol version
 	LogPeerSoftware = "peer_software" // the other end's jdwpaccel version
+	LogNearHost     = "near_host"     // a refused near end's host, on the far end (refusals are logged per host)
 )
 
 // DefaultPreambleTimeout bounds the TLS handshake and the preamble of
@@ -93,7 +95,22 @@ type Far struct {
 	srv  *relay.Server
 	page *pageServer    // nil without FarConfig.Page
 	wg   sync.WaitGroup // counts ServeConn calls started by Serve
+	// preambles holds a token per connection Serve accepted whose TLS
+	// handshake and preamble are not done; its capacity is
+	// Relay.MaxHandshakes.
+	preambles chan struct{}
+	// refusals thins the log lines of refused connections, per remote
+	// host: strangers must not fill the log.
+	refusals *lograte.Limiter
 }
+
+// refusalEvery is how often refusals of one remote host are logged at
+// most, and refusalHosts how many hosts are told apart (more share one
+// line).
+const (
+	refusalEvery = time.Minute
+	refusalHosts = 256
+)
 
 // NewFar returns a far end with cfg.
 func NewFar(cfg FarConfig) *Far {
@@ -104,7 +121,11 @@ func NewFar(cfg FarConfig) *Far {
 	if cfg.Hooks != nil {
 		rc.NewHooks = cfg.Hooks
 	}
-	return &Far{cfg: cfg, srv: relay.NewServer(rc)}
+	n := rc.MaxHandshakes
+	if n <= 0 {
+		n = relay.DefaultMaxHandshakes
+	}
+	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts)}
 }
 
 // Close releases the far end's page server; Serve calls it when it
@@ -138,19 +159,57 @@ func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
+		select {
+		case f.preambles <- struct{}{}:
+		default:
+			f.cfg.Metrics.count(EndFar, OutcomeOverCap)
+			f.refused(c, f.cfg.Logger.Warn(), OutcomeOverCap, nil,
+				"too many link connections in their TLS handshake or preamble (clients that connect and send nothing?); closed a new one at once")
+			c.Close()
+			continue
+		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetKeepAliveConfig(keepAlive) //nolint:errcheck // best effort
 		}
 		f.wg.Go(func() {
-			f.ServeConn(ctx, c) //nolint:errcheck // logged inside
+			f.serve(ctx, c, func() { <-f.preambles }) //nolint:errcheck // logged inside
 		})
 	}
+}
+
+// refused logs a refused connection, at most once per refusalEvery for
+// its remote host, with the number of refusals from that host not logged
+// since. ev is the event to log at (its level).
+func (f *Far) refused(c net.Conn, ev *zerolog.Event, o Outcome, err error, msg string) {
+	host := c.RemoteAddr().String()
+	if h, _, splitErr := net.SplitHostPort(host); splitErr == nil {
+		host = h
+	}
+	ok, held, as := f.refusals.Allow(host)
+	if !ok {
+		ev.Discard()
+		return
+	}
+	if as == lograte.Other {
+		host = "(one of many hosts)"
+	}
+	ev.Err(err).Str(relay.LogReason, string(o)).Str(LogNearHost, host).Int(relay.LogSuppressed, held).
+		Msg(msg + " (suppressed: refusals from this host not logged since its last line)")
 }
 
 // ServeConn serves one link connection: TLS (if configured), the
 // preamble, then the session, until it ends. It returns the error that
 // ended it.
 func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
+	return f.serve(ctx, c, func() {})
+}
+
+// serve is ServeConn; preambleDone is called once the preamble was read
+// and checked, or failed.
+func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error {
+	var once sync.Once
+	done := func() { once.Do(preambleDone) }
+	defer done()
 	log := f.cfg.Logger.With().Str(LogNear, c.RemoteAddr().String()).Logger()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	c.SetDeadline(time.Now().Add(f.cfg.PreambleTimeout))
@@ -159,9 +218,9 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 		tc := tls.Server(c, f.cfg.TLS)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			stop()
-			log.Warn().Err(err).Str(relay.LogReason, string(OutcomeTLS)).
-				Msg("TLS handshake with a near end failed (a near end without --far-cert, or with a certificate other than the pinned one?); closed before any JDWP byte")
 			f.cfg.Metrics.count(EndFar, OutcomeTLS)
+			f.refused(c, log.Warn(), OutcomeTLS, err,
+				"TLS handshake with a near end failed (a near end without --far-cert, or with a certificate other than the pinned one?); closed before any JDWP byte")
 			linger(c)
 			return err
 		}
@@ -177,11 +236,27 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 		case errors.Is(err, ErrTLSRecord):
 			msg = "a near end spoke TLS to this far end, which has no --tls-cert; closed"
 		}
-		log.Warn().Err(err).Str(relay.LogReason, string(OutcomeBadPreamble)).Msg(msg)
 		f.cfg.Metrics.count(EndFar, OutcomeBadPreamble)
+		f.refused(c, log.Warn(), OutcomeBadPreamble, err, msg)
 		linger(conn)
 		return err
 	}
+	// The token first: a near end that does not hold it learns nothing of
+	// this end (its Reply echoes the Hello's version, without software),
+	// and what it sent (its software string) is not logged.
+	if len(f.cfg.Token) > 0 && !tokenOK(h.Token, f.cfg.Token) {
+		what := "a wrong token"
+		if len(h.Token) == 0 {
+			what = "no token"
+		}
+		stop()
+		f.cfg.Metrics.count(EndFar, OutcomeUnauthorized)
+		f.refused(c, log.Warn(), OutcomeUnauthorized, nil, "a near end presented "+what+"; closed before any JDWP byte")
+		conn.Write(AppendReply(nil, Reply{Version: h.Version, Status: StatusUnauthorized, Message: "the far end refused the token (give the near end the far end's --token-file)"})) //nolint:errcheck // closing anyway
+		linger(conn)
+		return fmt.Errorf("%w: a near end presented %s", ErrUnauthorized, what)
+	}
+	done()
 	log = log.With().Uint16(LogPeerVersion, h.Version).Str(LogPeerSoftware, h.Software).Logger()
 	refuse := func(st Status, o Outcome, text string) error {
 		stop()
@@ -195,14 +270,6 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 			h.Version, h.Software, ProtocolVersion, f.cfg.Software)
 		log.Error().Str(relay.LogReason, string(OutcomeVersionSkew)).Msg(text + "; closed")
 		return refuse(StatusVersionSkew, OutcomeVersionSkew, text)
-	}
-	if len(f.cfg.Token) > 0 && !tokenOK(h.Token, f.cfg.Token) {
-		what := "a wrong token"
-		if len(h.Token) == 0 {
-			what = "no token"
-		}
-		log.Warn().Str(relay.LogReason, string(OutcomeUnauthorized)).Msg("a near end presented " + what + "; closed before any JDWP byte")
-		return refuse(StatusUnauthorized, OutcomeUnauthorized, "the far end refused the token (give the near end the far end's --token-file)")
 	}
 	if h.Flags&FlagProbe != 0 {
 		stop()

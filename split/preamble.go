@@ -138,8 +138,9 @@ func AppendHello(b []byte, h Hello) []byte {
 
 // ReadHello reads a Hello from r, reading exactly its bytes and no more
 // (the JDWP handshake may follow in the same segment). A hello of another
-// version is returned with only Version and Software set, and no error:
-// its body's layout past the software version is that version's.
+// version is returned with no error and what of its body every version
+// shares (software, flags, token), as far as it could be read: what
+// follows is that version's.
 func ReadHello(r io.Reader) (Hello, error) {
 	var hdr [helloHeader]byte
 	if err := readMagic(r, hdr[:]); err != nil {
@@ -152,11 +153,14 @@ func ReadHello(r io.Reader) (Hello, error) {
 	}
 	d := decoder{b: body}
 	h.Software = d.str8()
-	if h.Version != ProtocolVersion {
-		return h, nil
-	}
 	h.Flags = d.u16()
 	h.Token = d.bytes16(maxToken)
+	if h.Version != ProtocolVersion {
+		if d.err != nil {
+			h.Flags, h.Token = 0, nil
+		}
+		return h, nil
+	}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%w: %d bytes after the hello", ErrBadPreamble, len(d.b))
 	}
