@@ -259,7 +259,8 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 // ServeConnInfo is ServeConn for a debugger connection the caller learned
 // something about before the session (split mode's far end: what it agreed
 // with the near end), which the session's hooks read as
-// Session.DebuggerInfo.
+// Session.DebuggerInfo. Such a debugger connection is a link: its end
+// without Dispose or Exit is logged at warn, as a link lost.
 func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info any) error {
 	return srv.serve(ctx, debugger, info, func() {})
 }
@@ -307,8 +308,10 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, hands
 				Msg("the VM refused a second debugger while another is attached through this proxy (a JDWP VM takes one debugger at a time); refused this one")
 			m.protocolError(ReasonVMBusy)
 			return err
-		case retryable(err):
+		case errors.Is(err, syscall.ECONNREFUSED):
 			return fail(ReasonDialVM, err, "cannot reach the VM (is it running and listening for a debugger?); refused the debugger")
+		case retryable(err):
+			return fail(ReasonDialVM, err, "cannot reach the VM: its connection closed before the handshake; refused the debugger")
 		}
 		return fail(classify(err), err, "VM handshake failed; refused the debugger")
 	}
@@ -476,6 +479,15 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 	reason := classify(err)
 	by := s.endedBy
 	switch {
+	case reason == "" && !s.ending.Load() && by == peerVM:
+		// The VM side ended without a word: no Dispose or Exit went to
+		// it, no VM_DEATH came from it.
+		err = nil
+		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the VM's connection closed without Dispose, Exit or VM death (the VM was killed, or the link to it dropped: a far end, a tunnel, an adb forward); the debugger's connection closed too")
+	case reason == "" && !s.ending.Load() && by == peerDebugger && s.debuggerInfo != nil:
+		// The debugger side is a link (split mode's far end).
+		err = nil
+		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the link from the near end closed without Dispose or Exit (the link dropped, or the debugger left without detaching); the VM's connection closed too")
 	case reason == "":
 		err = nil
 		s.log.Info().Str(LogClosedBy, by).Msg("debugger session ended")

@@ -94,9 +94,10 @@ func Probe(ctx context.Context, cfg NearConfig) (Reply, error) {
 }
 
 // connect opens one link connection and exchanges the preamble (and,
-// without FlagProbe, the JDWP handshake).
+// without FlagProbe, the JDWP handshake). It logs nothing: its caller (the
+// relay, once per attach after its retries; probeFar) logs the error,
+// which says what is known.
 func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufio.Reader, Reply, error) {
-	log := cfg.Logger.With().Str(LogFar, cfg.Addr).Logger()
 	d := net.Dialer{KeepAliveConfig: keepAlive, Timeout: DefaultPreambleTimeout}
 	raw, err := d.DialContext(ctx, "tcp", cfg.Addr)
 	if err != nil {
@@ -117,8 +118,11 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 	if cfg.TLS != nil {
 		tc := tls.Client(raw, cfg.TLS)
 		if err := tc.HandshakeContext(ctx); err != nil {
+			if closedEarly(err) {
+				// Retried by the relay, like a VM not listening yet.
+				return fail(OutcomeUnreachable, fmt.Errorf("the far end at %s, or the tunnel to it, closed the connection in the TLS handshake (the far end is down or restarting behind a tunnel that accepts for it, or it is not a far end with --tls-cert): %w", cfg.Addr, err))
+			}
 			err = fmt.Errorf("TLS handshake with the far end at %s failed (is it a far end with --tls-cert, whose certificate is the one given to --far-cert?): %w", cfg.Addr, err)
-			log.Error().Err(err).Msg("cannot open the link to the far end")
 			return fail(OutcomeTLS, err)
 		}
 		conn = tc
@@ -145,29 +149,26 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 			o = OutcomeTLS
 			err = fmt.Errorf("the far end at %s refused this end in the TLS handshake (does it pin a client certificate with --peer-cert? give this end that certificate with --tls-cert and --tls-key): %w", cfg.Addr, err)
 		case cfg.TLS == nil && closedEarly(err):
-			// A TLS far end closes a plain connection without a word.
-			o = OutcomeTLS
-			err = fmt.Errorf("the far end at %s closed the connection without answering (a far end with TLS closes plain connections: give this end --far-cert; or it is not a jdwpaccel far end): %w", cfg.Addr, err)
+			// A far end down behind a tunnel (which accepts, then
+			// closes) and a TLS far end (which closes a plain
+			// connection without a word) look the same from here.
+			o = OutcomeUnreachable
+			err = fmt.Errorf("the far end at %s, or the tunnel to it, closed the connection without answering: the far end is down or restarting behind a tunnel that accepts for it, or it has TLS (then give this end --far-cert): %w", cfg.Addr, err)
 		default:
 			o = OutcomeUnreachable
 			err = fmt.Errorf("far end %s: no answer to the preamble: %w", cfg.Addr, err)
 		}
-		log.Error().Err(err).Msg("cannot open the link to the far end")
 		return fail(o, err)
 	}
-	log = log.With().Uint16(LogPeerVersion, rep.Version).Str(LogPeerSoftware, rep.Software).Logger()
 	switch {
 	case rep.Version != ProtocolVersion || rep.Status == StatusVersionSkew:
 		err := &SkewError{Addr: cfg.Addr, Near: ProtocolVersion, Far: rep.Version, NearSoftware: cfg.Software, FarSoftware: rep.Software}
-		log.Error().Err(err).Msg("cannot open the link to the far end")
 		return fail(OutcomeVersionSkew, err)
 	case rep.Status == StatusUnauthorized:
 		err := fmt.Errorf("%w: the far end at %s refused this end: %s", ErrUnauthorized, cfg.Addr, rep.Message)
-		log.Error().Err(err).Msg("cannot open the link to the far end")
 		return fail(OutcomeUnauthorized, err)
 	case rep.Status != StatusAccepted:
 		err := fmt.Errorf("%w: the far end at %s answered %v: %s", ErrRefused, cfg.Addr, rep.Status, rep.Message)
-		log.Error().Err(err).Msg("cannot open the link to the far end")
 		return fail(OutcomeBadPreamble, err)
 	}
 	switch {
