@@ -32,9 +32,8 @@ func ddmlibSession(t *testing.T, addr string, vm *fakevm.VM) ([]string, ClientSt
 	peer.send("heapinfo off")
 	peer.send("segments off")
 	peer.send("threads off")
-	st := peer.sync()
-	st = peer.current()
-	return normalize(peer.allLogs()), st
+	peer.sync() // every answer to the script is in
+	return normalize(peer.allLogs()), peer.current()
 }
 
 // normalize keeps the lines of what ddmlib received and how it handled
