@@ -425,6 +425,17 @@ func (f *Front) serialOf(ctx context.Context, sel Selector) string {
 	return s
 }
 
+// DialJDWP opens a new jdwp:PID stream to t through the adb server: for a
+// JDWPFunc whose stream's VM closed before its handshake (the app or the
+// device just restarted), to try again without the client knowing.
+// t.Serial must be known.
+func (f *Front) DialJDWP(ctx context.Context, t Target) (net.Conn, error) {
+	if t.Serial == "" {
+		return nil, errors.New("the device's serial is not known: cannot open another JDWP stream to it")
+	}
+	return f.dialJDWP(ctx, t.Serial, t.PID)
+}
+
 // dialJDWP opens a jdwp:PID stream to the device with serial through
 // the adb server.
 func (f *Front) dialJDWP(ctx context.Context, serial string, pid int) (net.Conn, error) {

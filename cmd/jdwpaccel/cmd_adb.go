@@ -145,6 +145,7 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 		JDWP:     fr.serve,
 		Logger:   log.With().Str(relay.LogComponent, "adbfront").Logger(),
 	})
+	fr.dialJDWP = front.DialJDWP
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(adbfront.LogUpstream, af.upstream).Bool("speculate", pf.speculate).
 		Msg("adb front listening; point adb clients here")
 	if err := front.Serve(ctx, ln); err != nil {
@@ -168,6 +169,10 @@ type frontRelay struct {
 	ddm  bool
 	mons *ddmtap.Monitors
 	dm   *ddmtap.Metrics
+
+	// dialJDWP opens another JDWP stream to a process (the front's
+	// DialJDWP), set before the front serves; nil: none.
+	dialJDWP func(ctx context.Context, t adbfront.Target) (net.Conn, error)
 
 	mu      sync.Mutex // guards servers, each entry's streams, and ended
 	servers map[adbfront.Target]*frontServer
@@ -204,15 +209,18 @@ func newFrontRelay(st *stack, ddm bool) *frontRelay {
 // relay's DialVM.
 type vmConnKey struct{}
 
-// streamVM is the VM side of one adb JDWP stream: it can be dialled once
-// (the relay's servers for streams make a single attempt, DialRetry < 0).
+// streamVM is the VM side of one adb JDWP stream: the stream the client
+// opened, dialled first; then, while the relay retries (the VM closed the
+// stream before its handshake: the app or the device just restarted), a
+// new stream to the same process each time, when redial is set.
 type streamVM struct {
-	conn net.Conn
-	used atomic.Bool
+	conn   net.Conn
+	used   atomic.Bool
+	redial func(ctx context.Context) (net.Conn, error) // nil: the stream is dialled once
 }
 
-func withStreamVM(ctx context.Context, vm net.Conn) context.Context {
-	return context.WithValue(ctx, vmConnKey{}, &streamVM{conn: vm})
+func withStreamVM(ctx context.Context, vm net.Conn, redial func(ctx context.Context) (net.Conn, error)) context.Context {
+	return context.WithValue(ctx, vmConnKey{}, &streamVM{conn: vm, redial: redial})
 }
 
 func dialStreamVM(ctx context.Context) (relay.VMConn, error) {
@@ -220,10 +228,14 @@ func dialStreamVM(ctx context.Context) (relay.VMConn, error) {
 	if !ok {
 		return relay.VMConn{}, errors.New("no VM connection for this stream")
 	}
-	if s.used.Swap(true) {
+	if !s.used.Swap(true) {
+		return relay.VMConn{Conn: s.conn}, nil
+	}
+	if s.redial == nil {
 		return relay.VMConn{}, errors.New("this stream's VM connection was used already")
 	}
-	return relay.VMConn{Conn: s.conn}, nil
+	c, err := s.redial(ctx)
+	return relay.VMConn{Conn: c}, err
 }
 
 // acquire returns t's server, making it (and its monitor) for t's first
@@ -239,7 +251,8 @@ func (fr *frontRelay) acquire(t adbfront.Target) *relay.Server {
 	cfg := fr.st.cfg
 	cfg.VM = key
 	cfg.DialVM = dialStreamVM
-	cfg.DialRetry = -1 // the stream is opened once, by the client
+	// The relay retries for DialRetry a stream whose VM closed before its
+	// handshake, on new streams to the same process (streamVM).
 	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
 	fs := &frontServer{streams: 1}
 	if fr.ddm {
@@ -281,5 +294,9 @@ func (fr *frontRelay) serve(ctx context.Context, client, vm net.Conn, t adbfront
 	defer client.Close()
 	srv := fr.acquire(t)
 	defer fr.release(t)
-	return srv.ServeConn(withStreamVM(ctx, vm), client)
+	var redial func(context.Context) (net.Conn, error)
+	if fr.dialJDWP != nil && t.Serial != "" {
+		redial = func(ctx context.Context) (net.Conn, error) { return fr.dialJDWP(ctx, t) }
+	}
+	return srv.ServeConn(withStreamVM(ctx, vm, redial), client)
 }

@@ -163,7 +163,7 @@ func startBenchFront(ctx context.Context, upstream int, hooks func(*relay.Sessio
 		JDWP: func(ctx context.Context, client, vm net.Conn, _ adbfront.Target) error {
 			defer vm.Close()
 			defer client.Close()
-			return srv.ServeConn(withStreamVM(ctx, vm), client)
+			return srv.ServeConn(withStreamVM(ctx, vm, nil), client)
 		},
 		Logger: log,
 	})
