@@ -163,7 +163,7 @@ func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
 		case f.preambles <- struct{}{}:
 		default:
 			f.cfg.Metrics.count(EndFar, OutcomeOverCap)
-			f.refused(c, f.cfg.Logger.Warn(), OutcomeOverCap, nil,
+			f.refused(c, f.cfg.Logger, OutcomeOverCap, nil,
 				"too many link connections in their TLS handshake or preamble (clients that connect and send nothing?); closed a new one at once")
 			c.Close()
 			continue
@@ -177,23 +177,22 @@ func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// refused logs a refused connection, at most once per refusalEvery for
-// its remote host, with the number of refusals from that host not logged
-// since. ev is the event to log at (its level).
-func (f *Far) refused(c net.Conn, ev *zerolog.Event, o Outcome, err error, msg string) {
+// refused logs a refused connection at warn, at most once per
+// refusalEvery for its remote host, with the number of refusals from that
+// host not logged since.
+func (f *Far) refused(c net.Conn, log zerolog.Logger, o Outcome, err error, msg string) {
 	host := c.RemoteAddr().String()
 	if h, _, splitErr := net.SplitHostPort(host); splitErr == nil {
 		host = h
 	}
 	ok, held, as := f.refusals.Allow(host)
 	if !ok {
-		ev.Discard()
 		return
 	}
 	if as == lograte.Other {
 		host = "(one of many hosts)"
 	}
-	ev.Err(err).Str(relay.LogReason, string(o)).Str(LogNearHost, host).Int(relay.LogSuppressed, held).
+	log.Warn().Err(err).Str(relay.LogReason, string(o)).Str(LogNearHost, host).Int(relay.LogSuppressed, held).
 		Msg(msg + " (suppressed: refusals from this host not logged since its last line)")
 }
 
@@ -219,7 +218,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		if err := tc.HandshakeContext(ctx); err != nil {
 			stop()
 			f.cfg.Metrics.count(EndFar, OutcomeTLS)
-			f.refused(c, log.Warn(), OutcomeTLS, err,
+			f.refused(c, log, OutcomeTLS, err,
 				"TLS handshake with a near end failed (a near end without --far-cert, or with a certificate other than the pinned one?); closed before any JDWP byte")
 			linger(c)
 			return err
@@ -237,7 +236,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 			msg = "a near end spoke TLS to this far end, which has no --tls-cert; closed"
 		}
 		f.cfg.Metrics.count(EndFar, OutcomeBadPreamble)
-		f.refused(c, log.Warn(), OutcomeBadPreamble, err, msg)
+		f.refused(c, log, OutcomeBadPreamble, err, msg)
 		linger(conn)
 		return err
 	}
@@ -251,7 +250,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		}
 		stop()
 		f.cfg.Metrics.count(EndFar, OutcomeUnauthorized)
-		f.refused(c, log.Warn(), OutcomeUnauthorized, nil, "a near end presented "+what+"; closed before any JDWP byte")
+		f.refused(c, log, OutcomeUnauthorized, nil, "a near end presented "+what+"; closed before any JDWP byte")
 		conn.Write(AppendReply(nil, Reply{Version: h.Version, Status: StatusUnauthorized, Message: "the far end refused the token (give the near end the far end's --token-file)"})) //nolint:errcheck // closing anyway
 		linger(conn)
 		return fmt.Errorf("%w: a near end presented %s", ErrUnauthorized, what)
