@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -282,9 +283,14 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, hands
 	// Read straight from the connection, exactly the handshake's bytes:
 	// the packet buffer is allocated only for a client that sent one.
 	err := jdwp.ReadHandshake(debugger)
-	handshaken()
 	if err != nil {
+		if !retryable(err) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			// Bytes after a bad handshake are still unread: drop them
+			// first, so that the close is an end of stream, not a reset.
+			drain(debugger)
+		}
 		debugger.Close()
+		handshaken()
 		if retryable(err) {
 			// A client that connected and left (a port probe, a
 			// debugger giving up): nothing for a user to fix.
@@ -294,6 +300,7 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, hands
 		}
 		return fail(classify(err), err, "debugger handshake failed (is a non-JDWP client using this port?); closing its connection")
 	}
+	handshaken()
 
 	vc, vmr, attempts, err := srv.reachVM(ctx)
 	vm := vc.Conn
@@ -413,6 +420,18 @@ func (srv *Server) tryVM(ctx context.Context) (VMConn, *bufio.Reader, error) {
 func retryable(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// drain ends a connection whose peer broke the protocol before its
+// session: it half-closes it and reads and drops what the peer still
+// sends, up to 64 KiB and for lingerTimeout at most, so that the close
+// that follows does not reset the connection.
+func drain(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite() //nolint:errcheck // closing anyway
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.CopyN(io.Discard, c, 64<<10) //nolint:errcheck // dropped
 }
 
 // refuse closes a debugger connection before answering its handshake, with
