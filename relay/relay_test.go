@@ -699,3 +699,15 @@ func TestSlotData(t *testing.T) {
 		t.Fatalf("replies with data: %d synthetic, %d debugger's; want 1 and 2 (%v)", synthetic, own, sl.got)
 	}
 }
+
+// TestSessionSeedsTCP is FuzzSession's property over loopback TCP, through
+// a Server accepting on a listener, for each seed.
+func TestSessionSeedsTCP(t *testing.T) {
+	for i, s := range sessionSeeds() {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			r := newRig(t, nil, func(c *relay.Config) { c.MaxPacketSize = fuzzMaxPacket })
+			dbg, vm := r.connect()
+			checkSession(t, dbg, vm, s[0], s[1])
+		})
+	}
+}
