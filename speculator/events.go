@@ -23,8 +23,8 @@ func locatable(k jdwp.EventKind) bool {
 
 func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(f.Out())
+	defer ss.unlock()
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.

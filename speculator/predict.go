@@ -126,7 +126,7 @@ func (ss *session) submitSpec(rs *relay.Session, sizes jdwp.IDSizes, s *spec, c 
 	if s.pred != nil {
 		ep.predicted = append(ep.predicted, s)
 	}
-	ss.disp.submit(rs, s)
+	ss.disp.submit(ss.out, s)
 }
 
 // chain speculates the next wave from a reply (speculative or organic)

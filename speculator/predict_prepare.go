@@ -202,7 +202,7 @@ func (ss *session) specPrepare(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd
 		return
 	}
 	s.info, s.subj = info, s.key.Subject(info, sizes)
-	if !ss.sendOwn(rs, s, sizes) {
+	if !ss.sendOwn(s, sizes) {
 		return
 	}
 	pr.specs = append(pr.specs, s)

@@ -47,6 +47,11 @@ type session struct {
 	wb    writeBehind               // state-setting commands answered at once (writebehind.go)
 	prep  prepareRule               // speculation at CLASS_PREPARE stops (predict_prepare.go)
 
+	// out is the outbox of the relay's turn in progress (relay.Frame.Out,
+	// or relay.Session.Do's), set by each entry point for its duration
+	// (lock): whatever the session sends goes there.
+	out *relay.Outbox
+
 	ansBuf   []byte // cache-hit answers (debugger goroutine, handed to the relay)
 	belayBuf []byte // belayed answers
 	pbuf     []byte // speculative command parameters
@@ -88,8 +93,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	}
 	p := f.Packet
 	sizes, _ := rs.IDSizes()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(f.Out())
+	defer ss.unlock()
 	if !ss.att.identified {
 		ss.attachIdentify(rs, p.Cmd(), sizes)
 	}
@@ -199,8 +204,8 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		return relay.Forward
 	}
 	sizes, _ := rs.IDSizes()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(f.Out())
+	defer ss.unlock()
 	c := f.Cmd
 	d, tracked := f.Data(slot).(*cmdData) // kept with the command (FromDebugger, dispatcher.send)
 	if tracked {
@@ -266,14 +271,12 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 	ss.disp.replied(s)
 	if s.pred != nil && ss.holdPredicted(s, p) || // no waiters: unconfirmed, it served none
 		p.ErrorCode() == jdwp.ErrorThreadNotSuspended && ss.notSuspended(rs, s) {
-		ss.disp.drain(rs)
+		ss.disp.drain(ss.out)
 		return
 	}
 	for _, id := range s.waiters {
 		ss.belayBuf = retag.Retag(ss.belayBuf[:0], p, id)
-		if err := rs.SendToDebugger(ss.belayBuf, relay.Belay, s.key.Cmd()); err != nil {
-			ss.log.Debug().Err(err).Msg("cannot answer a belayed command")
-		}
+		ss.out.SendToDebugger(ss.belayBuf, relay.Belay, s.key.Cmd())
 	}
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
@@ -292,7 +295,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 		traceSpec(s, outcomeWasted, ss.learn.ep.serial)
 		ss.sp.countSpec(outcomeWasted, 1)
 	}
-	ss.disp.drain(rs)
+	ss.disp.drain(ss.out)
 	ss.tapIdle()
 }
 
@@ -317,8 +320,21 @@ func (ss *session) notSuspended(rs *relay.Session, s *spec) bool {
 	again := &spec{key: s.key, info: s.info, subj: s.subj, gen: ss.facts.gen, kind: s.kind,
 		reask: true, used: true, done: true, waiters: s.waiters}
 	s.waiters = nil
-	ss.disp.send(rs, again) // not in disp.inflight: nothing else belays on it
+	ss.disp.send(ss.out, again) // not in disp.inflight: nothing else belays on it
 	return true
+}
+
+// lock takes mu for a call of the relay's turn whose outbox is out (nil
+// for a call that sends nothing).
+func (ss *session) lock(out *relay.Outbox) {
+	ss.mu.Lock()
+	ss.out = out
+}
+
+// unlock ends what lock began.
+func (ss *session) unlock() {
+	ss.out = nil
+	ss.mu.Unlock()
 }
 
 // markUsed records that a speculation served the debugger.

@@ -190,10 +190,7 @@ func (ss *session) writeBehind(rs *relay.Session, f *relay.Frame, d *cmdData) re
 	id := ss.disp.ids.NewSynthetic()
 	w.sendBuf = append(w.sendBuf[:0], f.Packet...)
 	jdwp.Packet(w.sendBuf).SetID(id)
-	if err := rs.SendToVMData(w.sendBuf, relay.Synthetic, slot, ss.data.get(d)); err != nil {
-		ss.disp.ids.Forget(id)
-		return relay.Forward // the session is closing
-	}
+	ss.out.SendToVMData(w.sendBuf, relay.Synthetic, slot, ss.data.get(d))
 	var body []byte
 	if c.op == wbSet {
 		body = []byte{byte(c.id >> 24), byte(c.id >> 16), byte(c.id >> 8), byte(c.id)}
