@@ -335,3 +335,32 @@ func TestDoPanic(t *testing.T) {
 		})
 	}
 }
+
+// TestPanickedOnHookGoroutine: a panic a hook recovered on a goroutine of
+// its own and reported (Session.Panicked) is counted and logged, and the
+// session goes on as plain pass-through.
+func TestPanickedOnHookGoroutine(t *testing.T) {
+	sessions := make(chan *relay.Session, 1)
+	tp := &timerPanic{reached: make(chan struct{})}
+	r := newRig(t, func(s *relay.Session) relay.Hooks {
+		sessions <- s
+		return relay.Hooks{Interceptors: []relay.Interceptor{tp}}
+	})
+	dbg, vm := r.connect()
+	dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+	dbg.Write(jdwp.AppendCommand(nil, 1, cmdVersion, nil))
+	if p, err := dr.Next(); err != nil || string(p.Body()) != "cached" {
+		t.Fatalf("debugger got %v, %v; want the interceptor's answer", p, err)
+	}
+	(<-sessions).Panicked("boom")
+	dbg.Write(jdwp.AppendCommand(nil, 2, cmdVersion, nil))
+	if p, err := vr.Next(); err != nil || p.ID() != 2 {
+		t.Fatalf("VM got %v, %v; want command 2, forwarded as plain pass-through", p, err)
+	}
+	if n := counter(t, r.reg, "jdwpaccel_hook_panics_total", "goroutine"); n != 1 {
+		t.Errorf("hook panics counted = %v, want 1", n)
+	}
+	if logs := r.logs.String(); !strings.Contains(logs, `"hook":"goroutine"`) || !strings.Contains(logs, `"panic":"boom"`) {
+		t.Errorf("no log line naming the panic in:\n%s", logs)
+	}
+}
