@@ -80,12 +80,12 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		ss.facts.suspended[thread] = true
 	}
 	ss.facts.suspChanges++
-	ss.prepareStop(rs, sizes)
+	ss.prepareStop(sizes)
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread, loc)
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
-			ss.speculateStop(rs, sizes)
+			ss.speculateStop(sizes)
 		}
 	}
 }

@@ -129,7 +129,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 		traceMiss(d.key.Cmd(), ss.learn.ep.serial)
 		ss.sp.countRequest(resultMiss)
-		ss.expandSiblings(rs, sizes, &d.key)
+		ss.expandSiblings(sizes, &d.key)
 	} else if ss.lookupUnkeyed(f, sizes) {
 		return relay.Consume
 	} else {
@@ -140,7 +140,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	d.gen = ss.facts.gen
 	ss.trig.Command(p)
 	if d.wb != nil && d.wb.written {
-		return ss.writeBehind(rs, f, &d)
+		return ss.writeBehind(f, &d)
 	}
 	f.SetData(slot, ss.data.get(&d)) // back with the reply (relay.Frame.Data)
 	return relay.Forward
@@ -218,7 +218,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		// request expired) are no sample of the speculator's.
 		if tracked && d.spec != nil {
 			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
-			ss.specReply(rs, d.spec, p, sizes)
+			ss.specReply(d.spec, p, sizes)
 		} else if tracked && d.lookup {
 			ss.lookupReply(d.sig, p, sizes)
 		}
@@ -257,7 +257,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	if d.keyed && storable(p, d.info) && ss.facts.valid(d.info, d.subj, d.gen) {
 		ss.cache.store(&d.key, d.info, d.subj, d.gen, p, nil)
 		if ok {
-			ss.chain(rs, &d.key, d.gen, p, sizes, 0)
+			ss.chain(&d.key, d.gen, p, sizes, 0)
 		}
 	}
 	if f.Origin == relay.Synthetic {
@@ -267,10 +267,10 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 }
 
 // specReply handles the VM's reply to a speculative command.
-func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
+func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	ss.disp.replied(s)
 	if s.pred != nil && ss.holdPredicted(s, p) || // no waiters: unconfirmed, it served none
-		p.ErrorCode() == jdwp.ErrorThreadNotSuspended && ss.notSuspended(rs, s) {
+		p.ErrorCode() == jdwp.ErrorThreadNotSuspended && ss.notSuspended(s) {
 		ss.disp.drain(ss.out)
 		return
 	}
@@ -288,7 +288,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
 		ss.tapStored(s, p)
 		if p.ErrorCode() == jdwp.ErrorNone {
-			ss.chain(rs, &s.key, s.gen, p, sizes, s.level)
+			ss.chain(&s.key, s.gen, p, sizes, s.level)
 		}
 	} else if !s.used && !s.done {
 		s.done = true
@@ -307,7 +307,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 // if forwarded now (only read-only commands went to the VM since, so the
 // order the debugger sent its commands in still holds). It reports whether
 // it asked again; if not, the waiters get the VM's reply as usual.
-func (ss *session) notSuspended(rs *relay.Session, s *spec) bool {
+func (ss *session) notSuspended(s *spec) bool {
 	if !ss.facts.valid(s.info, s.subj, s.gen) {
 		return false // a resume or other change since: the belief is already gone
 	}

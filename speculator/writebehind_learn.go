@@ -184,7 +184,7 @@ func (w *writeBehind) event(comp *jdwp.Composite) {
 
 // writeBehind answers the debugger's command f at once and sends it to the
 // VM as the proxy's own, with d (and its wbCmd) kept until the reply.
-func (ss *session) writeBehind(rs *relay.Session, f *relay.Frame, d *cmdData) relay.Action {
+func (ss *session) writeBehind(f *relay.Frame, d *cmdData) relay.Action {
 	w := &ss.wb
 	c := d.wb
 	id := ss.disp.ids.NewSynthetic()
