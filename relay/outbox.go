@@ -115,11 +115,15 @@ func (s *Session) endTurn() {
 // goroutine (so call Do holding none of the hook's own locks); otherwise
 // it runs on the goroutine that holds the turn, when that goroutine's
 // current work is done. Called from hook code, fn runs once the turn's
-// own packets were applied. Work still queued when the session ends, and
-// any Do after it, is dropped (ErrSessionClosed).
+// own packets were applied. Work still queued when the session ends or
+// its hooks are turned off (a hook panicked) is dropped, and any Do after
+// that fails (ErrSessionClosed, ErrHooksOff).
 func (s *Session) Do(fn func(out *Outbox)) error {
-	if s.closed.Load() {
+	switch {
+	case s.closed.Load():
 		return ErrSessionClosed
+	case s.hooksOff.Load():
+		return ErrHooksOff
 	}
 	s.doMu.Lock()
 	s.doQueue = append(s.doQueue, fn)

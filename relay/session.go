@@ -17,8 +17,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ErrSessionClosed is returned by Send* after the session ended.
+// ErrSessionClosed is returned by Session.Do after the session ended.
 var ErrSessionClosed = errors.New("relay: session closed")
+
+// ErrHooksOff is returned by Session.Do once the session's hooks are off:
+// a hook panicked, and the session goes on as plain pass-through.
+var ErrHooksOff = errors.New("relay: the session's hooks are off after a panic")
 
 // pending is a command towards the debugger's side waiting for its
 // answer, hooks' data included: a VM-originated command awaiting the
