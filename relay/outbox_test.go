@@ -364,3 +364,49 @@ func TestPanickedOnHookGoroutine(t *testing.T) {
 		t.Errorf("no log line naming the panic in:\n%s", logs)
 	}
 }
+
+// gate holds the debugger's packets until the VM's first packet was
+// handled (relay.Gate), as split mode's near end awaits its attach bundle.
+type gate struct {
+	vmFirst chan struct{}
+	once    sync.Once
+}
+
+func (g *gate) HoldDebugger(*relay.Session) {
+	select {
+	case <-g.vmFirst:
+	case <-time.After(time.Minute): // a bound, as a Gate must have; never reached here
+	}
+}
+func (g *gate) FromDebugger(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (g *gate) FromVM(*relay.Session, *relay.Frame) relay.Action {
+	g.once.Do(func() { close(g.vmFirst) })
+	return relay.Forward
+}
+func (g *gate) Close(*relay.Session) {}
+
+// TestGateHoldsDebuggerOutsideTurn: a Gate holds the debugger's packet
+// back outside the session's turn, so the VM's packet it waits for is
+// handled meanwhile, and observed first.
+func TestGateHoldsDebuggerOutsideTurn(t *testing.T) {
+	rec := &recorder{ended: make(chan struct{})}
+	g := &gate{vmFirst: make(chan struct{})}
+	r := newRig(t, func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Interceptors: []relay.Interceptor{g}, Observers: []relay.Observer{rec}}
+	})
+	dbg, vm := r.connect()
+	dr, vr := jdwp.NewReader(dbg, 0), jdwp.NewReader(vm, 0)
+	dbg.Write(jdwp.AppendCommand(nil, 1, jdwp.CmdIDSizes, nil))
+	vm.Write(jdwp.AppendCommand(nil, 7, jdwp.CmdComposite, []byte{0, 0, 0, 0, 0}))
+	if p, err := dr.Next(); err != nil || p.ID() != 7 {
+		t.Fatalf("debugger got %v, %v; want the event", p, err)
+	}
+	if p, err := vr.Next(); err != nil || p.ID() != 1 {
+		t.Fatalf("VM got %v, %v; want command 1", p, err)
+	}
+	dbg.Close()
+	<-rec.ended
+	if f := rec.snapshot(); len(f) < 2 || f[0].Kind != relay.KindEvent || f[1].Kind != relay.KindCommand {
+		t.Errorf("observed %v, want the event, then the command the gate held", f)
+	}
+}
