@@ -82,7 +82,7 @@ func (o *Outbox) reset() {
 }
 
 // Out is the outbox of the hook call f is passed to: what the hook sends
-// goes there (see Outbox).
+// goes there (see Outbox). It is nil in a Frame the relay did not make.
 func (f *Frame) Out() *Outbox { return f.out }
 
 // beginTurn takes the session's turn (see the package doc) and runs the
