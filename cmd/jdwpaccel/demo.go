@@ -46,7 +46,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	lf.level = "warn"
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel demo [flags]\n\nBuild the bundled deep debuggee (27 frames, 26 threads), put an emulated slow link in front of it, and\nstep it with an IntelliJ-like JDI client directly, through jdwpaccel and in split mode, side by side.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprint(fs.Output(), demoExamples)
 	}
 	if code, ok := parseFlags(fs, args, e); !ok {

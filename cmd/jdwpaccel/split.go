@@ -118,8 +118,8 @@ func (l *splitFlags) checkPair() error {
 // network is allowed (the far end may sit behind a tunnel's far side) but
 // warned about.
 func (l *splitFlags) checkNear(far string, log zerolog.Logger) error {
-	if _, _, err := net.SplitHostPort(far); err != nil {
-		return fmt.Errorf("bad --far %q: %v", far, err)
+	if err := checkAddr("--far", far, false); err != nil {
+		return err
 	}
 	if err := l.checkPair(); err != nil {
 		return err
@@ -267,8 +267,14 @@ func (p *proxyFlags) checkFar(log zerolog.Logger) error {
 	if p.vm == "" {
 		return errors.New("--vm HOST:PORT is required")
 	}
-	if _, _, err := net.SplitHostPort(p.vm); err != nil || isDiscoverySpec(p.vm) {
+	if isDiscoverySpec(p.vm) {
 		return fmt.Errorf("bad --vm %q: the far end serves one VM at HOST:PORT", p.vm)
+	}
+	if err := checkAddr("--vm", p.vm, false); err != nil {
+		return err
+	}
+	if err := checkAddr("--listen", p.listen, true); err != nil {
+		return err
 	}
 	if err := p.link.checkFar(p.listen, p.allowRemote, log); err != nil {
 		return err
@@ -276,6 +282,9 @@ func (p *proxyFlags) checkFar(log zerolog.Logger) error {
 	for _, a := range []struct{ name, addr string }{{"--metrics-addr", p.metricsAddr}, {"--http-addr", p.httpAddr}} {
 		if a.addr == "" {
 			continue
+		}
+		if err := checkAddr(a.name, a.addr, true); err != nil {
+			return err
 		}
 		if err := checkListen(a.name, a.addr, p.allowRemote, log); err != nil {
 			return err
@@ -311,7 +320,7 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 	pf.registerFar(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel far --vm HOST:PORT [flags]\n\nRun split mode's far end next to the VM: near ends (jdwpaccel proxy --far) connect to --listen,\nand each of their debugger sessions gets its own connection to the VM at --vm, relayed with\nthe speculator at zero distance and the DDM monitor.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs, "vm", "listen", "token-file", "tls-cert", "tls-key", "http-addr")
 		fmt.Fprint(fs.Output(), farExamples)
 	}
 	log, code, ok := parseStackFlags(fs, args, e, &pf, pf.checkFar)
