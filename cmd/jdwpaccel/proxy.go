@@ -201,6 +201,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		return st, nil
 	}
 	st.holder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
+	st.cfg.DialVM = explainDial(st.cfg.DialVM, pf.vm)
 	return st, nil
 }
 
@@ -438,6 +439,8 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 	}
 	if pf.far != "" {
 		go probeFar(ctx, *st.near, log)
+	} else if manager == nil {
+		warnNoLocalVM(pf.vm, discover.LocalListener, log)
 	}
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, st.vmSpec).Bool("speculate", pf.speculate).
 		Msg("proxy listening; attach the debugger here")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
+	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -370,6 +371,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	page := web.NewHandler(st.monitorSource(), st.reg, log)
 	context.AfterFunc(ctx, page.Close)
 	fc.Page = web.Guard(page, "127.0.0.1:0")
+	warnNoLocalVM(pf.vm, discover.LocalListener, log)
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("tls", fc.TLS != nil).
 		Bool("token", len(fc.Token) > 0).Bool("speculate", pf.speculate).
 		Msg("far end listening; point the near end here (jdwpaccel proxy --far)")
