@@ -401,6 +401,9 @@ func (pf *proxyFlags) check(log zerolog.Logger) error {
 }
 
 func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger, e *env) int {
+	if st.near != nil && !probeFar(ctx, *st.near, log) {
+		return exitError
+	}
 	ln, err := net.Listen("tcp", pf.listen)
 	if err != nil {
 		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
@@ -437,9 +440,7 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 			log.Info().Str("url", url+"far/").Msg("the far end's live monitor (DDM threads and heap), over the link")
 		}
 	}
-	if pf.far != "" {
-		go probeFar(ctx, *st.near, log)
-	} else if manager == nil {
+	if pf.far == "" && manager == nil {
 		warnNoLocalVM(pf.vm, discover.LocalListener, log)
 	}
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, st.vmSpec).Bool("speculate", pf.speculate).

@@ -240,18 +240,26 @@ func farPage(nc split.NearConfig) http.Handler {
 }
 
 // probeFar checks the link once at start, so that a wrong address, token
-// or version shows before any debugger attaches.
-func probeFar(ctx context.Context, nc split.NearConfig, log zerolog.Logger) {
+// or version shows before any debugger attaches. It returns false, after
+// one error line, when waiting cannot help: the far end refused this end
+// (its token), speaks another protocol version, or is no far end at all;
+// a far end that cannot be reached yet only gets a warning.
+func probeFar(ctx context.Context, nc split.NearConfig, log zerolog.Logger) bool {
 	pctx, cancel := context.WithTimeout(ctx, split.DefaultPreambleTimeout)
 	defer cancel()
 	rep, err := split.Probe(pctx, nc)
+	var skew *split.SkewError
 	switch {
 	case ctx.Err() != nil:
+	case errors.Is(err, split.ErrUnauthorized), errors.As(err, &skew), errors.Is(err, split.ErrNotSplit):
+		log.Error().Err(err).Str(split.LogFar, nc.Addr).Msg("the far end cannot be used; stopping")
+		return false
 	case err != nil:
 		log.Warn().Err(err).Str(split.LogFar, nc.Addr).Msg("cannot reach the far end yet; each debugger that attaches tries again")
 	default:
 		log.Info().Str(split.LogFar, nc.Addr).Str(split.LogPeerSoftware, rep.Software).Msg("far end reached")
 	}
+	return true
 }
 
 // ---- jdwpaccel far -----------------------------------------------------------
