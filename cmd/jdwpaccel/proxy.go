@@ -120,8 +120,13 @@ type stack struct {
 	manager *discover.Manager // with discovery, once runProxy made it; before serve
 	near    *split.NearConfig // with --far: how the near end reaches the far end
 	// observers makes the hooks of a session but its speculator's.
-	observers   func(*relay.Session) relay.Hooks
-	pushMetrics *push.Metrics // registered by pushConfig
+	observers    func(*relay.Session) relay.Hooks
+	pushMetrics  *push.Metrics  // registered by pushConfig
+	pushCounters *push.Counters // made by pushConfig
+	// role names the page when it is not the proxy's own ("far end"),
+	// and farState, on the far end, says whether it pushes.
+	role     string
+	farState *farState
 }
 
 // pushConfig configures the pushed replies of split mode's end; its
@@ -129,8 +134,9 @@ type stack struct {
 func (st *stack) pushConfig() push.Config {
 	if st.pushMetrics == nil {
 		st.pushMetrics = push.NewMetrics(st.reg)
+		st.pushCounters = new(push.Counters)
 	}
-	return push.Config{Metrics: st.pushMetrics}
+	return push.Config{Metrics: st.pushMetrics, Counters: st.pushCounters}
 }
 
 // buildStack wires the speculator, the journal, the session tracker and
@@ -232,6 +238,9 @@ func (st *stack) accel() web.AccelStats {
 		a = web.AccelFromStats(st.spec.Stats())
 	}
 	st.tracker.AddSteps(&a)
+	if st.farState != nil && st.spec != nil && st.pushCounters != nil {
+		a.State, a.StateNote = st.farState.observe(st.spec.Stats(), st.pushCounters.Stats())
+	}
 	return a
 }
 
@@ -272,7 +281,7 @@ func (st *stack) servedVMs() []web.VM {
 func (st *stack) serve(ctx context.Context, pf *proxyFlags, log zerolog.Logger, extra map[string]http.Handler) (string, error) {
 	var url string
 	if pf.httpAddr != "" {
-		h := web.NewHandler(st.monitorSource(), st.reg, log)
+		h := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
 		context.AfterFunc(ctx, h.Close)
 		mux := http.NewServeMux()
 		mux.Handle("/", h)

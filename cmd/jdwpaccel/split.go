@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
@@ -264,6 +265,32 @@ func probeFar(ctx context.Context, nc split.NearConfig, log zerolog.Logger) bool
 
 // ---- jdwpaccel far -----------------------------------------------------------
 
+// farState tells from the far end's figures whether it pushes: each time
+// the page asks, a far end that held a stop for a bundle or sent
+// speculation of its own since is pushing; one that only relayed the near
+// end's misses is quiet (push/PROTOCOL.md: on a link faster than
+// speculator.LowRTT it neither speculates nor holds events, and the near
+// end speculates itself). Without traffic it says what it said last.
+type farState struct {
+	mu         sync.Mutex // guards the fields below
+	spec       speculator.Stats
+	push       push.Stats
+	state, why string
+}
+
+func (f *farState) observe(spec speculator.Stats, ps push.Stats) (state, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case ps.Stops > f.push.Stops || spec.SpecSent > f.spec.SpecSent:
+		f.state, f.why = "pushing", "the far end speculates next to the VM and pushes the replies to the near end"
+	case spec.Misses > f.spec.Misses:
+		f.state, f.why = "quiet", "the link to the near end is faster than 2 ms: pushing would not pay, so the far end neither speculates nor holds events, and the near end speculates itself"
+	}
+	f.spec, f.push = spec, ps
+	return f.state, f.why
+}
+
 func (p *proxyFlags) registerFar(fs *flag.FlagSet) {
 	fs.StringVar(&p.vm, "vm", "", "the VM's JDWP address, `HOST:PORT` (next to this end: same host, pod or device host)")
 	fs.StringVar(&p.listen, "listen", defaultFarListen, "where the near end (jdwpaccel proxy --far) connects, `ADDR`; loopback unless --allow-remote, which also needs TLS and a token or pinned certificate")
@@ -346,6 +373,7 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 		tc = split.ServerTLS(*cert, pin)
 	}
 	return withStack(ctx, e, fs.Name(), &pf, log, func(ctx context.Context, st *stack) int {
+		st.role, st.farState = "far end", new(farState)
 		return runFar(ctx, &pf, st, split.FarConfig{TLS: tc, Token: token}, log)
 	})
 }
@@ -376,7 +404,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	fc.PreambleTimeout = 10 * time.Second
 	// The page travels over the link to near ends (behind the link's own
 	// checks), which show it under /far/.
-	page := web.NewHandler(st.monitorSource(), st.reg, log)
+	page := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
 	context.AfterFunc(ctx, page.Close)
 	fc.Page = web.Guard(page, "127.0.0.1:0")
 	warnNoLocalVM(pf.vm, discover.LocalListener, log)

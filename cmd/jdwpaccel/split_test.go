@@ -347,6 +347,9 @@ func TestSplitFarPage(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%+v", s)
 	})
+	if s := getSnapshot(t, url); s.Role != "far end" {
+		t.Errorf("the far end's page, under /far/, has role %q, want far end", s.Role)
+	}
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
