@@ -507,6 +507,9 @@ func TestFakeDeviceCommand(t *testing.T) {
 	if got := mustADB(ctx, t, up, "-s", dev, "shell", "pidof", "com.b"); got != "701\n" {
 		t.Errorf("pidof com.b = %q", got)
 	}
+	if got := mustADB(ctx, t, up, "-s", dev, "shell", "cat", "/proc/701/cmdline"); strings.TrimRight(got, "\x00\r\n") != "com.b" {
+		t.Errorf("cat /proc/701/cmdline = %q, want com.b (discovery's name of the process)", got)
+	}
 	if got := mustADB(ctx, t, up, "devices", "-l"); !strings.Contains(got, "model:Pixel_Fake") {
 		t.Errorf("devices -l:\n%s", got)
 	}
