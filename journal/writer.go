@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -267,6 +268,11 @@ const maxEventNames = 32
 
 func (w *writer) decodeEvents(r *Record, body []byte, z jdwp.IDSizes) (uint64, bool) {
 	if !z.Known() {
+		// Before the IDSizes reply (VM_START comes first) only the first
+		// event's kind can be read: it precedes every ID.
+		if len(body) >= 6 && binary.BigEndian.Uint32(body[1:]) > 0 {
+			r.Events = append(r.Events, jdwp.EventKind(body[5]).String())
+		}
 		return 0, false
 	}
 	w.comp.Decode(body, z) //nolint:errcheck // a truncated body still yields its first events

@@ -32,7 +32,9 @@ type NearConfig struct {
 	// when this end reads pushed bundles (push.NearHooks with a
 	// speculator). What the far end agreed to reaches the session's hooks
 	// as relay.Session.VMInfo (an Agreed).
-	Attach  bool
+	Attach bool
+	// Logger is not written to: every failure is returned, for the caller
+	// (the relay at an attach, the near end's start-up check) to log once.
 	Logger  zerolog.Logger
 	Metrics *Metrics
 }
@@ -166,6 +168,9 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 		return fail(OutcomeVersionSkew, err)
 	case rep.Status == StatusUnauthorized:
 		err := fmt.Errorf("%w: the far end at %s refused this end: %s", ErrUnauthorized, cfg.Addr, rep.Message)
+		if len(cfg.Token) == 0 {
+			err = fmt.Errorf("%w: the far end at %s wants a token and this end has none: give it the far end's token file with --token-file", ErrUnauthorized, cfg.Addr)
+		}
 		return fail(OutcomeUnauthorized, err)
 	case rep.Status != StatusAccepted:
 		err := fmt.Errorf("%w: the far end at %s answered %v: %s", ErrRefused, cfg.Addr, rep.Status, rep.Message)
