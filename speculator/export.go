@@ -179,7 +179,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	if reply.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnReply(c, &d, reply, sizes)
 		ss.facts.classes.learn(c, d.key.Params(), reply, sizes)
-		ss.wb.read(c, d.key.Params(), reply, sizes) // valid: checked above
+		ss.wb.read(c, d.key.Params(), reply, sizes, &ss.facts) // valid: checked above
 	}
 	ss.cache.store(&d.key, info, d.subj, m.gen, reply, nil)
 	return OfferStored
