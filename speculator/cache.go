@@ -75,6 +75,9 @@ type replyCache struct {
 	peak  int64  // the most bytes ever held (for returning memory at the end)
 	limit int64  // Config.CacheBytes
 	stop  uint64 // the current stop (learner serial), set by tick
+	// paused: store keeps nothing (a far end gone quiet: its near end
+	// caches the same replies, so none would ever be served here).
+	paused bool
 	// ageing holds the object-lifetime entries' keys in the order they
 	// were queued (stop ascending); tick drops the ones untouched for
 	// objectStops stops and queues the others again. A key may be queued
@@ -107,7 +110,7 @@ func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Sub
 		c.lru.Remove(*key) // evicted() accounts for it
 	}
 	size := replyCost(len(p), info.Tier)
-	if size > c.limit/maxShareOfBudget {
+	if c.paused || size > c.limit/maxShareOfBudget {
 		return
 	}
 	e := &entry{reply: append([]byte(nil), p...), info: info, subj: subj, gen: gen, rec: rec, stop: c.stop}
@@ -180,6 +183,14 @@ func (c *replyCache) tick(serial uint64) {
 func (c *replyCache) has(key *keyable.Key) bool {
 	e, ok := c.lru.Peek(*key)
 	return ok && c.facts.valid(e.info, e.subj, e.gen)
+}
+
+// pause stops (on) or resumes storing; pausing empties the cache.
+func (c *replyCache) pause(on bool) {
+	c.paused = on
+	if on {
+		c.purge()
+	}
 }
 
 // purge empties the cache (evicted returns the bytes and counts unused

@@ -114,3 +114,47 @@ func TestCacheAgesOutObjects(t *testing.T) {
 		t.Fatalf("ageing queue holds %d keys", len(c.ageing)-c.head)
 	}
 }
+
+// TestQuietSessionCachesNothing: a session that sends nothing of its own
+// (SetMode(ModeNever): split mode's far end on a fast link, whose near
+// end caches the same replies) empties its cache and stores nothing, so
+// the debugger's repeated read reaches the VM every time; back in
+// ModeAlways it caches again.
+func TestQuietSessionCachesNothing(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeAlways)
+	r := startRig(t, sp)
+	fs := &frameState{}
+	r.vm.setHandler(fs.handler)
+	read := func() {
+		t.Helper()
+		if p := r.dbg.call(nextID(), jdwp.CmdVirtualMachineVersion, nil); p.ErrorCode() != 0 {
+			t.Fatal(p.ErrorCode())
+		}
+	}
+	read()
+	read()
+	if n := r.vm.count(jdwp.CmdVirtualMachineVersion); n != 1 {
+		t.Fatalf("speculating session: the VM got Version %d times, want 1 (then cached)", n)
+	}
+	v, _ := rigSessions.Load(sp)
+	s := v.(*Session)
+	s.SetMode(ModeNever)
+	if st := sp.Stats(); st.CacheBytes != 0 || st.CacheEntries != 0 {
+		t.Errorf("quiet: cache holds %d bytes in %d entries, want none", st.CacheBytes, st.CacheEntries)
+	}
+	read()
+	read()
+	if n := r.vm.count(jdwp.CmdVirtualMachineVersion); n != 3 {
+		t.Errorf("quiet: the VM got Version %d times, want 3 (nothing cached)", n)
+	}
+	if st := sp.Stats(); st.CacheBytes != 0 || st.CacheEntries != 0 {
+		t.Errorf("quiet: cache holds %d bytes in %d entries, want none", st.CacheBytes, st.CacheEntries)
+	}
+	s.SetMode(ModeAlways)
+	read()
+	read()
+	if n := r.vm.count(jdwp.CmdVirtualMachineVersion); n != 4 {
+		t.Errorf("speculating again: the VM got Version %d times, want 4 (cached again)", n)
+	}
+}

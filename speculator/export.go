@@ -91,6 +91,7 @@ type Session struct{ ss *session }
 func (sp *Speculator) NewTapped(rs *relay.Session, mode Mode, tap Tap) *Session {
 	ss := newSession(sp, rs)
 	ss.push = pushSeams{mode: mode, tap: tap}
+	ss.cache.pause(mode == ModeNever)
 	return &Session{ss: ss}
 }
 
@@ -319,10 +320,13 @@ func (s *Session) Attached(rs *relay.Session) {
 
 // SetMode changes the session's mode (package push's far end turns its
 // speculation off, ModeNever, on a link too fast for pushing to pay, and
-// back on, ModeAlways).
+// back on, ModeAlways). A session in ModeNever caches nothing: the only
+// one to ask it anything is a near end that caches the same replies, so
+// a reply stored here would never be served (its cache is emptied).
 func (s *Session) SetMode(m Mode) {
 	s.ss.mu.Lock()
 	s.ss.push.mode = m
+	s.ss.cache.pause(m == ModeNever)
 	s.ss.mu.Unlock()
 }
 
