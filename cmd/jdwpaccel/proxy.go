@@ -186,6 +186,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 			return nil, usageError{err}
 		}
 		nc.Attach = st.spec != nil // push.NearHooks reads the attach bundle
+		nc.Heartbeat = true        // nearChain beats
 		st.near = &nc
 		st.cfg.DialVM = split.Dialer(nc)
 		st.cfg.NewHooks = nearChain(st.spec, st.pushConfig(), st.observers)
