@@ -309,7 +309,7 @@ func (s *Session) Attached(rs *relay.Session) {
 		}
 		if e.rec == nil && len(ss.att.specs) < maxAttachCmds {
 			pushed.info, pushed.subj, pushed.gen = info, e.subj, e.gen
-			e.rec = pushed
+			ss.cache.adopt(e, pushed)
 			ss.att.specs = append(ss.att.specs, pushed)
 		}
 		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
