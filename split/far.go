@@ -10,7 +10,8 @@
 // The package owns the preamble codec, the far end's listener (TLS,
 // token or pinned client certificate, version check: a connection that
 // fails any of them is closed before a JDWP byte reaches the VM), the near
-// end's dialer, and their metrics. What runs on each end (speculator,
+// end's dialer, the link's liveness (TCP_USER_TIMEOUT, the heartbeat and
+// its read deadlines: heartbeat.go), and their metrics. What runs on each end (speculator,
 // pushed replies, journal) is the caller's: FarConfig.Hooks and the near
 // relay's own hooks.
 //
