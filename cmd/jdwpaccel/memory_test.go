@@ -17,7 +17,7 @@ func TestMemoryLimiterFollowsSessions(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 
 	const cache = 16 << 20
-	if got, want := memoryBound(cache, 2), int64(32<<20+2*(cache+19<<20)); got != want {
+	if got, want := memoryBound(cache, 2), int64(32<<20+2*(cache+27<<20)); got != want {
 		t.Fatalf("bound for two sessions %d, want %d", got, want)
 	}
 	if got, want := memoryBound(0, 1), int64(32<<20+3<<20); got != want {
