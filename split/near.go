@@ -95,6 +95,9 @@ func Dialer(cfg NearConfig) relay.Dialer {
 		if !cfg.Attach {
 			agreed.Flags &^= ReplyAttach
 		}
+		if !cfg.Heartbeat {
+			agreed.Flags &^= ReplyHeartbeat
+		}
 		if agreed.Heartbeat() {
 			c.timeout = linkTimeout(cfg.LinkTimeout) // the far end answers NearHeartbeat's beats
 		}
