@@ -10,9 +10,10 @@
 // The package owns the preamble codec, the far end's listener (TLS,
 // token or pinned client certificate, version check: a connection that
 // fails any of them is closed before a JDWP byte reaches the VM), the near
-// end's dialer, and their metrics. What runs on each end (speculator,
-// pushed replies, journal) is the caller's: FarConfig.Hooks and the near
-// relay's own hooks.
+// end's dialer, the link's liveness (TCP_USER_TIMEOUT, the heartbeat and
+// its read deadlines: heartbeat.go), and their metrics. What runs on each
+// end (speculator, pushed replies, journal) is the caller's:
+// FarConfig.Hooks and the near relay's own hooks.
 //
 //	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP("127.0.0.1:5005")}})
 //	go far.Serve(ctx, farListener)
@@ -28,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
@@ -54,7 +56,9 @@ const DefaultPreambleTimeout = 10 * time.Second
 const lingerTimeout = time.Second
 
 // keepAlive probes an idle link, so that a link that died without a word
-// (a cable, a NAT, a suspended laptop) ends its session in about 30 s.
+// (a cable, a NAT, a suspended laptop) ends its session in about 30 s;
+// TCP_USER_TIMEOUT and the heartbeat bound it when data is in flight, or
+// when TCP is fooled (heartbeat.go).
 var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
 
 // FarConfig configures a far end.
@@ -84,8 +88,14 @@ type FarConfig struct {
 	// PreambleTimeout bounds the TLS handshake and the preamble
 	// (DefaultPreambleTimeout when zero).
 	PreambleTimeout time.Duration
-	Logger          zerolog.Logger
-	Metrics         *Metrics
+	// LinkTimeout bounds how long a link may leave data unacknowledged
+	// (TCP_USER_TIMEOUT) or, in a session with a heartbeat, bring nothing
+	// from the near end, before the session ends (DefaultLinkTimeout when
+	// zero). The near end's must not be longer (its heartbeat goes every
+	// third of its own).
+	LinkTimeout time.Duration
+	Logger      zerolog.Logger
+	Metrics     *Metrics
 }
 
 // Far is a far end: it accepts near ends, checks each one's preamble and
@@ -121,6 +131,7 @@ func NewFar(cfg FarConfig) *Far {
 	if cfg.Hooks != nil {
 		rc.NewHooks = cfg.Hooks
 	}
+	rc.NewHooks = relay.ChainHooks(farHeartbeat, rc.NewHooks)
 	n := rc.MaxHandshakes
 	if n <= 0 {
 		n = relay.DefaultMaxHandshakes
@@ -211,6 +222,9 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	defer done()
 	log := f.cfg.Logger.With().Str(LogNear, c.RemoteAddr().String()).Logger()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
+	if sc, ok := c.(syscall.Conn); ok {
+		setUserTimeout(sc, linkTimeout(f.cfg.LinkTimeout)) //nolint:errcheck // best effort: the heartbeat bounds it too
+	}
 	c.SetDeadline(time.Now().Add(f.cfg.PreambleTimeout))
 	conn := c
 	if f.cfg.TLS != nil {
@@ -297,6 +311,9 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	if h.Flags&FlagAttach != 0 && f.cfg.Attach {
 		agreed.Flags |= ReplyAttach
 	}
+	if h.Flags&FlagHeartbeat != 0 {
+		agreed.Flags |= ReplyHeartbeat
+	}
 	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: agreed.Flags})); err != nil {
 		stop()
 		c.Close()
@@ -305,7 +322,10 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	c.SetDeadline(time.Time{})
 	stop()
 	f.cfg.Metrics.count(EndFar, OutcomeAccepted)
-	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Msg("near end accepted")
+	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Bool("heartbeat", agreed.Heartbeat()).Msg("near end accepted")
+	if agreed.Heartbeat() {
+		conn = &liveConn{Conn: conn, timeout: linkTimeout(f.cfg.LinkTimeout)} // the near end beats
+	}
 	return f.srv.ServeConnInfo(ctx, conn, agreed)
 }
 

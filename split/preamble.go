@@ -43,6 +43,10 @@ const (
 	// asks for the attach bundle: the far end sends the replies to the
 	// attach's first commands as the session's first packet (ReplyAttach).
 	FlagAttach uint16 = 1 << 2
+	// FlagHeartbeat: the near end sends CmdHeartbeat every third of its
+	// link timeout, and ends a session whose far end sent nothing for
+	// that long (heartbeat.go).
+	FlagHeartbeat uint16 = 1 << 3
 )
 
 // Reply flags.
@@ -50,6 +54,10 @@ const (
 	// ReplyAttach: the far end agreed to FlagAttach; the first JDWP packet
 	// after its JDWP handshake is the attach bundle.
 	ReplyAttach uint16 = 1 << 0
+	// ReplyHeartbeat: the far end agreed to FlagHeartbeat: it answers
+	// each CmdHeartbeat at once, and ends a session whose near end sent
+	// nothing for its link timeout.
+	ReplyHeartbeat uint16 = 1 << 1
 )
 
 // Hello is the near end's preamble.
@@ -102,6 +110,9 @@ type Agreed struct{ Flags uint16 }
 // AttachBundle says the session's first packet from the far end is the
 // attach bundle (ReplyAttach).
 func (a Agreed) AttachBundle() bool { return a.Flags&ReplyAttach != 0 }
+
+// Heartbeat says the session's ends exchange heartbeats (ReplyHeartbeat).
+func (a Agreed) Heartbeat() bool { return a.Flags&ReplyHeartbeat != 0 }
 
 // ErrNotSplit is wrapped by the errors for a stream that does not start
 // with Magic.

@@ -172,10 +172,18 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		return nil, err
 	}
 	st.journal = j
+	var cacheBytes int64 // per session: none without speculation
+	if st.spec != nil {
+		cacheBytes = pf.cacheBytes
+	}
+	mem := newMemoryLimiter(cacheBytes) // nil: no limit (tests, GOMEMLIMIT)
 	// observers is the chain without the speculator: split mode's ends
 	// put their own speculator sessions (package push) in front of it.
 	st.observers = func(*relay.Session) relay.Hooks {
 		var h relay.Hooks
+		if mem != nil {
+			h.Observers = append(h.Observers, mem)
+		}
 		if st.journal != nil {
 			h.Observers = append(h.Observers, st.journal)
 		}
@@ -195,6 +203,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 			return nil, usageError{err}
 		}
 		nc.Attach = st.spec != nil // push.NearHooks reads the attach bundle
+		nc.Heartbeat = true        // nearChain beats
 		st.near = &nc
 		st.cfg.DialVM = split.Dialer(nc)
 		st.cfg.NewHooks = nearChain(st.spec, st.pushConfig(), st.observers)
