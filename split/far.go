@@ -21,7 +21,9 @@
 package split
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -33,6 +35,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
@@ -94,8 +97,16 @@ type FarConfig struct {
 	// zero). The near end's must not be longer (its heartbeat goes every
 	// third of its own).
 	LinkTimeout time.Duration
-	Logger      zerolog.Logger
-	Metrics     *Metrics
+	// ResumeWithin, when positive, agrees to resumable streams (near ends
+	// that offer FlagResume): such a session keeps its VM connection for
+	// this long after its link is lost, for the near end to take it up
+	// again (resume.go). Zero agrees to none.
+	ResumeWithin time.Duration
+	// ResumeBuffer bounds what a resumable session keeps unacknowledged
+	// (DefaultResumeBuffer when zero).
+	ResumeBuffer int
+	Logger       zerolog.Logger
+	Metrics      *Metrics
 }
 
 // Far is a far end: it accepts near ends, checks each one's preamble and
@@ -112,6 +123,9 @@ type Far struct {
 	// refusals thins the log lines of refused connections, per remote
 	// host: strangers must not fill the log.
 	refusals *lograte.Limiter
+
+	mu       sync.Mutex            // guards sessions; never held while taking a stream's lock
+	sessions map[SessionID]*stream // resumable sessions, until their relay session ends
 }
 
 // refusalEvery is how often refusals of one remote host are logged at
@@ -136,7 +150,11 @@ func NewFar(cfg FarConfig) *Far {
 	if n <= 0 {
 		n = relay.DefaultMaxHandshakes
 	}
-	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts)}
+	if cfg.ResumeBuffer <= 0 {
+		cfg.ResumeBuffer = DefaultResumeBuffer
+	}
+	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts),
+		sessions: map[SessionID]*stream{}}
 }
 
 // Close releases the far end's page server; Serve calls it when it
@@ -307,14 +325,25 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		f.page.serve(conn)
 		return nil
 	}
+	if h.Flags&FlagReconnect != 0 {
+		stop()
+		return f.reconnect(c, conn, h, log)
+	}
 	var agreed Agreed
+	if h.Flags&FlagResume != 0 && f.cfg.ResumeWithin > 0 {
+		agreed.Flags |= ReplyResume
+	}
 	if h.Flags&FlagAttach != 0 && f.cfg.Attach {
 		agreed.Flags |= ReplyAttach
 	}
 	if h.Flags&FlagHeartbeat != 0 {
 		agreed.Flags |= ReplyHeartbeat
 	}
-	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: agreed.Flags})); err != nil {
+	var resume Resume
+	if agreed.Resumable() {
+		resume = newResume()
+	}
+	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: agreed.Flags, Resume: resume})); err != nil {
 		stop()
 		c.Close()
 		return err
@@ -322,11 +351,83 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	c.SetDeadline(time.Time{})
 	stop()
 	f.cfg.Metrics.count(EndFar, OutcomeAccepted)
-	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Bool("heartbeat", agreed.Heartbeat()).Msg("near end accepted")
+	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Bool("heartbeat", agreed.Heartbeat()).Bool("resumable", agreed.Resumable()).Msg("near end accepted")
+	var timeout time.Duration
 	if agreed.Heartbeat() {
-		conn = &liveConn{Conn: conn, timeout: linkTimeout(f.cfg.LinkTimeout)} // the near end beats
+		timeout = linkTimeout(f.cfg.LinkTimeout) // the near end beats
+		conn = &liveConn{Conn: conn, timeout: timeout}
 	}
-	return f.srv.ServeConnInfo(ctx, conn, agreed)
+	if !agreed.Resumable() {
+		return f.srv.ServeConnInfo(ctx, conn, agreed)
+	}
+	st := newStream(streamConfig{end: EndFar, within: f.cfg.ResumeWithin, buffer: f.cfg.ResumeBuffer, linkTimeout: timeout,
+		log: log.With().Str(LogLinkSession, resume.Session.String()).Logger()}, resume.Session, resume.Secret, conn)
+	f.mu.Lock()
+	f.sessions[resume.Session] = st
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.sessions, resume.Session)
+		f.mu.Unlock()
+		st.Close()
+	}()
+	// The near end sent the JDWP handshake before it knew the stream
+	// would be framed: it comes unframed, then frames do.
+	st.start(&leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), rawIn: len(jdwp.Handshake)})
+	return f.srv.ServeConnInfo(ctx, st, agreed)
+}
+
+// newResume draws a session's ID and secret.
+func newResume() Resume {
+	var r Resume
+	rand.Read(r.Session[:]) //nolint:errcheck // never fails (crypto/rand)
+	rand.Read(r.Secret[:])  //nolint:errcheck // never fails
+	return r
+}
+
+// reconnect serves a connection that takes a resumable session up again:
+// the session must be one this far end holds, the secret its own, and the
+// near end's Received no older than what it acknowledged; anything else is
+// refused (the session goes on waiting for its near end). The token, if
+// any, was checked already.
+func (f *Far) reconnect(c, conn net.Conn, h Hello, log zerolog.Logger) error {
+	refuse := func(st Status, err error, text string) error {
+		f.cfg.Metrics.count(EndFar, OutcomeResumeRefused)
+		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: st, Software: f.cfg.Software, Message: text})) //nolint:errcheck // closing anyway
+		linger(conn)
+		return fmt.Errorf("%s: %w", text, err)
+	}
+	log = log.With().Str(LogLinkSession, h.Resume.Session.String()).Logger()
+	f.mu.Lock()
+	st := f.sessions[h.Resume.Session]
+	f.mu.Unlock()
+	if st == nil {
+		log.Info().Msg("a near end asked for a session this far end does not hold (it restarted, or the session ended); refused")
+		return refuse(StatusGone, ErrSessionGone, "this far end does not hold the session (it restarted since, or the session ended: its link stayed down longer than --resume-within)")
+	}
+	var timeout time.Duration
+	if st.cfg.linkTimeout > 0 {
+		timeout = st.cfg.linkTimeout
+		conn = &liveConn{Conn: conn, timeout: timeout}
+	}
+	l := &leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10)}
+	recv, err := st.takeOver(l, h.Resume)
+	switch {
+	case errors.Is(err, ErrSessionGone):
+		log.Info().Msg("a near end asked for a session that has ended; refused")
+		return refuse(StatusGone, err, "the session has ended")
+	case err != nil:
+		// The token was right: a near end that lost its state, or
+		// someone who holds the token and not the session.
+		f.refused(c, log, OutcomeResumeRefused, err, "a reconnect for a held session was refused (the session goes on waiting for its near end)")
+		return refuse(StatusRefused, err, "the far end refused to take the session up again")
+	}
+	c.SetDeadline(time.Time{})
+	f.cfg.Metrics.count(EndFar, OutcomeResumed)
+	_, werr := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: ReplyResume,
+		Resume: Resume{Session: h.Resume.Session, Received: recv}}))
+	st.start(l) // a failed write fails the link's reads too: the session waits again
+	return werr
 }
 
 // linger ends a refused connection: it closes the writing half, reads and
