@@ -86,6 +86,11 @@ type splitFlags struct {
 	tokenFile       string
 	tlsCert, tlsKey string
 	peerCert        string
+	resumeWithin    time.Duration // a session outlives its lost link this long; 0: not at all
+}
+
+func (l *splitFlags) registerResume(fs *flag.FlagSet, with string) {
+	fs.DurationVar(&l.resumeWithin, "resume-within", split.DefaultResumeWithin, with+"a debugger session outlives a lost link for this `DURATION`: the far end keeps the VM connection, the near end the debugger's and dials again, and the session goes on where it stopped (0: a session ends with its link)")
 }
 
 func (l *splitFlags) registerNear(fs *flag.FlagSet) {
@@ -93,6 +98,7 @@ func (l *splitFlags) registerNear(fs *flag.FlagSet) {
 	fs.StringVar(&l.tokenFile, "token-file", "", "with --far: present the shared token in `FILE` (mode 0600) to the far end")
 	fs.StringVar(&l.tlsCert, "tls-cert", "", "with --far-cert: this end's TLS client certificate (PEM `FILE`), for a far end that pins it with --peer-cert")
 	fs.StringVar(&l.tlsKey, "tls-key", "", "with --tls-cert: its private key (PEM `FILE`, mode 0600)")
+	l.registerResume(fs, "with --far: ")
 }
 
 func (l *splitFlags) registerFar(fs *flag.FlagSet) {
@@ -100,6 +106,7 @@ func (l *splitFlags) registerFar(fs *flag.FlagSet) {
 	fs.StringVar(&l.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM `FILE`, mode 0600)")
 	fs.StringVar(&l.tokenFile, "token-file", "", "near ends must present the shared token in `FILE` (mode 0600, at least 16 bytes); the near end gets the same file")
 	fs.StringVar(&l.peerCert, "peer-cert", "", "near ends must present exactly this TLS client certificate (PEM `FILE`, the near end's --tls-cert)")
+	l.registerResume(fs, "")
 }
 
 // checkUnused refuses link flags without --far.
@@ -113,6 +120,9 @@ func (l *splitFlags) checkUnused(with string) error {
 func (l *splitFlags) checkPair() error {
 	if (l.tlsCert == "") != (l.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if l.resumeWithin < 0 {
+		return fmt.Errorf("--resume-within %v: give 0 (a session ends with its link) or a positive duration", l.resumeWithin)
 	}
 	return nil
 }
@@ -205,7 +215,7 @@ func (l *splitFlags) nearConfig(far string, log zerolog.Logger, reg prometheus.R
 	if err != nil {
 		return split.NearConfig{}, err
 	}
-	nc := split.NearConfig{Addr: far, Token: token, Software: software(),
+	nc := split.NearConfig{Addr: far, Token: token, Software: software(), ResumeWithin: l.resumeWithin,
 		Logger: log.With().Str(relay.LogComponent, "split").Logger(), Metrics: split.NewMetrics(reg)}
 	if pin != nil {
 		nc.TLS = split.ClientTLS(pin, cert)
@@ -403,6 +413,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	fc.Logger = log.With().Str(relay.LogComponent, "split").Logger()
 	fc.Metrics = split.NewMetrics(st.reg)
 	fc.PreambleTimeout = 10 * time.Second
+	fc.ResumeWithin = pf.link.resumeWithin
 	// The page travels over the link to near ends (behind the link's own
 	// checks), which show it under /far/.
 	page := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
