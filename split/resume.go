@@ -139,7 +139,7 @@ type stream struct {
 	finIn   bool   // the other end's end of stream arrived
 	ackSent uint64 // recv as last told to the other end
 
-	link   *leg  // the live link, nil while down
+	link   *leg   // the live link, nil while down
 	gen    uint64 // counts links; a loss's grace timer holds its gen
 	downAt time.Time
 	grace  *time.Timer // running while down
