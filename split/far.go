@@ -351,6 +351,9 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	c.SetDeadline(time.Time{})
 	stop()
 	f.cfg.Metrics.count(EndFar, OutcomeAccepted)
+	if agreed.Resumable() {
+		log = log.With().Str(LogLinkSession, resume.Session.String()).Logger()
+	}
 	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Bool("heartbeat", agreed.Heartbeat()).Bool("resumable", agreed.Resumable()).Msg("near end accepted")
 	var timeout time.Duration
 	if agreed.Heartbeat() {
@@ -360,8 +363,8 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	if !agreed.Resumable() {
 		return f.srv.ServeConnInfo(ctx, conn, agreed)
 	}
-	st := newStream(streamConfig{end: EndFar, within: f.cfg.ResumeWithin, buffer: f.cfg.ResumeBuffer, linkTimeout: timeout,
-		log: log.With().Str(LogLinkSession, resume.Session.String()).Logger()}, resume.Session, resume.Secret, conn)
+	st := newStream(streamConfig{end: EndFar, within: f.cfg.ResumeWithin, buffer: f.cfg.ResumeBuffer, linkTimeout: timeout, log: log},
+		resume.Session, resume.Secret, conn)
 	f.mu.Lock()
 	f.sessions[resume.Session] = st
 	f.mu.Unlock()

@@ -161,17 +161,18 @@ func (h *hop) drop() {
 	h.conns = nil
 }
 
-// TestSplitLinkDrop: the link dropping while the VM is stopped at a
-// breakpoint ends the session on both ends: the debugger's connection
-// closes, the far end logs the end and closes its VM connection, so the
-// VM resets (no thread stays suspended) and the next session works.
+// TestSplitLinkDrop: without resuming (--resume-within 0), the link
+// dropping while the VM is stopped at a breakpoint ends the session on
+// both ends: the debugger's connection closes, the far end logs the end
+// and closes its VM connection, so the VM resets (no thread stays
+// suspended) and the next session works.
 func TestSplitLinkDrop(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	port := freePort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
-	far := startFarEnd(t, vmAddr(port))
+	far := startFarEnd(t, vmAddr(port), "--resume-within", "0")
 	h := startHop(t, far.addr)
-	near := startNearEnd(t, h.ln.Addr().String())
+	near := startNearEnd(t, h.ln.Addr().String(), "--resume-within", "0")
 
 	d := attach(t, near.addr)
 	d.idSizes()
