@@ -11,7 +11,9 @@
 // token or pinned client certificate, version check: a connection that
 // fails any of them is closed before a JDWP byte reaches the VM), the near
 // end's dialer, the link's liveness (TCP_USER_TIMEOUT, the heartbeat and
-// its read deadlines: heartbeat.go), and their metrics. What runs on each
+// its read deadlines: heartbeat.go), the resumable stream that carries a
+// session across links when both ends agree (resume.go, frame.go: the
+// relay sessions above it see one connection), and their metrics. What runs on each
 // end (speculator, pushed replies, journal) is the caller's:
 // FarConfig.Hooks and the near relay's own hooks.
 //
