@@ -380,12 +380,11 @@ func (s *stream) lost(l *leg, err error) {
 // expire ends a session whose link, lost at gen, did not come back.
 func (s *stream) expire(gen uint64) {
 	s.mu.Lock()
-	if s.gen != gen || s.link != nil || s.err != nil || s.closed {
-		s.mu.Unlock()
-		return
+	defer s.mu.Unlock()
+	if s.gen != gen || s.link != nil {
+		return // the link came back meanwhile
 	}
-	s.mu.Unlock()
-	s.fail(fmt.Errorf("%w: no link for %v (--resume-within)", ErrResumeExpired, s.cfg.within),
+	s.failLocked(fmt.Errorf("%w: no link for %v (--resume-within)", ErrResumeExpired, s.cfg.within),
 		"the link did not come back within the grace period; ending the session (the VM resets as after a detach)")
 }
 
@@ -393,6 +392,11 @@ func (s *stream) expire(gen uint64) {
 func (s *stream) fail(err error, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.failLocked(err, msg)
+}
+
+// failLocked is fail with s.mu held.
+func (s *stream) failLocked(err error, msg string) {
 	if s.err != nil || s.closed {
 		return
 	}
@@ -547,10 +551,8 @@ func (s *stream) Write(b []byte) (int, error) {
 		room := s.cfg.buffer - s.out.len()
 		if room <= 0 {
 			if s.link == nil {
-				s.mu.Unlock()
-				s.fail(fmt.Errorf("%w: more than %d bytes to send", ErrResumeBuffer, s.cfg.buffer),
+				s.failLocked(fmt.Errorf("%w: more than %d bytes to send", ErrResumeBuffer, s.cfg.buffer),
 					"the session had more to send while the link was down than this end keeps; ending the session")
-				s.mu.Lock()
 				continue
 			}
 			if !s.wait(s.wdl) {
