@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -33,10 +32,11 @@ const resumeGap = 1500 * time.Millisecond
 type cutHop struct {
 	ln net.Listener
 
-	mu     sync.Mutex // guards the fields below
-	target string
-	down   bool
-	conns  []net.Conn
+	mu      sync.Mutex // guards the fields below
+	target  string
+	down    bool
+	conns   []net.Conn
+	stalled chan struct{} // closed when a stall ends; nil when not stalled
 }
 
 func startCutHop(t *testing.T, target string) *cutHop {
@@ -46,7 +46,16 @@ func startCutHop(t *testing.T, target string) *cutHop {
 		t.Fatal(err)
 	}
 	h := &cutHop{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); h.drop() })
+	t.Cleanup(func() {
+		ln.Close()
+		h.mu.Lock()
+		if h.stalled != nil {
+			close(h.stalled)
+			h.stalled = nil
+		}
+		h.mu.Unlock()
+		h.drop()
+	})
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -68,11 +77,48 @@ func startCutHop(t *testing.T, target string) *cutHop {
 			h.mu.Lock()
 			h.conns = append(h.conns, c, u)
 			h.mu.Unlock()
-			go func() { io.Copy(u, c); u.Close() }() //nolint:errcheck // ends with the drop
-			go func() { io.Copy(c, u); c.Close() }() //nolint:errcheck
+			go h.pipe(u, c)
+			go h.pipe(c, u)
 		}
 	}()
 	return h
+}
+
+// pipe copies src to dst, holding what it read while the hop is stalled.
+func (h *cutHop) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		h.mu.Lock()
+		stalled := h.stalled
+		h.mu.Unlock()
+		if stalled != nil {
+			<-stalled
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stall stops the hop forwarding, its connections open, for d.
+func (h *cutHop) stall(d time.Duration) {
+	h.mu.Lock()
+	ch := make(chan struct{})
+	h.stalled = ch
+	h.mu.Unlock()
+	time.AfterFunc(d, func() {
+		h.mu.Lock()
+		h.stalled = nil
+		h.mu.Unlock()
+		close(ch)
+	})
 }
 
 func (h *cutHop) addr() string { return h.ln.Addr().String() }
@@ -144,14 +190,16 @@ func stepDriver(t *testing.T, b *javavm.Build, opts javavm.DriverOptions, addr f
 
 // TestSplitResumeStepping: a JDI client steps through split mode while
 // the link dies: once for resumeGap (the hop refusing new connections
-// meanwhile), then ten times in a row, one drop per step. Every stop's
+// meanwhile), then ten times in a row, one drop per step; and while the
+// link stalls (the hop forwards nothing for resumeGap, its connections
+// open: shorter than the link timeout, TCP holds the bytes). Every stop's
 // digest (everything the client saw: frames, variables, values) equals a
 // direct session's, the far end opened one VM session for it all, and a
 // stranger holding the token and the session's ID (say, from a log) but
 // not its secret cannot take it over.
 func TestSplitResumeStepping(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: 14, Warmup: 1}
+	opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: 16, Warmup: 1}
 	direct := stepDriver(t, b, opts, func(vm string) string { return vm })
 
 	dir := t.TempDir()
@@ -176,6 +224,8 @@ func TestSplitResumeStepping(t *testing.T) {
 			time.AfterFunc(resumeGap, func() { h.setDown(false) })
 		case s.Index >= 4 && s.Index < 14:
 			h.drop()
+		case s.Index == 15:
+			h.stall(resumeGap)
 		}
 	}
 	res := stepDriver(t, b, opts, func(vm string) string {
@@ -198,6 +248,12 @@ func TestSplitResumeStepping(t *testing.T) {
 	}
 	for _, s := range res.Stops {
 		t.Logf("stop %2d: %7.1f ms", s.Index, s.MS)
+	}
+	// The steps after the gap and the stall waited for the link.
+	for _, i := range []int{3, 16} {
+		if i < len(res.Stops) && res.Stops[i].MS < float64(resumeGap.Milliseconds()) {
+			t.Errorf("stop %d took %.1f ms: the link's fault before it did not hold it up (%v)", i, res.Stops[i].MS, resumeGap)
+		}
 	}
 }
 
