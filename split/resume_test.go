@@ -435,3 +435,26 @@ func TestResumeBufferBound(t *testing.T) {
 		t.Errorf("far log lacks why:\n%s", r.f.log)
 	}
 }
+
+// TestResumeOverTLS: a session over TLS with a pinned client certificate
+// resumes over a new TLS connection, each with its own handshake.
+func TestResumeOverTLS(t *testing.T) {
+	farCert, farDER := selfSigned(t, "far")
+	nearCert, nearDER := selfSigned(t, "near")
+	r := newResumeRig(t, 30*time.Second, FarConfig{TLS: ServerTLS(farCert, nearDER)}, NearConfig{TLS: ClientTLS(farDER, &nearCert)})
+	for i := range 3 {
+		id, err := r.d.Send(jdwp.Cmd{Set: 64, Cmd: 1}, pattern(20<<10, byte(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.hop.drop()
+		p, err := r.d.Next()
+		if err != nil || p.ID() != id || !bytes.Equal(p.Body(), pattern(20<<10, byte(i))) {
+			t.Fatalf("drop %d: %v, %v\nnear log:\n%s", i+1, p, err, r.nearLog)
+		}
+	}
+	r.noVMReset(t)
+	if n := r.f.count(OutcomeResumed); n < 1 {
+		t.Errorf("%v resumes counted", n)
+	}
+}
