@@ -144,9 +144,13 @@ type stream struct {
 	downAt time.Time
 	grace  *time.Timer // running while down
 	err    error       // the session's end: reads (once in is read) and writes fail with it
-	closed bool
-	rdl    time.Time // read deadline
-	wdl    time.Time // write deadline
+	closed bool        // Close was called: Read and Write fail
+	// farewell: the near end's session ended while its link was down; the
+	// stream goes on dialling, within the grace, only to tell the far end
+	// (which holds the VM until it hears it, or the grace passes).
+	farewell bool
+	rdl      time.Time // read deadline
+	wdl      time.Time // write deadline
 }
 
 // leg is one connection of a stream; its reader and writer goroutines
@@ -163,6 +167,10 @@ type leg struct {
 func newStream(cfg streamConfig, id SessionID, secret [32]byte, c net.Conn) *stream {
 	return &stream{cfg: cfg, id: id, secret: secret, local: c.LocalAddr(), remote: c.RemoteAddr(), changed: make(chan struct{})}
 }
+
+// over reports whether the stream has nothing more to do on any link; s.mu
+// is held.
+func (s *stream) over() bool { return s.err != nil || (s.closed && !s.farewell) }
 
 // broadcast wakes every waiter; s.mu is held.
 func (s *stream) broadcast() {
@@ -345,6 +353,14 @@ func (s *stream) writeLoop(l *leg) {
 		}
 		s.mu.Lock()
 		l.finDone = l.finSent
+		if s.farewell && l.finDone {
+			// Told: the reader takes what the far end still sends until
+			// it closes, then the stream is over.
+			if cw, ok := l.conn.(interface{ CloseWrite() error }); ok {
+				cw.CloseWrite() //nolint:errcheck // the read deadline ends it anyway
+			}
+			l.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		}
 		s.broadcast() // Close waits for the end of stream to be written
 	}
 }
@@ -360,7 +376,7 @@ func (s *stream) lost(l *leg, err error) {
 	s.link = nil
 	s.broadcast()
 	switch {
-	case s.closed || s.err != nil:
+	case s.over():
 		return
 	case s.finIn || s.finOut:
 		// The session is ending: nothing to take up again.
@@ -397,10 +413,12 @@ func (s *stream) fail(err error, msg string) {
 
 // failLocked is fail with s.mu held.
 func (s *stream) failLocked(err error, msg string) {
-	if s.err != nil || s.closed {
+	if s.over() {
 		return
 	}
-	s.cfg.log.Warn().Err(err).Msg(msg)
+	if !s.closed {
+		s.cfg.log.Warn().Err(err).Msg(msg)
+	}
 	s.err = err
 	if s.link != nil {
 		s.link.conn.Close()
@@ -419,7 +437,7 @@ func (s *stream) redialLoop(gen uint64) {
 	wait := redialFirst
 	for attempt := 1; ; attempt++ {
 		s.mu.Lock()
-		if s.gen != gen || s.link != nil || s.err != nil || s.closed {
+		if s.gen != gen || s.link != nil || s.over() {
 			s.mu.Unlock()
 			return
 		}
@@ -466,7 +484,7 @@ func (s *stream) dialTimeout() time.Duration {
 func (s *stream) resumed(gen uint64, l *leg, attempts int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gen != gen || s.link != nil || s.err != nil || s.closed {
+	if s.gen != gen || s.link != nil || s.over() {
 		return s.err
 	}
 	if err := s.ack(l.sent); err != nil || l.sent < s.outBase {
@@ -588,6 +606,11 @@ func (s *stream) Close() error {
 	}
 	s.finOut = true
 	s.broadcast()
+	if s.link == nil && s.cfg.redial != nil && !s.over() && !s.finIn {
+		s.closed, s.farewell = true, true
+		s.cfg.log.Info().Msg("the session ended while the link was down; telling the far end once the link is back, so it detaches from the VM before its grace passes")
+		return nil
+	}
 	dl := time.Now().Add(closeLinger)
 	for s.link != nil && s.err == nil && !s.link.finDone {
 		if !s.wait(dl) {

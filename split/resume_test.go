@@ -458,3 +458,30 @@ func TestResumeOverTLS(t *testing.T) {
 		t.Errorf("%v resumes counted", n)
 	}
 }
+
+// TestResumeFarewell: a debugger that leaves while the link is down ends
+// its session on the near end at once; the near end goes on dialling and,
+// once the link is back, tells the far end, which detaches from the VM
+// then rather than when its grace passes.
+func TestResumeFarewell(t *testing.T) {
+	r := newResumeRig(t, time.Hour, FarConfig{}, NearConfig{})
+	r.hop.setDown(true)
+	r.hop.drop()
+	r.waitLost(t, 1)
+	r.d.Close()
+	jdwptest.Eventually(t, "the near end to end the session", func() (bool, string) {
+		return strings.Contains(r.nearLog.String(), "telling the far end once the link is back"), r.nearLog.String()
+	})
+	select {
+	case <-r.v.closed:
+		t.Fatal("the far end closed its VM connection while the link was down")
+	default:
+	}
+	r.hop.setDown(false)
+	select {
+	case <-r.v.closed:
+	case <-time.After(jdwptest.Timeout):
+		t.Fatalf("the far end kept its VM connection after the link came back\nnear log:\n%s\nfar log:\n%s", r.nearLog, r.f.log)
+	}
+	r.attachAgain(t)
+}
