@@ -73,8 +73,15 @@ type FarConfig struct {
 	// TLS, when not nil, is the server TLS configuration (see ServerTLS);
 	// nil is plain TCP, for a loopback listener reached through a tunnel.
 	TLS *tls.Config
-	// Token, when not empty, must be presented by every near end.
+	// Token, when not empty, must be presented by every near end (or one
+	// of Users' tokens).
 	Token []byte
+	// Users, when not empty, are the named users whose tokens near ends
+	// may present (with Token, as an unnamed user); each session's user
+	// is in its log lines (LogUser) and its Agreed.
+	Users *Users
+	// Audit, when not nil, records refused connections (Auditor).
+	Audit Auditor
 	// Software is this end's jdwpaccel version, sent in the reply.
 	Software string
 	// Attach says this far end's hooks push the attach bundle (push.FarHooks
@@ -112,6 +119,9 @@ type Far struct {
 	// refusals thins the log lines of refused connections, per remote
 	// host: strangers must not fill the log.
 	refusals *lograte.Limiter
+	// users is FarConfig.Users with FarConfig.Token as the unnamed user;
+	// empty when the far end asks for no token. Read-only.
+	users *Users
 }
 
 // refusalEvery is how often refusals of one remote host are logged at
@@ -136,7 +146,8 @@ func NewFar(cfg FarConfig) *Far {
 	if n <= 0 {
 		n = relay.DefaultMaxHandshakes
 	}
-	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts)}
+	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts),
+		users: farUsers(cfg)}
 }
 
 // Close releases the far end's page server; Serve calls it when it
@@ -205,6 +216,9 @@ func (f *Far) refused(c net.Conn, log zerolog.Logger, o Outcome, err error, msg 
 	}
 	log.Warn().Err(err).Str(relay.LogReason, string(o)).Str(LogNearHost, host).Int(relay.LogSuppressed, held).
 		Msg(msg + " (suppressed: refusals from this host not logged since its last line)")
+	if f.cfg.Audit != nil {
+		f.cfg.Audit.Refused(host, string(o), held)
+	}
 }
 
 // ServeConn serves one link connection: TLS (if configured), the
@@ -257,7 +271,8 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	// The token first: a near end that does not hold it learns nothing of
 	// this end (its Reply echoes the Hello's version, without software),
 	// and what it sent (its software string) is not logged.
-	if len(f.cfg.Token) > 0 && !tokenOK(h.Token, f.cfg.Token) {
+	userName, known := f.users.Lookup(h.Token)
+	if f.users.Len() > 0 && !known {
 		what := "a wrong token"
 		if len(h.Token) == 0 {
 			what = "no token"
@@ -270,6 +285,9 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		return fmt.Errorf("%w: a near end presented %s", ErrUnauthorized, what)
 	}
 	done()
+	if userName != "" {
+		log = log.With().Str(LogUser, userName).Logger()
+	}
 	log = log.With().Uint16(LogPeerVersion, h.Version).Str(LogPeerSoftware, h.Software).Logger()
 	refuse := func(st Status, o Outcome, text string) error {
 		stop()
@@ -307,7 +325,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		f.page.serve(conn)
 		return nil
 	}
-	var agreed Agreed
+	agreed := Agreed{User: userName}
 	if h.Flags&FlagAttach != 0 && f.cfg.Attach {
 		agreed.Flags |= ReplyAttach
 	}

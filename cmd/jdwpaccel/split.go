@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/audit"
 	"github.com/jdwpaccel/jdwpaccel/bench"
 	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/push"
@@ -86,6 +87,8 @@ type splitFlags struct {
 	tokenFile       string
 	tlsCert, tlsKey string
 	peerCert        string
+	usersFile       string // far end: named users' tokens
+	auditFile       string // far end: the audit log
 }
 
 func (l *splitFlags) registerNear(fs *flag.FlagSet) {
@@ -100,6 +103,8 @@ func (l *splitFlags) registerFar(fs *flag.FlagSet) {
 	fs.StringVar(&l.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM `FILE`, mode 0600)")
 	fs.StringVar(&l.tokenFile, "token-file", "", "near ends must present the shared token in `FILE` (mode 0600, at least 16 bytes); the near end gets the same file")
 	fs.StringVar(&l.peerCert, "peer-cert", "", "near ends must present exactly this TLS client certificate (PEM `FILE`, the near end's --tls-cert)")
+	fs.StringVar(&l.usersFile, "users-file", "", "near ends must present the token of one of the users in `FILE` (mode 0600; lines name:token, each token at least 16 bytes); each user's near end gets a token file with its own token. With --token-file, that token is an unnamed user's")
+	fs.StringVar(&l.auditFile, "audit", "", "append who attached when, from where, and their state-changing commands to `FILE` (JSON Lines, created 0600)")
 }
 
 // checkUnused refuses link flags without --far.
@@ -154,8 +159,8 @@ func (l *splitFlags) checkFar(listen string, allowRemote bool, log zerolog.Logge
 		return fmt.Errorf("--listen %q is not a loopback address: the far end gives whoever reaches it full control of the VM; keep it on loopback and reach it through a tunnel (ssh -L, kubectl port-forward), or pass --allow-remote with TLS (--tls-cert, --tls-key) and --token-file or --peer-cert", listen)
 	case l.tlsCert == "":
 		return fmt.Errorf("--listen %q is not a loopback address: it needs TLS (--tls-cert, --tls-key)", listen)
-	case l.tokenFile == "" && l.peerCert == "":
-		return fmt.Errorf("--listen %q is not a loopback address: it needs --token-file or --peer-cert, so that only your near end gets in", listen)
+	case l.tokenFile == "" && l.usersFile == "" && l.peerCert == "":
+		return fmt.Errorf("--listen %q is not a loopback address: it needs --token-file, --users-file or --peer-cert, so that only your near end gets in", listen)
 	}
 	log.Warn().Str("addr", listen).Msg("the far end listens on a non-loopback address: a near end with the token or certificate gets full control of the VM")
 	return nil
@@ -357,7 +362,7 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 	pf.registerFar(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel far --vm HOST:PORT [flags]\n\nRun split mode's far end next to the VM: near ends (jdwpaccel proxy --far) connect to --listen,\nand each of their debugger sessions gets its own connection to the VM at --vm, relayed with\nthe speculator at zero distance and the DDM monitor.\n\nFlags:\n")
-		printFlags(fs, "vm", "listen", "token-file", "tls-cert", "tls-key", "http-addr")
+		printFlags(fs, "vm", "listen", "token-file", "users-file", "audit", "tls-cert", "tls-key", "http-addr")
 		fmt.Fprint(fs.Output(), farExamples)
 	}
 	log, code, ok := parseStackFlags(fs, args, e, &pf, pf.checkFar)
@@ -373,14 +378,38 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 	if cert != nil {
 		tc = split.ServerTLS(*cert, pin)
 	}
+	fc := split.FarConfig{TLS: tc, Token: token}
+	if pf.link.usersFile != "" {
+		fc.Users = new(split.Users)
+		if err := split.ReadUsersFile(pf.link.usersFile, fc.Users); err != nil {
+			fmt.Fprintf(e.stderr, "jdwpaccel far: %v\n", err)
+			return exitUsage
+		}
+		if token != nil {
+			if _, dup := fc.Users.Lookup(token); dup {
+				fmt.Fprintf(e.stderr, "jdwpaccel far: the token of --token-file is also a user's in --users-file\n")
+				return exitUsage
+			}
+		}
+	}
+	var al *audit.Log
+	if pf.link.auditFile != "" {
+		if al, err = audit.Open(pf.link.auditFile, log.With().Str(relay.LogComponent, "audit").Logger()); err != nil {
+			fmt.Fprintf(e.stderr, "jdwpaccel far: %v\n", err)
+			return exitUsage
+		}
+		defer al.Close()
+		fc.Audit = al
+	}
 	return withStack(ctx, e, fs.Name(), &pf, log, func(ctx context.Context, st *stack) int {
 		st.role, st.farState = "far end", new(farState)
-		return runFar(ctx, &pf, st, split.FarConfig{TLS: tc, Token: token}, log)
+		return runFar(ctx, &pf, st, fc, al, log)
 	})
 }
 
 // runFar serves the far end with the link security in fc.
-func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, log zerolog.Logger) int {
+// al, when not nil, is the audit log, whose hooks join each session's.
+func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, al *audit.Log, log zerolog.Logger) int {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", pf.listen)
 	if err != nil {
@@ -398,6 +427,9 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	}
 	fc.Relay = st.cfg
 	fc.Hooks = farChain(st.spec, st.pushConfig(), st.observers)
+	if al != nil {
+		fc.Hooks = relay.ChainHooks(fc.Hooks, al.Hooks)
+	}
 	fc.Attach = st.spec != nil // push.FarHooks sends the attach bundle
 	fc.Software = software()
 	fc.Logger = log.With().Str(relay.LogComponent, "split").Logger()
@@ -410,7 +442,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	fc.Page = web.Guard(page, "127.0.0.1:0")
 	warnNoLocalVM(pf.vm, discover.LocalListener, log)
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("tls", fc.TLS != nil).
-		Bool("token", len(fc.Token) > 0).Bool("speculate", pf.speculate).
+		Bool("token", len(fc.Token) > 0).Int("users", fc.Users.Len()).Bool("audit", al != nil).Bool("speculate", pf.speculate).
 		Msg("far end listening; point the near end here (jdwpaccel proxy --far)")
 	if err := split.NewFar(fc).Serve(ctx, ln); err != nil {
 		log.Error().Err(err).Msg("far end stopped")
