@@ -19,7 +19,9 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/split"
 	"github.com/rs/zerolog"
 )
 
@@ -189,7 +191,8 @@ func (o *observer) Observe(s *relay.Session, f *relay.Frame) {
 //     other than NONE: breakpoints, steps, watchpoints that suspend) and
 //     their removal (EventRequest.Clear and ClearAllBreakpoints, whatever
 //     the request's policy: the far end does not track requests);
-//   - not audited: read-only commands, resume and suspend (the ordinary
+//   - not audited: the split link's own messages (push.SetPush,
+//     split.SetLink: the near end's, not the user's), read-only commands, resume and suspend (the ordinary
 //     run and stop of any debugger, a line per step), DisposeObjects (the
 //     debugger's housekeeping of object IDs), and DDM.Chunk (Android's
 //     monitor traffic, several packets a second).
@@ -200,6 +203,9 @@ func StateChanging(cmd jdwp.Cmd, body []byte) bool {
 	case jdwp.CmdEventRequestClear, jdwp.CmdEventRequestClearAllBreakpoints:
 		return true
 	case jdwp.CmdDDMChunk:
+		return false
+	}
+	if cmd.Set == push.SetPush || cmd.Set == split.SetLink {
 		return false
 	}
 	info, _ := keyable.Describe(cmd)

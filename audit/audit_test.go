@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/push"
+	"github.com/jdwpaccel/jdwpaccel/split"
 	"github.com/rs/zerolog"
 )
 
@@ -110,6 +112,9 @@ func TestStateChanging(t *testing.T) {
 		{jdwp.CmdVirtualMachineVersion, nil, false},
 		{jdwp.CmdStackFrameGetValues, nil, false},
 		{jdwp.CmdDDMChunk, nil, false},
+		{push.CmdBundle, nil, false},
+		{push.CmdUsage, nil, false},
+		{split.CmdHeartbeat, nil, false},
 	} {
 		if got := StateChanging(c.cmd, c.body); got != c.want {
 			t.Errorf("StateChanging(%v, % x) = %v, want %v", c.cmd, c.body, got, c.want)
