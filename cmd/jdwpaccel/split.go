@@ -21,6 +21,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
+	"github.com/jdwpaccel/jdwpaccel/tunnel"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -89,6 +90,7 @@ type splitFlags struct {
 	peerCert        string
 	usersFile       string // far end: named users' tokens
 	auditFile       string // far end: the audit log
+	tunnel          string // near end: the tunnel command (--far-tunnel)
 }
 
 func (l *splitFlags) registerNear(fs *flag.FlagSet) {
@@ -96,6 +98,7 @@ func (l *splitFlags) registerNear(fs *flag.FlagSet) {
 	fs.StringVar(&l.tokenFile, "token-file", "", "with --far: present the shared token in `FILE` (mode 0600) to the far end")
 	fs.StringVar(&l.tlsCert, "tls-cert", "", "with --far-cert: this end's TLS client certificate (PEM `FILE`), for a far end that pins it with --peer-cert")
 	fs.StringVar(&l.tlsKey, "tls-key", "", "with --tls-cert: its private key (PEM `FILE`, mode 0600)")
+	fs.StringVar(&l.tunnel, "far-tunnel", "", "with --far: run this `COMMAND` (kubectl port-forward, ssh -N -L) to open --far, and restart it when it exits or the far end stops answering through it; split into words like a shell would, but run without a shell (for one: sh -c '...')")
 }
 
 func (l *splitFlags) registerFar(fs *flag.FlagSet) {
@@ -111,6 +114,9 @@ func (l *splitFlags) registerFar(fs *flag.FlagSet) {
 func (l *splitFlags) checkUnused(with string) error {
 	if l.tokenFile != "" || l.tlsCert != "" || l.tlsKey != "" || l.peerCert != "" {
 		return fmt.Errorf("--far-cert, --token-file, --tls-cert and --tls-key secure the link to a far end: they go with --far, not %s", with)
+	}
+	if l.tunnel != "" {
+		return fmt.Errorf("--far-tunnel opens the link to a far end: it goes with --far, not %s", with)
 	}
 	return nil
 }
@@ -134,6 +140,11 @@ func (l *splitFlags) checkNear(far string, log zerolog.Logger) error {
 	}
 	if l.tlsCert != "" && l.peerCert == "" {
 		return errors.New("--tls-cert needs --far-cert: a client certificate is sent over TLS only, and TLS needs the far end's certificate to pin")
+	}
+	if l.tunnel != "" {
+		if _, err := tunnel.Split(l.tunnel); err != nil {
+			return fmt.Errorf("--far-tunnel: %v", err)
+		}
 	}
 	if !isLoopback(far) && l.peerCert == "" {
 		log.Warn().Str(split.LogFar, far).Msg("the link to the far end is plain TCP over the network: anyone on the path can read it and take over the VM; use TLS (--far-cert) or a tunnel (ssh -L, kubectl port-forward)")
@@ -244,6 +255,59 @@ func farPage(nc split.NearConfig) http.Handler {
 		},
 	}
 	return http.StripPrefix("/far", rp)
+}
+
+// tunnelWait bounds how long a debugger that attaches waits for the
+// tunnel (--far-tunnel) while it is down.
+const tunnelWait = 20 * time.Second
+
+// newTunnel is the near end's tunnel to the far end (--far-tunnel), whose
+// checks are probes of the far end through it (a far end that answers
+// to refuse counts as reached), and a dialer of the far end that waits
+// for the tunnel first.
+func newTunnel(line string, nc split.NearConfig, log zerolog.Logger) (*tunnel.Tunnel, relay.Dialer, error) {
+	argv, err := tunnel.Split(line)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--far-tunnel: %v", err)
+	}
+	check := func(ctx context.Context) error {
+		_, err := split.Probe(ctx, nc)
+		var skew *split.SkewError
+		if errors.Is(err, split.ErrUnauthorized) || errors.As(err, &skew) {
+			return nil
+		}
+		return err
+	}
+	tun := tunnel.New(tunnel.Config{Argv: argv, Addr: nc.Addr, Check: check,
+		Logger: log.With().Str(relay.LogComponent, "tunnel").Logger()})
+	dial := split.Dialer(nc)
+	return tun, func(ctx context.Context) (relay.VMConn, error) {
+		wctx, cancel := context.WithTimeout(ctx, tunnelWait)
+		err := tun.Wait(wctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return relay.VMConn{}, fmt.Errorf("the tunnel to the far end (--far-tunnel) is not up after %v; its log lines say why", tunnelWait)
+		}
+		return dial(ctx)
+	}, nil
+}
+
+// runTunnel runs st's tunnel, if any, until ctx is done, and waits up to
+// its ready timeout for it to come up, so that the start probe goes
+// through it. The returned function stops it and waits.
+func runTunnel(ctx context.Context, st *stack, log zerolog.Logger) (stop func()) {
+	if st.tunnel == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); st.tunnel.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, tunnel.DefaultReadyTimeout)
+	defer wcancel()
+	if err := st.tunnel.Wait(wctx); err != nil && ctx.Err() == nil {
+		log.Warn().Msg("the tunnel to the far end is not up yet; it is restarted until it is, and debuggers that attach wait for it")
+	}
+	return func() { cancel(); <-done }
 }
 
 // probeFar checks the link once at start, so that a wrong address, token
