@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -50,6 +51,24 @@ func readAudit(t *testing.T, path string) []map[string]any {
 	return out
 }
 
+// readJSONLines reads a JSON Lines file.
+func readJSONLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("%s: line %q: %v", path, line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // auditHas says whether lines has one with every key and value of want.
 func auditHas(lines []map[string]any, want map[string]any) bool {
 	for _, l := range lines {
@@ -73,7 +92,7 @@ func auditHas(lines []map[string]any, want map[string]any) bool {
 func TestSplitUsersAudit(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	dir := t.TempDir()
-	users, auditFile := filepath.Join(dir, "users"), filepath.Join(dir, "audit.jsonl")
+	users, auditFile, journalFile := filepath.Join(dir, "users"), filepath.Join(dir, "audit.jsonl"), filepath.Join(dir, "far.jsonl")
 	os.WriteFile(users, []byte("alice:alice-0123456789abcdef\nbob:bob-0123456789abcdef\n"), 0o600)
 	tokens := map[string]string{}
 	for _, name := range []string{"alice", "bob", "mallory"} {
@@ -82,7 +101,7 @@ func TestSplitUsersAudit(t *testing.T) {
 	}
 	port := freePort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
-	far := startFarEnd(t, vmAddr(port), "--users-file", users, "--audit", auditFile)
+	far := startFarEnd(t, vmAddr(port), "--users-file", users, "--audit", auditFile, "--journal", journalFile)
 
 	if code, _, raw := runToExit(t, "proxy", "--far", far.addr, "--listen", "127.0.0.1:0", "--token-file", tokens["mallory"]); code != exitError || !strings.Contains(raw, "refused the token") {
 		t.Errorf("near end with a token nobody has: exit %d, want %d and a log saying the far end refused it:\n%s", code, exitError, raw)
@@ -210,6 +229,16 @@ func TestSplitUsersAudit(t *testing.T) {
 		if l["event"] == "command" && (l["cmd"] == "VirtualMachine.Resume" || l["cmd"] == "ReferenceType.Fields" || strings.HasPrefix(l["cmd"].(string), "CommandSet(")) {
 			t.Errorf("audit line for a command that changes nothing: %v", l)
 		}
+	}
+	// The far end's journal names each session's user.
+	var starts []string
+	for _, rec := range readJSONLines(t, journalFile) {
+		if rec["type"] == "session_start" {
+			starts = append(starts, fmt.Sprint(rec["session"], " ", rec["user"]))
+		}
+	}
+	if want := []string{fmt.Sprint(session, " alice"), fmt.Sprint(session.(float64)+1, " bob")}; !reflect.DeepEqual(starts, want) {
+		t.Errorf("the far end's journal's session starts %q, want %q", starts, want)
 	}
 	if t.Failed() {
 		t.Logf("audit log:\n%v\nfar end log:\n%s", lines, far.logs)
