@@ -6,9 +6,11 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/rs/zerolog"
@@ -129,24 +131,70 @@ const LogUser = "user"
 // maxUserName bounds a user's name in a users file.
 const maxUserName = 64
 
-// Users is the far end's set of credentials: tokens, each with the name
-// of its user ("" for the unnamed token of a single-token file). It is
-// built once, before the far end serves, and only read afterwards.
+// Users is the far end's set of credentials, each with the name of its
+// user: tokens ("" for the unnamed token of a single-token file) and TLS
+// client certificates pinned by their SHA-256 fingerprint. A near end is
+// let in by any one of them. It is built once, before the far end
+// serves, and only read afterwards.
 type Users struct {
-	users []user
+	users []user // tokens
+	certs []user // certificate fingerprints
 }
 
 type user struct {
 	name string
-	sum  [sha256.Size]byte // the token's SHA-256: tokens are compared as digests
+	sum  [sha256.Size]byte // the token's SHA-256 (tokens are compared as digests), or the certificate's
 }
 
-// Len is the number of tokens in u (0 for a nil u).
+// Len is the number of credentials in u (0 for a nil u).
 func (u *Users) Len() int {
 	if u == nil {
 		return 0
 	}
-	return len(u.users)
+	return len(u.users) + len(u.certs)
+}
+
+// HasCerts says whether u pins client certificates: the far end then
+// needs TLS, and asks near ends for a certificate (RequestCerts).
+func (u *Users) HasCerts() bool { return u != nil && len(u.certs) > 0 }
+
+// RequestCerts makes the server TLS configuration c ask near ends for a
+// client certificate, without requiring one (a near end may present a
+// token instead) or checking it against any root: the far end checks
+// its fingerprint after the handshake.
+func (u *Users) RequestCerts(c *tls.Config) {
+	if u.HasCerts() && c.ClientAuth == tls.NoClientCert {
+		c.ClientAuth = tls.RequestClientCert
+	}
+}
+
+// AddCert pins the certificate whose DER has the SHA-256 fingerprint fp
+// for the user name.
+func (u *Users) AddCert(name string, fp [sha256.Size]byte) error {
+	for _, o := range u.certs {
+		if o.sum == fp {
+			return fmt.Errorf("users %q and %q have the same certificate", o.name, name)
+		}
+	}
+	u.certs = append(u.certs, user{name: name, sum: fp})
+	return nil
+}
+
+// authenticate returns the user a near end is: the one whose pinned
+// certificate it presented in the TLS handshake of conn, else the one
+// whose token tok is. ok is false when it is neither.
+func (u *Users) authenticate(conn net.Conn, tok []byte) (name string, ok bool) {
+	if tc, isTLS := conn.(*tls.Conn); isTLS && len(u.certs) > 0 {
+		if peer := tc.ConnectionState().PeerCertificates; len(peer) > 0 {
+			fp := sha256.Sum256(peer[0].Raw)
+			for _, o := range u.certs {
+				if o.sum == fp { // a fingerprint is no secret: no need for constant time
+					return o.name, true
+				}
+			}
+		}
+	}
+	return u.Lookup(tok)
 }
 
 // AddToken adds the token tok for the user name ("" for the unnamed user
@@ -185,11 +233,18 @@ func (u *Users) Lookup(tok []byte) (name string, ok bool) {
 	return u.users[found].name, true
 }
 
-// ReadUsersFile reads a users file: one user per line, "name:token"; empty
-// lines and lines starting with # are skipped. A name is 1 to 64 of the
-// characters A-Z a-z 0-9 . _ @ -, unique in the file; the token is the
-// rest of the line (without trailing white space), 16 to 1024 bytes, and
-// unique too. Like a token file, the file must be readable and writable
+// certPrefix marks a certificate fingerprint in a users file.
+const certPrefix = "sha256:"
+
+// ReadUsersFile reads a users file: one credential per line,
+// "name:token" or "name:sha256:HEX"; empty lines and lines starting with
+// # are skipped. A name is 1 to 64 of the characters A-Z a-z 0-9 . _ @ -;
+// a token is the rest of the line (without trailing white space), 16 to
+// 1024 bytes, unique in the file; "sha256:" and 64 hex digits (colons
+// between pairs allowed, as openssl prints them) is instead the SHA-256
+// fingerprint of the user's TLS client certificate (DER), which the near
+// end presents with --tls-cert. A user may have several lines (a token
+// and a certificate), but a token only one user. Like a token file, the file must be readable and writable
 // by its owner only (0600 or 0400). The users are added to u.
 func ReadUsersFile(path string, u *Users) error {
 	fi, err := os.Stat(path)
@@ -217,10 +272,17 @@ func parseUsers(path string, b []byte, u *Users) error {
 		}
 		name, tok, found := bytes.Cut(line, []byte(":"))
 		if !found {
-			return fmt.Errorf("%s:%d: want name:token", path, i+1)
+			return fmt.Errorf("%s:%d: want name:token or name:sha256:FINGERPRINT", path, i+1)
 		}
 		if !validUserName(name) {
 			return fmt.Errorf("%s:%d: a user's name is 1 to %d of A-Z a-z 0-9 . _ @ -", path, i+1, maxUserName)
+		}
+		if fp, isCert := parseFingerprint(tok); isCert {
+			if err := u.AddCert(string(name), fp); err != nil {
+				return fmt.Errorf("%s:%d: %v", path, i+1, err)
+			}
+			n++
+			continue
 		}
 		switch {
 		case len(tok) < MinTokenBytes:
@@ -237,6 +299,23 @@ func parseUsers(path string, b []byte, u *Users) error {
 		return fmt.Errorf("users file %s lists no user (want lines name:token)", path)
 	}
 	return nil
+}
+
+// parseFingerprint reads "sha256:" and 64 hex digits, with or without a
+// colon between each pair.
+func parseFingerprint(b []byte) (fp [sha256.Size]byte, ok bool) {
+	s, found := bytes.CutPrefix(b, []byte(certPrefix))
+	if !found {
+		return fp, false
+	}
+	h := bytes.ReplaceAll(s, []byte(":"), nil)
+	if len(h) != 2*sha256.Size {
+		return fp, false
+	}
+	if _, err := hex.Decode(fp[:], h); err != nil {
+		return fp, false
+	}
+	return fp, true
 }
 
 func validUserName(b []byte) bool {
@@ -272,6 +351,7 @@ func farUsers(cfg FarConfig) *Users {
 	u := &Users{}
 	if cfg.Users != nil {
 		u.users = append(u.users, cfg.Users.users...)
+		u.certs = append(u.certs, cfg.Users.certs...)
 	}
 	if len(cfg.Token) > 0 {
 		u.AddToken("", cfg.Token) //nolint:errcheck // a token also in Users names its user

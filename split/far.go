@@ -271,7 +271,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	// The token first: a near end that does not hold it learns nothing of
 	// this end (its Reply echoes the Hello's version, without software),
 	// and what it sent (its software string) is not logged.
-	userName, known := f.users.Lookup(h.Token)
+	userName, known := f.users.authenticate(conn, h.Token)
 	if f.users.Len() > 0 && !known {
 		what := "a wrong token"
 		if len(h.Token) == 0 {

@@ -1,6 +1,10 @@
 package split
 
 import (
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +55,7 @@ func TestReadUsersFile(t *testing.T) {
 		"twice":      {"alice:0123456789abcdef-alice\nalice:0123456789abcdef-other\n", 0o600, "listed twice"},
 		"same token": {"alice:0123456789abcdef-alice\nbob:0123456789abcdef-alice\n", 0o600, "same token"},
 		"nobody":     {"# nobody\n\n", 0o600, "no user"},
+		"same cert":  {"a:sha256:" + strings.Repeat("ab", 32) + "\nb:sha256:" + strings.Repeat("AB", 32) + "\n", 0o600, "same certificate"},
 	}
 	for name, c := range bad {
 		p := write(strings.ReplaceAll(name, " ", "_"), c.content, c.mode)
@@ -60,6 +65,49 @@ func TestReadUsersFile(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "0123456789abcdef") {
 			t.Errorf("%s: the error quotes a token: %v", name, err)
+		}
+	}
+}
+
+// TestFarCertUsers: a user pinned by the fingerprint of their client
+// certificate gets in with it and no token, under their name; another
+// certificate without a token is refused; a token user gets in over TLS
+// whatever certificate they present.
+func TestFarCertUsers(t *testing.T) {
+	v := newVMSide(t)
+	farCert, farDER := selfSigned(t, "far")
+	carolCert, carolDER := selfSigned(t, "carol")
+	otherCert, _ := selfSigned(t, "other")
+	fp := sha256.Sum256(carolDER)
+	var colons []string
+	for _, b := range fp {
+		colons = append(colons, fmt.Sprintf("%02X", b))
+	}
+	var users Users
+	if err := parseUsers("users", []byte("carol:sha256:"+strings.Join(colons, ":")+"\nalice:0123456789abcdef-alice\n"), &users); err != nil {
+		t.Fatal(err)
+	}
+	if !users.HasCerts() || users.Len() != 2 {
+		t.Fatalf("users: certs %v, len %d; want a certificate and a token", users.HasCerts(), users.Len())
+	}
+	tc := ServerTLS(farCert, nil)
+	users.RequestCerts(tc)
+	seen := make(chan string, 4)
+	f := startFar(t, v, "127.0.0.1:0", FarConfig{TLS: tc, Users: &users, Hooks: func(rs *relay.Session) relay.Hooks {
+		seen <- rs.DebuggerInfo().(Agreed).User
+		return relay.Hooks{}
+	}})
+	versionThrough(t, startNear(t, NearConfig{Addr: f.addr, TLS: ClientTLS(farDER, &carolCert)}))
+	if got := <-seen; got != "carol" {
+		t.Errorf("carol's certificate: user %q", got)
+	}
+	versionThrough(t, startNear(t, NearConfig{Addr: f.addr, TLS: ClientTLS(farDER, &otherCert), Token: []byte("0123456789abcdef-alice")}))
+	if got := <-seen; got != "alice" {
+		t.Errorf("alice's token with another certificate: user %q", got)
+	}
+	for _, c := range []*tls.Certificate{&otherCert, nil} {
+		if _, err := Probe(t.Context(), NearConfig{Addr: f.addr, TLS: ClientTLS(farDER, c)}); !errors.Is(err, ErrUnauthorized) {
+			t.Errorf("certificate %v without a token: %v, want unauthorized", c != nil, err)
 		}
 	}
 }

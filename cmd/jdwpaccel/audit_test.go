@@ -244,3 +244,38 @@ func TestSplitUsersAudit(t *testing.T) {
 		t.Logf("audit log:\n%v\nfar end log:\n%s", lines, far.logs)
 	}
 }
+
+// TestUsersTunnelUsage: the flags of users, audit and tunnel refuse what
+// cannot work, at start, with exit 2 and a message saying why.
+func TestUsersTunnelUsage(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeTLSFiles(t, dir, "far")
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(content), mode)
+		return p
+	}
+	certUsers := write("cert-users", "carol:sha256:"+strings.Repeat("ab", 32)+"\n", 0o600)
+	openUsers := write("open-users", "alice:alice-0123456789abcdef\n", 0o644)
+	token := write("token", "alice-0123456789abcdef\n", 0o600)
+	users := write("users", "alice:alice-0123456789abcdef\n", 0o600)
+	openAudit := write("audit.jsonl", "", 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"far", "--vm", "127.0.0.1:1", "--users-file", certUsers}, "give --tls-cert and --tls-key"},
+		{[]string{"far", "--vm", "127.0.0.1:1", "--users-file", certUsers, "--tls-cert", cert, "--tls-key", key, "--peer-cert", cert}, "leave --peer-cert out"},
+		{[]string{"far", "--vm", "127.0.0.1:1", "--users-file", openUsers}, "chmod 600"},
+		{[]string{"far", "--vm", "127.0.0.1:1", "--users-file", users, "--token-file", token}, "also a user's"},
+		{[]string{"far", "--vm", "127.0.0.1:1", "--audit", openAudit}, "chmod 600"},
+		{[]string{"proxy", "--vm", "127.0.0.1:1", "--far-tunnel", "ssh -N host"}, "goes with --far"},
+		{[]string{"proxy", "--far", "127.0.0.1:2", "--far-tunnel", "kubectl port-forward pod/app 8720 | tee log"}, "without a shell"},
+		{[]string{"proxy", "--far", "127.0.0.1:2", "--far-tunnel", "ssh 'host"}, "unterminated"},
+	} {
+		code, out, errOut := runCapture(append(c.args, "--http-addr", "")...)
+		if code != exitUsage || !strings.Contains(out+errOut, c.want) {
+			t.Errorf("%q: exit %d, output %q; want exit %d saying %q", c.args, code, out+errOut, exitUsage, c.want)
+		}
+	}
+}

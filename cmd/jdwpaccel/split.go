@@ -106,7 +106,7 @@ func (l *splitFlags) registerFar(fs *flag.FlagSet) {
 	fs.StringVar(&l.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM `FILE`, mode 0600)")
 	fs.StringVar(&l.tokenFile, "token-file", "", "near ends must present the shared token in `FILE` (mode 0600, at least 16 bytes); the near end gets the same file")
 	fs.StringVar(&l.peerCert, "peer-cert", "", "near ends must present exactly this TLS client certificate (PEM `FILE`, the near end's --tls-cert)")
-	fs.StringVar(&l.usersFile, "users-file", "", "near ends must present the token of one of the users in `FILE` (mode 0600; lines name:token, each token at least 16 bytes); each user's near end gets a token file with its own token. With --token-file, that token is an unnamed user's")
+	fs.StringVar(&l.usersFile, "users-file", "", "near ends must present the token or TLS client certificate of one of the users in `FILE` (mode 0600; lines name:token, each token at least 16 bytes, or name:sha256:FINGERPRINT of the certificate, with TLS); each user's near end gets a token file with its own token, or its certificate. With --token-file, that token is an unnamed user's")
 	fs.StringVar(&l.auditFile, "audit", "", "append who attached when, from where, and their state-changing commands to `FILE` (JSON Lines, created 0600)")
 }
 
@@ -448,6 +448,17 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 		if err := split.ReadUsersFile(pf.link.usersFile, fc.Users); err != nil {
 			fmt.Fprintf(e.stderr, "jdwpaccel far: %v\n", err)
 			return exitUsage
+		}
+		if fc.Users.HasCerts() {
+			switch {
+			case tc == nil:
+				fmt.Fprintf(e.stderr, "jdwpaccel far: --users-file pins client certificates (sha256:…), which travel over TLS only: give --tls-cert and --tls-key\n")
+				return exitUsage
+			case pin != nil:
+				fmt.Fprintf(e.stderr, "jdwpaccel far: --peer-cert lets in one certificate only, which would shut out the certificates of --users-file: pin that one in --users-file too, and leave --peer-cert out\n")
+				return exitUsage
+			}
+			fc.Users.RequestCerts(tc)
 		}
 		if token != nil {
 			if _, dup := fc.Users.Lookup(token); dup {
