@@ -176,3 +176,30 @@ func TestFarUsers(t *testing.T) {
 		t.Errorf("%v refusals counted, want 2", f.count(OutcomeUnauthorized))
 	}
 }
+
+// FuzzParseUsers: a users file never panics its parser; one it accepts
+// lists at least one credential, and each of its token lines is found
+// again by Lookup under its name.
+func FuzzParseUsers(f *testing.F) {
+	f.Add([]byte("# users\nalice:0123456789abcdef-alice\nbob:sha256:" + strings.Repeat("ab", 32) + "\n"))
+	f.Add([]byte("a:b\n:x\n\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var u Users
+		if err := parseUsers("fuzz", b, &u); err != nil {
+			return
+		}
+		if u.Len() == 0 {
+			t.Fatal("accepted with no credential")
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimRight(line, " \t\r")
+			name, tok, ok := strings.Cut(line, ":")
+			if !ok || strings.HasPrefix(line, "#") || strings.HasPrefix(tok, certPrefix) {
+				continue
+			}
+			if got, found := u.Lookup([]byte(tok)); !found || got != name {
+				t.Fatalf("line %q: Lookup = %q, %v", line, got, found)
+			}
+		}
+	})
+}

@@ -79,8 +79,9 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Grace is how long a command has to exit after SIGTERM (to its
 	// process group) before it is killed.
-	Grace  time.Duration
-	Logger zerolog.Logger
+	Grace   time.Duration
+	Logger  zerolog.Logger
+	Metrics *Metrics
 }
 
 // Tunnel is a tunnel command kept running. Its methods are safe for
@@ -142,6 +143,7 @@ func (t *Tunnel) setUp(v bool) {
 	defer t.mu.Unlock()
 	if t.up != v {
 		t.up = v
+		t.cfg.Metrics.setUp(v)
 		close(t.change)
 		t.change = make(chan struct{})
 	}
@@ -187,6 +189,7 @@ func (t *Tunnel) runOnce(ctx context.Context, start int) (wasUp bool) {
 		log.Error().Err(err).Msg("cannot start the tunnel command")
 		return false
 	}
+	t.cfg.Metrics.started()
 	log = log.With().Int(LogPID, cmd.Process.Pid).Logger()
 	log.Info().Strs("argv", t.cfg.Argv).Msg("tunnel command started")
 	exited := make(chan error, 1)
@@ -196,7 +199,8 @@ func (t *Tunnel) runOnce(ctx context.Context, start int) (wasUp bool) {
 		errOut.flush()
 		exited <- err
 	}()
-	stop := func(why string) {
+	stop := func(reason, why string) {
+		t.cfg.Metrics.ended(reason)
 		t.setUp(false)
 		signal(cmd, false)
 		select {
@@ -219,13 +223,14 @@ func (t *Tunnel) runOnce(ctx context.Context, start int) (wasUp bool) {
 		}
 		select {
 		case err := <-exited:
+			t.cfg.Metrics.ended(EndExited)
 			log.Warn().Err(err).Msg("the tunnel command exited before the far end answered through it")
 			return false
 		case <-ready.C:
-			stop(fmt.Sprintf("the far end did not answer through it within %v (last: %v)", t.cfg.ReadyTimeout, err))
+			stop(EndNotUp, fmt.Sprintf("the far end did not answer through it within %v (last: %v)", t.cfg.ReadyTimeout, err))
 			return false
 		case <-ctx.Done():
-			stop("shutting down")
+			stop(EndStopped, "shutting down")
 			return false
 		case <-time.After(poll):
 		}
@@ -240,10 +245,11 @@ func (t *Tunnel) runOnce(ctx context.Context, start int) (wasUp bool) {
 		select {
 		case err := <-exited:
 			t.setUp(false) // before the line: whoever reads it sees the tunnel down
+			t.cfg.Metrics.ended(EndExited)
 			log.Warn().Err(err).Msg("the tunnel command exited")
 			return true
 		case <-ctx.Done():
-			stop("shutting down")
+			stop(EndStopped, "shutting down")
 			return true
 		case <-every.C:
 			err := t.check(ctx)
@@ -254,7 +260,7 @@ func (t *Tunnel) runOnce(ctx context.Context, start int) (wasUp bool) {
 			failures++
 			log.Warn().Err(err).Int("failures", failures).Msg("the far end does not answer through the tunnel")
 			if failures >= t.cfg.CheckFailures {
-				stop(fmt.Sprintf("the far end did not answer through it %d times in a row", failures))
+				stop(EndSilent, fmt.Sprintf("the far end did not answer through it %d times in a row", failures))
 				return true
 			}
 		}

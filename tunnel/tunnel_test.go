@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 )
 
@@ -194,7 +196,8 @@ func run(t *testing.T, cfg Config) (*Tunnel, *sink) {
 // its output is logged, stderr at warn, a line it repeats only once.
 func TestRestartsOnExit(t *testing.T) {
 	fwd, target, addr := buildFwd(t), echoServer(t), tunnelPort(t)
-	tun, logs := run(t, Config{Argv: []string{fwd, "-listen", addr, "-to", target, "-die", "1s"}, Addr: addr, MinBackoff: 50 * time.Millisecond})
+	m := NewMetrics(prometheus.NewRegistry())
+	tun, logs := run(t, Config{Argv: []string{fwd, "-listen", addr, "-to", target, "-die", "1s"}, Addr: addr, MinBackoff: 50 * time.Millisecond, Metrics: m})
 	for i := range 3 {
 		if err := tun.Wait(t.Context()); err != nil {
 			t.Fatal(err)
@@ -216,6 +219,9 @@ func TestRestartsOnExit(t *testing.T) {
 	}
 	if n := logs.count(said("stdout", "Forwarding from", "info")); n != 1 {
 		t.Errorf("the command's repeated stdout line logged %d times, want once; log:\n%s", n, logs)
+	}
+	if starts, exits := testutil.ToFloat64(m.starts), testutil.ToFloat64(m.ends[EndExited]); starts < 3 || exits < 2 || starts > exits+1 {
+		t.Errorf("metrics: %v starts, %v exits; want at least 3 and 2, and at most one start not ended", starts, exits)
 	}
 	// It was up each time before it died: the backoff stayed at its least.
 	if n := logs.count(func(r map[string]any) bool {

@@ -209,7 +209,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		st.near = &nc
 		st.cfg.DialVM = split.Dialer(nc)
 		if pf.link.tunnel != "" {
-			if st.tunnel, st.cfg.DialVM, err = newTunnel(pf.link.tunnel, nc, log); err != nil {
+			if st.tunnel, st.cfg.DialVM, err = newTunnel(pf.link.tunnel, nc, log, st.reg); err != nil {
 				return nil, usageError{err}
 			}
 		}

@@ -265,7 +265,7 @@ const tunnelWait = 20 * time.Second
 // checks are probes of the far end through it (a far end that answers
 // to refuse counts as reached), and a dialer of the far end that waits
 // for the tunnel first.
-func newTunnel(line string, nc split.NearConfig, log zerolog.Logger) (*tunnel.Tunnel, relay.Dialer, error) {
+func newTunnel(line string, nc split.NearConfig, log zerolog.Logger, reg prometheus.Registerer) (*tunnel.Tunnel, relay.Dialer, error) {
 	argv, err := tunnel.Split(line)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--far-tunnel: %v", err)
@@ -279,7 +279,7 @@ func newTunnel(line string, nc split.NearConfig, log zerolog.Logger) (*tunnel.Tu
 		return err
 	}
 	tun := tunnel.New(tunnel.Config{Argv: argv, Addr: nc.Addr, Check: check,
-		Logger: log.With().Str(relay.LogComponent, "tunnel").Logger()})
+		Logger: log.With().Str(relay.LogComponent, "tunnel").Logger(), Metrics: tunnel.NewMetrics(reg)})
 	dial := split.Dialer(nc)
 	return tun, func(ctx context.Context) (relay.VMConn, error) {
 		wctx, cancel := context.WithTimeout(ctx, tunnelWait)
