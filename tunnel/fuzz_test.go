@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzSplit: Split never panics, and the words it returns, quoted back
-// ('…', with ' as '\''), split into the same words.
+// ('…', with ' as '\”), split into the same words.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{"kubectl port-forward pod/app 8720:8720", `a "b \" c" 'd' e\ f`, "a | b", `"`, `\`, "''"} {
 		f.Add(s)
