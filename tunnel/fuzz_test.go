@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// FuzzSplit: Split never panics, and the words it returns, quoted back
-// ('…', with ' as '\”), split into the same words.
+// FuzzSplit: Split never panics, and the words it returns, each put in
+// single quotes (a quote in a word closed, escaped and reopened), split
+// into the same words.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{"kubectl port-forward pod/app 8720:8720", `a "b \" c" 'd' e\ f`, "a | b", `"`, `\`, "''"} {
 		f.Add(s)
