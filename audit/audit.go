@@ -3,7 +3,10 @@
 // where, and which state-changing commands each user sent, so that a far
 // end shared by several users can be accounted for. It owns the file, the
 // line format (Line: the same keys on every line) and the rule that tells
-// state-changing commands (StateChanging).
+// state-changing commands (StateChanging). Lines are written as they
+// happen, in the session's turn: a command's line is in the file (the
+// operating system's cache of it; nothing calls fsync) before the
+// command goes on to the VM.
 //
 //	lg, err := audit.Open("/var/log/jdwpaccel-audit.jsonl", log)
 //	far := split.NewFar(split.FarConfig{Audit: lg, Hooks: relay.ChainHooks(lg.Hooks, rest)})
