@@ -107,6 +107,8 @@ Examples:
   # split mode: "jdwpaccel far --vm 127.0.0.1:5005" runs next to the VM (listening on
   # 127.0.0.1:8720); reach it through a tunnel (ssh -L 8720:127.0.0.1:8720 vmhost) and
   jdwpaccel proxy --far 127.0.0.1:8720
+  # or let the proxy run the tunnel, and restart it whenever it drops
+  jdwpaccel proxy --far 127.0.0.1:8720 --far-tunnel 'kubectl port-forward pod/app 8720:8720'
 `
 
 // stack is a relay configuration with every feature the flags ask for.

@@ -411,6 +411,10 @@ Examples:
   kubectl port-forward pod/app 8720:8720 &
   jdwpaccel proxy --far 127.0.0.1:8720
 
+  # shared by several people: a token each (lines name:token, mode 0600), named in
+  # the log, the journal and the audit log of attaches and state-changing commands
+  jdwpaccel far --vm 127.0.0.1:5005 --users-file users --audit audit.jsonl
+
   # straight over the network: TLS 1.3 and a token (both ends get the same files)
   head -c 32 /dev/urandom | base64 > token && chmod 600 token
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
