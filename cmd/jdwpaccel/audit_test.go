@@ -272,6 +272,7 @@ func TestUsersTunnelUsage(t *testing.T) {
 		{[]string{"proxy", "--vm", "127.0.0.1:1", "--far-tunnel", "ssh -N host"}, "goes with --far"},
 		{[]string{"proxy", "--far", "127.0.0.1:2", "--far-tunnel", "kubectl port-forward pod/app 8720 | tee log"}, "without a shell"},
 		{[]string{"proxy", "--far", "127.0.0.1:2", "--far-tunnel", "ssh 'host"}, "unterminated"},
+		{[]string{"proxy", "--far", "127.0.0.1:2", "--far-tunnel", "no-such-tunnel-command -L 1:2"}, "executable file not found"},
 	} {
 		code, out, errOut := runCapture(append(c.args, "--http-addr", "")...)
 		if code != exitUsage || !strings.Contains(out+errOut, c.want) {

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -268,6 +269,9 @@ const tunnelWait = 20 * time.Second
 func newTunnel(line string, nc split.NearConfig, log zerolog.Logger, reg prometheus.Registerer) (*tunnel.Tunnel, relay.Dialer, error) {
 	argv, err := tunnel.Split(line)
 	if err != nil {
+		return nil, nil, fmt.Errorf("--far-tunnel: %v", err)
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
 		return nil, nil, fmt.Errorf("--far-tunnel: %v", err)
 	}
 	check := func(ctx context.Context) error {
