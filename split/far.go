@@ -305,7 +305,8 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	if h.Flags&FlagProbe != 0 {
 		stop()
 		f.cfg.Metrics.count(EndFar, OutcomeProbe)
-		log.Debug().Msg("a near end checked the link")                                                                  // at start, and every 15 s from a near end that runs its tunnel
+		// At start, and every 15 s from a near end that runs its tunnel.
+		log.Debug().Msg("a near end checked the link")
 		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})) //nolint:errcheck // its end is the probe's
 		linger(conn)
 		return nil
