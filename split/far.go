@@ -76,7 +76,8 @@ type FarConfig struct {
 	// Token, when not empty, must be presented by every near end (or one
 	// of Users' tokens).
 	Token []byte
-	// Users, when not empty, are the named users whose tokens near ends
+	// Users, when not empty, are the named users whose tokens, or pinned
+	// client certificates (with TLS; see Users.RequestCerts), near ends
 	// may present (with Token, as an unnamed user); each session's user
 	// is in its log lines (LogUser) and its Agreed.
 	Users *Users

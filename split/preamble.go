@@ -107,9 +107,9 @@ type Reply struct {
 // near end's (relay.Session.VMInfo): the Reply's flags.
 type Agreed struct {
 	Flags uint16
-	// User is, on the far end, the name of the user whose token the near
-	// end presented (Users, auth.go); "" for the unnamed token, and on
-	// the near end.
+	// User is, on the far end, the name of the user whose token or
+	// pinned client certificate the near end presented (Users, auth.go);
+	// "" for the unnamed token, and on the near end.
 	User string
 }
 
