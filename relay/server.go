@@ -293,6 +293,13 @@ func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
 	return srv.ServeConnInfo(ctx, debugger, nil)
 }
 
+// LogFields is implemented by a debugger connection's info
+// (ServeConnInfo) that names fields for each of its session's log lines:
+// split mode's far end adds the user.
+type LogFields interface {
+	LogFields(zerolog.Context) zerolog.Context
+}
+
 // ServeConnInfo is ServeConn for a debugger connection the caller learned
 // something about before the session (split mode's far end: what it agreed
 // with the near end), which the session's hooks read as
@@ -306,7 +313,11 @@ func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info an
 // handshake has been read, or failed.
 func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, handshaken func()) error {
 	id := srv.nextID.Add(1)
-	log := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String()).Logger()
+	lc := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String())
+	if lf, ok := info.(LogFields); ok {
+		lc = lf.LogFields(lc)
+	}
+	log := lc.Logger()
 	m := srv.cfg.Metrics
 
 	fail := func(reason Reason, err error, msg string) error {

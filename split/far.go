@@ -78,8 +78,16 @@ type FarConfig struct {
 	// TLS, when not nil, is the server TLS configuration (see ServerTLS);
 	// nil is plain TCP, for a loopback listener reached through a tunnel.
 	TLS *tls.Config
-	// Token, when not empty, must be presented by every near end.
+	// Token, when not empty, must be presented by every near end (or one
+	// of Users' tokens).
 	Token []byte
+	// Users, when not empty, are the named users whose tokens, or pinned
+	// client certificates (with TLS; see Users.RequestCerts), near ends
+	// may present (with Token, as an unnamed user); each session's user
+	// is in its log lines (LogUser) and its Agreed.
+	Users *Users
+	// Audit, when not nil, records refused connections (Auditor).
+	Audit Auditor
 	// Software is this end's jdwpaccel version, sent in the reply.
 	Software string
 	// Attach says this far end's hooks push the attach bundle (push.FarHooks
@@ -128,6 +136,9 @@ type Far struct {
 
 	mu       sync.Mutex            // guards sessions; never held while taking a stream's lock
 	sessions map[SessionID]*stream // resumable sessions, until their relay session ends
+	// users is FarConfig.Users with FarConfig.Token as the unnamed user;
+	// empty when the far end asks for no token. Read-only.
+	users *Users
 }
 
 // refusalEvery is how often refusals of one remote host are logged at
@@ -156,7 +167,7 @@ func NewFar(cfg FarConfig) *Far {
 		cfg.ResumeBuffer = DefaultResumeBuffer
 	}
 	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts),
-		sessions: map[SessionID]*stream{}}
+		sessions: map[SessionID]*stream{}, users: farUsers(cfg)}
 }
 
 // Close releases the far end's page server; Serve calls it when it
@@ -225,6 +236,9 @@ func (f *Far) refused(c net.Conn, log zerolog.Logger, o Outcome, err error, msg 
 	}
 	log.Warn().Err(err).Str(relay.LogReason, string(o)).Str(LogNearHost, host).Int(relay.LogSuppressed, held).
 		Msg(msg + " (suppressed: refusals from this host not logged since its last line)")
+	if f.cfg.Audit != nil {
+		f.cfg.Audit.Refused(host, string(o), held)
+	}
 }
 
 // ServeConn serves one link connection: TLS (if configured), the
@@ -277,7 +291,8 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	// The token first: a near end that does not hold it learns nothing of
 	// this end (its Reply echoes the Hello's version, without software),
 	// and what it sent (its software string) is not logged.
-	if len(f.cfg.Token) > 0 && !tokenOK(h.Token, f.cfg.Token) {
+	userName, known := f.users.authenticate(conn, h.Token)
+	if f.users.Len() > 0 && !known {
 		what := "a wrong token"
 		if len(h.Token) == 0 {
 			what = "no token"
@@ -290,6 +305,9 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		return fmt.Errorf("%w: a near end presented %s", ErrUnauthorized, what)
 	}
 	done()
+	if userName != "" {
+		log = log.With().Str(LogUser, userName).Logger()
+	}
 	log = log.With().Uint16(LogPeerVersion, h.Version).Str(LogPeerSoftware, h.Software).Logger()
 	refuse := func(st Status, o Outcome, text string) error {
 		stop()
@@ -307,7 +325,8 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	if h.Flags&FlagProbe != 0 {
 		stop()
 		f.cfg.Metrics.count(EndFar, OutcomeProbe)
-		log.Info().Msg("a near end checked the link")
+		// At start, and every 15 s from a near end that runs its tunnel.
+		log.Debug().Msg("a near end checked the link")
 		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})) //nolint:errcheck // its end is the probe's
 		linger(conn)
 		return nil
@@ -331,7 +350,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		stop()
 		return f.reconnect(c, conn, h, log)
 	}
-	var agreed Agreed
+	agreed := Agreed{User: userName}
 	if h.Flags&FlagResume != 0 && f.cfg.ResumeWithin > 0 {
 		agreed.Flags |= ReplyResume
 	}

@@ -161,7 +161,13 @@ type Reply struct {
 // Agreed is what the two ends of a session agreed in the preamble, as the
 // far end's relay session has it (relay.Session.DebuggerInfo) and the
 // near end's (relay.Session.VMInfo): the Reply's flags.
-type Agreed struct{ Flags uint16 }
+type Agreed struct {
+	Flags uint16
+	// User is, on the far end, the name of the user whose token or
+	// pinned client certificate the near end presented (Users, auth.go);
+	// "" for the unnamed token, and on the near end.
+	User string
+}
 
 // AttachBundle says the session's first packet from the far end is the
 // attach bundle (ReplyAttach).

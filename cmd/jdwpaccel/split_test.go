@@ -301,7 +301,7 @@ func TestSplitUsage(t *testing.T) {
 		{[]string{"far", "--vm", "scan:"}, "bad --vm"},
 		{[]string{"far", "--vm", "127.0.0.1:1", "--listen", "0.0.0.0:0"}, "pass --allow-remote with TLS"},
 		{[]string{"far", "--vm", "127.0.0.1:1", "--listen", "0.0.0.0:0", "--allow-remote"}, "it needs TLS"},
-		{[]string{"far", "--vm", "127.0.0.1:1", "--listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key}, "needs --token-file or --peer-cert"},
+		{[]string{"far", "--vm", "127.0.0.1:1", "--listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key}, "needs --token-file, --users-file or --peer-cert"},
 		{[]string{"far", "--vm", "127.0.0.1:1", "--tls-cert", cert}, "go together"},
 		{[]string{"far", "--vm", "127.0.0.1:1", "--token-file", open}, "chmod 600"},
 		{[]string{"proxy", "--vm", "127.0.0.1:1", "--far", "127.0.0.1:2"}, "not both"},
