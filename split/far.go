@@ -134,8 +134,8 @@ type Far struct {
 	// host: strangers must not fill the log.
 	refusals *lograte.Limiter
 
-	mu       sync.Mutex            // guards sessions; never held while taking a stream's lock
-	sessions map[SessionID]*stream // resumable sessions, until their relay session ends
+	mu       sync.Mutex                // guards sessions; never held while taking a stream's lock
+	sessions map[SessionID]heldSession // resumable sessions, until their relay session ends
 	// users is FarConfig.Users with FarConfig.Token as the unnamed user;
 	// empty when the far end asks for no token. Read-only.
 	users *Users
@@ -167,7 +167,7 @@ func NewFar(cfg FarConfig) *Far {
 		cfg.ResumeBuffer = DefaultResumeBuffer
 	}
 	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts),
-		sessions: map[SessionID]*stream{}, users: farUsers(cfg)}
+		sessions: map[SessionID]heldSession{}, users: farUsers(cfg)}
 }
 
 // Close releases the far end's page server; Serve calls it when it
@@ -348,7 +348,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	}
 	if h.Flags&FlagReconnect != 0 {
 		stop()
-		return f.reconnect(c, conn, h, log)
+		return f.reconnect(c, conn, h, userName, log)
 	}
 	agreed := Agreed{User: userName}
 	if h.Flags&FlagResume != 0 && f.cfg.ResumeWithin > 0 {
@@ -387,7 +387,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	st := newStream(streamConfig{end: EndFar, within: f.cfg.ResumeWithin, buffer: f.cfg.ResumeBuffer, linkTimeout: timeout, log: log},
 		resume.Session, resume.Secret, conn)
 	f.mu.Lock()
-	f.sessions[resume.Session] = st
+	f.sessions[resume.Session] = heldSession{st: st, user: userName}
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
@@ -399,6 +399,13 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	// would be framed: it comes unframed, then frames do.
 	st.start(&leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), rawIn: len(jdwp.Handshake)})
 	return f.srv.ServeConnInfo(ctx, st, agreed)
+}
+
+// heldSession is a resumable session the far end holds, and the user who
+// opened it: only that user may take it up again.
+type heldSession struct {
+	st   *stream
+	user string
 }
 
 // newResume draws a session's ID and secret.
@@ -414,7 +421,7 @@ func newResume() Resume {
 // near end's Received no older than what it acknowledged; anything else is
 // refused (the session goes on waiting for its near end). The token, if
 // any, was checked already.
-func (f *Far) reconnect(c, conn net.Conn, h Hello, log zerolog.Logger) error {
+func (f *Far) reconnect(c, conn net.Conn, h Hello, user string, log zerolog.Logger) error {
 	refuse := func(st Status, err error, text string) error {
 		f.cfg.Metrics.count(EndFar, OutcomeResumeRefused)
 		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: st, Software: f.cfg.Software, Message: text})) //nolint:errcheck // closing anyway
@@ -423,9 +430,17 @@ func (f *Far) reconnect(c, conn net.Conn, h Hello, log zerolog.Logger) error {
 	}
 	log = log.With().Str(LogLinkSession, h.Resume.Session.String()).Logger()
 	f.mu.Lock()
-	st := f.sessions[h.Resume.Session]
+	held, ok := f.sessions[h.Resume.Session]
 	f.mu.Unlock()
-	if st == nil {
+	st := held.st
+	if ok && held.user != user {
+		// Another user's token: the session is not theirs to take up,
+		// whatever else they hold.
+		err := fmt.Errorf("user %q asked for a session of user %q", user, held.user)
+		f.refused(c, log, OutcomeResumeRefused, err, "a reconnect for a held session was refused (the session goes on waiting for its near end)")
+		return refuse(StatusRefused, err, "the far end refused to take the session up again")
+	}
+	if !ok {
 		log.Info().Msg("a near end asked for a session this far end does not hold (it restarted, or the session ended); refused")
 		return refuse(StatusGone, ErrSessionGone, "this far end does not hold the session (it restarted since, or the session ended: its link stayed down longer than --resume-within)")
 	}

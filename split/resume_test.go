@@ -95,7 +95,7 @@ func (r *resumeRig) held(t *testing.T) *stream {
 		t.Fatalf("the far end holds %d resumable sessions, want 1", len(r.f.far.sessions))
 	}
 	for _, st := range r.f.far.sessions {
-		return st
+		return st.st
 	}
 	return nil
 }
@@ -484,4 +484,29 @@ func TestResumeFarewell(t *testing.T) {
 		t.Fatalf("the far end kept its VM connection after the link came back\nnear log:\n%s\nfar log:\n%s", r.nearLog, r.f.log)
 	}
 	r.attachAgain(t)
+}
+
+// TestResumeOtherUser: a near end of another named user, holding the
+// session's ID and secret, cannot take the session up: only the user who
+// opened it may.
+func TestResumeOtherUser(t *testing.T) {
+	alice, bob := []byte("alice-token-0123456789"), []byte("bob-token-0123456789ab")
+	users := &Users{}
+	if err := users.AddToken("alice", alice); err != nil {
+		t.Fatal(err)
+	}
+	if err := users.AddToken("bob", bob); err != nil {
+		t.Fatal(err)
+	}
+	r := newResumeRig(t, 30*time.Second, FarConfig{Users: users}, NearConfig{Token: alice})
+	r.echo(t, pattern(10<<10, 3))
+	st := r.held(t)
+	st.mu.Lock()
+	id, secret, acked := st.id, st.secret, st.outBase
+	st.mu.Unlock()
+	if rep := reconnectHello(t, r.f.addr, bob, Resume{Session: id, Secret: secret, Received: acked}); rep.Status != StatusRefused {
+		t.Errorf("bob with alice's session secret: status %v, want refused", rep.Status)
+	}
+	r.echo(t, []byte("still alice's"))
+	r.noVMReset(t)
 }
