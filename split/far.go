@@ -115,8 +115,11 @@ type FarConfig struct {
 	// ResumeBuffer bounds what a resumable session keeps unacknowledged
 	// (DefaultResumeBuffer when zero).
 	ResumeBuffer int
-	Logger       zerolog.Logger
-	Metrics      *Metrics
+	// Compress agrees to compress the link connections of near ends that
+	// offer it (FlagCompress, compress.go).
+	Compress bool
+	Logger   zerolog.Logger
+	Metrics  *Metrics
 }
 
 // Far is a far end: it accepts near ends, checks each one's preamble and
@@ -360,6 +363,9 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	if h.Flags&FlagHeartbeat != 0 {
 		agreed.Flags |= ReplyHeartbeat
 	}
+	if h.Flags&FlagCompress != 0 && f.cfg.Compress {
+		agreed.Flags |= ReplyCompress
+	}
 	var resume Resume
 	if agreed.Resumable() {
 		resume = newResume()
@@ -375,13 +381,18 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	if agreed.Resumable() {
 		log = log.With().Str(LogLinkSession, resume.Session.String()).Logger()
 	}
-	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Bool("heartbeat", agreed.Heartbeat()).Bool("resumable", agreed.Resumable()).Msg("near end accepted")
+	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Bool("heartbeat", agreed.Heartbeat()).Bool("resumable", agreed.Resumable()).
+		Bool("compressed", agreed.Compressed()).Msg("near end accepted")
 	var timeout time.Duration
 	if agreed.Heartbeat() {
 		timeout = linkTimeout(f.cfg.LinkTimeout) // the near end beats
 		conn = &liveConn{Conn: conn, timeout: timeout}
 	}
 	if !agreed.Resumable() {
+		if agreed.Compressed() {
+			// The near end sent the JDWP handshake before it knew.
+			conn = newZconn(conn, nil, len(jdwp.Handshake))
+		}
 		return f.srv.ServeConnInfo(ctx, conn, agreed)
 	}
 	st := newStream(streamConfig{end: EndFar, within: f.cfg.ResumeWithin, buffer: f.cfg.ResumeBuffer, linkTimeout: timeout, log: log},
@@ -397,7 +408,11 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	}()
 	// The near end sent the JDWP handshake before it knew the stream
 	// would be framed: it comes unframed, then frames do.
-	st.start(&leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), rawIn: len(jdwp.Handshake)})
+	first := &leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), rawIn: len(jdwp.Handshake)}
+	if agreed.Compressed() {
+		first.z = newZconn(conn, first.br, first.rawIn)
+	}
+	st.start(first)
 	return f.srv.ServeConnInfo(ctx, st, agreed)
 }
 
@@ -450,6 +465,11 @@ func (f *Far) reconnect(c, conn net.Conn, h Hello, user string, log zerolog.Logg
 		conn = &liveConn{Conn: conn, timeout: timeout}
 	}
 	l := &leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10)}
+	flags := ReplyResume
+	if h.Flags&FlagCompress != 0 && f.cfg.Compress {
+		flags |= ReplyCompress
+		l.z = newZconn(conn, l.br, 0)
+	}
 	recv, err := st.takeOver(l, h.Resume)
 	switch {
 	case errors.Is(err, ErrSessionGone):
@@ -463,7 +483,7 @@ func (f *Far) reconnect(c, conn net.Conn, h Hello, user string, log zerolog.Logg
 	}
 	c.SetDeadline(time.Time{})
 	f.cfg.Metrics.count(EndFar, OutcomeResumed)
-	_, werr := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: ReplyResume,
+	_, werr := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: flags,
 		Resume: Resume{Session: h.Resume.Session, Received: recv}}))
 	st.start(l) // a failed write fails the link's reads too: the session waits again
 	return werr

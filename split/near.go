@@ -51,6 +51,9 @@ type NearConfig struct {
 	// ResumeBuffer bounds what a resumable session keeps unacknowledged
 	// (DefaultResumeBuffer when zero).
 	ResumeBuffer int
+	// Compress offers the far end to compress each link connection
+	// (FlagCompress, compress.go).
+	Compress bool
 	// Logger gets the resumable sessions' link losses and resumes. Every
 	// other failure is returned, for the caller (the relay at an attach,
 	// the near end's start-up check) to log once.
@@ -100,7 +103,10 @@ func Dialer(cfg NearConfig) relay.Dialer {
 		if cfg.ResumeWithin > 0 {
 			flags |= FlagResume
 		}
-		c, br, rep, err := connect(ctx, cfg, flags, Resume{})
+		if cfg.Compress {
+			flags |= FlagCompress
+		}
+		c, br, z, rep, err := connect(ctx, cfg, flags, Resume{})
 		if err != nil {
 			return relay.VMConn{}, err
 		}
@@ -115,13 +121,19 @@ func Dialer(cfg NearConfig) relay.Dialer {
 		if !cfg.Resume() {
 			agreed.Flags &^= ReplyResume
 		}
+		if z == nil {
+			agreed.Flags &^= ReplyCompress
+		}
 		if agreed.Heartbeat() {
 			c.timeout = linkTimeout(cfg.LinkTimeout) // the far end answers NearHeartbeat's beats
 		}
 		if !agreed.Resumable() {
+			if z != nil {
+				return relay.VMConn{Conn: z, Handshaken: true, Info: agreed}, nil
+			}
 			return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: agreed}, nil
 		}
-		st, err := nearStream(ctx, cfg, c, br, rep.Resume)
+		st, err := nearStream(ctx, cfg, &leg{conn: c, br: br, z: z}, rep.Resume)
 		if err != nil {
 			return relay.VMConn{}, err
 		}
@@ -134,29 +146,33 @@ func (cfg NearConfig) Resume() bool { return cfg.ResumeWithin > 0 }
 
 // nearStream makes the first link of a resumable session its stream, and
 // reads the VM's handshake from it.
-func nearStream(ctx context.Context, cfg NearConfig, c *liveConn, br *bufio.Reader, r Resume) (*stream, error) {
-	timeout := c.timeout
+func nearStream(ctx context.Context, cfg NearConfig, first *leg, r Resume) (*stream, error) {
+	timeout := first.conn.(*liveConn).timeout
 	sc := streamConfig{
 		end: EndNear, within: cfg.ResumeWithin, buffer: cfg.ResumeBuffer, linkTimeout: timeout,
 		log: cfg.Logger.With().Str(LogFar, cfg.Addr).Str(LogLinkSession, r.Session.String()).Logger(),
-		redial: func(ctx context.Context, rr Resume) (net.Conn, *bufio.Reader, uint64, error) {
-			c, br, rep, err := connect(ctx, cfg, FlagReconnect, rr)
+		redial: func(ctx context.Context, rr Resume) (*leg, error) {
+			flags := FlagReconnect
+			if cfg.Compress {
+				flags |= FlagCompress
+			}
+			c, br, z, rep, err := connect(ctx, cfg, flags, rr)
 			if err != nil {
-				return nil, nil, 0, err
+				return nil, err
 			}
 			if rep.Flags&ReplyResume == 0 || rep.Resume.Session != rr.Session {
 				c.Close()
-				return nil, nil, 0, fmt.Errorf("%w: the far end at %s answered a reconnect for another session", ErrRefused, cfg.Addr)
+				return nil, fmt.Errorf("%w: the far end at %s answered a reconnect for another session", ErrRefused, cfg.Addr)
 			}
 			c.timeout = timeout
-			return c, br, rep.Resume.Received, nil
+			return &leg{conn: c, br: br, z: z, sent: rep.Resume.Received}, nil
 		},
 	}
 	if sc.buffer <= 0 {
 		sc.buffer = DefaultResumeBuffer
 	}
-	st := newStream(sc, r.Session, r.Secret, c)
-	st.start(&leg{conn: c, br: br})
+	st := newStream(sc, r.Session, r.Secret, first.conn)
+	st.start(first)
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(DefaultPreambleTimeout)
@@ -174,7 +190,7 @@ func nearStream(ctx context.Context, cfg NearConfig, c *liveConn, br *bufio.Read
 // far end's reply, or why it could not be had (unreachable, TLS, token,
 // version skew).
 func Probe(ctx context.Context, cfg NearConfig) (Reply, error) {
-	c, _, rep, err := connect(ctx, cfg, FlagProbe, Resume{})
+	c, _, _, rep, err := connect(ctx, cfg, FlagProbe, Resume{})
 	if err == nil {
 		c.Close()
 	}
@@ -183,11 +199,13 @@ func Probe(ctx context.Context, cfg NearConfig) (Reply, error) {
 
 // connect opens one link connection and exchanges the preamble (and,
 // for a session that is not resumable, the JDWP handshake; a resumable
-// session's is in its stream). The connection's reads have no
+// session's is in its stream). When flags has FlagCompress and the far
+// end agreed, it returns the connection compressed too (z; nil
+// otherwise), which the session must read and write through. The connection's reads have no
 // deadline of their own until the caller sets its timeout. It logs
 // nothing: its caller (the relay, once per attach after its retries;
 // probeFar) logs the error, which says what is known.
-func connect(ctx context.Context, cfg NearConfig, flags uint16, resume Resume) (*liveConn, *bufio.Reader, Reply, error) {
+func connect(ctx context.Context, cfg NearConfig, flags uint16, resume Resume) (*liveConn, *bufio.Reader, *zconn, Reply, error) {
 	dial := cfg.dial
 	if dial == nil {
 		d := net.Dialer{KeepAliveConfig: keepAlive, Timeout: DefaultPreambleTimeout}
@@ -196,15 +214,15 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16, resume Resume) (
 	raw, err := dial(ctx, cfg.Addr)
 	if err != nil {
 		cfg.Metrics.count(EndNear, OutcomeUnreachable)
-		return nil, nil, Reply{}, fmt.Errorf("far end %s: %w", cfg.Addr, err)
+		return nil, nil, nil, Reply{}, fmt.Errorf("far end %s: %w", cfg.Addr, err)
 	}
 	if sc, ok := raw.(syscall.Conn); ok {
 		setUserTimeout(sc, linkTimeout(cfg.LinkTimeout)) //nolint:errcheck // best effort: the heartbeat bounds it too
 	}
-	fail := func(o Outcome, err error) (*liveConn, *bufio.Reader, Reply, error) {
+	fail := func(o Outcome, err error) (*liveConn, *bufio.Reader, *zconn, Reply, error) {
 		raw.Close()
 		cfg.Metrics.count(EndNear, o)
-		return nil, nil, Reply{}, err
+		return nil, nil, nil, Reply{}, err
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -278,6 +296,10 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16, resume Resume) (
 		err := fmt.Errorf("%w: the far end at %s answered %v: %s", ErrRefused, cfg.Addr, rep.Status, rep.Message)
 		return fail(OutcomeBadPreamble, err)
 	}
+	var z *zconn
+	if flags&FlagCompress != 0 && rep.Flags&ReplyCompress != 0 {
+		z = newZconn(lc, br, 0)
+	}
 	switch {
 	case flags&FlagPage != 0:
 		cfg.Metrics.count(EndNear, OutcomePage)
@@ -291,14 +313,18 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16, resume Resume) (
 		// The far end answers the handshake once it reached the VM; a far
 		// end that cannot reach it closes the connection, which the relay
 		// retries (and reports) as it does for a VM it cannot reach.
-		if err := jdwp.ReadHandshake(br); err != nil {
+		var hs io.Reader = br
+		if z != nil {
+			hs = z
+		}
+		if err := jdwp.ReadHandshake(hs); err != nil {
 			raw.Close()
-			return nil, nil, rep, fmt.Errorf("VM handshake through the far end at %s: %w", cfg.Addr, err)
+			return nil, nil, nil, rep, fmt.Errorf("VM handshake through the far end at %s: %w", cfg.Addr, err)
 		}
 		cfg.Metrics.count(EndNear, OutcomeAccepted)
 	}
 	raw.SetDeadline(time.Time{})
-	return lc, br, rep, nil
+	return lc, br, z, rep, nil
 }
 
 // tlsAlert reports whether err is an alert the TLS peer sent.

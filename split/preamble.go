@@ -57,6 +57,11 @@ const (
 	// session, its secret, and how many bytes the near end received), and
 	// no JDWP handshake follows.
 	FlagReconnect uint16 = 1 << 5
+	// FlagCompress: the near end offers to compress this connection
+	// (compress.go): a far end that agrees (ReplyCompress) reads a zstd
+	// stream after the near end's JDWP handshake (after the hello, in a
+	// reconnect) and writes one after its Reply.
+	FlagCompress uint16 = 1 << 6
 )
 
 // Reply flags.
@@ -72,6 +77,10 @@ const (
 	// session of a FlagReconnect): the reply's body ends with a Resume
 	// block, and every byte after the preamble is framed (frame.go).
 	ReplyResume uint16 = 1 << 2
+	// ReplyCompress: the far end agreed to FlagCompress: each direction of
+	// this connection after the preamble (after the near end's JDWP
+	// handshake, from the near end) is one zstd stream.
+	ReplyCompress uint16 = 1 << 3
 )
 
 // SessionID names a resumable session; the far end draws it at random.
@@ -178,6 +187,10 @@ func (a Agreed) Heartbeat() bool { return a.Flags&ReplyHeartbeat != 0 }
 
 // Resumable says the session's stream outlives its link (ReplyResume).
 func (a Agreed) Resumable() bool { return a.Flags&ReplyResume != 0 }
+
+// Compressed says the session's first connection is compressed
+// (ReplyCompress); each reconnect agrees on its own.
+func (a Agreed) Compressed() bool { return a.Flags&ReplyCompress != 0 }
 
 // ErrNotSplit is wrapped by the errors for a stream that does not start
 // with Magic.

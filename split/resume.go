@@ -87,10 +87,10 @@ type streamConfig struct {
 	log         zerolog.Logger
 	// redial, on the near end, opens a link that takes the session up
 	// again (a FlagReconnect hello carrying r) and returns it with the far
-	// end's Received; errors wrapping ErrSessionGone, ErrUnauthorized,
-	// ErrRefused or a *SkewError are final. Nil on the far end, which
-	// waits for the near end.
-	redial func(ctx context.Context, r Resume) (net.Conn, *bufio.Reader, uint64, error)
+	// end's Received as its sent; errors wrapping ErrSessionGone,
+	// ErrUnauthorized, ErrRefused or a *SkewError are final. Nil on the
+	// far end, which waits for the near end.
+	redial func(ctx context.Context, r Resume) (*leg, error)
 }
 
 // fifo is a byte queue: data is buf[off:].
@@ -162,6 +162,25 @@ type leg struct {
 	finSent bool   // the end of stream was queued on it; guarded by stream.mu
 	finDone bool   // and written; guarded by stream.mu
 	rawIn   int    // bytes to read unframed before the first frame (the far end's first link: the JDWP handshake)
+	// z, when not nil, compresses the leg (ReplyCompress): its reader
+	// (readLoop) and writer (writeLoop) go through it, rawIn included.
+	z *zconn
+}
+
+// reader is what readLoop reads the leg from.
+func (l *leg) reader() io.Reader {
+	if l.z != nil {
+		return l.z
+	}
+	return l.br
+}
+
+// writer is what writeLoop writes the leg to.
+func (l *leg) writer() io.Writer {
+	if l.z != nil {
+		return l.z
+	}
+	return l.conn
 }
 
 func newStream(cfg streamConfig, id SessionID, secret [32]byte, c net.Conn) *stream {
@@ -272,9 +291,10 @@ func (s *stream) take(f frame) error {
 // readLoop reads l's frames until it fails or is replaced.
 func (s *stream) readLoop(l *leg) {
 	var buf []byte // owned by readLoop
+	src := l.reader()
 	if l.rawIn > 0 {
 		raw := make([]byte, l.rawIn)
-		_, err := io.ReadFull(l.br, raw)
+		_, err := io.ReadFull(src, raw)
 		s.mu.Lock()
 		if s.link == l && err == nil {
 			s.in.push(raw)
@@ -287,7 +307,7 @@ func (s *stream) readLoop(l *leg) {
 		}
 	}
 	for {
-		f, b, err := readFrame(l.br, buf)
+		f, b, err := readFrame(src, buf)
 		buf = b
 		s.mu.Lock()
 		if s.link != l {
@@ -296,7 +316,7 @@ func (s *stream) readLoop(l *leg) {
 		}
 		if err != nil {
 			s.mu.Unlock()
-			if errors.Is(err, ErrBadFrame) {
+			if errors.Is(err, ErrBadFrame) || errors.Is(err, ErrBadCompression) {
 				s.fail(err, "the other end sent a malformed frame; ending the session")
 			} else {
 				s.lost(l, err)
@@ -319,6 +339,7 @@ func (s *stream) readLoop(l *leg) {
 // the end of stream, until it fails or is replaced.
 func (s *stream) writeLoop(l *leg) {
 	buf := make([]byte, 0, writeBatch+frameHeader) // owned by writeLoop
+	dst := l.writer()
 	s.mu.Lock()
 	for {
 		if s.link != l {
@@ -346,7 +367,7 @@ func (s *stream) writeLoop(l *leg) {
 		}
 		s.ackSent = s.recv
 		s.mu.Unlock()
-		_, err := l.conn.Write(buf)
+		_, err := dst.Write(buf)
 		if err != nil {
 			s.lost(l, err)
 			return
@@ -444,11 +465,11 @@ func (s *stream) redialLoop(gen uint64) {
 		r := Resume{Session: s.id, Secret: s.secret, Received: s.recv}
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout())
-		c, br, peer, err := s.cfg.redial(ctx, r)
+		l, err := s.cfg.redial(ctx, r)
 		cancel()
 		if err == nil {
-			if err := s.resumed(gen, &leg{conn: c, br: br, sent: peer}, attempt); err != nil {
-				c.Close()
+			if err := s.resumed(gen, l, attempt); err != nil {
+				l.conn.Close()
 				s.fail(err, "the far end's sequence number does not match what this end sent; ending the session")
 			}
 			return
