@@ -8,8 +8,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -167,6 +171,117 @@ func FuzzDecompress(f *testing.F) {
 		n, err := io.CopyN(io.Discard, u, 64<<20)
 		if err != nil && err != io.EOF && !errors.Is(err, ErrBadCompression) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("after %d bytes: unexpected error %v", n, err)
+		}
+	})
+}
+
+// TestCompressAgreed: a connection is compressed only when the near end
+// offers it and the far end agrees; an end that does not (as an end that
+// does not know the flag) leaves the stream as it was, byte for byte
+// plain JDWP after the preamble. Compressed, each direction after the
+// preamble (after the near end's JDWP handshake) is one zstd stream of
+// that same JDWP.
+func TestCompressAgreed(t *testing.T) {
+	for _, tc := range []struct{ offer, agree bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		v := newVMSide(t)
+		f := startFar(t, v, "127.0.0.1:0", FarConfig{Compress: tc.agree})
+		addr, up, down, done := recordingHop(t, f.addr)
+		near := startNear(t, NearConfig{Addr: addr, Compress: tc.offer})
+		d, err := jdwptest.Attach(near)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.Close()
+		select {
+		case <-done:
+		case <-time.After(jdwptest.Timeout):
+			t.Fatal("the stream did not end with the session")
+		}
+		want := tc.offer && tc.agree
+		ur := strings.NewReader(up.String())
+		h, err := ReadHello(ur)
+		if err != nil || (h.Flags&FlagCompress != 0) != tc.offer {
+			t.Fatalf("offer %v: hello %+v, %v", tc.offer, h, err)
+		}
+		dr := strings.NewReader(down.String())
+		rep, err := ReadReply(dr)
+		if err != nil || (rep.Flags&ReplyCompress != 0) != want {
+			t.Fatalf("offer %v, agree %v: reply %+v, %v; want compression %v", tc.offer, tc.agree, rep, err, want)
+		}
+		if err := jdwp.ReadHandshake(ur); err != nil {
+			t.Fatalf("near→far: no plain handshake after the hello: %v", err)
+		}
+		var upJDWP, downJDWP io.Reader = ur, dr
+		if want {
+			upJDWP, downJDWP = newDecompressor(ur), newDecompressor(dr)
+		}
+		if err := jdwp.ReadHandshake(downJDWP); err != nil {
+			t.Fatalf("offer %v, agree %v: far→near: no handshake after the reply: %v", tc.offer, tc.agree, err)
+		}
+		if cmds, _ := countPackets(t, upJDWP); cmds != 3 {
+			t.Errorf("offer %v, agree %v: near→far carried %d commands, want 3", tc.offer, tc.agree, cmds)
+		}
+		if _, replies := countPackets(t, downJDWP); replies != 3 {
+			t.Errorf("offer %v, agree %v: far→near carried %d replies, want 3", tc.offer, tc.agree, replies)
+		}
+		f.stop()
+	}
+}
+
+// countPackets reads JDWP packets from r to its end.
+func countPackets(t *testing.T, r io.Reader) (cmds, replies int) {
+	t.Helper()
+	jr := jdwp.NewReader(r, 0)
+	for {
+		p, err := jr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("not JDWP: %v", err)
+		}
+		if p.IsReply() {
+			replies++
+		} else {
+			cmds++
+		}
+	}
+}
+
+// compressedLeg reports whether the held session's live link is
+// compressed.
+func (r *resumeRig) compressedLeg(t *testing.T) bool {
+	st := r.held(t)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.link != nil && st.link.z != nil
+}
+
+// TestResumeCompressed: a compressed resumable session goes on across a
+// drop, and across ten, byte for byte; each new link is compressed again
+// (a fresh compressor on each end, the unacknowledged frames compressed
+// anew).
+func TestResumeCompressed(t *testing.T) {
+	t.Run("drop", func(t *testing.T) {
+		r := newResumeRig(t, 30*time.Second, FarConfig{Compress: true}, NearConfig{Compress: true})
+		if !r.compressedLeg(t) {
+			t.Fatal("the first link is not compressed")
+		}
+		resumeAfterDrop(t, r)
+		if !r.compressedLeg(t) {
+			t.Error("the link after the drop is not compressed")
+		}
+	})
+	t.Run("ten drops", func(t *testing.T) {
+		r := newResumeRig(t, 30*time.Second, FarConfig{Compress: true}, NearConfig{Compress: true})
+		resumeTenDrops(t, r)
+		if !r.compressedLeg(t) {
+			t.Error("the link after the drops is not compressed")
 		}
 	})
 }

@@ -141,7 +141,10 @@ func pattern(n int, seed byte) []byte {
 // reply has its command's body, the event arrives as sent, the VM saw each
 // command once, and the far end never dropped its VM connection.
 func TestResumeAfterDrop(t *testing.T) {
-	r := newResumeRig(t, 30*time.Second, FarConfig{}, NearConfig{})
+	resumeAfterDrop(t, newResumeRig(t, 30*time.Second, FarConfig{}, NearConfig{}))
+}
+
+func resumeAfterDrop(t *testing.T, r *resumeRig) {
 	r.hop.setDown(true)
 	r.hop.drop()
 	bodies := [][]byte{[]byte("during"), pattern(100<<10, 1), pattern(300<<10, 2)}
@@ -205,7 +208,10 @@ func TestResumeAfterDrop(t *testing.T) {
 // TestResumeTenDrops: ten drops in a row, each while a command is in
 // flight, and the session goes on after each.
 func TestResumeTenDrops(t *testing.T) {
-	r := newResumeRig(t, 30*time.Second, FarConfig{}, NearConfig{})
+	resumeTenDrops(t, newResumeRig(t, 30*time.Second, FarConfig{}, NearConfig{}))
+}
+
+func resumeTenDrops(t *testing.T, r *resumeRig) {
 	for i := range 10 {
 		body := pattern(1000+i*5000, byte(i))
 		id, err := r.d.Send(jdwp.Cmd{Set: 64, Cmd: 1}, body)
