@@ -41,7 +41,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "link bandwidth: %d bytes/s per direction\n", r.Bandwidth)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tstops\tmedian step ms\t95% CI\tmin-max\tp95 ms\tspeedup\t95% CI\tfirst stop ms\tspeedup\thit ratio\twasted spec\tpushed B/stop\tdigests\t")
+	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tstops\tmedian step ms\t95% CI\tmin-max\tp95 ms\tspeedup\t95% CI\tfirst stop ms\tspeedup\thit ratio\twasted spec\tpushed B/stop\tlink KB up/down\tdigests\t")
 	noisy := false
 	for _, c := range r.Cells {
 		speed, speedCI, hit, waste, firstSpeed, pushed := "-", "-", "-", "-", "-", "-"
@@ -72,9 +72,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if !c.DigestsMatch {
 			ok = "MISMATCH"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.1f\t%s-%s\t%s-%s\t%.1f\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.1f\t%s-%s\t%s-%s\t%.1f\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%.1f/%.1f\t%s\t\n",
 			c.Workload, c.Mode, c.RTTMS, c.Stops, c.MedianMS, ms1(c.MedianCI[0]), ms1(c.MedianCI[1]), ms1(c.MinMS), ms1(c.MaxMS),
-			c.P95MS, speed, speedCI, c.FirstStopMS, firstSpeed, hit, waste, pushed, ok)
+			c.P95MS, speed, speedCI, c.FirstStopMS, firstSpeed, hit, waste, pushed, float64(c.LinkBytesUp)/1000, float64(c.LinkBytesDown)/1000, ok)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -116,6 +116,9 @@ type Config struct {
 	// Bandwidth limits the emulated link, in bytes per second in each
 	// direction; 0 is unlimited.
 	Bandwidth int64
+	// Compress has split mode's ends compress their link (split.NearConfig
+	// and FarConfig's Compress).
+	Compress bool
 	// DropEvery, when positive, makes the link of split-mode cells close
 	// its connections every DropEvery (link.Config.DropEvery): their
 	// sessions resume across each drop. Other cells' links carry the
@@ -162,6 +165,11 @@ type Cell struct {
 	// DigestsMatch is false when any stop's digest differs from the
 	// direct run's at the same RTT.
 	DigestsMatch bool `json:"digests_match"`
+	// LinkBytesUp and LinkBytesDown are the bytes the emulated link carried
+	// during the cell, towards the VM (or the far end) and back: the
+	// attach, every stop and the detach.
+	LinkBytesUp   int64 `json:"link_bytes_up"`
+	LinkBytesDown int64 `json:"link_bytes_down"`
 	// LinkDrops is how many times the link dropped its connections during
 	// the cell (Config.DropEvery).
 	LinkDrops int64    `json:"link_drops,omitempty"`
@@ -286,7 +294,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	defer vm.Stop()
 	behind := vm.Addr() // what the link leads to
 	if m.Split {
-		if behind, err = startFar(ctx, behind, m.FarHooks, m.Push, cfg.Log); err != nil {
+		if behind, err = startFar(ctx, behind, m.FarHooks, m.Push, cfg.Compress, cfg.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -302,7 +310,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	addr := lk.Addr().String()
 	switch {
 	case m.Split:
-		addr, err = startRelay(ctx, split.Dialer(split.NearConfig{Addr: addr, Attach: m.Push, ResumeWithin: split.DefaultResumeWithin, Logger: cfg.Log}), m.NewHooks, cfg.Log)
+		addr, err = startRelay(ctx, split.Dialer(split.NearConfig{Addr: addr, Attach: m.Push, ResumeWithin: split.DefaultResumeWithin, Compress: cfg.Compress, Logger: cfg.Log}), m.NewHooks, cfg.Log)
 	case m.Via != nil:
 		addr, err = m.Via(ctx, addr)
 	case m.Copy:
@@ -323,6 +331,8 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	if err != nil {
 		return nil, err
 	}
+	lk.Close() // its sessions' bytes are counted once they end
+	up, down := lk.Bytes()
 	steady := res.Steady()
 	ms := make([]float64, 0, len(steady))
 	burst := make([]float64, 0, len(steady))
@@ -337,6 +347,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		Stops: len(steady), MedianMS: sp.Median, MinMS: sp.Min, MaxMS: sp.Max, MedianCI: sp.CI,
 		StepMS: stepMS, P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
 		FirstStopMS: res.Summary.FirstStopMS, Digests: res.Digests(), LinkDrops: lk.Drops(),
+		LinkBytesUp: up, LinkBytesDown: down,
 	}, nil
 }
 
@@ -354,13 +365,13 @@ func startRelay(ctx context.Context, dial relay.Dialer, hooks func(*relay.Sessio
 
 // startFar runs split mode's far end in front of the VM at vmAddr until
 // ctx ends.
-func startFar(ctx context.Context, vmAddr string, hooks func(*relay.Session) relay.Hooks, push bool, log zerolog.Logger) (string, error) {
+func startFar(ctx context.Context, vmAddr string, hooks func(*relay.Session) relay.Hooks, push, compress bool, log zerolog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP(vmAddr), Logger: log}, Hooks: hooks, Attach: push,
-		ResumeWithin: split.DefaultResumeWithin, Logger: log})
+		ResumeWithin: split.DefaultResumeWithin, Compress: compress, Logger: log})
 	go far.Serve(ctx, ln) //nolint:errcheck // ends with ctx
 	return ln.Addr().String(), nil
 }

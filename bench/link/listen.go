@@ -41,6 +41,8 @@ type Link struct {
 	mu    sync.Mutex            // guards conns
 	conns map[net.Conn]struct{} // both sides of every connection carried, for DropEvery
 	drops atomic.Int64
+	up    atomic.Int64 // bytes the ended connections carried client -> target
+	down  atomic.Int64 // and target -> client
 }
 
 // dialTimeout bounds each dial to the target.
@@ -110,6 +112,10 @@ func (l *Link) dropLoop() {
 		}
 	}
 }
+
+// Bytes is what the link's ended connections delivered, client to target
+// (up) and target to client (down); after Close, all of them.
+func (l *Link) Bytes() (up, down int64) { return l.up.Load(), l.down.Load() }
 
 // Drops is how many times DropEvery closed the link's connections (ticks
 // with none open are not counted).
@@ -187,6 +193,8 @@ func (l *Link) serveConn(c net.Conn, id uint64) {
 	l.track(c, true)
 	l.track(t, true)
 	st, err := pipe(l.ctx, c, t, l.cfg, id)
+	l.up.Add(st.AToB)
+	l.down.Add(st.BToA)
 	l.track(c, false)
 	l.track(t, false)
 	ev := log.Debug()

@@ -212,6 +212,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	bandwidth := new(int64)
 	bytesVar(fs, bandwidth, "bandwidth", 0, "limit the emulated link to this many `bytes` per second in each direction (units: KiB, MiB, kB, MB; 0: unlimited)")
 	dropEvery := fs.Duration("drop-every", 0, "a link fault for split-mode cells: the link closes its connections every `duration`, and their sessions resume across each drop (other modes' links carry the debugger's session itself: no drops there); 0: none")
+	compress := fs.Bool("compress", true, "split mode's ends compress their link (as their --compress)")
 	writeBehind := fs.Bool("write-behind", true, "the speculate mode answers state-setting commands at once when proven (as the proxy's flag)")
 	diagnose := fs.Bool("diagnose", false, "tally the speculate mode's speculative commands (sent, used, wasted) by command and rule, and its misses by stop, into diag.txt in --out")
 	var lf logFlags
@@ -247,7 +248,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "jdwpaccel bench: bad --bandwidth %d or --drop-every %v\n", *bandwidth, *dropEvery)
 		return exitUsage
 	}
-	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Bandwidth: *bandwidth, DropEvery: *dropEvery, Log: log, Progress: progressBar(e.stderr)}
+	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Bandwidth: *bandwidth, DropEvery: *dropEvery, Compress: *compress, Log: log, Progress: progressBar(e.stderr)}
 	if cfg.RTTs, err = parseRTTs(*rtts); err == nil {
 		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil && *breakpoints < 1 {
 			err = fmt.Errorf("bad --breakpoints %d", *breakpoints)

@@ -90,6 +90,7 @@ type splitFlags struct {
 	tlsCert, tlsKey string
 	peerCert        string
 	resumeWithin    time.Duration // a session outlives its lost link this long; 0: not at all
+	compress        bool          // offer (near end) or agree to (far end) zstd on the link
 	usersFile       string        // far end: named users' tokens
 	auditFile       string        // far end: the audit log
 	tunnel          string        // near end: the tunnel command (--far-tunnel)
@@ -97,6 +98,7 @@ type splitFlags struct {
 
 func (l *splitFlags) registerResume(fs *flag.FlagSet, with string) {
 	fs.DurationVar(&l.resumeWithin, "resume-within", split.DefaultResumeWithin, with+"a debugger session outlives a lost link for this `DURATION`: the far end keeps the VM connection, the near end the debugger's and dials again, and the session goes on where it stopped (0: a session ends with its link)")
+	fs.BoolVar(&l.compress, "compress", true, with+"compress the link with zstd in both directions when the other end agrees (--compress=false: send it as it is)")
 }
 
 func (l *splitFlags) registerNear(fs *flag.FlagSet) {
@@ -232,7 +234,7 @@ func (l *splitFlags) nearConfig(far string, log zerolog.Logger, reg prometheus.R
 	if err != nil {
 		return split.NearConfig{}, err
 	}
-	nc := split.NearConfig{Addr: far, Token: token, Software: software(), ResumeWithin: l.resumeWithin,
+	nc := split.NearConfig{Addr: far, Token: token, Software: software(), ResumeWithin: l.resumeWithin, Compress: l.compress,
 		Logger: log.With().Str(relay.LogComponent, "split").Logger(), Metrics: split.NewMetrics(reg)}
 	if pin != nil {
 		nc.TLS = split.ClientTLS(pin, cert)
@@ -529,6 +531,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	fc.Metrics = split.NewMetrics(st.reg)
 	fc.PreambleTimeout = 10 * time.Second
 	fc.ResumeWithin = pf.link.resumeWithin
+	fc.Compress = pf.link.compress
 	// The page travels over the link to near ends (behind the link's own
 	// checks), which show it under /far/.
 	page := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
