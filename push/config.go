@@ -41,7 +41,8 @@
 // IDE-side proxy does.
 //
 // The wire format (vendor command set 0xE1) is in PROTOCOL.md. Bandwidth
-// is a budget: bodies are zstd-compressed, the bytes pushed per stop are
+// is a budget: bodies are zstd-compressed (by the link, when its ends
+// agreed to compress it: then bodies go raw), the bytes pushed per stop are
 // capped, and under the cap the replies the learner says are most likely
 // used go first.
 package push
@@ -55,8 +56,9 @@ import (
 
 // Config configures both ends.
 type Config struct {
-	// MaxBytesPerStop caps the bundle bytes (as sent, compressed) the far
-	// end pushes per stop (DefaultMaxBytesPerStop when zero).
+	// MaxBytesPerStop caps the bundle bytes (as sent: compressed, or raw
+	// on a compressed link, which carries fewer) the far end pushes per
+	// stop (DefaultMaxBytesPerStop when zero).
 	MaxBytesPerStop int
 	// MaxHold bounds how long the far end holds a stop event while its
 	// speculation runs (DefaultMaxHold when zero).
@@ -158,7 +160,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "jdwpaccel", Name: "push_bytes_total",
-			Help: "Bytes of pushed-reply bundles the far end sent across the split link (packets as sent, compressed)."}),
+			Help: "Bytes of pushed-reply bundles the far end sent across the split link (packets as sent: compressed, or raw on a compressed link)."}),
 		bundles: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "jdwpaccel", Name: "push_bundles_total",
 			Help: "Pushed-reply bundles the far end sent."}),
 		bad: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "jdwpaccel", Name: "push_bad_bundles_total",

@@ -25,6 +25,9 @@ func FarHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.
 	return func(rs *relay.Session) relay.Hooks {
 		f := &far{cfg: cfg, rs: rs, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger(),
 			attaching: attachAgreed(rs.DebuggerInfo())}
+		if !linkCompressed(rs.DebuggerInfo()) {
+			f.codec = &f.enc
+		}
 		f.spec = sp.NewTapped(rs, speculator.ModeAlways, f)
 		f.ic = f.spec.Interceptor()
 		f.usage.c = &f.dec
@@ -78,6 +81,7 @@ type far struct {
 	heldPkts  []heldPkt
 	heldBuf   []byte // bytes of the held packets; owned by far
 	enc       codec
+	codec     *codec // &enc, or nil when the link compresses (linkCompressed): bodies go raw
 	payload   []byte // a bundle's records in send order
 	out       []byte // the bundle packet
 	nextID    uint32 // IDs of bundle packets
@@ -86,6 +90,16 @@ type far struct {
 	// attaching: the attach bundle (stop 0) is being gathered, to be sent
 	// as the session's first packet, even empty (attachAgreed).
 	attaching bool
+}
+
+// linkCompressed says whether the preamble agreed to compress the link
+// (split.Agreed, as relay.Session.DebuggerInfo or VMInfo): bodies then
+// go raw, as the link compresses them with the rest of its stream, whose
+// history serves them better than one body alone does, and compressing
+// them twice would only cost CPU.
+func linkCompressed(info any) bool {
+	a, ok := info.(interface{ Compressed() bool })
+	return ok && a.Compressed()
 }
 
 // attachAgreed says whether the preamble agreed on an attach bundle
@@ -387,7 +401,7 @@ func (f *far) sendBundle(out *relay.Outbox) {
 		}
 		h := Header{Stop: f.stop, Fence: f.pendFence, Records: uint32(n)}
 		f.out = jdwp.AppendCommand(f.out[:0], 0, CmdBundle, nil)
-		f.out = appendBody(f.out, h, f.payload, &f.enc)
+		f.out = appendBody(f.out, h, f.payload, f.codec)
 		if len(f.out) <= budget || n == 0 {
 			break
 		}

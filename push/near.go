@@ -26,6 +26,9 @@ func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		n := &near{cfg: cfg, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
+		if !linkCompressed(rs.VMInfo()) {
+			n.codec = &n.enc
+		}
 		if attachAgreed(rs.VMInfo()) {
 			n.awaitAttach = true
 			n.attachIn = make(chan struct{})
@@ -108,6 +111,7 @@ type near struct {
 	usage    []byte // usage records of the stop (or the attach): commands the cache answered
 	usageN   int
 	enc      codec
+	codec    *codec // &enc, or nil when the link compresses (linkCompressed): bodies go raw
 	out      []byte
 }
 
@@ -215,7 +219,7 @@ func (n *near) sendUsage(rs *relay.Session, out *relay.Outbox) {
 	}
 	n.out = jdwp.AppendCommand(n.out[:0], rs.IDs().NewSynthetic(), CmdUsage, nil)
 	h := Header{Stop: n.cur, Fence: uint64(rtt / time.Microsecond), Records: uint32(n.usageN)}
-	n.out = appendBody(n.out, h, n.usage, &n.enc)
+	n.out = appendBody(n.out, h, n.usage, n.codec)
 	fixLength(n.out)
 	n.usage, n.usageN = n.usage[:0], 0
 	out.SendToVM(n.out, relay.Synthetic)
