@@ -23,15 +23,17 @@ import (
 // Compression tuning.
 const (
 	// zstdWindow is each direction's window: how far back a match may
-	// reach. A megabyte holds the attach's biggest replies (the loaded
-	// classes' signatures, a line table's neighbours) and the stops'
-	// repeated commands and replies.
-	zstdWindow = 1 << 20
+	// reach. A quarter of a megabyte compresses the attach's biggest
+	// reply (AllClassesWithGeneric at 15,000 classes, about 1 MB) as well
+	// as a megabyte does (BenchmarkCompressAllClasses), and holds the
+	// stops' repeated commands and replies, for about 3.5 MiB per
+	// connection end (compressor and decompressor) where a megabyte costs 6.
+	zstdWindow = 256 << 10
 	// zstdMaxWindow is the biggest window a decompressor accepts: a
 	// stream that asks for more is malformed. With it, a decompressor
 	// holds at most this much history plus one block (128 KiB), whatever
 	// the stream decodes to.
-	zstdMaxWindow = zstdWindow
+	zstdMaxWindow = 1 << 20
 	// zstdLevel trades the CPU of both ends for the link's bytes.
 	zstdLevel = zstd.SpeedDefault
 )

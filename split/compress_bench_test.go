@@ -1,0 +1,90 @@
+package split
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// jdkClasses lists up to n class names of the JDK's module image (jimage
+// list), as a VM that loaded them would name them.
+func jdkClasses(b *testing.B, n int) []string {
+	jdktest.RequireJDK(b)
+	java, err := exec.LookPath("java")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if java, err = filepath.EvalSymlinks(java); err != nil {
+		b.Fatal(err)
+	}
+	home := filepath.Dir(filepath.Dir(java))
+	out, err := exec.Command(filepath.Join(home, "bin", "jimage"), "list", filepath.Join(home, "lib", "modules")).Output()
+	if err != nil {
+		b.Skipf("jimage list: %v", err)
+	}
+	var names []string
+	for l := range strings.Lines(string(out)) {
+		l = strings.TrimSpace(l)
+		if name, ok := strings.CutSuffix(l, ".class"); ok && !strings.HasSuffix(name, "module-info") && len(names) < n {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// allClassesReply is a VM's reply to AllClassesWithGeneric for names:
+// per class its tag, a reference type ID (as HotSpot's: small and rising),
+// signature, empty generic signature and status.
+func allClassesReply(names []string) []byte {
+	body := binary.BigEndian.AppendUint32(nil, uint32(len(names)))
+	for i, n := range names {
+		body = append(body, 1)
+		body = binary.BigEndian.AppendUint64(body, uint64(400+i))
+		body = binary.BigEndian.AppendUint32(body, uint32(len(n)+2))
+		body = append(body, 'L')
+		body = append(body, n...)
+		body = append(body, ';')
+		body = binary.BigEndian.AppendUint32(body, 0)
+		body = binary.BigEndian.AppendUint32(body, 7) // verified, prepared, initialized
+	}
+	return jdwp.AppendReply(nil, 5, jdwp.ErrorNone, body)
+}
+
+// BenchmarkCompressAllClasses compresses, as a compressed link sends it,
+// the attach's biggest reply: AllClassesWithGeneric in a VM with 15,000
+// of the JDK's classes loaded, in the module image's order (packages
+// together) and shuffled (a worst case of load order). It reports the
+// bytes on the link and the ratio: run with
+// go test -run X -bench CompressAllClasses ./split/
+func BenchmarkCompressAllClasses(b *testing.B) {
+	names := jdkClasses(b, 15000)
+	shuffled := append([]string(nil), names...)
+	rand.New(rand.NewPCG(1, 1)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, tc := range []struct {
+		name  string
+		names []string
+	}{{"image-order", names}, {"shuffled", shuffled}} {
+		b.Run(tc.name, func(b *testing.B) {
+			pkt := allClassesReply(tc.names)
+			var buf bytes.Buffer
+			b.SetBytes(int64(len(pkt)))
+			for b.Loop() {
+				buf.Reset()
+				w := newCompressor(&buf)
+				if _, err := w.Write(pkt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(pkt)), "raw-bytes")
+			b.ReportMetric(float64(buf.Len()), "link-bytes")
+			b.ReportMetric(float64(len(pkt))/float64(buf.Len()), "ratio")
+		})
+	}
+}
