@@ -4,40 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
-
-// jdkClasses lists up to n class names of the JDK's module image (jimage
-// list), as a VM that loaded them would name them.
-func jdkClasses(b *testing.B, n int) []string {
-	jdktest.RequireJDK(b)
-	java, err := exec.LookPath("java")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if java, err = filepath.EvalSymlinks(java); err != nil {
-		b.Fatal(err)
-	}
-	home := filepath.Dir(filepath.Dir(java))
-	out, err := exec.Command(filepath.Join(home, "bin", "jimage"), "list", filepath.Join(home, "lib", "modules")).Output()
-	if err != nil {
-		b.Skipf("jimage list: %v", err)
-	}
-	var names []string
-	for l := range strings.Lines(string(out)) {
-		l = strings.TrimSpace(l)
-		if name, ok := strings.CutSuffix(l, ".class"); ok && !strings.HasSuffix(name, "module-info") && len(names) < n {
-			names = append(names, name)
-		}
-	}
-	return names
-}
 
 // allClassesReply is a VM's reply to AllClassesWithGeneric for names:
 // per class its tag, a reference type ID (as HotSpot's: small and rising),
@@ -64,7 +35,8 @@ func allClassesReply(names []string) []byte {
 // bytes on the link and the ratio: run with
 // go test -run X -bench CompressAllClasses ./split/
 func BenchmarkCompressAllClasses(b *testing.B) {
-	names := jdkClasses(b, 15000)
+	jdktest.RequireJDK(b)
+	names := jdkClassNames(b, 15000)
 	shuffled := append([]string(nil), names...)
 	rand.New(rand.NewPCG(1, 1)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	for _, tc := range []struct {
