@@ -40,12 +40,12 @@ type session struct {
 	cache *replyCache
 	learn learner
 	disp  dispatcher
-	att   attach                    // the attach's prefetch, recording and replay (attach.go)
-	trig  *trigger.Manager[cmdData] // command, reply and event subscriptions
-	data  dataPool                  // cmdData kept with commands in flight (slot)
-	push  pushSeams                 // mode and tap (export.go)
-	wb    writeBehind               // state-setting commands answered at once (writebehind.go)
-	prep  prepareRule               // speculation at CLASS_PREPARE stops (predict_prepare.go)
+	att   attach           // the attach's prefetch, recording and replay (attach.go)
+	trig  *trigger.Manager // event subscriptions
+	data  dataPool         // cmdData kept with commands in flight (slot)
+	push  pushSeams        // mode and tap (export.go)
+	wb    writeBehind      // state-setting commands answered at once (writebehind.go)
+	prep  prepareRule      // speculation at CLASS_PREPARE stops (predict_prepare.go)
 
 	// out is the outbox of the relay's turn in progress (relay.Frame.Out,
 	// or relay.Session.Do's), set by each entry point for its duration
@@ -63,7 +63,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss := &session{
 		sp:    sp,
 		log:   rs.Logger().With().Str(relay.LogComponent, "speculator").Logger(),
-		trig:  trigger.New[cmdData](),
+		trig:  trigger.New(),
 		learn: newLearner(),
 		wb:    newWriteBehind(sp.cfg.WriteBehind),
 		began: time.Now(),
@@ -143,7 +143,6 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		ss.applyEffect(p, sizes, &d)
 	}
 	d.gen = ss.facts.gen
-	ss.trig.Command(p)
 	if d.wb != nil && d.wb.written {
 		return ss.writeBehind(f, &d)
 	}
@@ -215,7 +214,6 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	d, tracked := f.Data(slot).(*cmdData) // kept with the command (FromDebugger, dispatcher.send)
 	if tracked {
 		defer ss.data.put(d)
-		ss.trig.Reply(c, p, d)
 	}
 	if f.Origin == relay.Synthetic && !(tracked && d.wb != nil) {
 		// The relay tells replies to the proxy's own commands (the
