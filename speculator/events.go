@@ -21,6 +21,10 @@ func locatable(k jdwp.EventKind) bool {
 	return false
 }
 
+// event routes a composite event: the subscribed handlers (facts, the
+// attach, the prepare rule) fire as it is read, the compositors see it,
+// then the session takes in the suspension it brings, and at a suspending
+// stop the stoppers and, at a location, the wavers speculate.
 func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
 	ss.lock(f.Out())
@@ -28,20 +32,20 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.
-		ss.attachVMStart(rs, f.Packet.Body())
+		ss.att.vmStart(f.Packet.Body())
 		return
 	}
-	ss.prep.pending = ss.prep.pending[:0]
 	comp, err := ss.trig.Events(f.Packet.Body(), sizes)
+	for _, c := range ss.on.compositors {
+		c.seen(comp, err)
+		defer c.taken(comp) // once the suspension below is taken in
+	}
 	if err != nil {
 		// A composite we cannot read may hide anything: forget it all.
-		ss.wb.forgetIDs()
 		ss.endEpisode()
 		ss.facts.invalidateAll(reasonUnknownCommand)
 		return
 	}
-	ss.wb.event(comp)
-	defer ss.wb.learnEvent(comp, &ss.facts) // once the suspension below is taken in
 	var thread jdwp.ThreadID
 	var loc jdwp.Location
 	stop := false
@@ -81,12 +85,19 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		ss.facts.suspended[thread] = true
 	}
 	ss.facts.suspChanges++
-	ss.prepareStop(sizes)
+	ss.push.stop++ // a suspending stop taken (pushSeams.stop)
+	for _, x := range ss.on.stoppers {
+		x.stopped(sizes)
+	}
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread, loc)
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
-			ss.speculateStop(sizes)
+			for w := range waves {
+				for _, x := range ss.on.wavers {
+					x.wave(w, sizes)
+				}
+			}
 		}
 	}
 }

@@ -180,10 +180,15 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	if reply.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnReply(c, &d, reply, sizes)
 		ss.facts.classes.learn(c, d.key.Params(), reply, sizes)
-		ss.wb.read(c, d.key.Params(), reply, sizes, &ss.facts) // valid: checked above
+		ss.replied(offeredReply(c, d.key.Params(), reply, sizes)) // valid: checked above
 	}
 	ss.cache.store(&d.key, info, d.subj, m.gen, reply, nil)
 	return OfferStored
+}
+
+// offeredReply is a reply fetched elsewhere, valid, for the reply phase.
+func offeredReply(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) *reply {
+	return &reply{c: c, params: params, p: p, sizes: sizes, valid: true, offered: true}
 }
 
 // Asked tells the session that the debugger sent command c with params and
@@ -202,15 +207,13 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 	if !ok || ss.closed {
 		return
 	}
-	if a := &ss.att; !a.identified && a.rs != nil {
+	if a := &ss.att; !a.identified && a.started {
 		// The first command the debugger sent, answered elsewhere (from
 		// the attach's replies pushed there): it identifies the debugger
 		// (attach.go), as if it had come here.
-		ss.attachIdentify(a.rs, c, sizes)
+		a.identify(c, sizes)
 	}
-	ss.learn.learnCommand(&key, info, key.Subject(info, sizes), sizes, ss.facts.objType)
-	ss.attachRecord(&key, info, sizes)
-	ss.prepareAsked(&key, info, sizes)
+	ss.asked(&key, info, sizes)
 	if e := ss.cache.lookup(&key); e != nil {
 		ss.markUsed(e.rec)
 	}
@@ -241,23 +244,6 @@ func (ss *session) tapIdle() {
 	}
 }
 
-// forcedSpeculation is the mode's answer to whether to speculate, and
-// whether the mode decides it (ModeAdaptive leaves it to the gates).
-func (ss *session) forcedSpeculation() (speculate, forced bool) {
-	switch ss.push.mode {
-	case ModeAlways:
-		return !ss.closed, true
-	case ModeNear:
-		if ss.push.unpushed {
-			return false, false
-		}
-		return false, true
-	case ModeNever:
-		return false, true
-	}
-	return false, false
-}
-
 // Unpushed says, before a ModeNear session sees a stop event, whether that
 // stop comes without pushed state (the far end did not take it for a stop,
 // or gathered nothing for it): then the session speculates on it itself,
@@ -277,7 +263,7 @@ func (s *Session) Prefetch(rs *relay.Session, out *relay.Outbox) {
 	ss.lock(out)
 	defer ss.unlock()
 	if !ss.att.started && !ss.closed {
-		ss.attachStart(rs)
+		ss.att.start()
 	}
 }
 
@@ -299,7 +285,7 @@ func (s *Session) Attached(rs *relay.Session, out *relay.Outbox) {
 	if ss.att.started || ss.closed {
 		return
 	}
-	ss.attachStart(rs)
+	ss.att.start()
 	for _, c := range defaultPrefetch {
 		pushed := &spec{kind: kAttach, sent: true, done: true}
 		info, ok := keyable.Fill(&pushed.key, c, nil, sizes)
@@ -310,13 +296,13 @@ func (s *Session) Attached(rs *relay.Session, out *relay.Outbox) {
 		if e == nil {
 			continue
 		}
-		if e.rec == nil && len(ss.att.specs) < maxAttachCmds {
+		if e.rec == nil && len(ss.ownSpecs) < maxAttachCmds {
 			pushed.info, pushed.subj, pushed.gen = info, e.subj, e.gen
 			ss.cache.adopt(e, pushed)
-			ss.att.specs = append(ss.att.specs, pushed)
+			ss.ownSpecs = append(ss.ownSpecs, pushed)
 		}
 		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
-			ss.attachReply(c, nil, "", p, sizes)
+			ss.replied(&reply{c: c, p: p, sizes: sizes})
 		}
 	}
 }
