@@ -65,15 +65,16 @@ type far struct {
 	usage parser
 	ans   []byte
 
-	mu        sync.Mutex // guards every field below
-	stop      uint64     // serial of the stop being gathered (0: none yet)
-	sent      int        // bundle bytes sent for stop
-	full      bool       // stop's MaxBytesPerStop is spent
-	pending   []pend     // gathered records, not yet sent, in arrival order
-	raw       []byte     // their encodings; owned by far
-	pendFence uint64     // fence when pending's first record was gathered
-	holding   bool       // a stop event (heldPkts[0]) is held
-	holdSeq   uint64     // numbers holds, so a late timer knows its own
+	mu        sync.Mutex          // guards every field below
+	told      speculator.StopInfo // where the speculator's stops stand (Event, Ended)
+	stop      uint64              // serial of the stop being gathered (0: none yet)
+	sent      int                 // bundle bytes sent for stop
+	full      bool                // stop's MaxBytesPerStop is spent
+	pending   []pend              // gathered records, not yet sent, in arrival order
+	raw       []byte              // their encodings; owned by far
+	pendFence uint64              // fence when pending's first record was gathered
+	holding   bool                // a stop event (heldPkts[0]) is held
+	holdSeq   uint64              // numbers holds, so a late timer knows its own
 	timer     *time.Timer
 	heldPkts  []heldPkt
 	heldBuf   []byte // bytes of the held packets; owned by far
@@ -113,10 +114,7 @@ func (o *farFence) SessionStart(rs *relay.Session) {
 	f.startTimer(max(f.cfg.MaxHold, f.cfg.AttachWait/2))
 	f.mu.Unlock()
 	rs.Do(func(out *relay.Outbox) { //nolint:errcheck // a session that ended sends nothing
-		f.spec.Prefetch(rs, out)
-		if f.spec.Idle() {
-			f.Idle(out, 0) // nothing was sent: the bundle goes out empty
-		}
+		f.spec.Prefetch(out) // if nothing was sent, Idle: the bundle goes out empty
 	})
 }
 
@@ -173,9 +171,8 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 	f.linkRTT(time.Duration(min(h.Fence, maxReportedRTT)) * time.Microsecond)
 	sizes, _ := rs.IDSizes()
 	f.mu.Lock()
-	quiet := f.quiet
+	quiet, serial, active := f.quiet, f.told.Serial, f.told.Active
 	f.mu.Unlock()
-	serial, active := f.spec.Stop()
 	switch {
 	case quiet && (serial == 0 || active):
 		// No bundle named the stop to the near end, which reports
@@ -245,14 +242,10 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 		}
 		return relay.Forward
 	}
-	var serial uint64
-	var active, idle bool
-	if fr.Kind == relay.KindEvent {
-		serial, active = f.spec.Stop()
-		idle = f.spec.Idle()
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Where the speculator's stops stand after the event (Event).
+	serial, active, idle := f.told.Serial, f.told.Active, f.told.Idle
 	if f.holding && !announcesVMDeath(fr) {
 		f.hold(fr.Packet)
 		fr.Origin = relay.Synthetic
@@ -301,6 +294,21 @@ func (f *far) expire(out *relay.Outbox, seq uint64) {
 		f.cfg.Counters.expiry.Add(1)
 		f.flush(out)
 	}
+}
+
+// Event notes where the speculator's stops stand after a VM event
+// (speculator.Tap): FromVM holds the event of a stop that began.
+func (f *far) Event(_ *relay.Outbox, st speculator.StopInfo) {
+	f.mu.Lock()
+	f.told = st
+	f.mu.Unlock()
+}
+
+// Ended notes that the speculator's stop ended (speculator.Tap).
+func (f *far) Ended(*relay.Outbox, uint64) {
+	f.mu.Lock()
+	f.told.Active = false
+	f.mu.Unlock()
 }
 
 // Stored gathers a speculative reply of the current stop (speculator.Tap).

@@ -29,6 +29,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
 	ss.lock(f.Out())
 	defer ss.unlock()
+	ss.push.evented = true // the tap is told where the stops stand (tell)
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.

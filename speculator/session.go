@@ -441,8 +441,10 @@ func (ss *session) lock(out *relay.Outbox) {
 	ss.out = out
 }
 
-// unlock ends what lock began.
+// unlock ends what lock began, telling the tap where the stops stand
+// (tell).
 func (ss *session) unlock() {
+	ss.tell()
 	ss.out = nil
 	ss.mu.Unlock()
 }
