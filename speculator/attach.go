@@ -158,7 +158,7 @@ func (a *attach) vmStart(body []byte) {
 // once the ID sizes are, class and method IDs with their names.
 func (a *attach) replied(x *reply) {
 	c, params, sig, p, sizes := x.c, x.params, x.sig, x.p, x.sizes
-	if !a.started || x.offered {
+	if !a.started || x.offered || !x.ok {
 		return
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)

@@ -223,7 +223,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 
 // offeredReply is a reply fetched elsewhere, valid, for the reply phase.
 func offeredReply(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) *reply {
-	return &reply{c: c, params: params, p: p, sizes: sizes, valid: true, offered: true}
+	return &reply{ok: true, c: c, params: params, p: p, sizes: sizes, valid: true, offered: true}
 }
 
 // Asked tells the session that the debugger sent command c with params and
@@ -339,7 +339,7 @@ func (s *Session) Attached(out *relay.Outbox) {
 			ss.ownSpecs = append(ss.ownSpecs, pushed)
 		}
 		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
-			ss.replied(&reply{c: c, p: p, sizes: sizes})
+			ss.replied(&reply{rs: ss.att.rs, ok: true, c: c, p: p, sizes: sizes})
 		}
 	}
 }

@@ -33,14 +33,8 @@ type (
 	misser interface {
 		missed(key *keyable.Key, sizes jdwp.IDSizes)
 	}
-	// resumer sees the debugger resume the VM or a thread.
-	resumer interface{ resumed() }
-	// settler sees every reply to a command the session tracked (d),
-	// error or not, before its effects on facts.
-	settler interface {
-		settle(rs *relay.Session, d *cmdData, p jdwp.Packet)
-	}
-	// replier sees a successful reply, after facts learned from it.
+	// replier sees a reply after facts took it in: every reply to a
+	// debugger command (r.d), a successful one to the proxy's own.
 	replier interface{ replied(r *reply) }
 	// holder sees the reply to a speculation before it is stored: true
 	// takes it (held, or dropped), and it is not stored.
@@ -83,8 +77,6 @@ type parts struct {
 	commanders  []commander
 	askers      []asker
 	missers     []misser
-	resumers    []resumer
-	settlers    []settler
 	repliers    []replier
 	holders     []holder
 	compositors []compositor
@@ -107,12 +99,6 @@ func (t *parts) register(trig *trigger.Manager, ps ...part) {
 		}
 		if x, ok := p.(misser); ok {
 			t.missers = append(t.missers, x)
-		}
-		if x, ok := p.(resumer); ok {
-			t.resumers = append(t.resumers, x)
-		}
-		if x, ok := p.(settler); ok {
-			t.settlers = append(t.settlers, x)
 		}
 		if x, ok := p.(replier); ok {
 			t.repliers = append(t.repliers, x)
@@ -152,6 +138,9 @@ type command struct {
 	// d is kept with the command until its reply: a part keeps its own
 	// per-command state there (d.wb).
 	d *cmdData
+	// eff is the command's effect on facts (keyable's table), applied
+	// once the phase is over.
+	eff keyable.Effect
 	// set is the command's EventRequest.Set, read once for every part
 	// (set.ok false for another command, or one that does not parse).
 	set eventRequest
@@ -196,8 +185,13 @@ func (er *eventRequest) read(body []byte, sizes jdwp.IDSizes) {
 	er.whole = r.Remaining() == 0
 }
 
-// reply is a successful reply as the reply phase sees it.
+// reply is a reply as the reply phase sees it.
 type reply struct {
+	rs *relay.Session
+	// d is what was kept with a debugger command (nil for a reply to the
+	// proxy's own, or one fetched elsewhere).
+	d      *cmdData
+	ok     bool // the reply is no error
 	c      jdwp.Cmd
 	params []byte // the command's parameters, if it was keyed
 	sig    string // a ClassesBySignature's signature

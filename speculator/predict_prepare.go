@@ -51,7 +51,7 @@ const (
 // debugger's CLASS_PREPARE requests (command), to the classes a
 // suspending composite prepares (its CLASS_PREPARE subscription, then
 // stopped), to Methods replies for those classes (replied), to what the
-// debugger asks of them (asked) and to its resume (resumed); it takes and
+// debugger asks of them (asked) and to its resume (command); it takes and
 // leaves its share of the profile. Guarded by session.mu.
 type prepareRule struct {
 	*core
@@ -69,8 +69,13 @@ type preparedClass struct {
 }
 
 // command notes the ClassMatch patterns of a debugger's suspending
-// EventRequest.Set for CLASS_PREPARE.
+// EventRequest.Set for CLASS_PREPARE, and ends the prepare stop at the
+// debugger's resume (endStop).
 func (pr *prepareRule) command(x *command) bool {
+	if x.eff == keyable.EffectResume {
+		pr.endStop()
+		return false
+	}
 	set := &x.set
 	if !set.is || set.kind != jdwp.EventClassPrepare || set.policy == jdwp.SuspendNone {
 		return false
@@ -167,7 +172,7 @@ func (pr *prepareRule) membersCmd() jdwp.Cmd {
 // prepare stop, the method reads for its methods (in the reply's order).
 func (pr *prepareRule) replied(x *reply) {
 	c, params, p, sizes := x.c, x.params, x.p, x.sizes
-	if x.offered || c != jdwp.CmdReferenceTypeMethods && c != jdwp.CmdReferenceTypeMethodsWithGeneric {
+	if x.offered || !x.ok || c != jdwp.CmdReferenceTypeMethods && c != jdwp.CmdReferenceTypeMethodsWithGeneric {
 		return
 	}
 	class := jdwp.NewBodyReader(params, sizes).Class()
@@ -257,9 +262,9 @@ func (pr *prepareRule) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDS
 	pr.note(learned, key.Cmd())
 }
 
-// resumed ends the prepare stop at the debugger's resume: what it sent
+// endStop ends the prepare stop at the debugger's resume: what it sent
 // and the debugger did not use is wasted.
-func (pr *prepareRule) resumed() {
+func (pr *prepareRule) endStop() {
 	pr.push.prepare = false
 	wasted := 0
 	for _, s := range pr.specs {

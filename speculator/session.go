@@ -128,7 +128,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 	} else {
 		x := &ss.cmd
-		x.f, x.sizes, x.d, x.set.is = f, sizes, d, false
+		x.f, x.sizes, x.d, x.set.is, x.eff = f, sizes, d, false, effectOf(p)
 		if p.Cmd() == jdwp.CmdEventRequestSet {
 			x.set.read(p.Body(), sizes)
 		}
@@ -139,6 +139,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			}
 		}
 		x.f, x.d = nil, nil
+		d.eff = x.eff
 		ss.applyEffect(p, sizes, d)
 	}
 	d.gen = ss.facts.gen
@@ -158,25 +159,27 @@ func (ss *session) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes
 	}
 }
 
-// applyEffect applies the effect of a command that is not answered from
-// the cache (keyable's table), when the command is seen, before the VM can
-// act on it.
-func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
+// effectOf is the effect of a command that is not answered from the
+// cache, from keyable's table.
+func effectOf(p jdwp.Packet) keyable.Effect {
 	info, _ := keyable.Describe(p.Cmd())
-	d.eff = info.Effect
 	if info.Cacheable() {
 		// A cacheable command whose body does not fit its layout (or
 		// MaxParams) is treated as a mutation, conservatively.
-		d.eff = keyable.EffectMutate
+		return keyable.EffectMutate
 	}
+	return info.Effect
+}
+
+// applyEffect applies the effect (d.eff) of a command that is not
+// answered from the cache, when the command is seen, before the VM can
+// act on it.
+func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 	switch d.eff {
 	case keyable.EffectReadOnly:
 		d.sig = signatureQueried(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectResume:
 		ss.endEpisode()
-		for _, x := range ss.on.resumers {
-			x.resumed()
-		}
 		ss.facts.resumeSent()
 		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectInvoke:
@@ -235,7 +238,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		} else if tracked && d.lookup {
 			ss.att.lookupReplied(d.sig, p)
 			if p.ErrorCode() == jdwp.ErrorNone {
-				ss.rep = reply{c: jdwp.CmdVirtualMachineClassesBySignature, sig: d.sig, p: p, sizes: sizes}
+				ss.rep = reply{rs: rs, ok: true, c: jdwp.CmdVirtualMachineClassesBySignature, sig: d.sig, p: p, sizes: sizes}
 				ss.replied(&ss.rep)
 			}
 		}
@@ -244,9 +247,6 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	ss.disp.rtt.sample(f.Latency)
 	if !tracked {
 		return relay.Forward
-	}
-	for _, x := range ss.on.settlers {
-		x.settle(rs, d, p) // a written-behind one's reply is absorbed below
 	}
 	ok := p.ErrorCode() == jdwp.ErrorNone
 	switch d.eff {
@@ -263,16 +263,16 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 			ss.facts.suspendReplied(false, d.thread)
 		}
 	}
+	r := &ss.rep
+	*r = reply{rs: rs, d: d, ok: ok, c: c, sig: d.sig, p: p, sizes: sizes}
 	if ok {
 		ss.facts.learnReply(c, d, p, sizes)
-		r := &ss.rep
-		*r = reply{c: c, sig: d.sig, p: p, sizes: sizes}
 		if d.keyed {
 			ss.facts.learnFromVM(c, d.key.Params(), p, sizes)
 			r.params, r.valid = d.key.Params(), ss.facts.valid(d.info, d.subj, d.gen)
 		}
-		ss.replied(r)
 	}
+	ss.replied(r) // a written-behind one's reply is checked there and absorbed below
 	if d.keyed && storable(p, d.info) && ss.facts.valid(d.info, d.subj, d.gen) {
 		ss.cache.store(&d.key, d.info, d.subj, d.gen, p, nil)
 		if ok {
@@ -308,7 +308,7 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnFromVM(s.key.Cmd(), s.key.Params(), p, sizes)
-		ss.rep = reply{c: s.key.Cmd(), params: s.key.Params(), p: p, sizes: sizes,
+		ss.rep = reply{ok: true, c: s.key.Cmd(), params: s.key.Params(), p: p, sizes: sizes,
 			valid: ss.facts.valid(s.info, s.subj, s.gen)}
 		ss.replied(&ss.rep)
 	}

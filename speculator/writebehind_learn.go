@@ -265,14 +265,10 @@ func (w *writeBehind) answer(f *relay.Frame, d *cmdData) relay.Action {
 	return relay.Consume
 }
 
-// settle handles the VM's reply to a state-setting command (d.wb): it
+// settle handles the VM's reply to a state-setting command (c): it
 // learns from a forwarded one and checks a written-behind one, ending the
 // session if the VM's answer differs from the debugger's.
-func (w *writeBehind) settle(rs *relay.Session, d *cmdData, p jdwp.Packet) {
-	c := d.wb
-	if c == nil {
-		return
-	}
+func (w *writeBehind) settle(rs *relay.Session, c *wbCmd, p jdwp.Packet) {
 	defer w.put(c)
 	if !c.written {
 		w.forwarded(c, p)
@@ -347,10 +343,17 @@ func (w *writeBehind) inRange(l jdwp.Location) bool {
 	return ok && l.Index <= 1<<63-1 && int64(l.Index) >= cr.start && int64(l.Index) <= cr.end
 }
 
-// replied takes a successful reply: the VM's capabilities (which the
-// profile's shapes are taken under, writebehind_profile.go), and what a
-// reply still valid proves (read).
+// replied takes the reply to a state-setting command (settle) and, from
+// a successful reply, the VM's capabilities (which the profile's shapes
+// are taken under, writebehind_profile.go), and what a reply still valid
+// proves (read).
 func (w *writeBehind) replied(r *reply) {
+	if r.d != nil && r.d.wb != nil {
+		w.settle(r.rs, r.d.wb, r.p)
+	}
+	if !r.ok {
+		return
+	}
 	if r.c == jdwp.CmdVirtualMachineCapabilitiesNew && !r.offered {
 		w.capsKnown(r.p)
 	}
