@@ -65,16 +65,19 @@ type far struct {
 	usage parser
 	ans   []byte
 
-	mu        sync.Mutex          // guards every field below
-	told      speculator.StopInfo // where the speculator's stops stand (Event, Ended)
-	stop      uint64              // serial of the stop being gathered (0: none yet)
-	sent      int                 // bundle bytes sent for stop
-	full      bool                // stop's MaxBytesPerStop is spent
-	pending   []pend              // gathered records, not yet sent, in arrival order
-	raw       []byte              // their encodings; owned by far
-	pendFence uint64              // fence when pending's first record was gathered
-	holding   bool                // a stop event (heldPkts[0]) is held
-	holdSeq   uint64              // numbers holds, so a late timer knows its own
+	// told is where the speculator's stops stand (Event, Ended); guarded
+	// by mu.
+	told speculator.StopInfo
+
+	mu        sync.Mutex // guards every field below
+	stop      uint64     // serial of the stop being gathered (0: none yet)
+	sent      int        // bundle bytes sent for stop
+	full      bool       // stop's MaxBytesPerStop is spent
+	pending   []pend     // gathered records, not yet sent, in arrival order
+	raw       []byte     // their encodings; owned by far
+	pendFence uint64     // fence when pending's first record was gathered
+	holding   bool       // a stop event (heldPkts[0]) is held
+	holdSeq   uint64     // numbers holds, so a late timer knows its own
 	timer     *time.Timer
 	heldPkts  []heldPkt
 	heldBuf   []byte // bytes of the held packets; owned by far
@@ -244,8 +247,6 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	// Where the speculator's stops stand after the event (Event).
-	serial, active, idle := f.told.Serial, f.told.Active, f.told.Idle
 	if f.holding && !announcesVMDeath(fr) {
 		f.hold(fr.Packet)
 		fr.Origin = relay.Synthetic
@@ -254,6 +255,8 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	// Records gathered before this packet go before it: the near end
 	// applies the packet's effect (an event's invalidation) after them.
 	f.flush(fr.Out())
+	// Where the speculator's stops stand after the event (Event).
+	serial, active, idle := f.told.Serial, f.told.Active, f.told.Idle
 	if fr.Kind != relay.KindEvent || !active || serial == f.stop || f.closed || f.quiet {
 		return relay.Forward
 	}

@@ -1,7 +1,10 @@
 package speculator
 
-// Events: what the VM's composite events tell the session's parts (the
-// suspension, the stop that begins an episode, the speculation it starts).
+// Events: the router's path of a composite event (session.event). The
+// subscribed handlers (facts, the attach, the prepare rule) fire as it is
+// read, the compositors see it, then the session takes in the suspension
+// it brings (facts), and at a suspending stop the stoppers and, at a
+// location, the wavers speculate; the tap is told where the stops stand.
 
 import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -21,10 +24,6 @@ func locatable(k jdwp.EventKind) bool {
 	return false
 }
 
-// event routes a composite event: the subscribed handlers (facts, the
-// attach, the prepare rule) fire as it is read, the compositors see it,
-// then the session takes in the suspension it brings, and at a suspending
-// stop the stoppers and, at a location, the wavers speculate.
 func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
 	ss.lock(f.Out())
