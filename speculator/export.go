@@ -153,7 +153,7 @@ func (ss *session) idle() bool { return ss.disp.nInFlight == 0 && len(ss.disp.qu
 // has ended (Ended).
 func (ss *session) tell() {
 	t := ss.push.tap
-	if t == nil || ss.out == nil {
+	if t == nil {
 		return
 	}
 	evented := ss.push.evented
