@@ -21,11 +21,10 @@ import (
 type session struct {
 	core
 
-	// mu guards the core, the parts and every field below: the relay
-	// calls the hooks in its turn, but the seams of export.go (Offer,
-	// Asked) and Close come from other goroutines too, and one lock keeps
-	// the parts consistent with each other (a reply's effect on facts,
-	// cache, learner and parts is one step).
+	// mu guards the core, the parts and every field below. The relay
+	// calls the hooks one at a time, in its turn; the lock keeps the seams
+	// of export.go safe for a caller outside a turn, and each entry one
+	// step (a reply's effect on facts, cache, learner and parts).
 	mu sync.Mutex
 
 	trig *trigger.Manager // event subscriptions (facts, attach, prepare)
