@@ -37,7 +37,10 @@ func TestSplitHeartbeatRealVM(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const rtt, timeout = 5 * time.Millisecond, 900 * time.Millisecond // a beat every 300 ms
+	// The session lasts several beats, and the timeout leaves a loaded
+	// machine (CI runs packages in parallel on two cores) room to stall a
+	// process for a second without the link counting as silent.
+	const rtt, timeout = 5 * time.Millisecond, 1500 * time.Millisecond // a beat every 500 ms
 	opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: 16, Warmup: 1}
 	direct := directRun(t, ctx, b, rtt, opts)
 
