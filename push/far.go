@@ -242,7 +242,9 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.holding && !announcesVMDeath(fr) {
+	// VM_DEATH is not held: the VM's connection ends right after it (what
+	// is held is released before it).
+	if f.holding && !(fr.Kind == relay.KindEvent && jdwp.StartsWithVMDeath(fr.Packet.Body())) {
 		f.hold(fr.Packet)
 		fr.Origin = relay.Synthetic
 		return relay.Consume
@@ -266,15 +268,6 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	seq := f.holdSeq
 	f.timer = time.AfterFunc(f.cfg.MaxHold, func() { f.expire(seq) })
 	return relay.Consume
-}
-
-// announcesVMDeath reports whether f is an Event.Composite whose first
-// event is VM_DEATH (suspend policy byte, event count, then each event's
-// kind): the VM's connection ends right after it, so it is not held (what
-// is held is released before it).
-func announcesVMDeath(f *relay.Frame) bool {
-	b := f.Packet.Body()
-	return f.Kind == relay.KindEvent && len(b) > 5 && jdwp.EventKind(b[5]) == jdwp.EventVMDeath
 }
 
 // hold queues a copy of p behind the held stop event.

@@ -600,7 +600,7 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		} else {
 			f.Cmd = p.Cmd()
 			f.Kind = vmCommandKind(f.Cmd)
-			if f.Kind == KindEvent && announcesVMDeath(p.Body()) {
+			if f.Kind == KindEvent && jdwp.StartsWithVMDeath(p.Body()) {
 				s.ending.Store(true)
 			}
 		}
@@ -675,12 +675,6 @@ func (s *Session) replaceOversizedReply(err error) jdwp.Packet {
 		Stringer(LogErrorCode, oversizedReplyError).
 		Msg("VM reply above the maximum packet size skipped; the debugger gets an error reply instead (raise the maximum packet size to let such replies through)")
 	return jdwp.AppendReply(s.substitute[:0], h.ID(), oversizedReplyError, nil)
-}
-
-// announcesVMDeath reports whether an Event.Composite body starts with a
-// VM_DEATH event (suspendPolicy byte, event count, then each event's kind).
-func announcesVMDeath(body []byte) bool {
-	return len(body) > 5 && jdwp.EventKind(body[5]) == jdwp.EventVMDeath
 }
 
 func (s *Session) learnIDSizes(body []byte) {

@@ -176,7 +176,7 @@ func (ss *session) sendOwn(rs *relay.Session, s *spec, sizes jdwp.IDSizes) bool 
 // suspended (libjdwp suspends before it sends the event) and waits for
 // this debugger, so the prefetch starts.
 func (ss *session) attachVMStart(rs *relay.Session, body []byte) {
-	if len(body) > 5 && jdwp.SuspendPolicy(body[0]) == jdwp.SuspendAll && jdwp.EventKind(body[5]) == jdwp.EventVMStart &&
+	if policy, first, ok := jdwp.CompositeHead(body); ok && policy == jdwp.SuspendAll && first == jdwp.EventVMStart &&
 		ss.facts.resumesInFlight == 0 {
 		ss.facts.allSuspended = true
 		ss.facts.suspChanges++
