@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
 
@@ -152,7 +153,7 @@ func (f *Front) addForward(ctx context.Context, client net.Conn, use Selector, p
 				writeFail(client, "cannot rebind existing socket") //nolint:errcheck // closing anyway
 				return
 			}
-			log.Info().Str(LogLocal, local).Str(LogDevice, serial).Int(LogPID, pid).Msg("JDWP forward rebound")
+			log.Info().Str(LogLocal, local).Str(logkey.Device, serial).Int(logkey.PID, pid).Msg("JDWP forward rebound")
 			client.Write([]byte("OKAYOKAY")) //nolint:errcheck // closing anyway
 			return
 		}
@@ -175,7 +176,7 @@ func (f *Front) addForward(ctx context.Context, client net.Conn, use Selector, p
 	f.forwards[fw.local] = fw
 	f.mu.Unlock()
 	f.wg.Go(func() { f.serveForward(fctx, fw) })
-	log.Info().Str(LogLocal, fw.local).Str(LogDevice, serial).Int(LogPID, pid).Msg("JDWP forward: the front listens and relays through the accelerator")
+	log.Info().Str(LogLocal, fw.local).Str(logkey.Device, serial).Int(logkey.PID, pid).Msg("JDWP forward: the front listens and relays through the accelerator")
 	out := []byte("OKAYOKAY")
 	if port == 0 {
 		out = AppendRequest(out, strconv.Itoa(actual))
@@ -203,7 +204,7 @@ func (f *Front) serveForward(ctx context.Context, fw *forward) {
 			log := f.log.With().Str(LogClient, conn.RemoteAddr().String()).Str(LogLocal, fw.local).Logger()
 			vm, err := f.dialJDWP(ctx, t.Serial, t.PID)
 			if err != nil {
-				log.Warn().Err(err).Str(LogDevice, t.Serial).Int(LogPID, t.PID).Msg("cannot open the JDWP stream for a forwarded debugger; closing its connection")
+				log.Warn().Err(err).Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Msg("cannot open the JDWP stream for a forwarded debugger; closing its connection")
 				conn.Close()
 				return
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/discover"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
 
@@ -21,9 +22,7 @@ const (
 	LogClient   = "client"   // the client's address
 	LogUpstream = "upstream" // the adb server's address
 	LogRequest  = "request"  // a host-protocol request
-	LogDevice   = "device"   // a device's serial
-	LogPID      = "pid"
-	LogLocal    = "local" // a forward's local end, e.g. tcp:8600
+	LogLocal    = "local"    // a forward's local end, e.g. tcp:8600
 )
 
 // Target is the device process a JDWP stream leads to.
@@ -346,7 +345,7 @@ func (f *Front) splice(client net.Conn, cr *bufio.Reader, up *upstream) {
 func (f *Front) jdwpStream(ctx context.Context, client net.Conn, cr *bufio.Reader, up *upstream, pid int, sel Selector, tportID uint64, log zerolog.Logger) {
 	ok, msg, err := up.status()
 	if err != nil {
-		log.Warn().Err(err).Int(LogPID, pid).Msg("jdwp stream failed")
+		log.Warn().Err(err).Int(logkey.PID, pid).Msg("jdwp stream failed")
 		up.conn.Close()
 		return
 	}
@@ -367,7 +366,7 @@ func (f *Front) jdwpStream(ctx context.Context, client net.Conn, cr *bufio.Reade
 }
 
 func (f *Front) runJDWP(ctx context.Context, client, vm net.Conn, t Target, log zerolog.Logger) {
-	log = log.With().Str(LogDevice, t.Serial).Int(LogPID, t.PID).Logger()
+	log = log.With().Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Logger()
 	if f.cfg.JDWP == nil {
 		log.Info().Msg("JDWP stream: splicing")
 		f.splice(client, bufio.NewReader(client), &upstream{conn: vm, r: bufio.NewReader(vm)})

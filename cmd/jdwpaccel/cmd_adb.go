@@ -13,6 +13,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/adbfront"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -240,7 +241,7 @@ func (fr *frontRelay) acquire(t adbfront.Target) *relay.Server {
 	cfg.VM = key
 	cfg.DialVM = dialStreamVM
 	cfg.DialRetry = -1 // the stream is opened once, by the client
-	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
+	cfg.Logger = cfg.Logger.With().Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Logger()
 	fs := &frontServer{streams: 1}
 	if fr.ddm {
 		fs.mon = ddmtap.NewMonitor(key, cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger(), fr.dm)
