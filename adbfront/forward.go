@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
@@ -97,7 +98,7 @@ func (f *Front) maybeForward(ctx context.Context, client net.Conn, req Request, 
 	case KindListForward:
 		list, err := f.query(ctx, req.Raw)
 		if err != nil {
-			var fe *FailError
+			var fe *adbwire.FailError
 			if errors.As(err, &fe) {
 				writeFail(client, fe.Message) //nolint:errcheck // closing anyway
 			} else {
@@ -117,7 +118,7 @@ func (f *Front) maybeForward(ctx context.Context, client net.Conn, req Request, 
 			list += t.Serial + " " + fw.local + " jdwp:" + strconv.Itoa(t.PID) + "\n"
 		}
 		f.mu.Unlock()
-		client.Write(AppendRequest([]byte("OKAY"), list)) //nolint:errcheck // closing anyway
+		client.Write(adbwire.AppendMessage([]byte("OKAY"), list)) //nolint:errcheck // closing anyway
 		return true
 	}
 	return false
@@ -129,7 +130,7 @@ func (f *Front) maybeForward(ctx context.Context, client net.Conn, req Request, 
 func (f *Front) addForward(ctx context.Context, client net.Conn, use Selector, port, pid int, noRebind bool, log zerolog.Logger) {
 	serial, err := f.query(ctx, use.Prefix()+"get-serialno")
 	if err != nil {
-		var fe *FailError
+		var fe *adbwire.FailError
 		if errors.As(err, &fe) {
 			writeFail(client, fe.Message) //nolint:errcheck // closing anyway
 		} else {
@@ -179,7 +180,7 @@ func (f *Front) addForward(ctx context.Context, client net.Conn, use Selector, p
 	log.Info().Str(LogLocal, fw.local).Str(logkey.Device, serial).Int(logkey.PID, pid).Msg("JDWP forward: the front listens and relays through the accelerator")
 	out := []byte("OKAYOKAY")
 	if port == 0 {
-		out = AppendRequest(out, strconv.Itoa(actual))
+		out = adbwire.AppendMessage(out, strconv.Itoa(actual))
 	}
 	client.Write(out) //nolint:errcheck // closing anyway
 }

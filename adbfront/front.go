@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/discover"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
@@ -145,38 +145,23 @@ func (f *Front) dial(ctx context.Context) (*upstream, error) {
 }
 
 func (u *upstream) send(req string) error {
-	_, err := u.conn.Write(AppendRequest(nil, req))
+	_, err := u.conn.Write(adbwire.AppendMessage(nil, req))
 	return err
 }
 
 // status reads OKAY, or FAIL and its message: ok, the FAIL message.
 func (u *upstream) status() (ok bool, msg string, err error) {
-	var st [4]byte
-	if _, err := io.ReadFull(u.r, st[:]); err != nil {
-		return false, "", fmt.Errorf("reading the adb server's answer: %w", err)
-	}
-	switch string(st[:]) {
-	case "OKAY":
+	err = adbwire.ReadStatus(u.r)
+	var fe *adbwire.FailError
+	switch {
+	case err == nil:
 		return true, "", nil
-	case "FAIL":
-		m, err := readMessage(u.r)
-		return false, m, err
+	case errors.As(err, &fe):
+		return false, fe.Message, nil
+	case errors.Is(err, adbwire.ErrProtocol):
+		return false, "", fmt.Errorf("adb server's answer: %w", err)
 	}
-	return false, "", fmt.Errorf("adb server answered %q: %w", st[:], ErrProtocol)
-}
-
-func readMessage(r io.Reader) (string, error) {
-	var h [4]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return "", err
-	}
-	n, err := discover.ParseHexLength(h)
-	if err != nil {
-		return "", err
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(r, b)
-	return string(b), err
+	return false, "", fmt.Errorf("reading the adb server's answer: %w", err)
 }
 
 // query sends a host request on a connection of its own and returns the
@@ -196,19 +181,15 @@ func (f *Front) query(ctx context.Context, req string) (string, error) {
 		return "", err
 	}
 	if !ok {
-		return "", &FailError{Message: msg}
+		return "", &adbwire.FailError{Message: msg}
 	}
-	return readMessage(u.r)
+	b, err := adbwire.ReadMessage(u.r)
+	return string(b), err
 }
-
-// FailError is a FAIL answer of the adb server.
-type FailError struct{ Message string }
-
-func (e *FailError) Error() string { return "adb server: " + e.Message }
 
 // writeFail answers FAIL with msg.
 func writeFail(w io.Writer, msg string) error {
-	_, err := w.Write(AppendRequest([]byte("FAIL"), msg))
+	_, err := w.Write(adbwire.AppendFail(nil, msg))
 	return err
 }
 
@@ -246,7 +227,7 @@ func (f *Front) serveConn(ctx context.Context, client net.Conn) {
 	var sel *Selector // the transport this connection switched to
 	var tportID uint64
 	for {
-		raw, err := ReadRequest(cr)
+		raw, err := adbwire.ReadRequest(cr)
 		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 			log.Debug().Msg("adb client left before its next request")
 			return
@@ -407,7 +388,7 @@ func (f *Front) dialJDWP(ctx context.Context, serial string, pid int) (net.Conn,
 		}
 		ok, msg, err := u.status()
 		if err == nil && !ok {
-			err = &FailError{Message: msg}
+			err = &adbwire.FailError{Message: msg}
 		}
 		if err != nil {
 			u.conn.Close()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/discover"
-	"github.com/jdwpaccel/jdwpaccel/discover/adbtest"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
