@@ -6,6 +6,10 @@
 // speculative cache), and "forward tcp:N jdwp:PID" requests are served by
 // the front itself so that debuggers attaching to tcp:N go through it too.
 // Everything else is spliced byte for byte once its request is parsed.
+// Relay is the JDWP function jdwpaccel's adb command uses: a relay server
+// per device process, each session given its stream's VM connection, and a
+// DDM monitor per process kept a while after the process's last stream.
+// The host protocol's framing is internal/adbwire's.
 //
 //	f := adbfront.New(adbfront.Config{Upstream: "127.0.0.1:5037", JDWP: serveJDWP})
 //	err := f.Serve(ctx, listener) // clients: adb -P PORT ..., ANDROID_ADB_SERVER_PORT=PORT

@@ -24,7 +24,7 @@ func FarHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		f := &far{cfg: cfg, rs: rs, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger(),
-			attaching: attachAgreed(rs.DebuggerInfo())}
+			attaching: rs.DebuggerInfo().AttachBundle}
 		f.spec = sp.NewTapped(rs, speculator.ModeAlways, f)
 		f.ic = f.spec.Interceptor()
 		f.usage.c = &f.dec
@@ -83,15 +83,8 @@ type far struct {
 	closed    bool
 	quiet     bool // the link is too fast for pushing to pay (linkRTT)
 	// attaching: the attach bundle (stop 0) is being gathered, to be sent
-	// as the session's first packet, even empty (attachAgreed).
+	// as the session's first packet, even empty (relay.LinkInfo).
 	attaching bool
-}
-
-// attachAgreed says whether the preamble agreed on an attach bundle
-// (split.Agreed, as relay.Session.DebuggerInfo or VMInfo).
-func attachAgreed(info any) bool {
-	a, ok := info.(interface{ AttachBundle() bool })
-	return ok && a.AttachBundle()
 }
 
 // SessionStart starts the attach bundle, if agreed: VM packets are held

@@ -26,7 +26,7 @@ func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		n := &near{cfg: cfg, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
-		if attachAgreed(rs.VMInfo()) {
+		if rs.VMInfo().AttachBundle {
 			n.awaitAttach = true
 			n.attachIn = make(chan struct{})
 		}

@@ -56,10 +56,19 @@ type VMConn struct {
 	// way it is the only source of the proxy's IDs towards this VM
 	// (Session.IDs).
 	IDs *retag.Table
-	// Info, if not nil, is what the dialer learned about the connection
-	// for the session's hooks (Session.VMInfo): split mode's near end
-	// passes what it agreed with the far end.
-	Info any
+	// Info is what the dialer agreed with the peer for the session's hooks
+	// (Session.VMInfo): split mode's near end passes what it agreed with
+	// the far end.
+	Info LinkInfo
+}
+
+// LinkInfo is what a session's connection agreed, before the session, with
+// a peer that speaks more than JDWP: split mode's ends, in their preamble.
+// The zero value is a plain JDWP peer.
+type LinkInfo struct {
+	// AttachBundle: the far end sends the replies to the attach's first
+	// commands as one bundle, the session's first packet from it.
+	AttachBundle bool
 }
 
 // A Dialer opens a connection to the VM for a new session.
@@ -94,7 +103,8 @@ func ChainHooks(fs ...func(s *Session) Hooks) func(s *Session) Hooks {
 
 // Config configures a Server.
 type Config struct {
-	// DialVM opens a connection to the VM for a new session.
+	// DialVM opens a connection to the VM for a new session (Serve,
+	// ServeConn); a ServeWithVM session brings its own.
 	DialVM Dialer
 	// VM names the VM this server serves (a discovery key, an address),
 	// as its sessions report it (Session.VM); optional.
@@ -217,14 +227,37 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
 // ServeConn runs one session for an accepted debugger connection until it
 // ends, and returns the error that ended it (nil for an orderly close).
 func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
-	return srv.ServeConnInfo(ctx, debugger, nil)
+	return srv.ServeConnInfo(ctx, debugger, LinkInfo{})
 }
 
-// ServeConnInfo is ServeConn for a debugger connection the caller learned
-// something about before the session (split mode's far end: what it agreed
+// ServeConnInfo is ServeConn for a debugger connection the caller agreed
+// something with before the session (split mode's far end: what it agreed
 // with the near end), which the session's hooks read as
 // Session.DebuggerInfo.
-func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info any) error {
+func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info LinkInfo) error {
+	return srv.serve(ctx, debugger, info, srv.cfg.DialVM, srv.cfg.DialRetry)
+}
+
+// ServeWithVM runs one session for a debugger with a VM connection the
+// caller opened already (the adb front's jdwp:PID stream), instead of one
+// from Config.DialVM: one attempt, no retry (Config.DialRetry does not
+// apply). It closes both connections before it returns.
+func (srv *Server) ServeWithVM(ctx context.Context, debugger net.Conn, vm VMConn) error {
+	defer vm.Conn.Close()
+	used := false // the session's only call of dial is on this goroutine
+	dial := func(context.Context) (VMConn, error) {
+		if used {
+			return VMConn{}, errors.New("relay: the VM connection was used already")
+		}
+		used = true
+		return vm, nil
+	}
+	return srv.serve(ctx, debugger, LinkInfo{}, dial, -1)
+}
+
+// serve runs one session for debugger, reaching the VM with dial (retried
+// for retry).
+func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, dial Dialer, retry time.Duration) error {
 	id := srv.nextID.Add(1)
 	log := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String()).Logger()
 	m := srv.cfg.Metrics
@@ -249,7 +282,7 @@ func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info an
 		return fail(classify(err), err, "debugger handshake failed (is a non-JDWP client using this port?); closing its connection")
 	}
 
-	vc, vmr, attempts, err := srv.reachVM(ctx)
+	vc, vmr, attempts, err := srv.reachVM(ctx, dial, retry)
 	vm := vc.Conn
 	if err != nil {
 		refuse(debugger)
@@ -305,13 +338,13 @@ func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info an
 }
 
 // reachVM dials the VM and exchanges the handshake (unless the connection
-// is Handshaken), retrying for DialRetry while the VM refuses or drops
+// is Handshaken), retrying for retry while the VM refuses or drops
 // connections. It returns the number of attempts made.
-func (srv *Server) reachVM(ctx context.Context) (VMConn, *bufio.Reader, int, error) {
-	deadline := time.Now().Add(srv.cfg.DialRetry)
+func (srv *Server) reachVM(ctx context.Context, dial Dialer, retry time.Duration) (VMConn, *bufio.Reader, int, error) {
+	deadline := time.Now().Add(retry)
 	backoff := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		vm, vmr, err := srv.tryVM(ctx)
+		vm, vmr, err := srv.tryVM(ctx, dial)
 		if err == nil {
 			return vm, vmr, attempt, nil
 		}
@@ -331,10 +364,10 @@ func (srv *Server) reachVM(ctx context.Context) (VMConn, *bufio.Reader, int, err
 }
 
 // tryVM is one attempt of reachVM.
-func (srv *Server) tryVM(ctx context.Context) (VMConn, *bufio.Reader, error) {
+func (srv *Server) tryVM(ctx context.Context, dial Dialer) (VMConn, *bufio.Reader, error) {
 	dctx, cancel := context.WithTimeout(ctx, srv.cfg.HandshakeTimeout)
 	defer cancel()
-	vc, err := srv.cfg.DialVM(dctx)
+	vc, err := dial(dctx)
 	if err != nil {
 		return VMConn{}, nil, err
 	}

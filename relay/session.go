@@ -61,7 +61,7 @@ type Session struct {
 	// debuggerInfo and vmInfo are what the caller learned about each
 	// connection before the session (ServeConnInfo, VMConn.Info); set
 	// before the hooks are made, never changed.
-	debuggerInfo, vmInfo any
+	debuggerInfo, vmInfo LinkInfo
 
 	// hooksOff is set once a hook panicked: from then on the session is
 	// plain pass-through and packet hooks are not called.
@@ -164,13 +164,14 @@ func (s *Session) IDs() *retag.Table { return s.ids }
 // DebuggerAddr is the debugger's remote address.
 func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
 
-// DebuggerInfo is what the caller learned about the debugger's
-// connection before the session (Server.ServeConnInfo), nil if nothing.
-func (s *Session) DebuggerInfo() any { return s.debuggerInfo }
+// DebuggerInfo is what the caller agreed about the debugger's
+// connection before the session (Server.ServeConnInfo); zero for a plain
+// debugger.
+func (s *Session) DebuggerInfo() LinkInfo { return s.debuggerInfo }
 
-// VMInfo is what the dialer learned about the VM's connection
-// (VMConn.Info), nil if nothing.
-func (s *Session) VMInfo() any { return s.vmInfo }
+// VMInfo is what the dialer agreed about the VM's connection
+// (VMConn.Info); zero for a plain VM.
+func (s *Session) VMInfo() LinkInfo { return s.vmInfo }
 
 // VM is the name of the VM the session serves (Config.VM), "" if unnamed.
 func (s *Session) VM() string { return s.vmName }

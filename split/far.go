@@ -74,7 +74,7 @@ type FarConfig struct {
 	// Attach says this far end's hooks push the attach bundle (push.FarHooks
 	// with a speculator): a near end that asks for it (FlagAttach) is told
 	// so (ReplyAttach), and the session's hooks find it in
-	// relay.Session.DebuggerInfo (an Agreed).
+	// relay.Session.DebuggerInfo.
 	Attach bool
 	// Page, when not nil, serves the far end's live page to near ends
 	// over the link (streams with FlagPage); nil refuses them.
@@ -227,11 +227,12 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 		f.page.serve(conn)
 		return nil
 	}
-	var agreed Agreed
-	if h.Flags&FlagAttach != 0 && f.cfg.Attach {
-		agreed.Flags |= ReplyAttach
+	agreed := relay.LinkInfo{AttachBundle: h.Flags&FlagAttach != 0 && f.cfg.Attach}
+	var flags uint16
+	if agreed.AttachBundle {
+		flags |= ReplyAttach
 	}
-	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: agreed.Flags})); err != nil {
+	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: flags})); err != nil {
 		stop()
 		c.Close()
 		return err
@@ -239,7 +240,7 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 	c.SetDeadline(time.Time{})
 	stop()
 	f.cfg.Metrics.count(EndFar, OutcomeAccepted)
-	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Msg("near end accepted")
+	log.Debug().Bool("attach_bundle", agreed.AttachBundle).Msg("near end accepted")
 	return f.srv.ServeConnInfo(ctx, conn, agreed)
 }
 

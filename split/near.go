@@ -31,7 +31,7 @@ type NearConfig struct {
 	// Attach asks the far end for the attach bundle (FlagAttach): set it
 	// when this end reads pushed bundles (push.NearHooks with a
 	// speculator). What the far end agreed to reaches the session's hooks
-	// as relay.Session.VMInfo (an Agreed).
+	// as relay.Session.VMInfo.
 	Attach  bool
 	Logger  zerolog.Logger
 	Metrics *Metrics
@@ -74,11 +74,8 @@ func Dialer(cfg NearConfig) relay.Dialer {
 			return relay.VMConn{}, err
 		}
 		// Only what this end asked for counts.
-		agreed := Agreed{Flags: rep.Flags}
-		if !cfg.Attach {
-			agreed.Flags &^= ReplyAttach
-		}
-		return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: agreed}, nil
+		info := relay.LinkInfo{AttachBundle: cfg.Attach && rep.Flags&ReplyAttach != 0}
+		return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: info}, nil
 	}
 }
 

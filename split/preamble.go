@@ -94,15 +94,6 @@ type Reply struct {
 	Flags    uint16 // what the far end agreed to (ReplyAttach); 0 unless accepted
 }
 
-// Agreed is what the two ends of a session agreed in the preamble, as the
-// far end's relay session has it (relay.Session.DebuggerInfo) and the
-// near end's (relay.Session.VMInfo): the Reply's flags.
-type Agreed struct{ Flags uint16 }
-
-// AttachBundle says the session's first packet from the far end is the
-// attach bundle (ReplyAttach).
-func (a Agreed) AttachBundle() bool { return a.Flags&ReplyAttach != 0 }
-
 // ErrNotSplit is wrapped by the errors for a stream that does not start
 // with Magic.
 var ErrNotSplit = errors.New("split: not a split preamble")

@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jdwpaccel/jdwpaccel/adbfront"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
-	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -109,10 +104,15 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
 		return exitError
 	}
-	fr := newFrontRelay(st, af.ddm)
+	var dm *ddmtap.Metrics
+	if af.ddm {
+		dm = ddmtap.NewMetrics(st.reg)
+	}
+	st.tracker.VMOf = nil // each of the relay's servers names its VM (relay.Config.VM)
+	fr := adbfront.NewRelay(st.cfg, dm)
 	if pf.httpAddr != "" {
 		src := &web.DDMSource{
-			Monitors:     fr.mons.List,
+			Monitors:     fr.Monitors().List,
 			AccelFunc:    st.accel,
 			SessionsFunc: st.tracker.Sessions,
 		}
@@ -143,7 +143,7 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 	}
 	front := adbfront.New(adbfront.Config{
 		Upstream: af.upstream,
-		JDWP:     fr.serve,
+		JDWP:     fr.Serve,
 		Logger:   log.With().Str(relay.LogComponent, "adbfront").Logger(),
 	})
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(adbfront.LogUpstream, af.upstream).Bool("speculate", pf.speculate).
@@ -154,133 +154,4 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 	}
 	log.Info().Msg("adb front shut down")
 	return exitOK
-}
-
-// frontRelay runs the front's JDWP streams: one relay.Server per device
-// process (so that its logs carry the device and pid, and its sessions
-// the VM key adb:SERIAL:PID on the page), with the stack's hooks, and a
-// passive DDM monitor per process (ddmtap.Passive). A process's server
-// lives while it has streams; its monitor stays on the page after the last
-// stream ends (what the app was doing when the IDE left), for the
-// keptEnded most recently ended processes only, so a front that outlives
-// many app restarts does not grow.
-type frontRelay struct {
-	st   *stack
-	ddm  bool
-	mons *ddmtap.Monitors
-	dm   *ddmtap.Metrics
-
-	mu      sync.Mutex // guards servers, each entry's streams, and ended
-	servers map[adbfront.Target]*frontServer
-	ended   []endedMonitor // oldest first, at most keptEnded
-}
-
-// keptEnded bounds the monitors of processes without streams kept on the
-// page.
-const keptEnded = 16
-
-type endedMonitor struct {
-	key string
-	mon *ddmtap.Monitor
-}
-
-// frontServer is one device process's relay server and monitor, with
-// the number of its streams running.
-type frontServer struct {
-	srv     *relay.Server
-	mon     *ddmtap.Monitor // nil without DDM decoding
-	streams int
-}
-
-func newFrontRelay(st *stack, ddm bool) *frontRelay {
-	fr := &frontRelay{st: st, ddm: ddm, mons: ddmtap.NewMonitors(), servers: map[adbfront.Target]*frontServer{}}
-	if ddm {
-		fr.dm = ddmtap.NewMetrics(st.reg)
-	}
-	st.tracker.VMOf = nil // each server names its VM (relay.Config.VM)
-	return fr
-}
-
-// vmConnKey carries a stream's VM connection (a *streamVM) to the
-// relay's DialVM.
-type vmConnKey struct{}
-
-// streamVM is the VM side of one adb JDWP stream: it can be dialled once
-// (the relay's servers for streams make a single attempt, DialRetry < 0).
-type streamVM struct {
-	conn net.Conn
-	used atomic.Bool
-}
-
-func withStreamVM(ctx context.Context, vm net.Conn) context.Context {
-	return context.WithValue(ctx, vmConnKey{}, &streamVM{conn: vm})
-}
-
-func dialStreamVM(ctx context.Context) (relay.VMConn, error) {
-	s, ok := ctx.Value(vmConnKey{}).(*streamVM)
-	if !ok {
-		return relay.VMConn{}, errors.New("no VM connection for this stream")
-	}
-	if s.used.Swap(true) {
-		return relay.VMConn{}, errors.New("this stream's VM connection was used already")
-	}
-	return relay.VMConn{Conn: s.conn}, nil
-}
-
-// acquire returns t's server, making it (and its monitor) for t's first
-// stream; each acquire is paired with a release when the stream ends.
-func (fr *frontRelay) acquire(t adbfront.Target) *relay.Server {
-	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	if fs := fr.servers[t]; fs != nil {
-		fs.streams++
-		return fs.srv
-	}
-	key := t.String()
-	cfg := fr.st.cfg
-	cfg.VM = key
-	cfg.DialVM = dialStreamVM
-	cfg.DialRetry = -1 // the stream is opened once, by the client
-	cfg.Logger = cfg.Logger.With().Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Logger()
-	fs := &frontServer{streams: 1}
-	if fr.ddm {
-		fs.mon = ddmtap.NewMonitor(key, cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger(), fr.dm)
-		fr.mons.Add(key, fs.mon)
-		tap := ddmtap.Passive(fs.mon)
-		cfg.NewHooks = relay.ChainHooks(cfg.NewHooks, func(*relay.Session) relay.Hooks {
-			return relay.Hooks{Observers: []relay.Observer{tap}}
-		})
-	}
-	fs.srv = relay.NewServer(cfg)
-	fr.servers[t] = fs
-	return fs.srv
-}
-
-// release ends one of t's streams; the last one removes t's server and
-// keeps its monitor among the ended ones.
-func (fr *frontRelay) release(t adbfront.Target) {
-	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	fs := fr.servers[t]
-	if fs.streams--; fs.streams > 0 {
-		return
-	}
-	delete(fr.servers, t)
-	if fs.mon == nil {
-		return
-	}
-	fr.ended = append(fr.ended, endedMonitor{t.String(), fs.mon})
-	if len(fr.ended) > keptEnded {
-		fr.mons.Remove(fr.ended[0].key, fr.ended[0].mon) // no-op if a newer stream replaced it
-		fr.ended = slices.Delete(fr.ended, 0, 1)
-	}
-}
-
-// serve is the front's adbfront.JDWPFunc.
-func (fr *frontRelay) serve(ctx context.Context, client, vm net.Conn, t adbfront.Target) error {
-	defer vm.Close()
-	defer client.Close()
-	srv := fr.acquire(t)
-	defer fr.release(t)
-	return srv.ServeConn(withStreamVM(ctx, vm), client)
 }

@@ -1,15 +1,8 @@
 package main
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
-
-	"github.com/jdwpaccel/jdwpaccel/adbfront"
-	"github.com/jdwpaccel/jdwpaccel/relay"
-	"github.com/jdwpaccel/jdwpaccel/web"
-	"github.com/rs/zerolog"
 )
 
 func TestADBAndFakeDeviceUsage(t *testing.T) {
@@ -32,67 +25,4 @@ func TestADBAndFakeDeviceUsage(t *testing.T) {
 			t.Errorf("jdwpaccel %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), code, c.code, c.want, stdout, stderr)
 		}
 	}
-}
-
-func TestDialStreamVMOnce(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	ctx := withStreamVM(context.Background(), a)
-	if c, err := dialStreamVM(ctx); err != nil || c.Conn != a {
-		t.Fatalf("first dial: %v, %v", c, err)
-	}
-	if _, err := dialStreamVM(ctx); err == nil {
-		t.Error("second dial of the same stream succeeded")
-	}
-	if _, err := dialStreamVM(context.Background()); err == nil {
-		t.Error("dial without a stream succeeded")
-	}
-}
-
-// TestFrontRelayForgetsEndedProcesses checks that a device process's relay
-// server lives exactly while it has JDWP streams and that only the last
-// keptEnded ended processes keep their DDM monitor, so that a long-running
-// front does not keep one of each per app restart.
-func TestFrontRelayForgetsEndedProcesses(t *testing.T) {
-	reg := newRegistry()
-	st := &stack{reg: reg, tracker: web.NewSessionTracker(), cfg: relay.Config{Logger: zerolog.Nop(), Metrics: relay.NewMetrics(reg)}}
-	fr := newFrontRelay(st, true)
-	a, b := adbfront.Target{Serial: "emu", PID: 1}, adbfront.Target{Serial: "emu", PID: 2}
-	check := func(when string, servers, monitors int) {
-		t.Helper()
-		fr.mu.Lock()
-		n := len(fr.servers)
-		fr.mu.Unlock()
-		if n != servers || len(fr.mons.List()) != monitors {
-			t.Errorf("%s: %d servers and %d monitors, want %d and %d", when, n, len(fr.mons.List()), servers, monitors)
-		}
-	}
-	if s1, s2 := fr.acquire(a), fr.acquire(a); s1 != s2 {
-		t.Error("two streams of one process got different servers")
-	}
-	fr.acquire(b)
-	check("three streams of two processes", 2, 2)
-	fr.release(a)
-	check("one of a's two streams ended", 2, 2)
-	fr.release(a)
-	check("a's streams ended", 1, 2)
-	fr.release(b)
-	check("all streams ended", 0, 2)
-	for pid := 3; pid < 3+keptEnded; pid++ {
-		t := adbfront.Target{Serial: "emu", PID: pid}
-		fr.acquire(t)
-		fr.release(t)
-	}
-	check("many processes later", 0, keptEnded)
-
-	// A whole stream: the client hangs up before its handshake.
-	client, front := net.Pipe()
-	vm, vmEnd := net.Pipe()
-	defer vmEnd.Close()
-	client.Close()
-	if err := fr.serve(context.Background(), front, vm, a); err == nil {
-		t.Error("a stream whose client hung up ended without an error")
-	}
-	check("after a whole stream", 0, keptEnded)
 }

@@ -157,13 +157,12 @@ func startBenchFront(ctx context.Context, upstream int, hooks func(*relay.Sessio
 	if err != nil {
 		return 0, err
 	}
-	srv := relay.NewServer(relay.Config{DialVM: dialStreamVM, DialRetry: -1, NewHooks: hooks, Logger: log})
+	srv := relay.NewServer(relay.Config{NewHooks: hooks, Logger: log})
 	front := adbfront.New(adbfront.Config{
 		Upstream: "127.0.0.1:" + strconv.Itoa(upstream),
 		JDWP: func(ctx context.Context, client, vm net.Conn, _ adbfront.Target) error {
-			defer vm.Close()
 			defer client.Close()
-			return srv.ServeConn(withStreamVM(ctx, vm), client)
+			return srv.ServeWithVM(ctx, client, relay.VMConn{Conn: vm})
 		},
 		Logger: log,
 	})

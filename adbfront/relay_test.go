@@ -1,0 +1,73 @@
+package adbfront
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// TestRelayForgetsEndedProcesses checks that a device process's relay
+// server lives exactly while it has JDWP streams and that only the last
+// keptEnded ended processes keep their DDM monitor, so that a long-running
+// front does not keep one of each per app restart.
+func TestRelayForgetsEndedProcesses(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	fr := NewRelay(relay.Config{Logger: zerolog.Nop(), Metrics: relay.NewMetrics(reg)}, ddmtap.NewMetrics(reg))
+	a, b := Target{Serial: "emu", PID: 1}, Target{Serial: "emu", PID: 2}
+	check := func(when string, servers, monitors int) {
+		t.Helper()
+		fr.mu.Lock()
+		n := len(fr.servers)
+		fr.mu.Unlock()
+		if n != servers || len(fr.Monitors().List()) != monitors {
+			t.Errorf("%s: %d servers and %d monitors, want %d and %d", when, n, len(fr.Monitors().List()), servers, monitors)
+		}
+	}
+	if s1, s2 := fr.acquire(a), fr.acquire(a); s1 != s2 {
+		t.Error("two streams of one process got different servers")
+	}
+	fr.acquire(b)
+	check("three streams of two processes", 2, 2)
+	fr.release(a)
+	check("one of a's two streams ended", 2, 2)
+	fr.release(a)
+	check("a's streams ended", 1, 2)
+	fr.release(b)
+	check("all streams ended", 0, 2)
+	for pid := 3; pid < 3+keptEnded; pid++ {
+		t := Target{Serial: "emu", PID: pid}
+		fr.acquire(t)
+		fr.release(t)
+	}
+	check("many processes later", 0, keptEnded)
+
+	// A whole stream: the client hangs up before its handshake; both
+	// connections are closed.
+	client, front := net.Pipe()
+	vm, vmEnd := net.Pipe()
+	defer vmEnd.Close()
+	client.Close()
+	if err := fr.Serve(context.Background(), front, vm, a); err == nil {
+		t.Error("a stream whose client hung up ended without an error")
+	}
+	check("after a whole stream", 0, keptEnded)
+	if _, err := vmEnd.Read(make([]byte, 1)); err == nil {
+		t.Error("the stream's VM connection is still open")
+	}
+}
+
+// TestRelayWithoutDDM: without DDM decoding no monitor is kept.
+func TestRelayWithoutDDM(t *testing.T) {
+	fr := NewRelay(relay.Config{Logger: zerolog.Nop()}, nil)
+	tg := Target{Serial: "emu", PID: 1}
+	fr.acquire(tg)
+	fr.release(tg)
+	if n := len(fr.Monitors().List()); n != 0 {
+		t.Errorf("%d monitors without DDM decoding", n)
+	}
+}
