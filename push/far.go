@@ -152,7 +152,7 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 		f.protocolError(rs, fr.Cmd, err)
 		return
 	}
-	f.linkRTT(time.Duration(min(h.Fence, maxReportedRTT)) * time.Microsecond)
+	f.linkRTT(min(time.Duration(h.RTT), maxReportedRTT) * time.Microsecond)
 	sizes, _ := rs.IDSizes()
 	f.mu.Lock()
 	quiet := f.quiet
@@ -171,7 +171,7 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 }
 
 // maxReportedRTT bounds the round trip a usage report may claim (µs).
-const maxReportedRTT = uint64(time.Minute / time.Microsecond)
+const maxReportedRTT = time.Minute / time.Microsecond
 
 // linkRTT takes the near end's round trip to the VM through the link (0:
 // not known yet) and decides whether pushing pays: under

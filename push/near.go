@@ -208,7 +208,7 @@ func (n *near) sendUsage(rs *relay.Session) {
 		return
 	}
 	n.out = jdwp.AppendCommand(n.out[:0], rs.IDs().NewSynthetic(), CmdUsage, nil)
-	h := Header{Stop: n.cur, Fence: uint64(rtt / time.Microsecond), Records: uint32(n.usageN)}
+	h := Header{Stop: n.cur, RTT: uint32(min(rtt/time.Microsecond, maxReportedRTT)), Records: uint32(n.usageN)}
 	n.out = appendBody(n.out, h, n.usage, &n.enc)
 	fixLength(n.out)
 	n.usage, n.usageN = n.usage[:0], 0
