@@ -65,13 +65,16 @@ func (f *ddmFlags) register(fs *flag.FlagSet) {
 }
 
 // setupDDM starts the DDM holder for the VM at vmAddr and wires it into cfg
-// (cfg.DialVM dials through it). The holder runs until ctx ends. With DDM disabled it
-// changes nothing and returns nil.
-func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) *ddmtap.Holder {
+// (cfg.DialVM dials through it). The holder runs until ctx ends or stop is
+// called; stop ends it (disabling what it enabled on a held connection and
+// closing it) and waits for it: call it once the relay server has
+// returned. With DDM disabled it changes nothing and returns nil and a
+// no-op stop.
+func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) (h *ddmtap.Holder, stop func()) {
 	if f.mode == ddmOff {
-		return nil
+		return nil, func() {}
 	}
-	h := ddmtap.NewHolder(ddmtap.HolderConfig{
+	h = ddmtap.NewHolder(ddmtap.HolderConfig{
 		Addr:             vmAddr,
 		KnownDDM:         f.mode == ddmForce,
 		Logger:           log,
@@ -81,8 +84,16 @@ func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
 	cfg.DialVM = h.Dial // the held connection, with the DDM tap as its hooks
-	go h.Run(ctx)       //nolint:errcheck // Run returns nil when ctx ends
-	return h
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Run(hctx) //nolint:errcheck // Run returns nil when hctx ends
+	}()
+	return h, func() {
+		cancel()
+		<-done
+	}
 }
 
 // ddmVMs gives each VM discovery finds its own DDM holder and monitor.

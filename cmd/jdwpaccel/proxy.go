@@ -108,17 +108,19 @@ Examples:
 
 // stack is a relay configuration with every feature the flags ask for.
 type stack struct {
-	cfg     relay.Config
-	reg     *prometheus.Registry
-	spec    *speculator.Speculator // nil with --speculate=false
-	holder  *ddmtap.Holder         // nil with --ddm=false or discovery
-	vmDDM   *ddmVMs                // with discovery: per-VM holders; nil with --ddm=false
-	journal *journal.Journal       // nil without --journal
-	tracker *web.SessionTracker
-	convo   *convo.Watcher    // threads and stacks from the debuggers' conversations
-	vmSpec  string            // --vm
-	manager *discover.Manager // with discovery, once runProxy made it; before serve
-	near    *split.NearConfig // with --far: how the near end reaches the far end
+	cfg    relay.Config
+	reg    *prometheus.Registry
+	spec   *speculator.Speculator // nil with --speculate=false
+	holder *ddmtap.Holder         // nil with --ddm=false or discovery
+	// stopHolder ends holder and waits for it (setupDDM); nil without one.
+	stopHolder func()
+	vmDDM      *ddmVMs          // with discovery: per-VM holders; nil with --ddm=false
+	journal    *journal.Journal // nil without --journal
+	tracker    *web.SessionTracker
+	convo      *convo.Watcher    // threads and stacks from the debuggers' conversations
+	vmSpec     string            // --vm
+	manager    *discover.Manager // with discovery, once runProxy made it; before serve
+	near       *split.NearConfig // with --far: how the near end reaches the far end
 	// observers makes the hooks of a session but its speculator's.
 	observers   func(*relay.Session) relay.Hooks
 	pushMetrics *push.Metrics // registered by pushConfig
@@ -200,7 +202,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		}
 		return st, nil
 	}
-	st.holder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
+	st.holder, st.stopHolder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
 	return st, nil
 }
 
@@ -355,6 +357,9 @@ func withStack(ctx context.Context, e *env, name string, pf *proxyFlags, log zer
 		return exitError
 	}
 	code := run(ctx, st)
+	if st.stopHolder != nil {
+		st.stopHolder() // the relay server has returned: the holder's clean shutdown
+	}
 	if st.journal != nil {
 		if err := st.journal.Close(); err != nil {
 			log.Error().Err(err).Msg("journal not written completely")
