@@ -99,7 +99,7 @@ func attach(t *testing.T, vmAddr string, hooks func(*relay.Session) relay.Hooks,
 }
 
 func newSpec() *speculator.Speculator {
-	return speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+	return speculator.New(speculator.Config{}, zerolog.Nop(), nil)
 }
 
 // next reads the debugger's next packet, failing the test on an error.

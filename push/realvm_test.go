@@ -98,8 +98,8 @@ func runSplit(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Durat
 	}
 	defer vm.Stop()
 	run := &splitRun{
-		far:      speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil),
-		near:     speculator.New(speculator.Config{Enabled: true, WriteBehind: true}, zerolog.Nop(), nil), // as the proxy's
+		far:      speculator.New(speculator.Config{}, zerolog.Nop(), nil),
+		near:     speculator.New(speculator.Config{WriteBehind: true}, zerolog.Nop(), nil), // as the proxy's
 		counters: new(Counters),
 	}
 	cfg.Counters = run.counters

@@ -22,7 +22,10 @@ func TestServeWithVM(t *testing.T) {
 	vmDone := make(chan error, 1)
 	go func() { vmDone <- vm.Serve(vmEnd) }()
 	srv := relay.NewServer(relay.Config{
-		DialVM:           func(context.Context) (relay.VMConn, error) { t.Error("DialVM called"); return relay.VMConn{}, net.ErrClosed },
+		DialVM: func(context.Context) (relay.VMConn, error) {
+			t.Error("DialVM called")
+			return relay.VMConn{}, net.ErrClosed
+		},
 		HandshakeTimeout: 5 * time.Second,
 		Logger:           zerolog.Nop(),
 	})

@@ -27,7 +27,6 @@ var ErrSessionClosed = errors.New("relay: session closed")
 // connection's retag.Table (Session.IDs).
 type pending struct {
 	cmd  jdwp.Cmd
-	sent time.Time
 	data [NumSlots]any
 }
 
@@ -524,7 +523,7 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 				// held meanwhile is released.
 				s.pendingMu.Lock()
 				_, dup := s.awaiting[f.ID]
-				s.awaiting[f.ID] = pending{cmd: f.Cmd, sent: f.Time, data: f.data}
+				s.awaiting[f.ID] = pending{cmd: f.Cmd, data: f.data}
 				s.pendingMu.Unlock()
 				if !dup {
 					s.outstanding[ToVM].Add(1)
@@ -632,7 +631,7 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 			// sent the proxy) awaits none.
 			s.pendingMu.Lock()
 			_, dup := s.dbgPending[p.ID()]
-			s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time, data: f.data}
+			s.dbgPending[p.ID()] = pending{cmd: f.Cmd, data: f.data}
 			s.pendingMu.Unlock()
 			if !dup {
 				s.outstanding[ToDebugger].Add(1)

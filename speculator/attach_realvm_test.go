@@ -136,7 +136,7 @@ func TestRealVMSecondAttachCostsFewerRoundTrips(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sp := New(Config{Enabled: true}, zerolog.Nop(), nil)
+	sp := New(Config{}, zerolog.Nop(), nil)
 	first, firstBP := attachOnce(t, ctx, b, sp)
 	second, secondBP := attachOnce(t, ctx, b, sp)
 	t.Logf("serial round trips to the first stop: first attach %d, second %d", first, second)

@@ -241,7 +241,6 @@ func newRigWith(t *testing.T, cfg Config, h func(p jdwp.Packet) (jdwp.ErrorCode,
 }
 
 func newTestSpeculator(cfg Config) *Speculator {
-	cfg.Enabled = true
 	if cfg.MinRTT == 0 {
 		cfg.MinRTT = -1 // always speculate in unit tests
 	}

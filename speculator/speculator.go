@@ -80,9 +80,6 @@ import (
 
 // Config configures the speculator.
 type Config struct {
-	// Enabled says whether to install the speculator at all; with false
-	// the caller installs nothing and the relay is pure pass-through.
-	Enabled bool
 	// CacheBytes bounds the reply bytes cached per session
 	// (DefaultCacheBytes when zero).
 	CacheBytes int64

@@ -15,7 +15,7 @@ import (
 func TestStatsAndMetricsAgree(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	sp := New(Config{Enabled: true}, zerolog.Nop(), m)
+	sp := New(Config{}, zerolog.Nop(), m)
 	sp.countRequest(resultHit)
 	sp.countRequest(resultHit)
 	sp.countRequest(resultMiss)

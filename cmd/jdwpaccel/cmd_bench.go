@@ -252,7 +252,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		}
 		if err == nil {
 			var closeJournal func() error
-			spec := speculator.Config{Enabled: true, CacheBytes: *cacheBytes, MinRTT: *minRTT, WriteBehind: *writeBehind}
+			spec := speculator.Config{CacheBytes: *cacheBytes, MinRTT: *minRTT, WriteBehind: *writeBehind}
 			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, spec, log)
 			defer func() {
 				if err := closeJournal(); err != nil {
@@ -352,7 +352,7 @@ func benchSoak(ctx context.Context, e *env, log zerolog.Logger, o soakOptions) i
 		fmt.Fprintf(e.stderr, "jdwpaccel bench: building the Java workloads: %v\n", err)
 		return exitError
 	}
-	sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: o.cacheBytes}, log, nil)
+	sp := speculator.New(speculator.Config{CacheBytes: o.cacheBytes}, log, nil)
 	fmt.Fprintf(e.stderr, "soak: %s through jdwpaccel at %v RTT for %v, a sample every %v\n", wls[0], rtts[0], o.duration, o.interval)
 	rep, runErr := bench.Soak(ctx, bench.SoakConfig{
 		Duration: o.duration, Interval: o.interval, RTT: rtts[0], Workload: wls[0],

@@ -45,7 +45,7 @@ func adbBenchModes(log zerolog.Logger) map[string]func() (bench.Mode, error) {
 			if _, err := exec.LookPath("adb"); err != nil {
 				return bench.Mode{}, errNoADB
 			}
-			sp := speculator.New(speculator.Config{Enabled: true}, log, nil)
+			sp := speculator.New(speculator.Config{}, log, nil)
 			return bench.Mode{Name: "adb-front", Stats: sp.Stats, Via: func(ctx context.Context, vmAddr string) (string, error) {
 				port, _, err := startBenchADB(ctx, vmAddr, log)
 				if err != nil {

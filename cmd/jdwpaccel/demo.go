@@ -69,7 +69,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 
 	// The accelerated side: one proxy stack, with the live page. The VM
 	// address is filled in per run.
-	pf := proxyFlags{speculate: true, maxPacket: 0, minRTT: "0s", journalRaw: 4096}
+	pf := proxyFlags{speculate: true, maxPacket: 0, journalRaw: 4096}
 	pf.vm = "127.0.0.1:0" // every run dials its own link (bench.Run, demoKeep)
 	st, err := buildStack(ctx, &pf, log)
 	if err != nil {
@@ -108,7 +108,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 		Modes: []bench.Mode{
 			{Name: "direct", Direct: true},
 			{Name: "jdwpaccel", NewHooks: comparisonHooks, Stats: st.spec.Stats},
-			splitMode("split", speculator.Config{Enabled: true}, log),
+			splitMode("split", speculator.Config{}, log),
 		},
 		Steps: *steps, Warmup: 0, Build: build, Log: log,
 		Progress: func(done, total int, label string) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/discover"
@@ -36,7 +37,7 @@ type proxyFlags struct {
 	speculate   bool
 	writeBehind bool
 	cacheBytes  int64
-	minRTT      string
+	minRTT      time.Duration
 	learnFile   string
 	journalList stringList
 	journalFmt  string
@@ -57,7 +58,7 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	p.link.registerNear(fs)
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:8700", "where debuggers connect, `ADDR` (port 0 picks a free port and logs it)")
 	p.registerRelay(fs, vmsDefaultHTTPAddr, "serve the live monitor page, JSON API (also used by \"jdwpaccel vms\" and \"select\") and /metrics at http://`ADDR`/ (loopback unless --allow-remote; empty: off)")
-	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
+	fs.DurationVar(&p.minRTT, "speculate-min-rtt", 0, "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
 	fs.BoolVar(&p.writeBehind, "write-behind", true, "with --speculate, answer EventRequest.Set/Clear and resumes at once when the VM's reply is proven, and send them on pipelined; a VM that answers otherwise ends the session")
 	p.vms.register(fs)
 }
@@ -65,7 +66,6 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 // registerRelay registers the flags the proxy and the far end share: the
 // relay, its speculator, journal, DDM monitor, HTTP servers and logs.
 func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp string) {
-	p.minRTT = "0s"
 	fs.BoolVar(&p.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (anyone who connects controls the VM)")
 	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (loopback unless --allow-remote)")
 	fs.StringVar(&p.httpAddr, "http-addr", httpDefault, httpHelp)
@@ -153,11 +153,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		Metrics:       relay.NewMetrics(st.reg),
 	}
 	if pf.speculate {
-		minRTT, err := parseDurationFlag("--speculate-min-rtt", pf.minRTT)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT, LearnFile: pf.learnFile, WriteBehind: pf.writeBehind},
+		st.spec = speculator.New(speculator.Config{CacheBytes: pf.cacheBytes, MinRTT: pf.minRTT, LearnFile: pf.learnFile, WriteBehind: pf.writeBehind},
 			log.With().Str(relay.LogComponent, "speculator").Logger(), speculator.NewMetrics(st.reg))
 	}
 	j, err := pf.openJournal(log, st.reg)
