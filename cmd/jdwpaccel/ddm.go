@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
@@ -195,8 +196,17 @@ func cmdFakeVM(ctx context.Context, e *env, args []string) int {
 		log.Error().Err(err).Str(relay.LogListen, listen).Msg("cannot listen")
 		return exitError
 	}
-	fmt.Fprintf(e.stdout, "fake %s VM listening on %s\n", p, vm.Addr())
-	if err := vm.Serve(ctx); err != nil {
+	ths := vm.Threads()
+	names := make([]string, len(ths))
+	for i, th := range ths {
+		names[i] = th.Name
+	}
+	fmt.Fprintf(e.stdout, "fake %s VM listening on %s, with %d threads (%s)\n", p, vm.Addr(), len(ths), strings.Join(names, ", "))
+	err = vm.Serve(ctx)
+	st := vm.Stats()
+	log.Info().Int("connections", st.Connections).Int("non_ddm_packets", st.NonDDMPackets).Int("gcs", st.GCs).
+		Int("live_threads", st.LiveThreads).Msg("fake VM served")
+	if err != nil {
 		log.Error().Err(err).Msg("fake VM stopped")
 		return exitError
 	}
