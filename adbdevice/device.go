@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
@@ -439,7 +440,8 @@ func (d *Device) pidList() string {
 }
 
 // shell answers the few commands tools ask a device: getprop, pidof,
-// echo. Anything else gets the shell's "not found".
+// echo, cat /proc/PID/cmdline (discovery's process names). Anything else
+// gets the shell's "not found".
 func (d *Device) shell(cmd string) string {
 	f := strings.Fields(cmd)
 	if len(f) == 0 {
@@ -476,8 +478,29 @@ func (d *Device) shell(cmd string) string {
 		return strings.Join(pids, " ") + "\n"
 	case "echo":
 		return strings.Join(f[1:], " ") + "\n"
+	case "cat":
+		var b strings.Builder
+		for _, path := range f[1:] {
+			b.WriteString(d.cat(path))
+		}
+		return b.String()
 	}
 	return "/system/bin/sh: " + f[0] + ": inaccessible or not found\n"
+}
+
+// cat is what cat prints of path: a debuggable process's command line
+// (its name, NUL-terminated, as the kernel gives it), else cat's error.
+func (d *Device) cat(path string) string {
+	if rest, ok := strings.CutPrefix(path, "/proc/"); ok {
+		if pid, ok := strings.CutSuffix(rest, "/cmdline"); ok {
+			if n, err := strconv.Atoi(pid); err == nil {
+				if p, ok := d.process(n); ok {
+					return p.Name + "\x00"
+				}
+			}
+		}
+	}
+	return "cat: " + path + ": No such file or directory\n"
 }
 
 // output writes a fixed text and closes.
@@ -497,7 +520,7 @@ type trackJDWP struct{ d *Device }
 
 func (tj trackJDWP) run(ctx context.Context, s *stream, log zerolog.Logger) {
 	list := tj.d.pidList()
-	if _, err := fmt.Fprintf(s, "%04x%s", len(list), list); err != nil {
+	if _, err := s.Write(adbwire.AppendMessage(nil, list)); err != nil {
 		return
 	}
 	select {

@@ -102,6 +102,9 @@ func TestDeviceShellAndJDWPList(t *testing.T) {
 		{"shell:pidof nothing\x00", ""},
 		{"exec:frobnicate\x00", "/system/bin/sh: frobnicate: inaccessible or not found\n"},
 		{"jdwp\x00", "7\n9\n"},
+		{"shell:cat /proc/9/cmdline\x00", "c.d\x00"},
+		{"shell:cat /proc/8/cmdline\x00", "cat: /proc/8/cmdline: No such file or directory\n"},
+		{"shell:cat /etc/hosts\x00", "cat: /etc/hosts: No such file or directory\n"},
 	} {
 		local := uint32(100 + i)
 		h.send(Message{Command: CmdOPEN, Arg0: local, Data: []byte(c.svc)})

@@ -390,9 +390,12 @@ func (c *lentConn) vmConn() relay.VMConn {
 }
 
 // sessionStart hands the link's writes to the session once it runs: the
-// hooks are made while the session is still being built, and SendToVM from the
-// link's own goroutine before then races with it. Until then a fresh
-// connection's pre-session writer keeps writing.
+// hooks are made while the session is still being built, and a send from
+// the link's own goroutine before then races with it. Until then a fresh
+// connection's pre-session writer keeps writing. During the session the
+// link's requests go to the VM in the session's turn (relay.Session.Do),
+// whichever goroutine makes them: the tap's hook calls, the link's loop,
+// the page asking for heap data.
 type sessionStart struct{ c *lentConn }
 
 // Observe implements relay.Observer.
@@ -403,7 +406,9 @@ func (o sessionStart) SessionStart(s *relay.Session) {
 	if o.c.w != nil {
 		o.c.w.disable() // the session's writer takes over
 	}
-	o.c.l.setSend(func(p jdwp.Packet) error { return s.SendToVM(p, relay.Synthetic) })
+	o.c.l.setSession(s, func(p jdwp.Packet) error {
+		return s.Do(func(out *relay.Outbox) { out.SendToVM(p, relay.Synthetic) })
+	})
 }
 
 // SessionEnd implements relay.SessionObserver.
@@ -434,9 +439,16 @@ type heldConn struct {
 }
 
 // read handles packets until the connection fails or take stops it with a
-// read deadline.
+// read deadline. A panic in the DDM client is recovered (logged and
+// counted), and the held connection dropped as if the VM had closed it.
 func (hc *heldConn) read() {
 	defer close(hc.done)
+	defer func() {
+		if v := recover(); v != nil {
+			hc.l.recovered("held connection reader", v)
+			hc.fail(fmt.Errorf("ddmtap: the DDM client panicked: %v", v))
+		}
+	}()
 	for {
 		p, err := hc.next()
 		if err != nil {

@@ -1,7 +1,9 @@
 package ddmtap
 
 import (
+	"fmt"
 	"net"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,7 +99,8 @@ type link struct {
 
 	mu        sync.Mutex // guards the fields below
 	expects   []expectation
-	send      func(jdwp.Packet) error // nil while nobody may write
+	send      func(jdwp.Packet) error // nil while nobody may write; may keep the packet
+	session   *relay.Session          // the relay session that owns the connection, nil before and after it
 	closed    bool
 	nextPoll  time.Time
 	heapAsked bool
@@ -123,10 +126,33 @@ func newLink(mon *Monitor, log zerolog.Logger, opts Options, ids *retag.Table, k
 	}
 }
 
-func (l *link) setSend(f func(jdwp.Packet) error) {
+func (l *link) setSend(f func(jdwp.Packet) error) { l.setSession(nil, f) }
+
+// setSession hands the connection to relay session s (nil: to none), whose
+// send f writes the link's packets.
+func (l *link) setSession(s *relay.Session, f func(jdwp.Packet) error) {
 	l.mu.Lock()
-	l.send = f
+	l.send, l.session = f, s
 	l.mu.Unlock()
+}
+
+// recovered handles a panic recovered on one of the link's own goroutines
+// (its loop, a held connection's reader). During a session the session is
+// told (relay.Session.Panicked: logged and counted there, and the session
+// goes on as pass-through or ends, as for a panic in a hook call);
+// otherwise it is logged and counted here. Either way that goroutine's
+// work stops.
+func (l *link) recovered(where string, v any) {
+	l.mu.Lock()
+	s := l.session
+	l.mu.Unlock()
+	if s != nil {
+		s.Panicked(v)
+		return
+	}
+	l.mon.metrics.error(ReasonPanic)
+	l.log.Error().Str(relay.LogHook, where).Str(relay.LogPanic, fmt.Sprint(v)).Str(relay.LogStack, string(debug.Stack())).
+		Msg("the DDM client panicked (a bug to report); it stops monitoring this connection")
 }
 
 // begin marks the connection up, starts the timer loop and, to a VM known
@@ -379,9 +405,15 @@ func dataReply(t ddm.Type) bool {
 	return false
 }
 
-// loop expires requests and probes and polls THST.
+// loop expires requests and probes and polls THST. A panic ends it
+// (recovered).
 func (l *link) loop() {
 	defer close(l.done)
+	defer func() {
+		if v := recover(); v != nil {
+			l.recovered("link loop", v)
+		}
+	}()
 	tick := min(l.opts.PollInterval, l.opts.ReplyTimeout) / 4
 	tick = max(tick, 10*time.Millisecond)
 	t := time.NewTicker(tick)

@@ -20,9 +20,10 @@ const (
 	ReasonTimeout     Reason = "timeout"      // a request that got no reply in time
 	ReasonDial        Reason = "dial"         // the holder could not reach the VM
 	ReasonProbeLost   Reason = "probe_lost"   // the VM closed the connection with a first probe unanswered
+	ReasonPanic       Reason = "panic"        // the DDM client panicked on a goroutine of its own, outside a session (a bug)
 )
 
-var errorReasons = []Reason{ReasonMalformed, ReasonChunkLength, ReasonUnknownType, ReasonFailChunk, ReasonJDWPError, ReasonTimeout, ReasonDial, ReasonProbeLost}
+var errorReasons = []Reason{ReasonMalformed, ReasonChunkLength, ReasonUnknownType, ReasonFailChunk, ReasonJDWPError, ReasonTimeout, ReasonDial, ReasonProbeLost, ReasonPanic}
 
 // Metrics are the DDM tap's Prometheus metrics. Children are resolved once,
 // so counting a chunk is an index and an atomic add. A nil *Metrics counts

@@ -150,9 +150,11 @@ func Keep(ctx context.Context, out io.Writer, self string, build *javavm.Build, 
 
 // PrintComparison prints the benchmark's comparison of the demo (cells:
 // direct, through jdwpaccel, split mode) on out: each mode's median step,
-// the speedups, the cache's figures and the digest check, which it
-// returns (false: the debugger saw different values through jdwpaccel).
-func PrintComparison(out io.Writer, rep *bench.Report) bool {
+// the speedups, how they were measured (learned: after a session that
+// learned this debugger), the cache's figures and the digest check, which
+// it returns (false: the debugger saw different values through
+// jdwpaccel).
+func PrintComparison(out io.Writer, rep *bench.Report, learned bool) bool {
 	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
 	direct, accel, splitCell := rep.Cells[0], rep.Cells[1], rep.Cells[2]
 	fmt.Fprintln(out)
@@ -173,6 +175,11 @@ func PrintComparison(out io.Writer, rep *bench.Report) bool {
 		approx = "~"
 	}
 	say("split mode, speedup per step: %s%.1fx (jdwpaccel far next to the VM, proxy --far across the link)", approx, splitCell.Speedup)
+	if learned {
+		say("measured as the README's Results table: after a session that learned this debugger, without the breakpoint stop and the first step")
+	} else {
+		say("measured on a first session (--learn=false): the steps in which jdwpaccel learns this debugger are included, so the speedup is lower than the README's Results table's")
+	}
 	if a := accel.Stats; a != nil {
 		say("cache: %d hits, %d belays, %d misses; %d speculative commands, %d wasted",
 			a.Hits, a.Belays, a.Misses, a.SpecSent, a.SpecWasted)

@@ -1,7 +1,6 @@
 package discover
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -9,11 +8,11 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/adbserver"
 	"github.com/jdwpaccel/jdwpaccel/internal/adbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/rs/zerolog"
@@ -127,7 +126,7 @@ func TestADBSource(t *testing.T) {
 	sel := listenLocal(t)
 	g0, f0 := runtime.NumGoroutine(), countFDs(t)
 	src := &ADB{Client: &ADBClient{Addr: s.Addr()}, Retry: 50 * time.Millisecond, Logger: zerolog.Nop()}
-	m, stop := startManager(t, Config{Source: src, Selected: sel, PortBase: freePortBase(t)})
+	m, stop := startManager(t, Config{Source: src, Selected: sel, PortBase: PortAuto})
 	st := waitState(t, m, "two processes", func(s Snapshot) bool { return len(s.VMs) == 2 })
 	a, ok := statusOf(st, "adb:emu-1:101")
 	if !ok || a.Name != "com.example.a" || a.PID != 101 || a.Serial != "emu-1" || a.Kind != KindADB {
@@ -192,15 +191,12 @@ func TestRealADBServerErrors(t *testing.T) {
 		}
 		t.Skip("adb not found")
 	}
-	port := strconv.Itoa(freePorts(t, 1)[0])
-	var out bytes.Buffer
-	start := exec.Command(adb, "-P", port, "start-server")
-	start.Stdout, start.Stderr = &out, &out
-	if err := start.Run(); err != nil {
-		t.Skipf("adb start-server cannot run here: %v: %s", err, out.String())
+	srv, err := adbserver.Start()
+	if err != nil {
+		t.Fatalf("%s: %v", adb, err)
 	}
-	t.Cleanup(func() { exec.Command(adb, "-P", port, "kill-server").Run() }) //nolint:errcheck
-	c := &ADBClient{Addr: "127.0.0.1:" + port}
+	t.Cleanup(func() { srv.Stop() }) //nolint:errcheck // its output is shown on failure
+	c := &ADBClient{Addr: srv.Addr()}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if v, err := c.Version(ctx); err != nil || v <= 0 {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
@@ -177,14 +178,24 @@ func (r *adbRun) processName(ctx context.Context, serial string, pid int) string
 	if err != nil {
 		return ""
 	}
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
+	return processNameOf(b)
+}
+
+// processNameOf is the process name in the output of cat
+// /proc/PID/cmdline: its first argument, or "" when the output is no
+// command line. A process name (a package name, with a ":service" suffix
+// for an app's other processes) has no spaces, which every error message
+// of the shell or of cat has ("/system/bin/sh: cat: inaccessible or not
+// found", "cat: /proc/1/cmdline: No such file or directory").
+func processNameOf(out []byte) string {
+	if i := bytes.IndexByte(out, 0); i >= 0 {
+		out = out[:i]
 	}
-	b = bytes.TrimSpace(b)
-	if bytes.Contains(b, []byte("No such file")) || len(b) > 256 {
+	out = bytes.TrimSpace(out)
+	if len(out) == 0 || len(out) > 256 || bytes.ContainsFunc(out, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
 		return ""
 	}
-	return string(b)
+	return string(out)
 }
 
 func (r *adbRun) vm(serial string, pid int, name string) VM {

@@ -102,21 +102,6 @@ func waitState(t testing.TB, m *Manager, what string, cond func(Snapshot) bool) 
 	return s
 }
 
-// freePortBase returns a port with (probably) free ports after it.
-func freePortBase(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	if p > 65000 {
-		p -= 500
-	}
-	return p
-}
-
 // startManager runs a Manager until the test ends.
 func startManager(t testing.TB, cfg Config) (*Manager, func()) {
 	t.Helper()

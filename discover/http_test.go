@@ -13,7 +13,7 @@ func TestHTTPAPI(t *testing.T) {
 	a, b := startFakeVM(t, "vm-a"), startFakeVM(t, "vm-b")
 	src := newTestSource()
 	sel := listenLocal(t)
-	m, _ := startManager(t, Config{Source: src, Selected: sel, PortBase: freePortBase(t)})
+	m, _ := startManager(t, Config{Source: src, Selected: sel, PortBase: PortAuto})
 	<-src.ready
 	src.set(a.vm("a"), b.vm("b"))
 	waitState(t, m, "two", func(s Snapshot) bool { return len(s.VMs) == 2 })

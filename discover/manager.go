@@ -44,6 +44,10 @@ type AppNamer interface {
 	AppName(vmKey string) string
 }
 
+// PortAuto, as Config.PortBase, gives each VM a per-VM port the kernel
+// chooses (the one it had before if that is free again).
+const PortAuto = -1
+
 // Config configures a Manager.
 type Config struct {
 	// Source finds the VMs (required).
@@ -52,7 +56,8 @@ type Config struct {
 	Serve ServeFunc
 	// PortBase is the first per-VM port; each VM gets the lowest free
 	// port from PortBase on and keeps it while it lives. 0 turns per-VM
-	// ports off (the current-VM listener still works).
+	// ports off (the current-VM listener still works); PortAuto gives
+	// each VM a port the kernel chooses.
 	PortBase int
 	// PortSpan is how many ports from PortBase may be used (100 when zero).
 	PortSpan int
@@ -145,7 +150,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Source == nil || cfg.Serve == nil {
 		return nil, errors.New("discover: Config.Source and Config.Serve are required")
 	}
-	if cfg.PortBase < 0 || cfg.PortBase > 65535 {
+	if cfg.PortBase < PortAuto || cfg.PortBase > 65535 {
 		return nil, fmt.Errorf("discover: bad port base %d", cfg.PortBase)
 	}
 	if cfg.PortSpan <= 0 {
@@ -312,7 +317,7 @@ func (m *Manager) addLocked(ctx context.Context, vm VM) {
 	e := &entry{key: vm.Key, keep: vm.keepWhileInUse, vm: vm, since: time.Now(), done: make(chan struct{})}
 	log := m.log.With().Str(LogVMKey, vm.Key).Logger()
 	var real net.Listener
-	if m.cfg.PortBase > 0 {
+	if m.cfg.PortBase != 0 {
 		real, e.port = m.listenLocked(vm.Key)
 		if real == nil {
 			log.Error().Int(LogPort, m.cfg.PortBase).Msg("no free per-VM port; the VM is reachable only through the current-VM port")
@@ -354,7 +359,8 @@ func (m *Manager) addLocked(ctx context.Context, vm VM) {
 }
 
 // listenLocked opens the VM's own port: the one the key had before if
-// free, else the lowest free one from PortBase.
+// free, else the lowest free one from PortBase, or with PortAuto one the
+// kernel chooses.
 func (m *Manager) listenLocked(key string) (net.Listener, int) {
 	used := map[int]bool{}
 	for _, e := range m.vms {
@@ -377,13 +383,24 @@ func (m *Manager) listenLocked(key string) (net.Listener, int) {
 			return ln, p
 		}
 	}
+	remember := func(ln net.Listener) (net.Listener, int) {
+		p := ln.Addr().(*net.TCPAddr).Port
+		if len(m.lastPort) > 4096 {
+			clear(m.lastPort)
+		}
+		m.lastPort[key] = p
+		return ln, p
+	}
+	if m.cfg.PortBase == PortAuto {
+		ln, err := net.Listen("tcp", net.JoinHostPort(m.cfg.ListenHost, "0"))
+		if err != nil {
+			return nil, 0
+		}
+		return remember(ln)
+	}
 	for p := m.cfg.PortBase; p < m.cfg.PortBase+m.cfg.PortSpan; p++ {
 		if ln := try(p); ln != nil {
-			if len(m.lastPort) > 4096 {
-				clear(m.lastPort)
-			}
-			m.lastPort[key] = p
-			return ln, p
+			return remember(ln)
 		}
 	}
 	return nil, 0

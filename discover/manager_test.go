@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,15 +24,14 @@ func TestSelectedPortSwitch(t *testing.T) {
 	a, b := startFakeVM(t, "vm-a"), startFakeVM(t, "vm-b")
 	src := newTestSource()
 	sel := listenLocal(t)
-	base := freePortBase(t)
-	m, _ := startManager(t, Config{Source: src, PortBase: base, Selected: sel})
+	m, _ := startManager(t, Config{Source: src, PortBase: PortAuto, Selected: sel})
 	<-src.ready
 
 	// One VM: selected automatically.
 	src.set(a.vm("a"))
 	s := waitState(t, m, "a", func(s Snapshot) bool { return s.Selected == "a" })
 	stA, _ := statusOf(s, "a")
-	if stA.Port < base || stA.Listen == "" {
+	if stA.Port <= 0 || stA.Listen != "127.0.0.1:"+strconv.Itoa(stA.Port) {
 		t.Fatalf("a has no port of its own: %+v", stA)
 	}
 	if got, err := askVia(sel.Addr().String()); err != nil || got != "vm-a" {
@@ -48,7 +48,7 @@ func TestSelectedPortSwitch(t *testing.T) {
 		t.Fatalf("current-VM port reached %q with no VM selected", got)
 	}
 	stB, _ := statusOf(s, "b")
-	if stB.Port == stA.Port || stB.Port < base {
+	if stB.Port == stA.Port || stB.Port <= 0 {
 		t.Fatalf("ports: a %d, b %d", stA.Port, stB.Port)
 	}
 	if got, err := askVia(stB.Listen); err != nil || got != "vm-b" {
@@ -188,7 +188,7 @@ func TestManyVMsNoLeaks(t *testing.T) {
 
 	src := newTestSource()
 	sel := listenLocal(t)
-	m, stop := startManager(t, Config{Source: src, Selected: sel, PortBase: freePortBase(t), PortSpan: 2 * n})
+	m, stop := startManager(t, Config{Source: src, Selected: sel, PortBase: PortAuto})
 	<-src.ready
 	list := make([]VM, n)
 	for i, v := range vms {
@@ -243,5 +243,26 @@ func TestManagerConfig(t *testing.T) {
 	}
 	if err := m.Run(ctx); err == nil {
 		t.Fatal("second Run accepted")
+	}
+}
+
+// A per-VM port range whose ports are all taken leaves the VM without a
+// port of its own (reachable through the current-VM port), never on a
+// port outside the range.
+func TestPortBaseAllTaken(t *testing.T) {
+	a := startFakeVM(t, "vm-a")
+	busy := listenLocal(t) // holds the range's one port for the whole test
+	base := busy.Addr().(*net.TCPAddr).Port
+	src := newTestSource()
+	sel := listenLocal(t)
+	m, _ := startManager(t, Config{Source: src, PortBase: base, PortSpan: 1, Selected: sel})
+	<-src.ready
+	src.set(a.vm("a"))
+	s := waitState(t, m, "a", func(s Snapshot) bool { return s.Selected == "a" })
+	if st, _ := statusOf(s, "a"); st.Port != 0 || st.Listen != "" {
+		t.Fatalf("a got a port although its range's only port is taken: %+v", st)
+	}
+	if got, err := askVia(sel.Addr().String()); err != nil || got != "vm-a" {
+		t.Fatalf("current-VM port reached %q, %v; want vm-a", got, err)
 	}
 }

@@ -46,6 +46,9 @@ type Scan struct {
 
 	procRoot string // "/proc" unless a test says otherwise
 	onScan   func() // test hook, called after each scan
+	// ports, if set, is read at each scan instead of Ports: a test hook
+	// for VMs whose ports the kernel chose after the scan started.
+	ports func() PortSet
 }
 
 // scanState is what one Run keeps between scans. Only Run's goroutine
@@ -130,13 +133,17 @@ type listener struct {
 func (s *Scan) scanOnce(st *scanState) []VM {
 	var listeners []listener
 	estab := map[uint16]bool{} // local ports with an established connection
+	ports := s.Ports
+	if s.ports != nil {
+		ports = s.ports()
+	}
 	//lint:ignore SA1019 netlink, the suggested alternative, cannot read a test's fake /proc
 	for _, read := range []func() (procfs.NetTCP, error){st.fs.NetTCP, st.fs.NetTCP6} {
 		lines, _ := read()
 		for _, l := range lines {
 			local := procAddrPort(l.LocalAddr, l.LocalPort)
 			p := local.Port()
-			if !s.Ports.Contains(p) {
+			if !ports.Contains(p) {
 				continue
 			}
 			switch l.St {

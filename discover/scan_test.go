@@ -72,7 +72,7 @@ func compileIdle(t *testing.T) string {
 	return classDir
 }
 
-// javaVM is a JVM with a JDWP listener on a chosen port.
+// javaVM is a JVM with a JDWP listener on a port the kernel chose.
 type javaVM struct {
 	cmd      *exec.Cmd
 	port     int
@@ -83,7 +83,11 @@ type javaVM struct {
 
 func (v *javaVM) output() string { return v.out.String() }
 
-func startJava(t *testing.T, port int, suspend bool) *javaVM {
+// startJava starts a JVM whose JDWP agent listens on a port the kernel
+// chooses (address=127.0.0.1:0), read from the agent's "Listening" line.
+// HotSpot listens anew after each debugger leaves, on a new port then:
+// onListen, if not nil, is told each port the agent listens on.
+func startJava(t *testing.T, suspend bool, onListen func(port int)) *javaVM {
 	t.Helper()
 	dir := compileIdle(t)
 	s := "n"
@@ -91,7 +95,7 @@ func startJava(t *testing.T, port int, suspend bool) *javaVM {
 		s = "y"
 	}
 	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1",
-		fmt.Sprintf("-agentlib:jdwp=transport=dt_socket,server=y,suspend=%s,address=127.0.0.1:%d", s, port),
+		fmt.Sprintf("-agentlib:jdwp=transport=dt_socket,server=y,suspend=%s,address=127.0.0.1:0", s),
 		"-cp", dir, "Idle")
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -102,16 +106,23 @@ func startJava(t *testing.T, port int, suspend bool) *javaVM {
 		t.Fatal(err)
 	}
 	pw.Close()
-	v := &javaVM{cmd: cmd, port: port, running: make(chan struct{})}
-	listening := make(chan struct{})
+	v := &javaVM{cmd: cmd, running: make(chan struct{})}
+	listening := make(chan int, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		var l, r sync.Once
 		for sc.Scan() {
 			line := sc.Text()
 			v.out.Write([]byte(line + "\n")) //nolint:errcheck // a Buffer does not fail
-			if strings.Contains(line, "Listening for transport dt_socket") {
-				l.Do(func() { close(listening) })
+			if p, ok := strings.CutPrefix(line, "Listening for transport dt_socket at address: "); ok {
+				p, err := strconv.Atoi(strings.TrimSpace(p))
+				if err != nil {
+					continue
+				}
+				if onListen != nil {
+					onListen(p)
+				}
+				l.Do(func() { listening <- p })
 			}
 			if line == "running" {
 				r.Do(func() { close(v.running) })
@@ -122,12 +133,13 @@ func startJava(t *testing.T, port int, suspend bool) *javaVM {
 	}()
 	t.Cleanup(v.stop)
 	select {
-	case <-listening:
+	case p, ok := <-listening:
+		if !ok {
+			t.Fatalf("JVM failed: %s", v.output())
+		}
+		v.port = p
 	case <-time.After(20 * time.Second):
-		t.Fatalf("JVM on port %d did not start listening: %s", port, v.output())
-	}
-	if !strings.Contains(v.output(), "Listening") {
-		t.Fatalf("JVM on port %d failed: %s", port, v.output())
+		t.Fatalf("JVM did not start listening: %s", v.output())
 	}
 	return v
 }
@@ -150,20 +162,24 @@ func (v *javaVM) stop() {
 	})
 }
 
-// freePorts returns n ports that were free a moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ps []int
-	var lns []net.Listener
-	for i := 0; i < n; i++ {
-		ln := listenLocal(t)
-		lns = append(lns, ln)
-		ps = append(ps, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ps
+// scanPorts is a port set a test extends while a Scan reads it.
+type scanPorts struct {
+	mu    sync.Mutex // guards ports
+	ports []int
+}
+
+func (p *scanPorts) add(ports ...int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ports = append(p.ports, ports...)
+}
+
+func (p *scanPorts) add1(port int) { p.add(port) }
+
+func (p *scanPorts) set() PortSet {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PortsOf(p.ports...)
 }
 
 func TestScanRealJVMs(t *testing.T) {
@@ -171,14 +187,9 @@ func TestScanRealJVMs(t *testing.T) {
 	if _, err := os.Stat("/proc/net/tcp"); err != nil {
 		t.Skip("no /proc/net/tcp")
 	}
-	ports := freePorts(t, 4)
 	// A non-JVM listener on a scanned port must be ignored and never
 	// connected to.
-	other, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(ports[3]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := listenLocal(t)
 	var otherConns atomic.Int32
 	go func() {
 		for {
@@ -191,11 +202,14 @@ func TestScanRealJVMs(t *testing.T) {
 		}
 	}()
 
-	vm1 := startJava(t, ports[0], false)
-	vm2 := startJava(t, ports[1], true) // waits for a debugger before main
-
+	// The scanned ports are the test's own, known only once each JVM
+	// listens (and again each time it listens anew after a debugger).
+	var ports scanPorts
+	ports.add(other.Addr().(*net.TCPAddr).Port)
+	vm1 := startJava(t, false, ports.add1)
+	vm2 := startJava(t, true, ports.add1) // waits for a debugger before main
 	scans := make(chan struct{}, 1000)
-	src := &Scan{Ports: PortsOf(ports...), Interval: 50 * time.Millisecond,
+	src := &Scan{Interval: 50 * time.Millisecond, ports: ports.set,
 		onScan: func() {
 			select {
 			case scans <- struct{}{}:
@@ -203,7 +217,7 @@ func TestScanRealJVMs(t *testing.T) {
 			}
 		}}
 	sel := listenLocal(t)
-	m, _ := startManager(t, Config{Source: src, Selected: sel, PortBase: freePortBase(t)})
+	m, _ := startManager(t, Config{Source: src, Selected: sel, PortBase: PortAuto})
 
 	s := waitState(t, m, "two JVMs", func(s Snapshot) bool { return len(s.VMs) == 2 })
 	for _, v := range []*javaVM{vm1, vm2} {
@@ -238,7 +252,7 @@ func TestScanRealJVMs(t *testing.T) {
 	}
 
 	// A new VM appears without a restart.
-	vm3 := startJava(t, ports[2], false)
+	vm3 := startJava(t, false, ports.add1)
 	waitState(t, m, "third JVM", func(s Snapshot) bool { _, ok := statusOf(s, vm3.key()); return ok })
 
 	// A debugger through vm1's own port: the VM is busy (HotSpot stops

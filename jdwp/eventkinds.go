@@ -1,5 +1,7 @@
 package jdwp
 
+import "encoding/binary"
+
 // The one answer to "what does an event of this kind mean for the
 // debugger?", asked by the speculator (does a stop begin an episode?), the
 // live page and its conversation view (is this a step?), the journal (did
@@ -95,9 +97,10 @@ func (c *Composite) Stop() (*Event, bool) {
 
 // CompositeHead reads an Event.Composite body's suspend policy and its
 // first event's kind, which need no ID sizes (suspendPolicy byte, event
-// count int, then the first event's kind byte).
+// count int, then the first event's kind byte); false for a body too short
+// or with no event.
 func CompositeHead(body []byte) (SuspendPolicy, EventKind, bool) {
-	if len(body) < 6 {
+	if len(body) < 6 || binary.BigEndian.Uint32(body[1:]) == 0 {
 		return 0, 0, false
 	}
 	return SuspendPolicy(body[0]), EventKind(body[5]), true

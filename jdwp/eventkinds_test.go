@@ -74,4 +74,8 @@ func TestStartsWithVMDeath(t *testing.T) {
 	if p, k, ok := CompositeHead(bp); !ok || p != SuspendAll || k != EventBreakpoint {
 		t.Errorf("CompositeHead = %v %v %v", p, k, ok)
 	}
+	// No event: no first kind, whatever byte follows the count.
+	if _, _, ok := CompositeHead([]byte{2, 0, 0, 0, 0, byte(EventVMDeath)}); ok {
+		t.Error("CompositeHead read a kind from a composite of no event")
+	}
 }

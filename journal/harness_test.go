@@ -82,10 +82,9 @@ func newToySpeculator() *toySpeculator {
 	return &toySpeculator{next: synthBase, synth: map[uint32]jdwp.Cmd{}, belayed: map[uint32]uint32{}}
 }
 
-// send sends a synthetic command; a debugger command belayed behind it
-// (belayFor, 0 for none) is registered before it goes, since its reply can
-// come back before SendToVM returns.
-func (t *toySpeculator) send(s *relay.Session, c jdwp.Cmd, body []byte, belayFor uint32, belay bool) {
+// send sends a synthetic command through out; a debugger command belayed
+// behind it (belayFor, 0 for none) is registered with it.
+func (t *toySpeculator) send(out *relay.Outbox, c jdwp.Cmd, body []byte, belayFor uint32, belay bool) {
 	t.mu.Lock()
 	t.next++
 	id := t.next
@@ -94,10 +93,10 @@ func (t *toySpeculator) send(s *relay.Session, c jdwp.Cmd, body []byte, belayFor
 		t.belayed[id] = belayFor
 	}
 	t.mu.Unlock()
-	s.SendToVM(jdwp.AppendCommand(nil, id, c, body), relay.Synthetic) //nolint:errcheck // the session ending is fine
+	out.SendToVM(jdwp.AppendCommand(nil, id, c, body), relay.Synthetic)
 }
 
-func (t *toySpeculator) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
+func (t *toySpeculator) FromDebugger(_ *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind != relay.KindCommand {
 		return relay.Forward
 	}
@@ -112,16 +111,16 @@ func (t *toySpeculator) FromDebugger(s *relay.Session, f *relay.Frame) relay.Act
 			return relay.Consume
 		}
 	case jdwp.CmdVirtualMachineAllThreads:
-		t.send(s, jdwp.CmdVirtualMachineVersion, nil, 0, false)
+		t.send(f.Out(), jdwp.CmdVirtualMachineVersion, nil, 0, false)
 	case jdwp.CmdThreadReferenceName:
-		t.send(s, jdwp.CmdThreadReferenceName, f.Packet.Body(), f.ID, true)
+		t.send(f.Out(), jdwp.CmdThreadReferenceName, f.Packet.Body(), f.ID, true)
 		f.Origin = relay.Belay
 		return relay.Consume
 	}
 	return relay.Forward
 }
 
-func (t *toySpeculator) FromVM(s *relay.Session, f *relay.Frame) relay.Action {
+func (t *toySpeculator) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind != relay.KindReply {
 		return relay.Forward
 	}
@@ -143,7 +142,7 @@ func (t *toySpeculator) FromVM(s *relay.Session, f *relay.Frame) relay.Action {
 	if belayed {
 		reply := f.Packet.Clone()
 		reply.SetID(dbgID)
-		s.SendToDebugger(reply, relay.Belay, c) //nolint:errcheck // the session ending is fine
+		f.Out().SendToDebugger(reply, relay.Belay, c)
 	}
 	return relay.Consume
 }

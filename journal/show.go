@@ -157,8 +157,10 @@ func fmtT(ns int64) string {
 const ShowLegend = `# seconds since the journal's start, session, direction (dbg: the debugger,
 # vm: the VM, px: jdwpaccel), kind, packet ID, command, length, how it was served:
 # forwarded (both saw it), cache_hit or belay (the proxy answered the
-# debugger), synthetic (the proxy's own traffic, which the debugger never saw);
-# then the reply's latency (and the VM's round trip), thread, events.`
+# debugger), write_behind (a state-setting command the proxy answered at once
+# and sent on as its own, px→vm synthetic), synthetic (the proxy's own traffic,
+# which the debugger never saw); then the reply's latency (and the VM's round
+# trip), thread, events (the kinds in an event packet).`
 
 // FormatRecord renders one record as a human-readable line (and, with
 // Hex, a dump).

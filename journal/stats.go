@@ -71,7 +71,14 @@ type Stats struct {
 	// RoundTripsSaved counts debugger commands that did not wait for a VM
 	// round trip of their own: cache hits and belays.
 	RoundTripsSaved int `json:"round_trips_saved"`
-	Synthetic       int `json:"synthetic"` // the proxy's own commands, DDM included
+	// Synthetic counts the proxy's own commands: Speculative ones, OwnDDM
+	// and WriteBehindCopies.
+	Synthetic int `json:"synthetic"`
+	// OwnDDM counts the DDM commands of the proxy's own (its DDM monitor);
+	// WriteBehindCopies the written-behind debugger commands it sent on
+	// to the VM as its own.
+	OwnDDM            int `json:"own_ddm"`
+	WriteBehindCopies int `json:"write_behind_copies"`
 	// Speculative counts the proxy's own commands other than DDM: what the
 	// speculator sent. SpeculativeUsed counts those whose reply served at
 	// least one debugger command: a later cache hit or belay in the same
@@ -217,7 +224,12 @@ func ComputeStats(recs []Record) *Stats {
 				c := get(r)
 				st.Synthetic++
 				c.Synthetic++
-				if r.Set != uint8(jdwp.SetDDM) && !writtenBehind(r) {
+				switch {
+				case r.Set == uint8(jdwp.SetDDM):
+					st.OwnDDM++
+				case writtenBehind(r):
+					st.WriteBehindCopies++
+				default:
 					st.Speculative++
 					spec[specKeyOf(r)] = &specUse{c: c}
 				}
@@ -282,12 +294,15 @@ func dur(d time.Duration) string {
 // WriteText renders the statistics as a human-readable report.
 func (st *Stats) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "sessions %d, packets %d, span %s\n", st.Sessions, st.Packets, dur(st.Span))
-	fmt.Fprintf(w, "debugger commands %d: forwarded (misses) %d, cache hits %d, belays %d; hit rate %s\n",
-		st.Commands, st.Forwarded, st.CacheHits, st.Belays, pct(st.CacheHits+st.Belays, st.Commands))
-	fmt.Fprintf(w, "round trips saved %d (cache hits and belays)\n", st.RoundTripsSaved)
+	fmt.Fprintf(w, "debugger commands %d: forwarded (misses) %d, cache hits %d, belays %d, written behind %d; hit rate %s\n",
+		st.Commands, st.Forwarded, st.CacheHits, st.Belays, st.WrittenBehind, pct(st.CacheHits+st.Belays, st.Commands))
+	fmt.Fprintf(w, "round trips saved %d (cache hits, belays and written-behind commands)\n", st.RoundTripsSaved)
 	fmt.Fprintf(w, "speculative commands %d, used %d (%s)", st.Speculative, st.SpeculativeUsed, pct(st.SpeculativeUsed, st.Speculative))
-	if ddm := st.Synthetic - st.Speculative; ddm > 0 {
-		fmt.Fprintf(w, "; the proxy's own DDM commands %d", ddm)
+	if st.WriteBehindCopies > 0 {
+		fmt.Fprintf(w, "; written-behind commands sent on to the VM %d", st.WriteBehindCopies)
+	}
+	if st.OwnDDM > 0 {
+		fmt.Fprintf(w, "; the proxy's own DDM commands %d", st.OwnDDM)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "events %d, DDM chunks %d\n", st.Events, st.DDM)

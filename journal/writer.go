@@ -267,6 +267,11 @@ const maxEventNames = 32
 
 func (w *writer) decodeEvents(r *Record, body []byte, z jdwp.IDSizes) (uint64, bool) {
 	if !z.Known() {
+		// Before the IDSizes reply (VM_START comes first) only the first
+		// event's kind can be read: it precedes every ID.
+		if _, first, ok := jdwp.CompositeHead(body); ok {
+			r.Events = append(r.Events, first.String())
+		}
 		return 0, false
 	}
 	w.comp.Decode(body, z) //nolint:errcheck // a truncated body still yields its first events

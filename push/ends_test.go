@@ -435,15 +435,21 @@ func TestFarPrefersLikelyUsed(t *testing.T) {
 	f.mu.Unlock()
 	rng := rand.New(rand.NewPCG(1, 2))
 	scores := []float64{0.1, 0.9, 0.2, 0.8, 0.3, 0.7}
-	for i, s := range scores {
-		body := make([]byte, 100)
-		for j := range body {
-			body[j] = byte(rng.Uint32()) // incompressible
+	// As the speculator would tell the far end, in the relay's turn.
+	err := f.rs.Do(func(out *relay.Outbox) {
+		for i, s := range scores {
+			body := make([]byte, 100)
+			for j := range body {
+				body[j] = byte(rng.Uint32()) // incompressible
+			}
+			f.Stored(out, &speculator.SpecReply{Stop: 9, Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(uint64(i)),
+				Reply: jdwp.AppendReply(nil, 1, 0, body), Score: s})
 		}
-		f.Stored(&speculator.SpecReply{Stop: 9, Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(uint64(i)),
-			Reply: jdwp.AppendReply(nil, 1, 0, body), Score: s})
+		f.Idle(out, 9)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.Idle(9)
 	b := next(t, d)
 	var c codec
 	defer c.close()

@@ -43,7 +43,8 @@ type pend struct {
 // heldPkt is a VM packet held behind a stop event: far.heldBuf[off:off+n].
 type heldPkt struct{ off, n int }
 
-// far is the far end's interceptor around its speculator session.
+// far is the far end's interceptor around its speculator session. All its
+// code runs in the relay's turn (its hold timers through rs.Do).
 //
 // Lock order: the speculator's lock, then mu (the Tap methods are called
 // under the former); mu is never held while calling the speculator.
@@ -100,15 +101,25 @@ func (o *farFence) SessionStart(rs *relay.Session) {
 	}
 	f.holding = true
 	f.holdSeq++
-	seq := f.holdSeq
 	// A VM just attached may take longer than a stop's MaxHold to answer,
 	// and the near end waits for this bundle anyway (AttachWait).
-	f.timer = time.AfterFunc(max(f.cfg.MaxHold, f.cfg.AttachWait/2), func() { f.expire(seq) })
+	f.startTimer(max(f.cfg.MaxHold, f.cfg.AttachWait/2))
 	f.mu.Unlock()
-	f.spec.Prefetch(rs)
-	if f.spec.Idle() {
-		f.Idle(0) // nothing was sent: the bundle goes out empty
-	}
+	rs.Do(func(out *relay.Outbox) { //nolint:errcheck // a session that ended sends nothing
+		f.spec.Prefetch(rs, out)
+		if f.spec.Idle() {
+			f.Idle(out, 0) // nothing was sent: the bundle goes out empty
+		}
+	})
+}
+
+// startTimer starts the timer of hold holdSeq, which releases it after d
+// (expire), in the relay's turn. mu is held.
+func (f *far) startTimer(d time.Duration) {
+	seq := f.holdSeq
+	f.timer = time.AfterFunc(d, func() {
+		f.rs.Do(func(out *relay.Outbox) { f.expire(out, seq) }) //nolint:errcheck // a session that ended sends nothing
+	})
 }
 
 // SessionEnd does nothing (relay.SessionObserver).
@@ -166,7 +177,7 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 		return // the stop ended here first (a resume crossed the report)
 	}
 	for i := range recs {
-		f.spec.Asked(recs[i].Cmd, recs[i].Params, sizes)
+		f.spec.Asked(fr.Out(), recs[i].Cmd, recs[i].Params, sizes)
 	}
 }
 
@@ -222,7 +233,7 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 			// the VM's state must not overtake a held stop event: the
 			// near end would apply them in the wrong order.
 			f.mu.Lock()
-			f.flush()
+			f.flush(fr.Out())
 			f.mu.Unlock()
 		}
 		return relay.Forward
@@ -244,7 +255,7 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	}
 	// Records gathered before this packet go before it: the near end
 	// applies the packet's effect (an event's invalidation) after them.
-	f.flush()
+	f.flush(fr.Out())
 	if fr.Kind != relay.KindEvent || !active || serial == f.stop || f.closed || f.quiet {
 		return relay.Forward
 	}
@@ -254,12 +265,11 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	f.holding = true
 	fr.Origin = relay.Synthetic
 	if idle {
-		f.flush()
+		f.flush(fr.Out())
 		return relay.Consume
 	}
 	f.holdSeq++
-	seq := f.holdSeq
-	f.timer = time.AfterFunc(f.cfg.MaxHold, func() { f.expire(seq) })
+	f.startTimer(f.cfg.MaxHold)
 	return relay.Consume
 }
 
@@ -270,17 +280,17 @@ func (f *far) hold(p jdwp.Packet) {
 }
 
 // expire releases the stop event held by hold seq when MaxHold passed.
-func (f *far) expire(seq uint64) {
+func (f *far) expire(out *relay.Outbox, seq uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.holding && f.holdSeq == seq {
 		f.cfg.Counters.expiry.Add(1)
-		f.flush()
+		f.flush(out)
 	}
 }
 
 // Stored gathers a speculative reply of the current stop (speculator.Tap).
-func (f *far) Stored(r *speculator.SpecReply) {
+func (f *far) Stored(out *relay.Outbox, r *speculator.SpecReply) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed || (r.Stop != f.stop || f.stop == 0) && !f.attaching {
@@ -302,27 +312,27 @@ func (f *far) Stored(r *speculator.SpecReply) {
 	f.pending = append(f.pending, pend{off: off, n: len(f.raw) - off, score: r.Score})
 	if len(f.raw) >= 4*(f.cfg.MaxBytesPerStop-f.sent) {
 		// Enough to fill the stop's budget even well compressed.
-		f.flush()
+		f.flush(out)
 	}
 }
 
 // Idle sends what was gathered once the speculation is done
 // (speculator.Tap).
-func (f *far) Idle(stop uint64) {
+func (f *far) Idle(out *relay.Outbox, stop uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.attaching || stop == f.stop && (f.holding || len(f.pending) > 0) {
 		// (While attaching, a suspending event the VM sent meanwhile may
 		// have begun a stop: the attach bundle goes first whatever stop.)
-		f.flush()
+		f.flush(out)
 	}
 }
 
 // flush sends the pending records as one bundle, then the held packets,
-// in that order. mu is held.
-func (f *far) flush() {
+// in that order, through out. mu is held.
+func (f *far) flush(out *relay.Outbox) {
 	if (len(f.pending) > 0 || f.attaching) && !f.closed {
-		f.sendBundle()
+		f.sendBundle(out)
 	}
 	f.attaching = false
 	f.pending, f.raw = f.pending[:0], f.raw[:0]
@@ -336,10 +346,7 @@ func (f *far) flush() {
 	}
 	for _, h := range f.heldPkts {
 		p := jdwp.Packet(f.heldBuf[h.off : h.off+h.n])
-		if err := f.rs.SendToDebugger(p, relay.Forwarded, p.Cmd()); err != nil {
-			f.log.Debug().Err(err).Msg("cannot release a held VM packet")
-			break
-		}
+		out.SendToDebugger(p, relay.Forwarded, p.Cmd())
 	}
 	f.heldPkts, f.heldBuf = f.heldPkts[:0], f.heldBuf[:0]
 }
@@ -347,7 +354,7 @@ func (f *far) flush() {
 // sendBundle sends the pending records, the most likely used first, as
 // many as the stop's budget takes; the others are counted capped. mu is
 // held.
-func (f *far) sendBundle() {
+func (f *far) sendBundle(out *relay.Outbox) {
 	slices.SortStableFunc(f.pending, func(a, b pend) int {
 		switch {
 		case a.score > b.score:
@@ -386,10 +393,7 @@ func (f *far) sendBundle() {
 	p := jdwp.Packet(f.out)
 	p.SetID(f.nextID)
 	fixLength(p)
-	if err := f.rs.SendToDebugger(p, relay.Synthetic, CmdBundle); err != nil {
-		f.log.Debug().Err(err).Msg("cannot send a bundle")
-		return
-	}
+	out.SendToDebugger(p, relay.Synthetic, CmdBundle)
 	f.sent += len(p)
 	c := f.cfg.Counters
 	c.bundles.Add(1)

@@ -85,7 +85,7 @@ type near struct {
 	attachOnce  sync.Once
 
 	// Owned by the debugger reader goroutine.
-	waited  bool // waitAttach ran
+	waited  bool // waitAttach ran (HoldDebugger)
 	cmdSeen bool // the debugger's first command was seen
 
 	// Owned by the VM reader goroutine.
@@ -166,17 +166,23 @@ func mayChange(rs *relay.Session, f *relay.Frame) bool {
 	return !fits
 }
 
-// FromDebugger reports the stop's cache hits to the far end before the
-// first command that is not a cacheable read, and notes each hit.
-func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
+// HoldDebugger holds the debugger's first packet until the attach bundle
+// was read (relay.Gate), outside the relay's turn, so that the VM reader
+// can read it meanwhile.
+func (n *near) HoldDebugger(*relay.Session) {
 	if n.awaitAttach && !n.waited {
 		n.waitAttach()
 	}
+}
+
+// FromDebugger reports the stop's cache hits to the far end before the
+// first command that is not a cacheable read, and notes each hit.
+func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind != relay.KindCommand || len(f.Packet) < jdwp.HeaderSize {
 		return n.ic.FromDebugger(rs, f)
 	}
 	if _, ok := keyable.Lookup(f.Cmd); !ok {
-		n.sendUsage(rs)
+		n.sendUsage(rs, f.Out())
 	}
 	first := !n.cmdSeen
 	n.cmdSeen = true
@@ -192,15 +198,15 @@ func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 		if first && attached {
 			// The debugger's first command identifies it (its profile's
 			// key): the far end learns it before any command from here.
-			n.sendUsage(rs)
+			n.sendUsage(rs, f.Out())
 		}
 	}
 	return a
 }
 
 // sendUsage sends the stop's usage report, if it has one, with the
-// link's round trip in microseconds (0 while unknown).
-func (n *near) sendUsage(rs *relay.Session) {
+// link's round trip in microseconds (0 while unknown), through out.
+func (n *near) sendUsage(rs *relay.Session, out *relay.Outbox) {
 	rtt := time.Duration(n.linkRTT.Load())
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -212,10 +218,7 @@ func (n *near) sendUsage(rs *relay.Session) {
 	n.out = appendBody(n.out, h, n.usage, &n.enc)
 	fixLength(n.out)
 	n.usage, n.usageN = n.usage[:0], 0
-	if err := rs.SendToVM(n.out, relay.Synthetic); err != nil {
-		n.log.Debug().Err(err).Msg("cannot send a usage report")
-		return
-	}
+	out.SendToVM(n.out, relay.Synthetic)
 	n.cfg.Counters.usage.Add(1)
 }
 
@@ -314,7 +317,7 @@ func (n *near) attachBundle(rs *relay.Session, f *relay.Frame) {
 		}
 	}
 	n.offer(rs, h, recs, n.spec.Mark())
-	n.spec.Attached(rs)
+	n.spec.Attached(rs, f.Out())
 	n.mu.Lock()
 	n.attached = true
 	n.mu.Unlock()

@@ -122,6 +122,8 @@ type Frame struct {
 	// data is the per-hook data of a command (SetData) and, on its
 	// reply, the same data back (Data).
 	data [NumSlots]any
+	// out is the session's outbox during the hook call (Out).
+	out *Outbox
 }
 
 // NumSlots is how many hooks may keep data with a command (NewSlot).
@@ -151,16 +153,16 @@ func NewSlot() Slot {
 
 // SetData keeps v with the command f as slot's data until its answer,
 // for an interceptor (FromDebugger) or an observer that sees the command:
-// a debugger command, the proxy's own (SendToVMData) or a VM-originated
-// command the debugger answers. A debugger command an interceptor
-// consumed keeps it until the proxy answers it (Frame.Answer or
-// SendToDebugger), whose Frame carries it. A pointer keeps the call free
+// a debugger command, the proxy's own (Outbox.SendToVMData) or a
+// VM-originated command the debugger answers. A debugger command an
+// interceptor consumed keeps it until the proxy answers it (Frame.Answer
+// or Outbox.SendToDebugger), whose Frame carries it. A pointer keeps the call free
 // of allocation.
 func (f *Frame) SetData(slot Slot, v any) { f.data[slot] = v }
 
 // Data is, on an answer (a VM reply, the proxy's answer to a consumed
 // command, the debugger's reply to a VM command), the data its command
-// was given in slot (SetData, SendToVMData), or nil.
+// was given in slot (SetData, Outbox.SendToVMData), or nil.
 func (f *Frame) Data(slot Slot) any { return f.data[slot] }
 
 // Action is an interceptor's decision about a packet.
@@ -175,16 +177,15 @@ const (
 )
 
 // Interceptor may answer, drop or inject packets: the speculator and the
-// DDM server are interceptors. Its methods are called on the reader
-// goroutine of the packet's source, one packet at a time per direction;
-// they must not block. They, and any other goroutine, may call
-// Session.SendToVM and Session.SendToDebugger at any time, also while
-// holding the interceptor's own locks: those only queue a copy for the
-// connection's writer goroutine and never block on the network.
-// Interceptors run in order; the first Consume wins and later
+// DDM server are interceptors. Its methods are called in the session's
+// turn (see the package doc), one packet at a time, on the reader
+// goroutine of the packet's source; they must not block. What they send
+// goes to the Frame's outbox (Frame.Out), which the relay applies when
+// they return; hook code running on a goroutine of its own sends through
+// Session.Do. Interceptors run in order; the first Consume wins and later
 // interceptors do not see the packet. A panic in a hook is recovered: it
 // is counted and logged, and the session goes on as plain pass-through
-// without its hooks.
+// without its hooks (or ends, Hooks.EndOnPanic).
 type Interceptor interface {
 	// FromDebugger sees each packet the debugger sends, before it is
 	// forwarded. f.Origin may be set to CacheHit or Belay on Consume.
@@ -201,12 +202,23 @@ type Interceptor interface {
 }
 
 // Observer sees every packet after the interceptors decided, including
-// packets injected by the proxy. It is called synchronously on the
-// goroutine that handled the packet and must be fast and non-blocking.
-// A debugger command is observed before any answer to it, however fast
-// the answer comes.
+// packets injected by the proxy, each exactly once, in the session's turn
+// (see the package doc): never concurrently with other hook code of the
+// session, and under no hook's lock. It must be fast and non-blocking.
+// Packets are observed in the order they are queued for their peer, and a
+// debugger command before any answer to it.
 type Observer interface {
 	Observe(s *Session, f *Frame)
+}
+
+// A Gate is optionally implemented by an Interceptor that must hold the
+// debugger's packets back until something arrives from the VM (split
+// mode's near end awaits the far end's attach bundle). The debugger
+// reader calls HoldDebugger before each of the debugger's packets, outside
+// the session's turn, so that the VM's packets are handled meanwhile; it
+// must return within a bounded time.
+type Gate interface {
+	HoldDebugger(s *Session)
 }
 
 // SessionObserver is optionally implemented by an Observer that wants to

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -9,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
 )
 
 // fuzzMaxPacket is the relay's packet limit in FuzzSession, small so that
@@ -44,6 +47,10 @@ func expectedStream(in []byte, fromVM bool) (want []byte, clean bool) {
 	}
 	return want, len(in) == 0
 }
+
+// halfCloser is a connection that can end its write side alone (TCP and
+// Unix stream sockets).
+type halfCloser interface{ CloseWrite() error }
 
 // fuzzPeer is one side of a FuzzSession session.
 type fuzzPeer struct {
@@ -102,10 +109,10 @@ func (p *fuzzPeer) send(in []byte, clean, otherClean bool) {
 	p.conn.Write(in)
 	switch {
 	case !clean:
-		p.conn.(*net.TCPConn).CloseWrite()
+		p.conn.(halfCloser).CloseWrite()
 	case otherClean:
 		p.waitAll()
-		p.conn.(*net.TCPConn).CloseWrite()
+		p.conn.(halfCloser).CloseWrite()
 	}
 }
 
@@ -114,6 +121,19 @@ func (p *fuzzPeer) waitAll() {
 	select {
 	case <-p.all:
 	case <-p.done:
+	}
+}
+
+// sessionSeeds are FuzzSession's seed inputs (debugger's bytes, VM's
+// bytes), which TestSessionSeedsTCP also runs over loopback TCP.
+func sessionSeeds() [][2][]byte {
+	ver := []byte(jdwp.AppendCommand(nil, 1, cmdVersion, nil))
+	return [][2][]byte{
+		{ver, []byte(jdwp.AppendReply(nil, 1, 0, []byte("v")))},
+		{append(ver, 0, 0, 0, 3), []byte(jdwp.AppendCommand(nil, 5, jdwp.CmdComposite, []byte{0, 0, 0, 0, 0}))},
+		{ver, []byte(jdwp.AppendReply(nil, 1, 0, make([]byte, 100)))},
+		{[]byte{0x80, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1}, []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0x80, 0, 0}},
+		{[]byte(jdwp.AppendReply(nil, 7, 0, nil)), []byte(jdwp.AppendCommand(nil, 7, jdwp.Cmd{Set: 64, Cmd: 1}, nil))},
 	}
 }
 
@@ -126,43 +146,89 @@ func (p *fuzzPeer) waitAll() {
 // most one peer sends a framing error (that peer sends after receiving
 // all it is due); when both do, whichever the relay reads first ends the
 // session, and the other peer's packets may be cut short.
+//
+// One Server serves every execution; each execution's connections are
+// in-memory socket pairs (jdwptest.Pipe), never listened for or dialled,
+// so thousands of executions leave no sockets in TIME_WAIT behind.
+// TestSessionSeedsTCP runs the seeds over real loopback TCP.
 func FuzzSession(f *testing.F) {
-	ver := []byte(jdwp.AppendCommand(nil, 1, cmdVersion, nil))
-	f.Add(ver, []byte(jdwp.AppendReply(nil, 1, 0, []byte("v"))))
-	f.Add(append(ver, 0, 0, 0, 3), []byte(jdwp.AppendCommand(nil, 5, jdwp.CmdComposite, []byte{0, 0, 0, 0, 0})))
-	f.Add(ver, []byte(jdwp.AppendReply(nil, 1, 0, make([]byte, 100))))
-	f.Add([]byte{0x80, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1}, []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0x80, 0, 0})
-	f.Add([]byte(jdwp.AppendReply(nil, 7, 0, nil)), []byte(jdwp.AppendCommand(nil, 7, jdwp.Cmd{Set: 64, Cmd: 1}, nil)))
+	for _, s := range sessionSeeds() {
+		f.Add(s[0], s[1])
+	}
+	vms := make(chan net.Conn, 1)
+	srv := relay.NewServer(relay.Config{
+		DialVM: relay.Plain(func(ctx context.Context) (net.Conn, error) {
+			select {
+			case c := <-vms:
+				return c, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}),
+		DialRetry:        -1,
+		MaxPacketSize:    fuzzMaxPacket,
+		HandshakeTimeout: 5 * time.Second,
+		Logger:           zerolog.Nop(),
+	})
 	f.Fuzz(func(t *testing.T, fromDbg, fromVM []byte) {
-		r := newRig(t, nil, func(c *relay.Config) { c.MaxPacketSize = fuzzMaxPacket })
-		dbgConn, vmConn := r.connect()
-		wantVM, dbgClean := expectedStream(fromDbg, false)
-		wantDbg, vmClean := expectedStream(fromVM, true)
-		dbg, vm := newFuzzPeer(dbgConn, len(wantDbg)), newFuzzPeer(vmConn, len(wantVM))
-		go dbg.send(fromDbg, dbgClean, vmClean)
-		go vm.send(fromVM, vmClean, dbgClean)
-		<-dbg.done
-		<-vm.done
-		for _, c := range []struct {
-			who       string
-			p         *fuzzPeer
-			want      []byte
-			wantWhole bool
-		}{
-			{"VM", vm, wantVM, dbgClean || vmClean},
-			{"debugger", dbg, wantDbg, dbgClean || vmClean},
-		} {
-			if c.p.err != nil {
-				t.Errorf("%s: read %d bytes, then %v; want the relay to end the stream (EOF)", c.who, len(c.p.got), c.p.err)
-			}
-			if c.wantWhole && !bytes.Equal(c.p.got, c.want) {
-				t.Errorf("%s got  %x\nwant %x", c.who, c.p.got, c.want)
-			}
-			if !packetPrefix(c.p.got, c.want) {
-				t.Errorf("%s got  %x\nwant a prefix, in whole packets, of %x", c.who, c.p.got, c.want)
-			}
+		dbg, dbgProxy := jdwptest.Pipe(t, "debugger")
+		vmProxy, vm := jdwptest.Pipe(t, "vm")
+		vms <- vmProxy
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			srv.ServeConn(context.Background(), dbgProxy) //nolint:errcheck // the peers' view is what is checked
+		}()
+		if err := jdwp.WriteHandshake(dbg); err != nil {
+			t.Fatal(err)
+		}
+		if err := jdwp.ReadHandshake(vm); err != nil {
+			t.Fatalf("VM side handshake: %v", err)
+		}
+		if err := jdwp.WriteHandshake(vm); err != nil {
+			t.Fatal(err)
+		}
+		if err := jdwp.ReadHandshake(dbg); err != nil {
+			t.Fatalf("debugger side handshake: %v", err)
+		}
+		checkSession(t, dbg, vm, fromDbg, fromVM)
+		select {
+		case <-served:
+		case <-time.After(jdwptest.Timeout):
+			t.Fatal("the session did not end after both peers' streams ended")
 		}
 	})
+}
+
+// checkSession sends fromDbg and fromVM from each end of a session whose
+// handshakes are done and checks what each peer receives (FuzzSession).
+func checkSession(t *testing.T, dbgConn, vmConn net.Conn, fromDbg, fromVM []byte) {
+	wantVM, dbgClean := expectedStream(fromDbg, false)
+	wantDbg, vmClean := expectedStream(fromVM, true)
+	dbg, vm := newFuzzPeer(dbgConn, len(wantDbg)), newFuzzPeer(vmConn, len(wantVM))
+	go dbg.send(fromDbg, dbgClean, vmClean)
+	go vm.send(fromVM, vmClean, dbgClean)
+	<-dbg.done
+	<-vm.done
+	for _, c := range []struct {
+		who       string
+		p         *fuzzPeer
+		want      []byte
+		wantWhole bool
+	}{
+		{"VM", vm, wantVM, dbgClean || vmClean},
+		{"debugger", dbg, wantDbg, dbgClean || vmClean},
+	} {
+		if c.p.err != nil {
+			t.Errorf("%s: read %d bytes, then %v; want the relay to end the stream (EOF)", c.who, len(c.p.got), c.p.err)
+		}
+		if c.wantWhole && !bytes.Equal(c.p.got, c.want) {
+			t.Errorf("%s got  %x\nwant %x", c.who, c.p.got, c.want)
+		}
+		if !packetPrefix(c.p.got, c.want) {
+			t.Errorf("%s got  %x\nwant a prefix, in whole packets, of %x", c.who, c.p.got, c.want)
+		}
+	}
 }
 
 // packetPrefix reports whether got is want cut at a packet boundary.

@@ -77,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	})
 	panics := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "jdwpaccel", Name: "hook_panics_total",
-		Help: "Panics recovered from a session hook (interceptor, observer, or their lifecycle calls); each turns its session into plain pass-through.",
+		Help: "Panics recovered from a session hook (interceptor, observer, their lifecycle calls, work run by Session.Do, a hook's own goroutine); each turns its session into plain pass-through.",
 	}, []string{"hook"})
 	oversize := prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "jdwpaccel", Name: "oversized_replies_total",
@@ -87,7 +87,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 	m := &Metrics{errors: map[Reason]prometheus.Counter{}, sessions: sessions, active: active,
 		panics: map[string]prometheus.Counter{}, oversize: oversize}
-	for _, h := range []string{hookInterceptor, hookObserver, hookLifecycle} {
+	for _, h := range []string{hookInterceptor, hookObserver, hookLifecycle, hookDo, hookGoroutine} {
 		m.panics[h] = panics.WithLabelValues(h)
 	}
 	for d := ToVM; d <= ToDebugger; d++ {

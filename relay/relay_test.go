@@ -295,9 +295,7 @@ func (a *answerer) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind == relay.KindCommand && f.Cmd == cmdVersion {
 		f.Origin = relay.CacheHit
 		f.Answer = jdwp.AppendReply(nil, f.ID, 0, []byte("cached"))
-		if err := s.SendToVM(jdwp.AppendCommand(nil, 0xA0000000, cmdVersion, nil), relay.Synthetic); err != nil {
-			panic(err)
-		}
+		f.Out().SendToVM(jdwp.AppendCommand(nil, 0xA0000000, cmdVersion, nil), relay.Synthetic)
 		return relay.Consume
 	}
 	return relay.Forward
@@ -533,7 +531,7 @@ func (b *belayer) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
 	go func() {
 		defer b.wg.Done()
 		close(started)
-		s.SendToDebugger(answer, relay.Belay, cmdVersion)
+		s.Do(func(out *relay.Outbox) { out.SendToDebugger(answer, relay.Belay, cmdVersion) }) //nolint:errcheck // the session ending is fine
 	}()
 	<-started
 	runtime.Gosched()
@@ -636,7 +634,7 @@ func (s *slotter) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 	f.SetData(dataSlot, &id)
 	if f.ID == 1 {
 		syn := rs.IDs().NewSynthetic()
-		rs.SendToVMData(jdwp.AppendCommand(nil, syn, cmdVersion, nil), relay.Synthetic, dataSlot, "synthetic") //nolint:errcheck
+		f.Out().SendToVMData(jdwp.AppendCommand(nil, syn, cmdVersion, nil), relay.Synthetic, dataSlot, "synthetic")
 	}
 	return relay.Forward
 }
@@ -653,7 +651,7 @@ func (s *slotter) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 func (s *slotter) Close(*relay.Session) {}
 
 // TestSlotData: the relay hands each reply the data its command was given
-// (Frame.SetData for the debugger's, SendToVMData for the proxy's own),
+// (Frame.SetData for the debugger's, Outbox.SendToVMData for the proxy's own),
 // under the ID the VM used, remapped commands included.
 func TestSlotData(t *testing.T) {
 	sl := &slotter{got: map[uint32]any{}}
@@ -697,5 +695,17 @@ func TestSlotData(t *testing.T) {
 	}
 	if synthetic != 1 || own != 2 {
 		t.Fatalf("replies with data: %d synthetic, %d debugger's; want 1 and 2 (%v)", synthetic, own, sl.got)
+	}
+}
+
+// TestSessionSeedsTCP is FuzzSession's property over loopback TCP, through
+// a Server accepting on a listener, for each seed.
+func TestSessionSeedsTCP(t *testing.T) {
+	for i, s := range sessionSeeds() {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			r := newRig(t, nil, func(c *relay.Config) { c.MaxPacketSize = fuzzMaxPacket })
+			dbg, vm := r.connect()
+			checkSession(t, dbg, vm, s[0], s[1])
+		})
 	}
 }

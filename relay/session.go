@@ -17,8 +17,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ErrSessionClosed is returned by Send* after the session ended.
+// ErrSessionClosed is returned by Session.Do after the session ended.
 var ErrSessionClosed = errors.New("relay: session closed")
+
+// ErrHooksOff is returned by Session.Do once the session's hooks are off:
+// a hook panicked, and the session goes on as plain pass-through.
+var ErrHooksOff = errors.New("relay: the session's hooks are off after a panic")
 
 // pending is a command towards the debugger's side waiting for its
 // answer, hooks' data included: a VM-originated command awaiting the
@@ -30,21 +34,11 @@ type pending struct {
 	data [NumSlots]any
 }
 
-// heldAnswer is an answer to a debugger command sent (by SendToDebugger)
-// while that command was still being intercepted: it is observed and
-// queued right after the command is observed. Its bytes are at
-// heldBuf[off:off+n].
-type heldAnswer struct {
-	off, n int
-	origin Origin
-	cmd    jdwp.Cmd
-}
-
 // Session is one debugger connection and its VM connection. Four
 // goroutines serve it: a reader per connection (readDebugger, readVM),
-// which classifies each packet, runs the hooks and queues the packet for
-// the other side, and a writer per connection (writeDebugger, writeVM),
-// the only goroutine that writes to it.
+// which classifies each packet, runs the hooks in the session's turn and
+// queues the packet for the other side, and a writer per connection
+// (writeDebugger, writeVM), the only goroutine that writes to it.
 type Session struct {
 	// ID numbers sessions in the order the server accepted them.
 	ID     uint64
@@ -88,7 +82,7 @@ type Session struct {
 	// get no reply) waiting for the debugger's reply.
 	dbgPending map[uint32]pending
 	// awaiting holds the debugger's commands an interceptor consumed
-	// without answering at once (a Belay): SendToDebugger answers them.
+	// without answering at once (a Belay): Outbox.SendToDebugger answers them.
 	awaiting map[uint32]pending
 	// outstanding counts, by the direction they travel, the commands of
 	// each peer that await an answer: [ToVM] the debugger's (forwarded or
@@ -103,16 +97,25 @@ type Session struct {
 	// for a reply above the maximum packet size.
 	substitute [jdwp.HeaderSize]byte
 
-	// While the debugger reader intercepts a command, an answer to it sent
-	// from another goroutine (a belay served when the speculation's reply
-	// arrives) is held and observed and queued only after the command was
-	// observed, so observers always see a command before its answer.
-	// Nothing waits: the sender returns at once.
-	orderMu      sync.Mutex // guards intercepting, interceptID, held and heldBuf
-	intercepting bool
-	interceptID  uint32
-	held         []heldAnswer
-	heldBuf      []byte // bytes of held answers, owned by the session
+	// The session's turn (see the package doc): hook code runs only
+	// while turn is held, one call at a time, and what it sends (out) is
+	// applied before the turn is given up. turnOn: the session has hooks,
+	// and its readers take the turn for each packet.
+	turn   sync.Mutex
+	turnOn bool
+	// Owned by the goroutine that holds turn: the outbox, and the Frame
+	// its packets are observed in.
+	out      Outbox
+	injFrame Frame
+	// Work queued by Do, run in the turn (runQueued). doRun is owned by
+	// the goroutine that holds turn: the queue it is running.
+	doMu    sync.Mutex // guards doQueue
+	doQueue []func(*Outbox)
+	doRun   []func(*Outbox)
+	nQueued atomic.Int32 // len(doQueue), read without doMu
+	// gates are the interceptors that hold the debugger's packets back
+	// (Gate); called by the debugger reader only.
+	gates []Gate
 
 	// ending is set once the session's end was announced: the debugger
 	// sent VirtualMachine.Dispose or Exit, or the VM sent VM_DEATH. A peer
@@ -128,9 +131,6 @@ type Session struct {
 	closeOnce   sync.Once
 	done        chan struct{} // closed when the session is released (closeWrites or close)
 }
-
-// framePool holds Frames for injected packets.
-var framePool = sync.Pool{New: func() any { return new(Frame) }}
 
 // Logger is the session's logger, with the session field set.
 func (s *Session) Logger() *zerolog.Logger { return &s.log }
@@ -150,7 +150,7 @@ func (s *Session) SetIDSizes(sz jdwp.IDSizes) { s.idSizes.Store(&sz) }
 
 // IDs is the VM connection's packet ID table, where every command the
 // session sends to the VM waits for its reply: hooks take the IDs of the
-// commands they send on their own (SendToVM with Synthetic) from it, and
+// commands they send on their own (Outbox.SendToVM with Synthetic) from it, and
 // from nowhere else. In a session with interceptors, or on a connection
 // handed over with its table (VMConn.IDs), the relay remaps debugger
 // commands in its range before interceptors see them (Frame.ID keeps the
@@ -184,116 +184,20 @@ func (s *Session) Close() { s.close() }
 // VMAddr is the VM's address.
 func (s *Session) VMAddr() net.Addr { return s.vm.RemoteAddr() }
 
-// SendToVM injects a whole command packet towards the VM, with the given
-// origin (Synthetic for the proxy's own commands). Safe from any goroutine,
-// including under a hook's own lock: it never blocks on the network. p is
-// copied into the VM writer's queue, so the caller keeps ownership of p
-// and may reuse it at once; the packet is written after every packet
-// queued before it. A write failure ends the session; it is not returned
-// here.
-func (s *Session) SendToVM(p jdwp.Packet, origin Origin) error {
-	return s.sendToVM(p, origin, 0, nil)
-}
-
-// SendToVMData is SendToVM for a command that keeps data in slot until
-// its reply (see Frame.Data): a hook's own command is paired by the relay
-// like any other.
-func (s *Session) SendToVMData(p jdwp.Packet, origin Origin, slot Slot, data any) error {
-	return s.sendToVM(p, origin, slot, data)
-}
-
-func (s *Session) sendToVM(p jdwp.Packet, origin Origin, slot Slot, data any) error {
-	if s.closed.Load() {
-		return ErrSessionClosed
+// sendAnswer observes and queues the answer an interceptor gave a
+// debugger command at once (Frame.Answer), with the command's data (it
+// never waited in awaiting). The turn is held.
+func (s *Session) sendAnswer(f *Frame) error {
+	a := &s.injFrame
+	*a = Frame{Dir: ToDebugger, Kind: KindReply, Origin: f.Origin, Packet: f.Answer, ID: f.Answer.ID(), Cmd: f.Cmd, Time: time.Now(), data: f.data, out: &s.out}
+	if !f.Answer.IsReply() {
+		a.Cmd = f.Answer.Cmd()
+		a.Kind = vmCommandKind(a.Cmd)
 	}
-	f := framePool.Get().(*Frame)
-	*f = Frame{Dir: ToVM, Kind: KindCommand, Origin: origin, Packet: p, ID: p.ID(), Time: time.Now()}
-	f.data[slot] = data
-	if p.IsReply() {
-		f.Kind = KindDebuggerReply
-	} else {
-		f.Cmd = p.Cmd()
-	}
-	s.observe(f)
-	err := s.queueToVM(f, false)
-	*f = Frame{}
-	framePool.Put(f)
+	s.observe(a)
+	err := s.toDbg.enqueue(f.Answer)
+	*a = Frame{}
 	return err
-}
-
-// SendToDebugger injects a whole packet towards the debugger: an answer to
-// one of its commands (cmd is the command answered, origin CacheHit or
-// Belay) or a VM-originated packet the proxy held back. Safe from any
-// goroutine, including under a hook's own lock: it never blocks on the
-// network or on the debugger reader. p is copied, so the caller keeps
-// ownership of p. An answer sent while its command is still being
-// intercepted is observed and queued just after the command is observed,
-// so observers see the command first.
-func (s *Session) SendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd) error {
-	if s.closed.Load() {
-		return ErrSessionClosed
-	}
-	if p.IsReply() {
-		s.orderMu.Lock()
-		if s.intercepting && s.interceptID == p.ID() {
-			s.held = append(s.held, heldAnswer{off: len(s.heldBuf), n: len(p), origin: origin, cmd: cmd})
-			s.heldBuf = append(s.heldBuf, p...)
-			s.orderMu.Unlock()
-			return nil
-		}
-		s.orderMu.Unlock()
-	}
-	return s.sendToDebugger(p, origin, cmd, nil)
-}
-
-// sendToDebugger observes and queues an injected packet to the debugger.
-// data, if not nil, is the data of the command p answers (the command was
-// consumed and answered at once, so it never waited in awaiting).
-func (s *Session) sendToDebugger(p jdwp.Packet, origin Origin, cmd jdwp.Cmd, data *[NumSlots]any) error {
-	f := framePool.Get().(*Frame)
-	*f = Frame{Dir: ToDebugger, Origin: origin, Packet: p, ID: p.ID(), Cmd: cmd, Time: time.Now()}
-	if p.IsReply() {
-		f.Kind = KindReply
-		if data != nil {
-			f.data = *data
-		} else {
-			s.answered(p.ID(), f)
-		}
-	} else {
-		f.Cmd = p.Cmd()
-		f.Kind = vmCommandKind(f.Cmd)
-	}
-	s.observe(f)
-	err := s.toDbg.enqueue(p)
-	*f = Frame{}
-	framePool.Put(f)
-	return err
-}
-
-// beginIntercept marks the debugger command with id as being intercepted:
-// answers to it are held until endIntercept.
-func (s *Session) beginIntercept(id uint32) {
-	s.orderMu.Lock()
-	s.intercepting, s.interceptID = true, id
-	s.held, s.heldBuf = s.held[:0], s.heldBuf[:0]
-	s.orderMu.Unlock()
-}
-
-// endIntercept is called once the intercepted command was observed: it
-// observes and queues the answers held meanwhile. Only the debugger
-// reader adds to held after beginIntercept, so once intercepting is off
-// the held answers are its alone.
-func (s *Session) endIntercept() error {
-	s.orderMu.Lock()
-	s.intercepting = false
-	held := s.held
-	s.orderMu.Unlock()
-	for _, h := range held {
-		if err := s.sendToDebugger(jdwp.Packet(s.heldBuf[h.off:h.off+h.n]), h.origin, h.cmd, nil); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // answered records that the debugger's command id got its answer f from
@@ -421,6 +325,8 @@ const (
 	hookInterceptor = "interceptor"
 	hookObserver    = "observer"
 	hookLifecycle   = "lifecycle"
+	hookDo          = "do"        // work run by Session.Do
+	hookGoroutine   = "goroutine" // a hook's own goroutine (Session.Panicked)
 )
 
 // hookPanicked handles a panic recovered from a hook: it is counted and
@@ -510,32 +416,8 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 		if e := s.log.Trace(); e.Enabled() {
 			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Int(LogLength, len(p)).Msg("from debugger")
 		}
-		action := Forward
-		if s.hooksOn() {
-			s.beginIntercept(f.ID)
-			action = s.interceptFromDebugger(f, wire)
-			if action == Consume && remapped {
-				s.ids.Forget(wire) // answered by the proxy: no reply will come
-			}
+		if !s.turnOn {
 			s.observe(f)
-			if action == Consume && f.Kind == KindCommand && f.Answer == nil {
-				// After observers gave it their data; before an answer
-				// held meanwhile is released.
-				s.pendingMu.Lock()
-				_, dup := s.awaiting[f.ID]
-				s.awaiting[f.ID] = pending{cmd: f.Cmd, data: f.data}
-				s.pendingMu.Unlock()
-				if !dup {
-					s.outstanding[ToVM].Add(1)
-				}
-			}
-			if err := s.endIntercept(); err != nil {
-				return writeFailed(peerDebugger, err)
-			}
-		} else {
-			s.observe(f)
-		}
-		if action == Forward {
 			// A big packet's buffer is the reader's no more: queue it
 			// as it is, rather than hold a copy too.
 			if err := s.queueToVM(f, r.Owned(f.Packet)); err != nil {
@@ -544,14 +426,83 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 			if err := s.toVM.waitRoom(s.done); err != nil {
 				return writeFailed(peerVM, err)
 			}
-		} else if f.Answer != nil {
-			if err := s.sendToDebugger(f.Answer, f.Origin, f.Cmd, &f.data); err != nil {
-				return writeFailed(peerDebugger, err)
+			continue
+		}
+		s.holdDebugger()
+		s.beginTurn()
+		action, err := s.debuggerTurn(f, wire, remapped, r)
+		s.endTurn()
+		if err != nil {
+			return err
+		}
+		if action == Forward {
+			if err := s.toVM.waitRoom(s.done); err != nil {
+				return writeFailed(peerVM, err)
 			}
+		} else if f.Answer != nil {
 			if err := s.toDbg.waitRoom(s.done); err != nil {
 				return writeFailed(peerDebugger, err)
 			}
 		}
+	}
+}
+
+// debuggerTurn handles a debugger's packet f in the session's turn: the
+// interceptors, then what they sent, then the observers, then the packet
+// is queued for the VM or answered; answers to it that the interceptors
+// sent go last.
+func (s *Session) debuggerTurn(f *Frame, wire uint32, remapped bool, r *jdwp.Reader) (Action, error) {
+	f.out = &s.out
+	action := Forward
+	if s.hooksOn() {
+		action = s.interceptFromDebugger(f, wire)
+		if action == Consume && remapped {
+			s.ids.Forget(wire) // answered by the proxy: no reply will come
+		}
+	}
+	if f.Kind == KindCommand {
+		s.markAnswers(f.ID)
+	}
+	s.applyOut(true)
+	s.observe(f)
+	if action == Consume && f.Kind == KindCommand && f.Answer == nil {
+		// After observers gave it their data; before an answer sent
+		// meanwhile is applied.
+		s.pendingMu.Lock()
+		_, dup := s.awaiting[f.ID]
+		s.awaiting[f.ID] = pending{cmd: f.Cmd, data: f.data}
+		s.pendingMu.Unlock()
+		if !dup {
+			s.outstanding[ToVM].Add(1)
+		}
+	}
+	s.applyOut(false)
+	if action == Forward {
+		// A big packet's buffer is the reader's no more: queue it as it
+		// is, rather than hold a copy too.
+		if err := s.queueToVM(f, r.Owned(f.Packet)); err != nil {
+			return action, writeFailed(peerVM, err)
+		}
+	} else if f.Answer != nil {
+		if err := s.sendAnswer(f); err != nil {
+			return action, writeFailed(peerDebugger, err)
+		}
+	}
+	return action, nil
+}
+
+// holdDebugger calls the gates (Gate) before a debugger's packet's turn.
+func (s *Session) holdDebugger() {
+	if len(s.gates) == 0 || s.hooksOff.Load() {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			s.hookPanicked(hookInterceptor, v, nil)
+		}
+	}()
+	for _, g := range s.gates {
+		g.HoldDebugger(s)
 	}
 }
 
@@ -604,52 +555,76 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 				s.ending.Store(true)
 			}
 		}
-		action := Forward
-		if s.hooksOn() {
-			action = s.interceptFromVM(f)
+		if s.turnOn {
+			s.beginTurn()
 		}
-		if f.Kind == KindReply {
-			if owner == retag.Remapped {
-				p.SetID(cmd.Debugger) // the debugger's ID back
-			}
-			if synthetic {
-				// The debugger never sent that command, whether or not
-				// an interceptor took the reply (the one that sent it
-				// may be gone: it panicked, or expired the command).
-				f.Origin = Synthetic
-				action = Consume
-			}
+		action, err := s.vmTurn(f, synthetic, owner, cmd.Debugger, r)
+		if s.turnOn {
+			s.endTurn()
 		}
-		f.ID = p.ID() // after any rewrite: the ID the debugger receives
-		if e := s.log.Trace(); e.Enabled() {
-			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Stringer(LogKind, f.Kind).Int(LogLength, len(p)).Msg("from VM")
-		}
-		s.observe(f)
-		if f.Kind == KindVMCommand && action == Forward {
-			// Awaits the debugger's reply, with the data observers gave
-			// it; a command an interceptor consumed (one the proxy's peer
-			// sent the proxy) awaits none.
-			s.pendingMu.Lock()
-			_, dup := s.dbgPending[p.ID()]
-			s.dbgPending[p.ID()] = pending{cmd: f.Cmd, data: f.data}
-			s.pendingMu.Unlock()
-			if !dup {
-				s.outstanding[ToDebugger].Add(1)
-			}
+		if err != nil {
+			return err
 		}
 		if action == Forward {
-			enqueue := s.toDbg.enqueue
-			if r.Owned(p) {
-				enqueue = s.toDbg.enqueueOwned // as in relayDebuggerToVM
-			}
-			if err := enqueue(p); err != nil {
-				return writeFailed(peerDebugger, err)
-			}
 			if err := s.toDbg.waitRoom(s.done); err != nil {
 				return writeFailed(peerDebugger, err)
 			}
 		}
 	}
+}
+
+// vmTurn handles a VM's packet f, in the session's turn if it has hooks:
+// the interceptors, then what they sent, then the observers, then the
+// packet is queued for the debugger. synthetic says f replies to a
+// command of the proxy's own; owner is the table's owner of its command,
+// and dbgID the ID the debugger gave it.
+func (s *Session) vmTurn(f *Frame, synthetic bool, owner retag.Owner, dbgID uint32, r *jdwp.Reader) (Action, error) {
+	p := f.Packet
+	f.out = &s.out
+	action := Forward
+	if s.hooksOn() {
+		action = s.interceptFromVM(f)
+	}
+	if f.Kind == KindReply {
+		if owner == retag.Remapped {
+			p.SetID(dbgID) // the debugger's ID back
+		}
+		if synthetic {
+			// The debugger never sent that command, whether or not an
+			// interceptor took the reply (the one that sent it may be
+			// gone: it panicked, or expired the command).
+			f.Origin = Synthetic
+			action = Consume
+		}
+	}
+	f.ID = p.ID() // after any rewrite: the ID the debugger receives
+	if e := s.log.Trace(); e.Enabled() {
+		e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Stringer(LogKind, f.Kind).Int(LogLength, len(p)).Msg("from VM")
+	}
+	s.applyOut(false)
+	s.observe(f)
+	if f.Kind == KindVMCommand && action == Forward {
+		// Awaits the debugger's reply, with the data observers gave it;
+		// a command an interceptor consumed (one the proxy's peer sent
+		// the proxy) awaits none.
+		s.pendingMu.Lock()
+		_, dup := s.dbgPending[p.ID()]
+		s.dbgPending[p.ID()] = pending{cmd: f.Cmd, data: f.data}
+		s.pendingMu.Unlock()
+		if !dup {
+			s.outstanding[ToDebugger].Add(1)
+		}
+	}
+	if action == Forward {
+		enqueue := s.toDbg.enqueue
+		if r.Owned(p) {
+			enqueue = s.toDbg.enqueueOwned // as in relayDebuggerToVM
+		}
+		if err := enqueue(p); err != nil {
+			return action, writeFailed(peerDebugger, err)
+		}
+	}
+	return action, nil
 }
 
 // oversizedReplyError is the JDWP error a debugger gets instead of a

@@ -87,9 +87,9 @@ func (pr *pipeRig) connect() (dbg, vm net.Conn) {
 	return dbg, vm
 }
 
-// reinjector holds every VM event back and re-sends it with
-// SendToDebugger while holding a lock shared by all sessions, as a cache
-// shared between sessions would. It counts the events it saw per session.
+// reinjector holds every VM event back and re-sends it through its
+// outbox while holding a lock shared by all sessions, as a cache shared
+// between sessions would. It counts the events it saw per session.
 type reinjector struct {
 	mu     *sync.Mutex // shared by every session's reinjector
 	events chan uint64 // the session ID of each event seen
@@ -103,7 +103,7 @@ func (ri *reinjector) FromVM(s *relay.Session, f *relay.Frame) relay.Action {
 	ri.mu.Lock()
 	defer ri.mu.Unlock()
 	ri.events <- s.ID
-	s.SendToDebugger(f.Packet, relay.Forwarded, jdwp.Cmd{})
+	f.Out().SendToDebugger(f.Packet, relay.Forwarded, jdwp.Cmd{})
 	f.Origin = relay.Synthetic
 	return relay.Consume
 }

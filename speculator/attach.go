@@ -146,7 +146,7 @@ func (ss *session) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 		return
 	}
 	s.info, s.subj = info, s.key.Subject(info, sizes)
-	if ss.facts.scopeOK(info, s.subj) && ss.sendOwn(a.rs, s, sizes) {
+	if ss.facts.scopeOK(info, s.subj) && ss.sendOwn(s, sizes) {
 		a.specs = append(a.specs, s)
 	}
 }
@@ -155,7 +155,7 @@ func (ss *session) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 // prepare rule's; its key, info and subject filled) unless its reply is
 // cached or in flight or its IDs are not shown safe, and reports whether
 // it was sent.
-func (ss *session) sendOwn(rs *relay.Session, s *spec, sizes jdwp.IDSizes) bool {
+func (ss *session) sendOwn(s *spec, sizes jdwp.IDSizes) bool {
 	if ss.cache.has(&s.key) {
 		return false
 	}
@@ -167,7 +167,7 @@ func (ss *session) sendOwn(rs *relay.Session, s *spec, sizes jdwp.IDSizes) bool 
 		return false
 	}
 	s.gen = ss.facts.gen
-	ss.disp.submit(rs, s)
+	ss.disp.submit(ss.out, s)
 	return true
 }
 
@@ -272,10 +272,7 @@ func (ss *session) attachLookup(sig string) {
 	ss.pbuf = w.Buf
 	id := ss.disp.ids.NewSynthetic()
 	ss.disp.sendBuf = jdwp.AppendCommand(ss.disp.sendBuf[:0], id, jdwp.CmdVirtualMachineClassesBySignature, ss.pbuf)
-	if err := ss.att.rs.SendToVMData(ss.disp.sendBuf, relay.Synthetic, slot, ss.data.get(&cmdData{sig: sig, lookup: true})); err != nil {
-		ss.log.Debug().Err(err).Msg("cannot send a class lookup")
-		return
-	}
+	ss.out.SendToVMData(ss.disp.sendBuf, relay.Synthetic, slot, ss.data.get(&cmdData{sig: sig, lookup: true}))
 	ss.lookupSent(sig)
 	if time.Since(ss.began) < logOwnFor {
 		ss.log.Debug().Stringer("command", jdwp.CmdVirtualMachineClassesBySignature).Uint32("id", id).Msg("sent to the VM on the proxy's own behalf")

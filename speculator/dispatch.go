@@ -34,8 +34,9 @@ type spec struct {
 // the in-flight budget, the queue of speculation waiting for room, the
 // proxy's packet IDs (retag), the output to the VM, and the round-trip
 // estimate taken from the VM's replies (which gates speculation). Guarded by
-// session.mu, and every send happens under it, so no later debugger
-// command can overtake a speculation (belay relies on that order).
+// session.mu. Every send goes to the outbox of the relay's turn in
+// progress, which the relay applies before any later turn, so no later
+// debugger command can overtake a speculation (belay relies on that order).
 //
 // Invariants: inflight holds, per key, the speculation sent or queued for
 // it (at most one); nInFlight counts those sent whose reply has not been
@@ -64,31 +65,29 @@ func (d *dispatcher) pending(key *keyable.Key) *spec { return d.inflight[*key] }
 
 // submit records s as the speculation for its key and sends it, or
 // queues it while the in-flight budget is spent.
-func (d *dispatcher) submit(rs *relay.Session, s *spec) {
+func (d *dispatcher) submit(out *relay.Outbox, s *spec) {
 	d.inflight[s.key] = s
 	if d.nInFlight < d.max {
-		d.send(rs, s)
+		d.send(out, s)
 	} else {
 		d.queue = append(d.queue, s)
 	}
 }
 
-// send writes a speculative command to the VM.
-func (d *dispatcher) send(rs *relay.Session, s *spec) {
+// send sends a speculative command to the VM, through out.
+func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	s.id = d.ids.NewSynthetic()
 	s.sent = true
 	d.nInFlight++
 	d.sendBuf = s.key.AppendCommand(d.sendBuf[:0], s.id)
 	d.onSend(s)
 	// The relay pairs the reply and hands the data back (relay.Frame.Data).
-	if err := rs.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{spec: s})); err != nil {
-		d.log.Debug().Err(err).Msg("cannot send a speculative command")
-	}
+	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{spec: s}))
 }
 
 // drain sends queued speculation as in-flight room frees up, dropping
 // what was cancelled or invalidated while it waited.
-func (d *dispatcher) drain(rs *relay.Session) {
+func (d *dispatcher) drain(out *relay.Outbox) {
 	for len(d.queue) > 0 && d.nInFlight < d.max {
 		s := d.queue[0]
 		d.queue = d.queue[1:]
@@ -97,7 +96,7 @@ func (d *dispatcher) drain(rs *relay.Session) {
 			s.cancelled = true
 			continue
 		}
-		d.send(rs, s)
+		d.send(out, s)
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 
 func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(f.Out())
+	defer ss.unlock()
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.
@@ -67,12 +67,12 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		ss.facts.suspended[thread] = true
 	}
 	ss.facts.suspChanges++
-	ss.prepareStop(rs, sizes)
+	ss.prepareStop(sizes)
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread, loc)
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
-			ss.speculateStop(rs, sizes)
+			ss.speculateStop(sizes)
 		}
 	}
 }

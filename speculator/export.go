@@ -53,15 +53,15 @@ type SpecReply struct {
 }
 
 // A Tap is told of a tapped session's speculation. Its methods are called
-// with the session's lock held, from the relay's reader goroutines: they
-// must not block and must not call the Session back.
+// with the session's lock held, in the relay's turn (out is the turn's
+// outbox): they must not block and must not call the Session back.
 type Tap interface {
 	// Stored: a speculative reply was stored in the cache, valid at the
 	// time of the call.
-	Stored(r *SpecReply)
+	Stored(out *relay.Outbox, r *SpecReply)
 	// Idle: the session has no speculation in flight or queued (after a
 	// reply), during stop serial stop.
-	Idle(stop uint64)
+	Idle(out *relay.Outbox, stop uint64)
 }
 
 // pushSeams is a session's mode and tap (Session), under session.mu.
@@ -190,11 +190,12 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 // speculation pushed there): the learner learns it as a command of the
 // current stop (and of the attach, or the CLASS_PREPARE stop, it was
 // sent at), and the speculation that fetched it counts as used. The first
-// command of a debugger not identified yet identifies it.
-func (s *Session) Asked(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) {
+// command of a debugger not identified yet identifies it, and may start
+// the attach's prefetch, which goes to out (the relay turn's outbox).
+func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) {
 	ss := s.ss
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(out)
+	defer ss.unlock()
 	var key keyable.Key
 	info, ok := keyable.Fill(&key, c, params, sizes)
 	if !ok || ss.closed {
@@ -228,14 +229,14 @@ func (ss *session) tapStored(s *spec, p jdwp.Packet) {
 		score = 1 / float64(1+s.tmpl.unused)
 	}
 	ss.push.rep = SpecReply{Stop: ss.push.stop, Cmd: s.key.Cmd(), Params: s.key.Params(), Reply: p, Score: score}
-	t.Stored(&ss.push.rep)
+	t.Stored(ss.out, &ss.push.rep)
 	ss.push.rep = SpecReply{}
 }
 
 // tapIdle tells the tap when nothing is in flight or queued.
 func (ss *session) tapIdle() {
 	if t := ss.push.tap; t != nil && ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 {
-		t.Idle(ss.push.stop)
+		t.Idle(ss.out, ss.push.stop)
 	}
 }
 
@@ -269,10 +270,11 @@ func (s *Session) Unpushed(on bool) {
 // Prefetch starts the attach's prefetch now (attach.go), rather than on
 // the debugger's first command: for a far end that pushes the replies to
 // the near end before the debugger asks (package push's attach bundle).
-func (s *Session) Prefetch(rs *relay.Session) {
+// Its commands go to out, the outbox of the relay's turn (rs.Do).
+func (s *Session) Prefetch(rs *relay.Session, out *relay.Outbox) {
 	ss := s.ss
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(out)
+	defer ss.unlock()
 	if !ss.att.started && !ss.closed {
 		ss.attachStart(rs)
 	}
@@ -286,12 +288,13 @@ func (s *Session) Prefetch(rs *relay.Session) {
 // profile, and its capabilities). The pushed replies count in the
 // attach's use (AttachUse) as its own prefetch would: sent, and used once
 // they serve the debugger (but not in the speculation counts: this
-// session sent nothing).
-func (s *Session) Attached(rs *relay.Session) {
+// session sent nothing). Its commands go to out, the outbox of the
+// relay's turn.
+func (s *Session) Attached(rs *relay.Session, out *relay.Outbox) {
 	ss := s.ss
 	sizes, _ := rs.IDSizes()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(out)
+	defer ss.unlock()
 	if ss.att.started || ss.closed {
 		return
 	}

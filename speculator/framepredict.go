@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
-	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // Frame-ID prediction: the values of a frame can be asked in the same
@@ -234,7 +233,7 @@ func (fp *framePredictor) refuted(thread jdwp.ThreadID) {
 // specPredicted speculates, at a stop, ThisObject and GetValues of the
 // stopped thread's frames at the depths the debugger asked them at the
 // previous stops, on the frame IDs predicted for this stop.
-func (ss *session) specPredicted(rs *relay.Session, sizes jdwp.IDSizes) {
+func (ss *session) specPredicted(sizes jdwp.IDSizes) {
 	ep := &ss.learn.ep
 	tg, base, ok := ss.facts.frames.predict(ep.thread, sizes)
 	if !ok {
@@ -258,7 +257,7 @@ func (ss *session) specPredicted(rs *relay.Session, sizes jdwp.IDSizes) {
 			w.Frame(p.frame)
 			ss.pbuf = w.Buf
 			pc := p
-			ss.submitSpec(rs, sizes, &spec{kind: kPredThis, pred: &pc}, jdwp.CmdStackFrameThisObject, ss.pbuf)
+			ss.submitSpec(sizes, &spec{kind: kPredThis, pred: &pc}, jdwp.CmdStackFrameThisObject, ss.pbuf)
 		}
 		if !vals || !known {
 			continue
@@ -278,7 +277,7 @@ func (ss *session) specPredicted(rs *relay.Session, sizes jdwp.IDSizes) {
 		w.Buf = append(w.Buf, tail...)
 		ss.pbuf = w.Buf
 		pc := p
-		ss.submitSpec(rs, sizes, &spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, ss.pbuf)
+		ss.submitSpec(sizes, &spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, ss.pbuf)
 	}
 }
 
@@ -287,7 +286,7 @@ func (ss *session) specPredicted(rs *relay.Session, sizes jdwp.IDSizes) {
 // the ID is the predicted one and (GetValues) every slot asked is live
 // with its tag at loc, refuted otherwise. A reply held for the
 // confirmation is then stored (and chained), or dropped as wasted.
-func (ss *session) confirmFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location, first bool) {
+func (ss *session) confirmFrame(sizes jdwp.IDSizes, thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location, first bool) {
 	ep := &ss.learn.ep
 	if thread != ep.thread {
 		return
@@ -319,7 +318,7 @@ func (ss *session) confirmFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jd
 		confirmed++
 		if held := p.held; held != nil {
 			p.held = nil
-			ss.storeSpec(rs, s, held, sizes)
+			ss.storeSpec(s, held, sizes)
 		}
 	}
 	if refuted > 0 {
@@ -346,11 +345,11 @@ func (ss *session) holdPredicted(s *spec, p jdwp.Packet) bool {
 
 // storeSpec stores the reply p to speculation s, valid in the stop, and
 // chains on it; a reply that cannot be stored is wasted.
-func (ss *session) storeSpec(rs *relay.Session, s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
+func (ss *session) storeSpec(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
 		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
 		if p.ErrorCode() == jdwp.ErrorNone {
-			ss.chain(rs, &s.key, s.gen, p, sizes, s.level)
+			ss.chain(&s.key, s.gen, p, sizes, s.level)
 		}
 		return
 	}

@@ -46,9 +46,7 @@ func (ss *session) lookupReplied(sig string, p jdwp.Packet) {
 	}
 	for _, id := range l.waiters {
 		ss.belayBuf = retag.Retag(ss.belayBuf[:0], p, id)
-		if err := ss.att.rs.SendToDebugger(ss.belayBuf, relay.Belay, jdwp.CmdVirtualMachineClassesBySignature); err != nil {
-			ss.log.Debug().Err(err).Msg("cannot answer a belayed command")
-		}
+		ss.out.SendToDebugger(ss.belayBuf, relay.Belay, jdwp.CmdVirtualMachineClassesBySignature)
 	}
 	l.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone && ss.lookupValid(l) {

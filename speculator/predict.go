@@ -3,7 +3,6 @@ package speculator
 import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
-	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // The prediction rules: at a stop (speculateStop) and from each reply
@@ -14,14 +13,14 @@ import (
 
 // speculateStop sends the first wave at a suspending event: the commands
 // whose replies feed later waves first, then the replayed templates.
-func (ss *session) speculateStop(rs *relay.Session, sizes jdwp.IDSizes) {
+func (ss *session) speculateStop(sizes jdwp.IDSizes) {
 	t := ss.learn.ep.thread
 	if len(ss.learn.templates) == 0 {
-		ss.specThread(rs, sizes, jdwp.CmdThreadReferenceFrameCount, t, kDefault)
-		ss.specFrames(rs, sizes, t, 0, -1, kDefault)
-		ss.specParams(rs, sizes, jdwp.CmdVirtualMachineAllThreads, nil, kDefault, nil, 0)
-		ss.specThread(rs, sizes, jdwp.CmdThreadReferenceName, t, kDefault)
-		ss.specThread(rs, sizes, jdwp.CmdThreadReferenceStatus, t, kDefault)
+		ss.specThread(sizes, jdwp.CmdThreadReferenceFrameCount, t, kDefault)
+		ss.specFrames(sizes, t, 0, -1, kDefault)
+		ss.specParams(sizes, jdwp.CmdVirtualMachineAllThreads, nil, kDefault, nil, 0)
+		ss.specThread(sizes, jdwp.CmdThreadReferenceName, t, kDefault)
+		ss.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kDefault)
 		return
 	}
 	for pass := 0; pass < 2; pass++ {
@@ -40,12 +39,12 @@ func (ss *session) speculateStop(rs *relay.Session, sizes jdwp.IDSizes) {
 				ss.pbuf = replaceThread(ss.pbuf[:0], params, t, sizes)
 				params = ss.pbuf
 			}
-			ss.specParams(rs, sizes, c, params, kTemplate, tp, 0)
+			ss.specParams(sizes, c, params, kTemplate, tp, 0)
 		}
 		if pass == 0 {
 			// Right behind the Frames that will confirm them.
-			ss.specPredicted(rs, sizes)
-			ss.specKnownThreads(rs, sizes)
+			ss.specPredicted(sizes)
+			ss.specKnownThreads(sizes)
 		}
 	}
 }
@@ -55,11 +54,11 @@ func (ss *session) speculateStop(rs *relay.Session, sizes jdwp.IDSizes) {
 // chained on its reply: at the first stop no template names them yet.
 // (A thread that ended since answers with an error, which is what the
 // debugger would get; the chained rule covers threads started since.)
-func (ss *session) specKnownThreads(rs *relay.Session, sizes jdwp.IDSizes) {
+func (ss *session) specKnownThreads(sizes jdwp.IDSizes) {
 	for _, t := range ss.learn.threads {
 		if t != ss.learn.ep.thread {
-			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
-			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
+			ss.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
+			ss.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
 		}
 	}
 }
@@ -69,32 +68,32 @@ func (ss *session) writer(sizes jdwp.IDSizes) jdwp.BodyWriter {
 	return jdwp.BodyWriter{Buf: ss.pbuf[:0], Sizes: sizes}
 }
 
-func (ss *session) specThread(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd, thread jdwp.ThreadID, k kind) {
+func (ss *session) specThread(sizes jdwp.IDSizes, c jdwp.Cmd, thread jdwp.ThreadID, k kind) {
 	w := ss.writer(sizes)
 	w.Thread(thread)
 	ss.pbuf = w.Buf
-	ss.specParams(rs, sizes, c, ss.pbuf, k, nil, 0)
+	ss.specParams(sizes, c, ss.pbuf, k, nil, 0)
 }
 
-func (ss *session) specFrames(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp.ThreadID, start, n int32, k kind) {
+func (ss *session) specFrames(sizes jdwp.IDSizes, thread jdwp.ThreadID, start, n int32, k kind) {
 	w := ss.writer(sizes)
 	w.Thread(thread)
 	w.Int32(start)
 	w.Int32(n)
 	ss.pbuf = w.Buf
-	ss.specParams(rs, sizes, jdwp.CmdThreadReferenceFrames, ss.pbuf, k, nil, 0)
+	ss.specParams(sizes, jdwp.CmdThreadReferenceFrames, ss.pbuf, k, nil, 0)
 }
 
 // specParams speculates command c with the given parameters unless the
 // answer is cached or in flight, the rule is gated, the scope is not
 // suspended, the IDs are not shown safe, or the stop's budget is spent.
-func (ss *session) specParams(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
-	ss.submitSpec(rs, sizes, &spec{kind: k, tmpl: tp, level: level}, c, params)
+func (ss *session) specParams(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
+	ss.submitSpec(sizes, &spec{kind: k, tmpl: tp, level: level}, c, params)
 }
 
 // submitSpec is specParams for a speculation s already described (kind,
 // template, level, predicted frame).
-func (ss *session) submitSpec(rs *relay.Session, sizes jdwp.IDSizes, s *spec, c jdwp.Cmd, params []byte) {
+func (ss *session) submitSpec(sizes jdwp.IDSizes, s *spec, c jdwp.Cmd, params []byte) {
 	ep := &ss.learn.ep
 	if !ep.active || len(ep.specs) >= maxSpecPerStop || !ss.learn.kindAllowed(s.kind, c) {
 		return
@@ -126,12 +125,12 @@ func (ss *session) submitSpec(rs *relay.Session, sizes jdwp.IDSizes, s *spec, c 
 	if s.pred != nil {
 		ep.predicted = append(ep.predicted, s)
 	}
-	ss.disp.submit(rs, s)
+	ss.disp.submit(ss.out, s)
 }
 
 // chain speculates the next wave from a reply (speculative or organic)
 // valid in the current stop.
-func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p jdwp.Packet, sizes jdwp.IDSizes, level uint8) {
+func (ss *session) chain(key *keyable.Key, gen generation, p jdwp.Packet, sizes jdwp.IDSizes, level uint8) {
 	ep := &ss.learn.ep
 	if !ep.active || gen < ss.facts.stopInval {
 		return
@@ -153,8 +152,8 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 			if len(ep.threads) < maxSpecPerStop {
 				ep.threads = append(ep.threads, t)
 			}
-			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
-			ss.specThread(rs, sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
+			ss.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
+			ss.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
 		}
 	case jdwp.CmdThreadReferenceFrames:
 		thread, start := params.Thread(), int(params.Int32())
@@ -165,8 +164,8 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 			if r.Err() != nil {
 				break
 			}
-			ss.confirmFrame(rs, sizes, thread, start+i, fr, loc, i == 0)
-			ss.chainFrame(rs, sizes, thread, fr, loc, start+i)
+			ss.confirmFrame(sizes, thread, start+i, fr, loc, i == 0)
+			ss.chainFrame(sizes, thread, fr, loc, start+i)
 		}
 	case jdwp.CmdThreadReferenceFrameCount:
 		// The debugger sizes its frames request by the count: when the
@@ -182,12 +181,12 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 			if rule > 0 {
 				n = min(n, rule)
 			}
-			ss.specFrames(rs, sizes, thread, 0, n, kFrames)
+			ss.specFrames(sizes, thread, 0, n, kFrames)
 		}
 	case jdwp.CmdStackFrameThisObject:
 		v := r.TaggedObjectID()
 		if r.Err() == nil {
-			ss.values(rs, sizes, 0, v)
+			ss.values(sizes, 0, v)
 		}
 	case jdwp.CmdStackFrameGetValues, jdwp.CmdObjectReferenceGetValues:
 		lvl := uint8(0)
@@ -198,7 +197,7 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 		for i := 0; i < n && r.Err() == nil; i++ {
 			v := r.Value()
 			if r.Err() == nil {
-				ss.values(rs, sizes, lvl, v)
+				ss.values(sizes, lvl, v)
 			}
 		}
 	case jdwp.CmdArrayReferenceGetValues:
@@ -210,7 +209,7 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 		for i := 0; i < n && r.Err() == nil; i++ {
 			v := r.Value()
 			if r.Err() == nil {
-				ss.values(rs, sizes, level+1, v)
+				ss.values(sizes, level+1, v)
 			}
 		}
 	case jdwp.CmdObjectReferenceReferenceType:
@@ -221,26 +220,26 @@ func (ss *session) chain(rs *relay.Session, key *keyable.Key, gen generation, p 
 			return
 		}
 		ss.facts.setObjType(obj, t)
-		ss.specTypeSig(rs, sizes, t)
-		ss.specTypeInfo(rs, sizes, t)
+		ss.specTypeSig(sizes, t)
+		ss.specTypeInfo(sizes, t)
 		if lvl, ok := ep.wantFields[obj]; ok {
 			delete(ep.wantFields, obj)
-			ss.specFields(rs, sizes, obj, t, lvl)
+			ss.specFields(sizes, obj, t, lvl)
 		}
 	case jdwp.CmdClassTypeSuperclass:
 		sup := r.Class()
 		if r.Err() == nil {
-			ss.specTypeInfo(rs, sizes, sup)
-			ss.retryFields(rs, sizes)
+			ss.specTypeInfo(sizes, sup)
+			ss.retryFields(sizes)
 		}
 	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
-		ss.retryFields(rs, sizes)
+		ss.retryFields(sizes)
 	case jdwp.CmdArrayReferenceLength:
 		arr := params.Object()
 		n := r.Int32()
 		if r.Err() == nil && ep.wantArray[arr] {
 			delete(ep.wantArray, arr)
-			ss.specArrayValues(rs, sizes, arr, n, level)
+			ss.specArrayValues(sizes, arr, n, level)
 		}
 	}
 }
@@ -260,7 +259,7 @@ func (ss *session) recordFrames(r, params *jdwp.BodyReader, sizes jdwp.IDSizes) 
 
 // chainFrame records one frame of a Frames reply for the stop and, for
 // the stopped thread, speculates what the debugger asks of a frame.
-func (ss *session) chainFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp.ThreadID, fr jdwp.FrameID, loc jdwp.Location, d int) {
+func (ss *session) chainFrame(sizes jdwp.IDSizes, thread jdwp.ThreadID, fr jdwp.FrameID, loc jdwp.Location, d int) {
 	ep := &ss.learn.ep
 	ep.frames[fr] = frameInfo{depth: d, thread: thread, loc: loc}
 	if thread != ep.thread {
@@ -270,8 +269,8 @@ func (ss *session) chainFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp
 	w.Class(loc.ClassID())
 	w.Method(loc.MethodID())
 	ss.pbuf = w.Buf
-	ss.specParams(rs, sizes, jdwp.CmdMethodIsObsolete, ss.pbuf, kObsolete, nil, 0)
-	ss.specClassMeta(rs, sizes, loc, d)
+	ss.specParams(sizes, jdwp.CmdMethodIsObsolete, ss.pbuf, kObsolete, nil, 0)
+	ss.specClassMeta(sizes, loc, d)
 	if d >= maxDepth {
 		return
 	}
@@ -280,7 +279,7 @@ func (ss *session) chainFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp
 		w.Thread(thread)
 		w.Frame(fr)
 		ss.pbuf = w.Buf
-		ss.specParams(rs, sizes, jdwp.CmdStackFrameThisObject, ss.pbuf, kThis, nil, 0)
+		ss.specParams(sizes, jdwp.CmdStackFrameThisObject, ss.pbuf, kThis, nil, 0)
 	}
 	if ss.learn.valueDepth&(1<<d) != 0 {
 		mk := methodOf(loc)
@@ -295,7 +294,7 @@ func (ss *session) chainFrame(rs *relay.Session, sizes jdwp.IDSizes, thread jdwp
 			w.Frame(fr)
 			w.Buf = append(w.Buf, tail...)
 			ss.pbuf = w.Buf
-			ss.specParams(rs, sizes, jdwp.CmdStackFrameGetValues, ss.pbuf, kFrameValues, nil, 0)
+			ss.specParams(sizes, jdwp.CmdStackFrameGetValues, ss.pbuf, kFrameValues, nil, 0)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
-	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // The prepare rule: a suspending CLASS_PREPARE stop (not a stop at a
@@ -118,7 +117,7 @@ func (ss *session) onPrepareEvent(policy jdwp.SuspendPolicy, e *jdwp.Event) {
 
 // prepareStop speculates, at a suspending event, the class reads for the
 // classes it prepared.
-func (ss *session) prepareStop(rs *relay.Session, sizes jdwp.IDSizes) {
+func (ss *session) prepareStop(sizes jdwp.IDSizes) {
 	pr := &ss.prep
 	defer func() { pr.pending = pr.pending[:0] }()
 	ss.pushStop(len(pr.pending) > 0)
@@ -135,11 +134,11 @@ func (ss *session) prepareStop(rs *relay.Session, sizes jdwp.IDSizes) {
 		w.Class(pc.id)
 		ss.pbuf = w.Buf
 		if matched {
-			ss.specPrepare(rs, sizes, ss.membersCmd(), ss.pbuf)
-			ss.specPrepare(rs, sizes, jdwp.CmdReferenceTypeSourceDebugExtension, ss.pbuf)
+			ss.specPrepare(sizes, ss.membersCmd(), ss.pbuf)
+			ss.specPrepare(sizes, jdwp.CmdReferenceTypeSourceDebugExtension, ss.pbuf)
 		}
 		for c := range pr.classCmds {
-			ss.specPrepare(rs, sizes, c, ss.pbuf)
+			ss.specPrepare(sizes, c, ss.pbuf)
 		}
 	}
 }
@@ -180,10 +179,10 @@ func (ss *session) prepareMethods(c jdwp.Cmd, params []byte, p jdwp.Packet, size
 		w.Method(id)
 		ss.pbuf = w.Buf
 		if matched {
-			ss.specPrepare(ss.att.rs, sizes, jdwp.CmdMethodLineTable, ss.pbuf)
+			ss.specPrepare(sizes, jdwp.CmdMethodLineTable, ss.pbuf)
 		}
 		for mc := range pr.methodCmds {
-			ss.specPrepare(ss.att.rs, sizes, mc, ss.pbuf)
+			ss.specPrepare(sizes, mc, ss.pbuf)
 		}
 	}
 }
@@ -191,7 +190,7 @@ func (ss *session) prepareMethods(c jdwp.Cmd, params []byte, p jdwp.Packet, size
 // specPrepare sends the class-lifetime read c with params as the prepare
 // rule's speculation, unless cached or in flight or its IDs were not
 // handed out by this connection.
-func (ss *session) specPrepare(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
+func (ss *session) specPrepare(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 	pr := &ss.prep
 	if len(pr.specs) >= maxPrepareSpecs || ss.recording() && !ss.attachAllowed() {
 		return
@@ -202,7 +201,7 @@ func (ss *session) specPrepare(rs *relay.Session, sizes jdwp.IDSizes, c jdwp.Cmd
 		return
 	}
 	s.info, s.subj = info, s.key.Subject(info, sizes)
-	if !ss.sendOwn(rs, s, sizes) {
+	if !ss.sendOwn(s, sizes) {
 		return
 	}
 	pr.specs = append(pr.specs, s)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
-	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // expandSiblings widens a miss: the debugger asked a thread's name or
@@ -13,7 +12,7 @@ import (
 // first time it asks it, typically at the first stop); it will ask the
 // same of every thread listed, or every frame, so those are speculated now
 // (sent ahead of the debugger's own command).
-func (ss *session) expandSiblings(rs *relay.Session, sizes jdwp.IDSizes, key *keyable.Key) {
+func (ss *session) expandSiblings(sizes jdwp.IDSizes, key *keyable.Key) {
 	ep := &ss.learn.ep
 	if !ep.active || !ss.speculating() {
 		return
@@ -33,7 +32,7 @@ func (ss *session) expandSiblings(rs *relay.Session, sizes jdwp.IDSizes, key *ke
 		ep.expanded[k] = true
 		for _, t := range ep.threads {
 			if t != own {
-				ss.specThread(rs, sizes, c, t, k)
+				ss.specThread(sizes, c, t, k)
 			}
 		}
 	case jdwp.CmdMethodIsObsolete:
@@ -60,7 +59,7 @@ func (ss *session) expandSiblings(rs *relay.Session, sizes jdwp.IDSizes, key *ke
 			w.Class(fi.loc.ClassID())
 			w.Method(fi.loc.MethodID())
 			ss.pbuf = w.Buf
-			ss.specParams(rs, sizes, c, ss.pbuf, kObsolete, nil, 0)
+			ss.specParams(sizes, c, ss.pbuf, kObsolete, nil, 0)
 		}
 	}
 }
@@ -68,7 +67,7 @@ func (ss *session) expandSiblings(rs *relay.Session, sizes jdwp.IDSizes, key *ke
 // values speculates on one value found in a frame, object or array: a
 // string's value, an array's length and first elements, an object's type
 // and (at the first level) its fields.
-func (ss *session) values(rs *relay.Session, sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
+func (ss *session) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 	if v.IsNull() || !v.IsObject() || level > 1 {
 		return
 	}
@@ -78,10 +77,10 @@ func (ss *session) values(rs *relay.Session, sizes jdwp.IDSizes, level uint8, v 
 	ss.pbuf = w.Buf
 	switch v.Tag {
 	case jdwp.TagString:
-		ss.specParams(rs, sizes, jdwp.CmdStringReferenceValue, ss.pbuf, kString, nil, level)
+		ss.specParams(sizes, jdwp.CmdStringReferenceValue, ss.pbuf, kString, nil, level)
 	case jdwp.TagArray:
 		if _, known := ss.facts.objType[o]; !known {
-			ss.specParams(rs, sizes, jdwp.CmdObjectReferenceReferenceType, ss.pbuf, kRefType, nil, level)
+			ss.specParams(sizes, jdwp.CmdObjectReferenceReferenceType, ss.pbuf, kRefType, nil, level)
 		}
 		if !ss.learn.arrKnown {
 			return
@@ -92,22 +91,22 @@ func (ss *session) values(rs *relay.Session, sizes jdwp.IDSizes, level uint8, v 
 		}
 		if e := ss.cache.lookup(&lk); e != nil && len(e.reply) >= jdwp.HeaderSize+4 && jdwp.Packet(e.reply).ErrorCode() == 0 {
 			length := jdwp.NewBodyReader(jdwp.Packet(e.reply).Body(), sizes).Int32()
-			ss.specArrayValues(rs, sizes, o, length, level)
+			ss.specArrayValues(sizes, o, length, level)
 			return
 		}
 		ss.learn.ep.wantArray[o] = true
-		ss.specParams(rs, sizes, jdwp.CmdArrayReferenceLength, ss.pbuf, kArrayLength, nil, level)
+		ss.specParams(sizes, jdwp.CmdArrayReferenceLength, ss.pbuf, kArrayLength, nil, level)
 	case jdwp.TagObject:
 		if t, ok := ss.facts.objType[o]; ok {
 			if level == 0 {
-				ss.specFields(rs, sizes, o, t, level)
+				ss.specFields(sizes, o, t, level)
 			}
 			return
 		}
 		if level == 0 {
 			ss.learn.ep.wantFields[o] = level
 		}
-		ss.specParams(rs, sizes, jdwp.CmdObjectReferenceReferenceType, ss.pbuf, kRefType, nil, level)
+		ss.specParams(sizes, jdwp.CmdObjectReferenceReferenceType, ss.pbuf, kRefType, nil, level)
 	}
 }
 
@@ -134,7 +133,7 @@ var typeInfoCmds = [...]jdwp.Cmd{
 // specTypeSig speculates the signature of an object's type t that no
 // reply or event this proxy saw named: neither did the debugger, which
 // asks it to show the object (an array's type, typically).
-func (ss *session) specTypeSig(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.ClassID) {
+func (ss *session) specTypeSig(sizes jdwp.IDSizes, t jdwp.ClassID) {
 	if _, named := ss.facts.idSig[t]; named || t == 0 {
 		return
 	}
@@ -143,7 +142,7 @@ func (ss *session) specTypeSig(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.Cla
 			w := ss.writer(sizes)
 			w.Class(t)
 			ss.pbuf = w.Buf
-			ss.specParams(rs, sizes, c, ss.pbuf, kTypeSig, nil, 0)
+			ss.specParams(sizes, c, ss.pbuf, kTypeSig, nil, 0)
 			return
 		}
 	}
@@ -151,7 +150,7 @@ func (ss *session) specTypeSig(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.Cla
 
 // specTypeInfo speculates the type facts the debugger asked for types
 // before (cached, so nothing is sent, for a type seen before).
-func (ss *session) specTypeInfo(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.ClassID) {
+func (ss *session) specTypeInfo(sizes jdwp.IDSizes, t jdwp.ClassID) {
 	if t == 0 {
 		return
 	}
@@ -162,7 +161,7 @@ func (ss *session) specTypeInfo(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.Cl
 		w := ss.writer(sizes)
 		w.Class(t)
 		ss.pbuf = w.Buf
-		ss.specParams(rs, sizes, c, ss.pbuf, kClassInfo, nil, 0)
+		ss.specParams(sizes, c, ss.pbuf, kClassInfo, nil, 0)
 	}
 }
 
@@ -170,7 +169,7 @@ func (ss *session) specTypeInfo(rs *relay.Session, sizes jdwp.IDSizes, t jdwp.Cl
 // method that the debugger asked for classes before (already cached for a
 // class seen before, so this sends nothing for it): class-lifetime facts,
 // valid until the class is unloaded or redefined.
-func (ss *session) specClassMeta(rs *relay.Session, sizes jdwp.IDSizes, loc jdwp.Location, depth int) {
+func (ss *session) specClassMeta(sizes jdwp.IDSizes, loc jdwp.Location, depth int) {
 	for _, m := range classMetaCmds {
 		if ss.learn.asked[m.c] == 0 {
 			continue
@@ -178,25 +177,25 @@ func (ss *session) specClassMeta(rs *relay.Session, sizes jdwp.IDSizes, loc jdwp
 		w := ss.writer(sizes)
 		w.Class(loc.ClassID())
 		ss.pbuf = w.Buf
-		ss.specParams(rs, sizes, m.c, ss.pbuf, m.k, nil, 0)
+		ss.specParams(sizes, m.c, ss.pbuf, m.k, nil, 0)
 	}
 	w := ss.writer(sizes)
 	w.Class(loc.ClassID())
 	w.Method(loc.MethodID())
 	ss.pbuf = w.Buf
 	if ss.learn.asked[jdwp.CmdMethodLineTable] != 0 {
-		ss.specParams(rs, sizes, jdwp.CmdMethodLineTable, ss.pbuf, kLineTable, nil, 0)
+		ss.specParams(sizes, jdwp.CmdMethodLineTable, ss.pbuf, kLineTable, nil, 0)
 	}
 	if depth < maxDepth && ss.learn.valueDepth&(1<<depth) != 0 {
 		for _, c := range [...]jdwp.Cmd{jdwp.CmdMethodVariableTableWithGeneric, jdwp.CmdMethodVariableTable} {
 			if ss.learn.asked[c] != 0 {
-				ss.specParams(rs, sizes, c, ss.pbuf, kVarTable, nil, 0)
+				ss.specParams(sizes, c, ss.pbuf, kVarTable, nil, 0)
 			}
 		}
 	}
 }
 
-func (ss *session) specArrayValues(rs *relay.Session, sizes jdwp.IDSizes, arr jdwp.ObjectID, length int32, level uint8) {
+func (ss *session) specArrayValues(sizes jdwp.IDSizes, arr jdwp.ObjectID, length int32, level uint8) {
 	first, n := ss.learn.arrFirst, ss.learn.arrLen
 	if n < 0 || first < 0 || first >= length {
 		return
@@ -210,5 +209,5 @@ func (ss *session) specArrayValues(rs *relay.Session, sizes jdwp.IDSizes, arr jd
 	w.Int32(first)
 	w.Int32(n)
 	ss.pbuf = w.Buf
-	ss.specParams(rs, sizes, jdwp.CmdArrayReferenceGetValues, ss.pbuf, kArrayValues, nil, level)
+	ss.specParams(sizes, jdwp.CmdArrayReferenceGetValues, ss.pbuf, kArrayValues, nil, level)
 }

@@ -47,6 +47,11 @@ type session struct {
 	wb    writeBehind               // state-setting commands answered at once (writebehind.go)
 	prep  prepareRule               // speculation at CLASS_PREPARE stops (predict_prepare.go)
 
+	// out is the outbox of the relay's turn in progress (relay.Frame.Out,
+	// or relay.Session.Do's), set by each entry point for its duration
+	// (lock): whatever the session sends goes there.
+	out *relay.Outbox
+
 	ansBuf   []byte // cache-hit answers (debugger goroutine, handed to the relay)
 	belayBuf []byte // belayed answers
 	pbuf     []byte // speculative command parameters
@@ -88,8 +93,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	}
 	p := f.Packet
 	sizes, _ := rs.IDSizes()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(f.Out())
+	defer ss.unlock()
 	if !ss.att.identified {
 		ss.attachIdentify(rs, p.Cmd(), sizes)
 	}
@@ -124,7 +129,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 		traceMiss(d.key.Cmd(), ss.learn.ep.serial)
 		ss.sp.countRequest(resultMiss)
-		ss.expandSiblings(rs, sizes, &d.key)
+		ss.expandSiblings(sizes, &d.key)
 	} else if ss.lookupUnkeyed(f, sizes) {
 		return relay.Consume
 	} else {
@@ -135,7 +140,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	d.gen = ss.facts.gen
 	ss.trig.Command(p)
 	if d.wb != nil && d.wb.written {
-		return ss.writeBehind(rs, f, &d)
+		return ss.writeBehind(f, &d)
 	}
 	f.SetData(slot, ss.data.get(&d)) // back with the reply (relay.Frame.Data)
 	return relay.Forward
@@ -199,8 +204,8 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		return relay.Forward
 	}
 	sizes, _ := rs.IDSizes()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.lock(f.Out())
+	defer ss.unlock()
 	c := f.Cmd
 	d, tracked := f.Data(slot).(*cmdData) // kept with the command (FromDebugger, dispatcher.send)
 	if tracked {
@@ -213,7 +218,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		// request expired) are no sample of the speculator's.
 		if tracked && d.spec != nil {
 			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
-			ss.specReply(rs, d.spec, p, sizes)
+			ss.specReply(d.spec, p, sizes)
 		} else if tracked && d.lookup {
 			ss.lookupReply(d.sig, p, sizes)
 		}
@@ -252,7 +257,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	if d.keyed && storable(p, d.info) && ss.facts.valid(d.info, d.subj, d.gen) {
 		ss.cache.store(&d.key, d.info, d.subj, d.gen, p, nil)
 		if ok {
-			ss.chain(rs, &d.key, d.gen, p, sizes, 0)
+			ss.chain(&d.key, d.gen, p, sizes, 0)
 		}
 	}
 	if f.Origin == relay.Synthetic {
@@ -262,18 +267,16 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 }
 
 // specReply handles the VM's reply to a speculative command.
-func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
+func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	ss.disp.replied(s)
 	if s.pred != nil && ss.holdPredicted(s, p) || // no waiters: unconfirmed, it served none
-		p.ErrorCode() == jdwp.ErrorThreadNotSuspended && ss.notSuspended(rs, s) {
-		ss.disp.drain(rs)
+		p.ErrorCode() == jdwp.ErrorThreadNotSuspended && ss.notSuspended(s) {
+		ss.disp.drain(ss.out)
 		return
 	}
 	for _, id := range s.waiters {
 		ss.belayBuf = retag.Retag(ss.belayBuf[:0], p, id)
-		if err := rs.SendToDebugger(ss.belayBuf, relay.Belay, s.key.Cmd()); err != nil {
-			ss.log.Debug().Err(err).Msg("cannot answer a belayed command")
-		}
+		ss.out.SendToDebugger(ss.belayBuf, relay.Belay, s.key.Cmd())
 	}
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
@@ -285,14 +288,14 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
 		ss.tapStored(s, p)
 		if p.ErrorCode() == jdwp.ErrorNone {
-			ss.chain(rs, &s.key, s.gen, p, sizes, s.level)
+			ss.chain(&s.key, s.gen, p, sizes, s.level)
 		}
 	} else if !s.used && !s.done {
 		s.done = true
 		traceSpec(s, outcomeWasted, ss.learn.ep.serial)
 		ss.sp.countSpec(outcomeWasted, 1)
 	}
-	ss.disp.drain(rs)
+	ss.disp.drain(ss.out)
 	ss.tapIdle()
 }
 
@@ -304,7 +307,7 @@ func (ss *session) specReply(rs *relay.Session, s *spec, p jdwp.Packet, sizes jd
 // if forwarded now (only read-only commands went to the VM since, so the
 // order the debugger sent its commands in still holds). It reports whether
 // it asked again; if not, the waiters get the VM's reply as usual.
-func (ss *session) notSuspended(rs *relay.Session, s *spec) bool {
+func (ss *session) notSuspended(s *spec) bool {
 	if !ss.facts.valid(s.info, s.subj, s.gen) {
 		return false // a resume or other change since: the belief is already gone
 	}
@@ -317,8 +320,21 @@ func (ss *session) notSuspended(rs *relay.Session, s *spec) bool {
 	again := &spec{key: s.key, info: s.info, subj: s.subj, gen: ss.facts.gen, kind: s.kind,
 		reask: true, used: true, done: true, waiters: s.waiters}
 	s.waiters = nil
-	ss.disp.send(rs, again) // not in disp.inflight: nothing else belays on it
+	ss.disp.send(ss.out, again) // not in disp.inflight: nothing else belays on it
 	return true
+}
+
+// lock takes mu for a call of the relay's turn whose outbox is out (nil
+// for a call that sends nothing).
+func (ss *session) lock(out *relay.Outbox) {
+	ss.mu.Lock()
+	ss.out = out
+}
+
+// unlock ends what lock began.
+func (ss *session) unlock() {
+	ss.out = nil
+	ss.mu.Unlock()
 }
 
 // markUsed records that a speculation served the debugger.

@@ -2,7 +2,6 @@ package speculator
 
 import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
-	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // Object shapes: which fields of an object's type the debugger reads with
@@ -160,7 +159,7 @@ func shapesValid(shapes []objShape) bool {
 // whose shape cannot be resolved yet (its type's or a superclass's fields
 // not known) waits in the stop's wantFields for the Fields and Superclass
 // replies (retryFields).
-func (ss *session) specFields(rs *relay.Session, sizes jdwp.IDSizes, obj jdwp.ObjectID, t jdwp.ClassID, level uint8) {
+func (ss *session) specFields(sizes jdwp.IDSizes, obj jdwp.ObjectID, t jdwp.ClassID, level uint8) {
 	w := ss.writer(sizes)
 	w.Object(obj)
 	if tail, ok := ss.learn.fields[t]; ok {
@@ -177,12 +176,12 @@ func (ss *session) specFields(rs *relay.Session, sizes jdwp.IDSizes, obj jdwp.Ob
 		}
 	}
 	ss.pbuf = w.Buf
-	ss.specParams(rs, sizes, jdwp.CmdObjectReferenceGetValues, ss.pbuf, kFields, nil, level)
+	ss.specParams(sizes, jdwp.CmdObjectReferenceGetValues, ss.pbuf, kFields, nil, level)
 }
 
 // retryFields speculates the fields of the objects waiting for their
 // type's field IDs, after a Fields or Superclass reply.
-func (ss *session) retryFields(rs *relay.Session, sizes jdwp.IDSizes) {
+func (ss *session) retryFields(sizes jdwp.IDSizes) {
 	ep := &ss.learn.ep
 	var ready []jdwp.ObjectID
 	for obj := range ep.wantFields {
@@ -193,6 +192,6 @@ func (ss *session) retryFields(rs *relay.Session, sizes jdwp.IDSizes) {
 	for _, obj := range ready {
 		lvl := ep.wantFields[obj]
 		delete(ep.wantFields, obj)
-		ss.specFields(rs, sizes, obj, ss.facts.objType[obj], lvl) // may wait again
+		ss.specFields(sizes, obj, ss.facts.objType[obj], lvl) // may wait again
 	}
 }

@@ -184,16 +184,13 @@ func (w *writeBehind) event(comp *jdwp.Composite) {
 
 // writeBehind answers the debugger's command f at once and sends it to the
 // VM as the proxy's own, with d (and its wbCmd) kept until the reply.
-func (ss *session) writeBehind(rs *relay.Session, f *relay.Frame, d *cmdData) relay.Action {
+func (ss *session) writeBehind(f *relay.Frame, d *cmdData) relay.Action {
 	w := &ss.wb
 	c := d.wb
 	id := ss.disp.ids.NewSynthetic()
 	w.sendBuf = append(w.sendBuf[:0], f.Packet...)
 	jdwp.Packet(w.sendBuf).SetID(id)
-	if err := rs.SendToVMData(w.sendBuf, relay.Synthetic, slot, ss.data.get(d)); err != nil {
-		ss.disp.ids.Forget(id)
-		return relay.Forward // the session is closing
-	}
+	ss.out.SendToVMData(w.sendBuf, relay.Synthetic, slot, ss.data.get(d))
 	var body []byte
 	if c.op == wbSet {
 		body = []byte{byte(c.id >> 24), byte(c.id >> 16), byte(c.id >> 8), byte(c.id)}

@@ -32,7 +32,9 @@ type NearConfig struct {
 	// when this end reads pushed bundles (push.NearHooks with a
 	// speculator). What the far end agreed to reaches the session's hooks
 	// as relay.Session.VMInfo.
-	Attach  bool
+	Attach bool
+	// Logger is not written to: every failure is returned, for the caller
+	// (the relay at an attach, the near end's start-up check) to log once.
 	Logger  zerolog.Logger
 	Metrics *Metrics
 }
@@ -93,7 +95,6 @@ func Probe(ctx context.Context, cfg NearConfig) (Reply, error) {
 // connect opens one link connection and exchanges the preamble (and,
 // without FlagProbe, the JDWP handshake).
 func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufio.Reader, Reply, error) {
-	log := cfg.Logger.With().Str(LogFar, cfg.Addr).Logger()
 	d := net.Dialer{KeepAliveConfig: keepAlive, Timeout: DefaultPreambleTimeout}
 	raw, err := d.DialContext(ctx, "tcp", cfg.Addr)
 	if err != nil {
@@ -115,7 +116,6 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 		tc := tls.Client(raw, cfg.TLS)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			err = fmt.Errorf("TLS handshake with the far end at %s failed (is it a far end with --tls-cert, whose certificate is the one given to --far-cert?): %w", cfg.Addr, err)
-			log.Error().Err(err).Msg("cannot open the link to the far end")
 			return fail(OutcomeTLS, err)
 		}
 		conn = tc
@@ -149,22 +149,20 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 			o = OutcomeUnreachable
 			err = fmt.Errorf("far end %s: no answer to the preamble: %w", cfg.Addr, err)
 		}
-		log.Error().Err(err).Msg("cannot open the link to the far end")
 		return fail(o, err)
 	}
-	log = log.With().Uint16(LogPeerVersion, rep.Version).Str(LogPeerSoftware, rep.Software).Logger()
 	switch {
 	case rep.Version != ProtocolVersion || rep.Status == StatusVersionSkew:
 		err := &SkewError{Addr: cfg.Addr, Near: ProtocolVersion, Far: rep.Version, NearSoftware: cfg.Software, FarSoftware: rep.Software}
-		log.Error().Err(err).Msg("cannot open the link to the far end")
 		return fail(OutcomeVersionSkew, err)
 	case rep.Status == StatusUnauthorized:
 		err := fmt.Errorf("%w: the far end at %s refused this end: %s", ErrUnauthorized, cfg.Addr, rep.Message)
-		log.Error().Err(err).Msg("cannot open the link to the far end")
+		if len(cfg.Token) == 0 {
+			err = fmt.Errorf("%w: the far end at %s wants a token and this end has none: give it the far end's token file with --token-file", ErrUnauthorized, cfg.Addr)
+		}
 		return fail(OutcomeUnauthorized, err)
 	case rep.Status != StatusAccepted:
 		err := fmt.Errorf("%w: the far end at %s answered %v: %s", ErrRefused, cfg.Addr, rep.Status, rep.Message)
-		log.Error().Err(err).Msg("cannot open the link to the far end")
 		return fail(OutcomeBadPreamble, err)
 	}
 	switch {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -235,6 +236,11 @@ func ThreadsFromConversation(v convo.View) []Thread {
 		if row.Name == "" {
 			row.Name = "(name not read)"
 		}
+		if !v.Open {
+			// The debugger detached: the VM resumed what it had suspended,
+			// and nobody reads the threads' states any more.
+			row.Status, row.Suspended, row.Current = "detached", false, false
+		}
 		if t.FrameCount > 0 {
 			row.Frames = t.FrameCount
 		}
@@ -255,9 +261,16 @@ func stackFromConversation(v convo.View, t convo.Thread) ThreadStack {
 	}
 	for i, f := range t.Frames {
 		st.Frames[i] = StackFrame{Class: f.Class, Method: f.Method, Source: f.Source, Line: f.Line, ClassID: hexID(f.ClassID), MethodID: hexID(f.MethodID), Index: f.Index}
+		if f.Index == nativeIndex {
+			st.Frames[i].Line, st.Frames[i].Index = -2, 0
+		}
 	}
 	return st
 }
+
+// nativeIndex is the code index of a JDWP location in a native method
+// (-1 as the unsigned 64 bits it travels as).
+const nativeIndex = math.MaxUint64
 
 // frameText is "com.x.Main.run:42", with raw IDs for what is unknown.
 func frameText(f convo.Frame) string {
@@ -270,9 +283,12 @@ func frameText(f convo.Frame) string {
 		m = "method " + hexID(f.MethodID)
 	}
 	s := c + "." + m
-	if f.Line >= 0 {
+	switch {
+	case f.Line >= 0:
 		s += ":" + strconv.Itoa(f.Line)
-	} else {
+	case f.Index == nativeIndex:
+		s += " (native)"
+	default:
 		s += " @" + strconv.FormatUint(f.Index, 10)
 	}
 	return s

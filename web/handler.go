@@ -31,7 +31,12 @@ type Option func(*options)
 
 type options struct {
 	interval time.Duration
+	role     string
 }
+
+// WithRole names what this monitor is the page of when it is not the
+// proxy's own (e.g. "far end" for split mode's far end); the page shows it.
+func WithRole(role string) Option { return func(o *options) { o.role = role } }
 
 // Handler serves the monitor. Create it with NewHandler.
 type Handler struct {
@@ -39,6 +44,7 @@ type Handler struct {
 	src      Source
 	log      zerolog.Logger
 	interval time.Duration
+	role     string // WithRole
 	// closed is closed by Close to end every event stream.
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -86,7 +92,7 @@ func NewHandler(src Source, reg *prometheus.Registry, log zerolog.Logger, opts .
 	for _, f := range opts {
 		f(&o)
 	}
-	h := &Handler{mux: http.NewServeMux(), src: src, log: log, interval: o.interval, closed: make(chan struct{}), heaps: map[string]heapCacheEntry{}}
+	h := &Handler{mux: http.NewServeMux(), src: src, log: log, interval: o.interval, role: o.role, closed: make(chan struct{}), heaps: map[string]heapCacheEntry{}}
 	assets, err := fs.Sub(assetsFS, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -337,7 +343,11 @@ func sessionsJSON(ss []Session) []SessionJSON {
 
 // AccelJSON is the accelerator's figures. Latencies are seconds.
 type AccelJSON struct {
-	Enabled         bool        `json:"enabled"`
+	Enabled bool `json:"enabled"`
+	// State is what speculation is doing: "speculating", "pass-through",
+	// or what the source says (AccelStats.State), StateNote why.
+	State           string      `json:"state"`
+	StateNote       string      `json:"state_note,omitempty"`
 	Hits            uint64      `json:"hits"`
 	Misses          uint64      `json:"misses"`
 	HitRatio        float64     `json:"hit_ratio"`
@@ -366,6 +376,7 @@ type StepJSON struct {
 	Belay      float64 `json:"belay_seconds"`
 	Cache      float64 `json:"cache_seconds"`
 	Debugger   float64 `json:"debugger_seconds"`
+	Idle       float64 `json:"idle_seconds"`
 	RoundTrips int     `json:"round_trips"`
 	Hits       int     `json:"hits"`
 	Misses     int     `json:"misses"`
@@ -393,7 +404,7 @@ type StepCommandJSON struct {
 func stepJSON(b StepBreakdown) StepJSON {
 	return StepJSON{
 		At: b.At.UnixMilli(), Total: b.Total.Seconds(), Run: b.Run.Seconds(), VM: b.VM.Seconds(), Belay: b.Belay.Seconds(),
-		Cache: b.Cache.Seconds(), Debugger: b.Debugger.Seconds(), RoundTrips: b.RoundTrips,
+		Cache: b.Cache.Seconds(), Debugger: b.Debugger.Seconds(), Idle: b.Idle.Seconds(), RoundTrips: b.RoundTrips,
 		Hits: b.Hits, Misses: b.Misses, Belays: b.Belays, Event: b.Event,
 	}
 }
@@ -420,7 +431,7 @@ type AccelPoint struct {
 
 func accelJSON(a AccelStats) AccelJSON {
 	j := AccelJSON{
-		Enabled: a.Enabled, Hits: a.Hits, Misses: a.Misses, Belays: a.Belays,
+		Enabled: a.Enabled, State: a.State, StateNote: a.StateNote, Hits: a.Hits, Misses: a.Misses, Belays: a.Belays,
 		RoundTripsSaved: a.RoundTripsSaved, Wasted: a.Wasted, Steps: a.Steps,
 		StepLatency: LatencyJSON{
 			P50: a.StepLatency.P50.Seconds(), P90: a.StepLatency.P90.Seconds(),
@@ -447,6 +458,13 @@ func accelJSON(a AccelStats) AccelJSON {
 	if n := a.Hits + a.Misses; n > 0 {
 		j.HitRatio = float64(a.Hits) / float64(n)
 	}
+	switch {
+	case j.State != "":
+	case a.Enabled:
+		j.State = "speculating"
+	default:
+		j.State = "pass-through"
+	}
 	for i, d := range a.RecentSteps {
 		j.RecentSteps[i] = d.Seconds()
 	}
@@ -466,7 +484,10 @@ func (h *Handler) accel() AccelJSON {
 // Snapshot is what each server-sent event carries: everything the page
 // shows except the heap map, which it fetches when HeapGenerations change.
 type Snapshot struct {
-	Time     time.Time            `json:"time"`
+	Time time.Time `json:"time"`
+	// Role is what this monitor is the page of, when not the proxy's own
+	// (WithRole): "far end".
+	Role     string               `json:"role,omitempty"`
 	VMs      []VM                 `json:"vms"`
 	Sessions []SessionJSON        `json:"sessions"`
 	Accel    AccelJSON            `json:"accel"`
@@ -501,7 +522,7 @@ func (h *Handler) snapshot(now time.Time) []byte {
 		h.history = slices.Delete(h.history, 0, len(h.history)-historyLen)
 	}
 	s := Snapshot{
-		Time: now, VMs: nonNil(h.src.VMs()), Sessions: sessionsJSON(h.src.Sessions()), Accel: accelJSON(a),
+		Time: now, Role: h.role, VMs: nonNil(h.src.VMs()), Sessions: sessionsJSON(h.src.Sessions()), Accel: accelJSON(a),
 		Threads: map[string][]Thread{}, Heaps: map[string]HeapBrief{}, Stacks: map[string]ThreadStack{},
 	}
 	ss, _ := h.src.(StackSource)

@@ -132,8 +132,8 @@ type ThreadStack struct {
 	Frames   []StackFrame `json:"frames"`
 }
 
-// StackFrame is one frame of a ThreadStack. Line is -1 when unknown
-// (-2: native code, from DDM). Class and Method are empty when the
+// StackFrame is one frame of a ThreadStack. Line is -1 when unknown, -2
+// in native code (a DDM frame, or a JDWP location whose code index is -1). Class and Method are empty when the
 // debugger never resolved them; the IDs (hex) are then what is known.
 type StackFrame struct {
 	Class    string `json:"class,omitempty"`
@@ -255,6 +255,10 @@ type HeapRun struct {
 type AccelStats struct {
 	// Enabled says whether speculation is on.
 	Enabled bool
+	// State, when not empty, is what the page's badge says instead of
+	// "speculating" or "pass-through" (a far end gone quiet on a fast
+	// link), and StateNote explains it.
+	State, StateNote string
 	// Hits are debugger commands answered from the cache; Misses went to
 	// the VM.
 	Hits, Misses uint64

@@ -99,16 +99,21 @@ type StepCommand struct {
 
 // StepBreakdown is where one step's time went, on its critical path.
 type StepBreakdown struct {
-	At    time.Time     // the resume
-	Total time.Duration // resume to the last answer
+	At time.Time // the resume
+	// Total is from the resume to the last answer, less Idle: what the
+	// user waited for.
+	Total time.Duration
 	// Run is from the resume to the stop event (the resume's round trip
 	// and the program running to the stop).
 	Run time.Duration
 	// After the stop: VM is time with a forwarded command (a miss)
 	// outstanding, Belay time waiting only on speculation in flight, Cache
 	// time answered from the cache, Debugger time with nothing outstanding
-	// (the debugger thinking or the proxy relaying).
-	VM, Belay, Cache, Debugger time.Duration
+	// (the debugger working or the proxy relaying) in gaps shorter than
+	// ThinkTime, and Idle the longer gaps: the user's think time (jdb's
+	// user typing the next command), which is not part of the step's
+	// latency.
+	VM, Belay, Cache, Debugger, Idle time.Duration
 	// Serial VM round trips after the stop: periods with a miss or belay
 	// outstanding.
 	RoundTrips           int
@@ -343,7 +348,7 @@ func breakdown(ts *trackedSession) *StepDetail {
 		case open[relay.CacheHit] > 0:
 			d.Cache += span
 		default:
-			d.Debugger += span
+			d.addGap(span)
 		}
 		prev = at
 		if e.kind <= relay.Synthetic {
@@ -356,9 +361,26 @@ func breakdown(ts *trackedSession) *StepDetail {
 		busy = now
 	}
 	if rest := d.Total - prev; rest > 0 {
-		d.Debugger += rest
+		d.addGap(rest)
 	}
+	d.Total -= d.Idle
 	return d
+}
+
+// ThinkTime is the longest gap with nothing outstanding that counts as
+// the debugger's own work within a step; a longer one is the user's think
+// time (see StepBreakdown.Idle). A debugger's work between two commands
+// of a step takes milliseconds; a person reading and typing takes longer.
+const ThinkTime = 150 * time.Millisecond
+
+// addGap counts a span with nothing outstanding as the debugger's work or
+// as idle think time.
+func (d *StepDetail) addGap(span time.Duration) {
+	if span > ThinkTime {
+		d.Idle += span
+	} else {
+		d.Debugger += span
+	}
 }
 
 // Sessions are the open sessions by ID, then the most recently ended ones.

@@ -15,7 +15,8 @@ import (
 
 // answering is an interceptor that answers ThreadReference.Name at once
 // (CacheHit) and ThreadReference.Status later, from another goroutine
-// (Belay), as the speculator does.
+// (Belay, through relay.Session.Do), as the speculator's belays come from
+// the VM's side.
 type answering struct{}
 
 func (answering) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
@@ -29,7 +30,9 @@ func (answering) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
 		id := f.ID
 		go func() {
 			time.Sleep(5 * time.Millisecond)
-			s.SendToDebugger(jdwp.AppendReply(nil, id, 0, []byte{0, 0, 0, 2, 0, 0, 0, 1}), relay.Belay, jdwp.CmdThreadReferenceStatus) //nolint:errcheck
+			s.Do(func(out *relay.Outbox) { //nolint:errcheck // the session ending is fine
+				out.SendToDebugger(jdwp.AppendReply(nil, id, 0, []byte{0, 0, 0, 2, 0, 0, 0, 1}), relay.Belay, jdwp.CmdThreadReferenceStatus)
+			})
 		}()
 		return relay.Consume
 	}

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -103,14 +106,33 @@ func Start(ctx context.Context, b *Build, mainClass string, opts VMOptions) (*VM
 	return nil, err
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for an agent that must listen on the same port again after each
+// debugger (FixedPort). It is taken from below the kernel's ephemeral
+// range, so no other program's "port 0" listener or outgoing connection
+// can be given it meanwhile: only another program that picks ports the
+// same way could collide, and Start then tries another.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("javavm: finding a free port: %w", err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				low = n
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	span := low - 1024
+	base := rand.IntN(span)
+	for i := range 64 {
+		port := 1024 + (base+i*7919)%span
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, errors.New("javavm: no free port below the ephemeral range")
 }
 
 func start(ctx context.Context, b *Build, mainClass string, opts VMOptions, port int) (*VM, error) {

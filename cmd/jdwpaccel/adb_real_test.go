@@ -20,6 +20,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/ddm"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbserver"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/rs/zerolog"
@@ -80,21 +81,20 @@ func mustADB(ctx context.Context, t *testing.T, port int, args ...string) string
 	return out
 }
 
-// startADBServer starts a real adb server on a free port; it is killed
-// when the test ends.
+// startADBServer starts a real adb server on a port the kernel chose; it
+// is stopped when the test ends.
 func startADBServer(ctx context.Context, t *testing.T) int {
 	t.Helper()
-	port, err := pickADBPort()
+	srv, err := adbserver.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustADB(ctx, t, port, "start-server")
 	t.Cleanup(func() {
-		kctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		adb(kctx, t, port, "kill-server") //nolint:errcheck // best effort; it may be gone
+		if err := srv.Stop(); err != nil {
+			t.Errorf("adb server: %v: %s", err, srv.Output())
+		}
 	})
-	return port
+	return srv.Port
 }
 
 // startFakeDevice serves a fake device whose processes lead to addrs
@@ -506,6 +506,9 @@ func TestFakeDeviceCommand(t *testing.T) {
 	}
 	if got := mustADB(ctx, t, up, "-s", dev, "shell", "pidof", "com.b"); got != "701\n" {
 		t.Errorf("pidof com.b = %q", got)
+	}
+	if got := mustADB(ctx, t, up, "-s", dev, "shell", "cat", "/proc/701/cmdline"); strings.TrimRight(got, "\x00\r\n") != "com.b" {
+		t.Errorf("cat /proc/701/cmdline = %q, want com.b (discovery's name of the process)", got)
 	}
 	if got := mustADB(ctx, t, up, "devices", "-l"); !strings.Contains(got, "model:Pixel_Fake") {
 		t.Errorf("devices -l:\n%s", got)

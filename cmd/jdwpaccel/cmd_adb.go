@@ -64,7 +64,7 @@ func cmdADB(ctx context.Context, e *env, args []string) int {
 	af.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel adb [--listen 127.0.0.1:5038] [--upstream 127.0.0.1:5037] [flags]\n\nFront the adb server: every request goes to it unchanged, except the JDWP streams\n(jdwp:PID, and forwards to jdwp:PID), which run through the accelerator.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprint(fs.Output(), adbExamples)
 	}
 	pf := &af.pf

@@ -204,9 +204,11 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	out := fs.String("out", "bench/out", "`directory` for bench.json and bench.svg (soak.json and soak.svg with --soak)")
 	soak := fs.Duration("soak", 0, "instead of the matrix, step one workload (the first of --workloads if given, else Deep/idea-like) through the proxy with speculation for this `duration` (first --rtt if given, else 5ms), sampling the process's RSS, goroutines and cache bytes")
 	soakInterval := fs.Duration("soak-interval", 5*time.Second, "time between soak samples")
-	cacheBytes := fs.Int64("cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session of the speculate mode and the soak")
+	cacheBytes := new(int64)
+	bytesVar(fs, cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session of the speculate mode and the soak (units: KiB, MiB, GiB)")
 	minRTT := fs.Duration("speculate-min-rtt", 0, "the speculate mode sends speculative commands only when the measured round trip is at least this `duration`; 0 adapts (as the proxy's flag)")
-	bandwidth := fs.Int64("bandwidth", 0, "limit the emulated link to this many `bytes` per second in each direction (0: unlimited)")
+	bandwidth := new(int64)
+	bytesVar(fs, bandwidth, "bandwidth", 0, "limit the emulated link to this many `bytes` per second in each direction (units: KiB, MiB, kB, MB; 0: unlimited)")
 	writeBehind := fs.Bool("write-behind", true, "the speculate mode answers state-setting commands at once when proven (as the proxy's flag)")
 	diagnose := fs.Bool("diagnose", false, "tally the speculate mode's speculative commands (sent, used, wasted) by command and rule, and its misses by stop, into diag.txt in --out")
 	var lf logFlags
@@ -214,7 +216,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	lf.level = "warn"
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel bench [flags]\n\nRun IDE-like JDI workloads against real JVMs behind an emulated link, directly and through jdwpaccel,\nand report step times, serial round trips per step, speedups and the digest check.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprint(fs.Output(), benchExamples)
 	}
 	if code, ok := parseFlags(fs, args, e); !ok {

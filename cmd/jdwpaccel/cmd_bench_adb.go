@@ -14,13 +14,14 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/adbdevice"
 	"github.com/jdwpaccel/jdwpaccel/adbfront"
 	"github.com/jdwpaccel/jdwpaccel/bench"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbserver"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
 
 // adbBenchModes are the bench modes through a real adb server: each cell
-// starts an adb server on a free port, a fake device (adbdevice) whose
+// starts an adb server on a port the kernel chose (internal/adbserver), a fake device (adbdevice) whose
 // process 4001 is the link to the cell's VM, and connects them; "adb"
 // attaches the driver to the adb server's own forward of jdwp:4001,
 // "adb-front" to a forward made through "jdwpaccel adb" with speculation.
@@ -74,7 +75,7 @@ func runADBClient(ctx context.Context, port int, args ...string) (string, error)
 	defer f.Close()
 	cmd := exec.CommandContext(ctx, "adb", append([]string{"-P", strconv.Itoa(port)}, args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "ANDROID_ADB_SERVER_PORT=", "ADB_SERVER_SOCKET=", "ANDROID_SERIAL=")
+	cmd.Env = adbserver.Env()
 	err = cmd.Run()
 	out, rerr := os.ReadFile(f.Name())
 	if err == nil {
@@ -86,49 +87,17 @@ func runADBClient(ctx context.Context, port int, args ...string) (string, error)
 	return string(out), nil
 }
 
-// pickADBPort returns a free port for an adb server below the kernel's
-// ephemeral range. An adb client that finds no server on a port it then
-// starts one on retries connecting, and a port from the ephemeral range
-// can then be given to the client's own socket: the connection meets
-// itself and the client reads its own request ("protocol fault (status
-// 30 30 30 63?!)").
-func pickADBPort() (int, error) {
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
-				low = n
-			}
-		}
-	}
-	base := 1024 + int(time.Now().UnixNano()%int64(low-1024))
-	for i := range low - 1024 {
-		port := 1024 + (base-1024+i*7919)%(low-1024)
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return port, nil
-	}
-	return 0, errors.New("no free port below the ephemeral range for an adb server")
-}
-
 // startBenchADB starts an adb server and a fake device leading to vmAddr,
 // connected; both stop when ctx ends. It returns the server's port and the
 // device's serial.
 func startBenchADB(ctx context.Context, vmAddr string, log zerolog.Logger) (int, string, error) {
-	port, err := pickADBPort()
+	srv, err := adbserver.Start()
 	if err != nil {
 		return 0, "", err
 	}
-	if _, err := runADBClient(ctx, port, "start-server"); err != nil {
-		return 0, "", err
-	}
+	port := srv.Port
 	context.AfterFunc(ctx, func() {
-		kctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if _, err := runADBClient(kctx, port, "kill-server"); err != nil {
+		if err := srv.Stop(); err != nil {
 			log.Warn().Err(err).Int("port", port).Msg("cannot stop the bench's adb server")
 		}
 	})

@@ -39,7 +39,7 @@ func cmdFakeDevice(ctx context.Context, e *env, args []string) int {
 	lf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel fakedevice --process NAME=HOST:PORT ... [flags]\n\nServe a fake Android device that a real adb server accepts (adb connect), whose\ndebuggable processes are real or fake VMs.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprint(fs.Output(), fakeDeviceExamples)
 	}
 	if code, ok := parseFlags(fs, args, e); !ok {

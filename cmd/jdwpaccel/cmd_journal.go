@@ -149,7 +149,7 @@ func cmdJournal(_ context.Context, e *env, args []string) int {
 	jf.register(fs, sub == "show")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), journalUsage+"\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	var paths []string
 	if code, ok := parseWith(fs, e, func() (err error) {

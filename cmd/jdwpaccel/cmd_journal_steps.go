@@ -19,7 +19,7 @@ func cmdJournalSteps(e *env, args []string) int {
 	sessions := fs.String("session", "", "keep these session `NUMBERS` (comma-separated)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), journalUsage+"\nFlags of steps:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	var paths []string
 	if code, ok := parseWith(fs, e, func() (err error) {

@@ -80,7 +80,7 @@ func cmdLink(ctx context.Context, e *env, args []string) int {
 			"Emulate a slow link: relay each client that connects to --listen to --to,\n"+
 			"delaying each direction by rtt/2 (± jitter/2) per chunk, scheduled by arrival\n"+
 			"time so that pipelined traffic keeps its shape.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprint(fs.Output(), linkExamples)
 	}
 	if code, ok := parseFlags(fs, args, e); !ok {

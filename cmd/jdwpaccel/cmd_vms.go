@@ -34,7 +34,7 @@ func cmdVMs(ctx context.Context, e *env, args []string) int {
 	vf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel vms [flags]\n\nList the VMs a running proxy found: their ports, pid, app name, and whether a debugger is attached.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprint(fs.Output(), vmsExamples)
 	}
 	if code, ok := parseFlags(fs, args, e); !ok {
@@ -167,7 +167,7 @@ where they are.
 
 Flags:
 `)
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprint(fs.Output(), "\nExamples:\n  jdwpaccel select com.example.app\n  jdwpaccel select local:12345\n  jdwpaccel select --auto\n")
 	}
 	var pos []string

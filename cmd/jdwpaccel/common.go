@@ -34,8 +34,8 @@ func (l *logFlags) register(fs *flag.FlagSet) {
 // logger builds the root logger writing to w.
 func (l *logFlags) logger(w io.Writer) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(l.level)
-	if err != nil || l.level == "" {
-		return zerolog.Nop(), fmt.Errorf("bad --log-level %q", l.level)
+	if err != nil || l.level == "" || l.level == "disabled" || l.level == "panic" || l.level == "fatal" {
+		return zerolog.Nop(), fmt.Errorf("bad --log-level %q: want trace, debug, info, warn or error", l.level)
 	}
 	switch l.format {
 	case "json":
@@ -46,7 +46,7 @@ func (l *logFlags) logger(w io.Writer) (zerolog.Logger, error) {
 			w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 		}
 	default:
-		return zerolog.Nop(), fmt.Errorf("bad --log-format %q", l.format)
+		return zerolog.Nop(), fmt.Errorf("bad --log-format %q: want json, console or auto", l.format)
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
@@ -101,6 +101,7 @@ type usageError struct{ error }
 // (-h, --help: the usage on stdout, exit 0) or a usage error (the error and
 // a pointer to --help on stderr, exit 2).
 func parseFlags(fs *flag.FlagSet, args []string, e *env) (code int, ok bool) {
+	args = joinOptionalValues(fs, args)
 	if code, ok := parseWith(fs, e, func() error { return fs.Parse(args) }); !ok {
 		return code, false
 	}
@@ -131,7 +132,7 @@ func parseWith(fs *flag.FlagSet, e *env, parse func() error) (code int, ok bool)
 // usageFailure prints a usage error of a command and where to find its
 // usage, and returns exitUsage.
 func usageFailure(e *env, cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "jdwpaccel %s: %v\nRun \"jdwpaccel %s --help\" for usage.\n", cmd, err, cmd)
+	fmt.Fprintf(e.stderr, "jdwpaccel %s: %v\nRun \"jdwpaccel %s --help\" for usage.\n", cmd, dashDash(err), cmd)
 	return exitUsage
 }
 

@@ -49,6 +49,9 @@ func (m *ddmMode) Set(s string) error {
 // IsBoolFlag lets --ddm stand alone, as before it took force.
 func (m *ddmMode) IsBoolFlag() bool { return true }
 
+// takes lets "--ddm force" (and --ddm false, ...) be written without "=".
+func (m *ddmMode) takes(word string) bool { return new(ddmMode).Set(word) == nil }
+
 // ddmFlags are the proxy's DDM monitor flags.
 type ddmFlags struct {
 	mode      ddmMode
@@ -165,7 +168,7 @@ func cmdFakeVM(ctx context.Context, e *env, args []string) int {
 	lf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel fakevm [flags]\n\nServe a fake DDM-speaking VM (no real Dalvik/ART) for demos and benchmarks.\n\nIt answers DDM and only a few VirtualMachine commands (Version, IDSizes, AllThreads,\nSuspend, Resume, Dispose): it is for the DDM monitor and the live page, not for a debugger.\nA JDI debugger such as jdb cannot attach to it (jdb fails at attach with\nUnsupportedOperationException); debug a real JVM or Android app instead.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprint(fs.Output(), fakeVMExamples)
 	}
 	if code, ok := parseFlags(fs, args, e); !ok {

@@ -44,7 +44,7 @@ func TestDemoKeepTwoDebuggers(t *testing.T) {
 	done := make(chan int, 1)
 	var errOut jdwptest.Buffer
 	go func() {
-		done <- run(ctx, []string{"demo", "--keep", "--rtt", "2ms", "--steps", "2", "--profile", "jdb-min",
+		done <- run(ctx, []string{"demo", "--keep", "--learn=false", "--rtt", "2ms", "--steps", "2", "--profile", "jdb-min",
 			"--listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, &env{stdout: pw, stderr: &errOut})
 		pw.Close()
 	}()
@@ -116,5 +116,43 @@ func TestDemoKeepTwoDebuggers(t *testing.T) {
 	// The JVM's threads come from the latest debugger's conversation.
 	if s.VMs[0].Threads != web.ThreadsJDWP || len(s.Threads[demo.JVMID]) < 20 {
 		t.Errorf("the demo JVM's threads: %q, %d rows", s.VMs[0].Threads, len(s.Threads[demo.JVMID]))
+	}
+}
+
+// TestDemoMeasuresAsTheTable runs the demo as the README's Results table
+// is measured (a session that learns the debugger first, the breakpoint
+// stop and one step not measured) and with --learn=false, and checks that
+// each says how it measured and that the learning sessions are not among
+// the measured cells.
+func TestDemoMeasuresAsTheTable(t *testing.T) {
+	jdwptest.JavaBuild(t)
+	for _, c := range []struct {
+		learn string
+		want  []string
+	}{
+		{"--learn=true", []string{"not measured: jdwpaccel learns this debugger", "measured as the README's Results table"}},
+		{"--learn=false", []string{"measured on a first session (--learn=false)"}},
+	} {
+		t.Run(c.learn, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var out, errOut jdwptest.Buffer
+			code := run(ctx, []string{"demo", c.learn, "--rtt", "2ms", "--steps", "2", "--profile", "jdb-min", "--http-addr", ""},
+				&env{stdout: &out, stderr: &errOut})
+			if code != exitOK {
+				t.Fatalf("demo exited %d\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("demo output lacks %q:\n%s", w, out.String())
+				}
+			}
+			if runs := regexp.MustCompile(`run \d+ of (\d+):`).FindAllStringSubmatch(out.String(), -1); len(runs) != 3 || runs[0][1] != "3" {
+				t.Errorf("measured runs %q: want direct, jdwpaccel and split, 3 in all", runs)
+			}
+			if !strings.Contains(out.String(), "digest check: OK") {
+				t.Errorf("no digest check:\n%s", out.String())
+			}
+		})
 	}
 }

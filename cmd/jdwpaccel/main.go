@@ -64,6 +64,10 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			// "jdwpaccel help proxy" is "jdwpaccel proxy --help".
+			return run(ctx, append(args[1:len(args):len(args)], "--help"), e)
+		}
 		usage(e.stdout)
 		return exitOK
 	case "-v", "-version", "--version":
@@ -87,5 +91,5 @@ func usage(w io.Writer) {
 	for _, c := range subcommands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, "\nRun \"jdwpaccel <command> --help\" for a command's flags and examples,\n\"jdwpaccel --version\" (or -v) for the version.\n")
+	fmt.Fprint(w, "\nRun \"jdwpaccel help <command>\" (or \"jdwpaccel <command> --help\") for a command's flags and examples,\n\"jdwpaccel --version\" (or -v) for the version.\n")
 }

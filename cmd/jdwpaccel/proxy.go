@@ -69,14 +69,14 @@ func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp strin
 	fs.BoolVar(&p.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (anyone who connects controls the VM)")
 	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (loopback unless --allow-remote)")
 	fs.StringVar(&p.httpAddr, "http-addr", httpDefault, httpHelp)
-	fs.IntVar(&p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes`")
+	bytesVar(fs, &p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes` (units: KiB, MiB)")
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
-	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
+	bytesVar(fs, &p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session (units: KiB, MiB, GiB)")
 	fs.StringVar(&p.learnFile, "learn-file", "", "keep what sessions learned about each debugger's attach and stops in this `PATH` (mode 0600) across proxy restarts; empty: in memory only")
 	fs.Var(&p.journalList, "journal", "write a journal of every session to `PATH` (format from the extension: .jsonl, .perfetto.json, .pcapng); give it several times for several files, e.g. one of each format")
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format` of a single --journal: jsonl, perfetto or pcapng (default: from the extension)")
-	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
-	fs.IntVar(&p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (negative: none)")
+	bytesVar(fs, &p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (units: KiB, MiB, GiB; 0: never)")
+	bytesVar(fs, &p.journalRaw, "journal-raw-bytes", 4096, "keep up to this many raw `bytes` of each packet in the journal (units: KiB; negative: none)")
 	fs.IntVar(&p.journalQ, "journal-queue", 8192, "journal records buffered between the relay and the file; beyond it records are dropped, counted and reported")
 	p.ddm.register(fs)
 	p.log.register(fs)
@@ -122,8 +122,13 @@ type stack struct {
 	manager    *discover.Manager // with discovery, once runProxy made it; before serve
 	near       *split.NearConfig // with --far: how the near end reaches the far end
 	// observers makes the hooks of a session but its speculator's.
-	observers   func(*relay.Session) relay.Hooks
-	pushMetrics *push.Metrics // registered by pushConfig
+	observers    func(*relay.Session) relay.Hooks
+	pushMetrics  *push.Metrics  // registered by pushConfig
+	pushCounters *push.Counters // made by pushConfig
+	// role names the page when it is not the proxy's own ("far end"),
+	// and farState, on the far end, says whether it pushes.
+	role     string
+	farState *farState
 }
 
 // pushConfig configures the pushed replies of split mode's end; its
@@ -131,8 +136,9 @@ type stack struct {
 func (st *stack) pushConfig() push.Config {
 	if st.pushMetrics == nil {
 		st.pushMetrics = push.NewMetrics(st.reg)
+		st.pushCounters = new(push.Counters)
 	}
-	return push.Config{Metrics: st.pushMetrics}
+	return push.Config{Metrics: st.pushMetrics, Counters: st.pushCounters}
 }
 
 // buildStack wires the speculator, the journal, the session tracker and
@@ -199,6 +205,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		return st, nil
 	}
 	st.holder, st.stopHolder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
+	st.cfg.DialVM = explainDial(st.cfg.DialVM, pf.vm)
 	return st, nil
 }
 
@@ -229,6 +236,9 @@ func (st *stack) accel() web.AccelStats {
 		a = web.AccelFromStats(st.spec.Stats())
 	}
 	st.tracker.AddSteps(&a)
+	if st.farState != nil && st.spec != nil && st.pushCounters != nil {
+		a.State, a.StateNote = st.farState.observe(st.spec.Stats(), st.pushCounters.Stats())
+	}
 	return a
 }
 
@@ -269,7 +279,7 @@ func (st *stack) servedVMs() []web.VM {
 func (st *stack) serve(ctx context.Context, pf *proxyFlags, log zerolog.Logger, extra map[string]http.Handler) (string, error) {
 	var url string
 	if pf.httpAddr != "" {
-		h := web.NewHandler(st.monitorSource(), st.reg, log)
+		h := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
 		context.AfterFunc(ctx, h.Close)
 		mux := http.NewServeMux()
 		mux.Handle("/", h)
@@ -326,7 +336,7 @@ func cmdProxy(ctx context.Context, e *env, args []string) int {
 	pf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel proxy --vm HOST:PORT [flags]\n\nRelay debuggers that connect to --listen to the VM at --vm, accelerating them.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs, "vm", "far", "listen", "http-addr", "journal")
 		fmt.Fprint(fs.Output(), proxyExamples)
 	}
 	log, code, ok := parseStackFlags(fs, args, e, &pf, pf.check)
@@ -380,13 +390,18 @@ func (pf *proxyFlags) check(log zerolog.Logger) error {
 		if err := pf.link.checkUnused("--vm"); err != nil {
 			return err
 		}
-		if _, _, err := net.SplitHostPort(pf.vm); err != nil && !isDiscoverySpec(pf.vm) {
-			return fmt.Errorf("bad --vm %q: %v", pf.vm, err)
+		if !isDiscoverySpec(pf.vm) {
+			if err := checkAddr("--vm", pf.vm, false); err != nil {
+				return err
+			}
 		}
 	}
 	for _, a := range []struct{ name, addr string }{{"--listen", pf.listen}, {"--metrics-addr", pf.metricsAddr}, {"--http-addr", pf.httpAddr}} {
 		if a.addr == "" && a.name != "--listen" {
 			continue
+		}
+		if err := checkAddr(a.name, a.addr, true); err != nil {
+			return err
 		}
 		if err := checkListen(a.name, a.addr, pf.allowRemote, log); err != nil {
 			return err
@@ -396,6 +411,9 @@ func (pf *proxyFlags) check(log zerolog.Logger) error {
 }
 
 func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger, e *env) int {
+	if st.near != nil && !probeFar(ctx, *st.near, log) {
+		return exitError
+	}
 	ln, err := net.Listen("tcp", pf.listen)
 	if err != nil {
 		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
@@ -432,8 +450,8 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 			log.Info().Str("url", url+"far/").Msg("the far end's live monitor (DDM threads and heap), over the link")
 		}
 	}
-	if pf.far != "" {
-		go probeFar(ctx, *st.near, log)
+	if pf.far == "" && manager == nil {
+		warnNoLocalVM(pf.vm, discover.LocalListener, log)
 	}
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, st.vmSpec).Bool("speculate", pf.speculate).
 		Msg("proxy listening; attach the debugger here")

@@ -11,9 +11,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
+	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -118,8 +120,8 @@ func (l *splitFlags) checkPair() error {
 // network is allowed (the far end may sit behind a tunnel's far side) but
 // warned about.
 func (l *splitFlags) checkNear(far string, log zerolog.Logger) error {
-	if _, _, err := net.SplitHostPort(far); err != nil {
-		return fmt.Errorf("bad --far %q: %v", far, err)
+	if err := checkAddr("--far", far, false); err != nil {
+		return err
 	}
 	if err := l.checkPair(); err != nil {
 		return err
@@ -239,21 +241,55 @@ func farPage(nc split.NearConfig) http.Handler {
 }
 
 // probeFar checks the link once at start, so that a wrong address, token
-// or version shows before any debugger attaches.
-func probeFar(ctx context.Context, nc split.NearConfig, log zerolog.Logger) {
+// or version shows before any debugger attaches. It returns false, after
+// one error line, when waiting cannot help: the far end refused this end
+// (its token), speaks another protocol version, or is no far end at all;
+// a far end that cannot be reached yet only gets a warning.
+func probeFar(ctx context.Context, nc split.NearConfig, log zerolog.Logger) bool {
 	pctx, cancel := context.WithTimeout(ctx, split.DefaultPreambleTimeout)
 	defer cancel()
 	rep, err := split.Probe(pctx, nc)
+	var skew *split.SkewError
 	switch {
 	case ctx.Err() != nil:
+	case errors.Is(err, split.ErrUnauthorized), errors.As(err, &skew), errors.Is(err, split.ErrNotSplit):
+		log.Error().Err(err).Str(split.LogFar, nc.Addr).Msg("the far end cannot be used; stopping")
+		return false
 	case err != nil:
 		log.Warn().Err(err).Str(split.LogFar, nc.Addr).Msg("cannot reach the far end yet; each debugger that attaches tries again")
 	default:
 		log.Info().Str(split.LogFar, nc.Addr).Str(split.LogPeerSoftware, rep.Software).Msg("far end reached")
 	}
+	return true
 }
 
 // ---- jdwpaccel far -----------------------------------------------------------
+
+// farState tells from the far end's figures whether it pushes: each time
+// the page asks, a far end that held a stop for a bundle or sent
+// speculation of its own since is pushing; one that only relayed the near
+// end's misses is quiet (push/PROTOCOL.md: on a link faster than
+// speculator.LowRTT it neither speculates nor holds events, and the near
+// end speculates itself). Without traffic it says what it said last.
+type farState struct {
+	mu         sync.Mutex // guards the fields below
+	spec       speculator.Stats
+	push       push.Stats
+	state, why string
+}
+
+func (f *farState) observe(spec speculator.Stats, ps push.Stats) (state, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case ps.Stops > f.push.Stops || spec.SpecSent > f.spec.SpecSent:
+		f.state, f.why = "pushing", "the far end speculates next to the VM and pushes the replies to the near end"
+	case spec.Misses > f.spec.Misses:
+		f.state, f.why = "quiet", "the link to the near end is faster than 2 ms: pushing would not pay, so the far end neither speculates nor holds events, and the near end speculates itself"
+	}
+	f.spec, f.push = spec, ps
+	return f.state, f.why
+}
 
 func (p *proxyFlags) registerFar(fs *flag.FlagSet) {
 	fs.StringVar(&p.vm, "vm", "", "the VM's JDWP address, `HOST:PORT` (next to this end: same host, pod or device host)")
@@ -267,8 +303,14 @@ func (p *proxyFlags) checkFar(log zerolog.Logger) error {
 	if p.vm == "" {
 		return errors.New("--vm HOST:PORT is required")
 	}
-	if _, _, err := net.SplitHostPort(p.vm); err != nil || isDiscoverySpec(p.vm) {
+	if isDiscoverySpec(p.vm) {
 		return fmt.Errorf("bad --vm %q: the far end serves one VM at HOST:PORT", p.vm)
+	}
+	if err := checkAddr("--vm", p.vm, false); err != nil {
+		return err
+	}
+	if err := checkAddr("--listen", p.listen, true); err != nil {
+		return err
 	}
 	if err := p.link.checkFar(p.listen, p.allowRemote, log); err != nil {
 		return err
@@ -276,6 +318,9 @@ func (p *proxyFlags) checkFar(log zerolog.Logger) error {
 	for _, a := range []struct{ name, addr string }{{"--metrics-addr", p.metricsAddr}, {"--http-addr", p.httpAddr}} {
 		if a.addr == "" {
 			continue
+		}
+		if err := checkAddr(a.name, a.addr, true); err != nil {
+			return err
 		}
 		if err := checkListen(a.name, a.addr, p.allowRemote, log); err != nil {
 			return err
@@ -311,7 +356,7 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 	pf.registerFar(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel far --vm HOST:PORT [flags]\n\nRun split mode's far end next to the VM: near ends (jdwpaccel proxy --far) connect to --listen,\nand each of their debugger sessions gets its own connection to the VM at --vm, relayed with\nthe speculator at zero distance and the DDM monitor.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs, "vm", "listen", "token-file", "tls-cert", "tls-key", "http-addr")
 		fmt.Fprint(fs.Output(), farExamples)
 	}
 	log, code, ok := parseStackFlags(fs, args, e, &pf, pf.checkFar)
@@ -328,6 +373,7 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 		tc = split.ServerTLS(*cert, pin)
 	}
 	return withStack(ctx, e, fs.Name(), &pf, log, func(ctx context.Context, st *stack) int {
+		st.role, st.farState = "far end", new(farState)
 		return runFar(ctx, &pf, st, split.FarConfig{TLS: tc, Token: token}, log)
 	})
 }
@@ -358,9 +404,10 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	fc.PreambleTimeout = 10 * time.Second
 	// The page travels over the link to near ends (behind the link's own
 	// checks), which show it under /far/.
-	page := web.NewHandler(st.monitorSource(), st.reg, log)
+	page := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
 	context.AfterFunc(ctx, page.Close)
 	fc.Page = web.Guard(page, "127.0.0.1:0")
+	warnNoLocalVM(pf.vm, discover.LocalListener, log)
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("tls", fc.TLS != nil).
 		Bool("token", len(fc.Token) > 0).Bool("speculate", pf.speculate).
 		Msg("far end listening; point the near end here (jdwpaccel proxy --far)")

@@ -254,8 +254,8 @@ func writeTLSFiles(t *testing.T, dir, name string) (cert, key string) {
 
 // TestSplitRemoteTLSToken: a far end on all interfaces, with TLS and a
 // token, warns, and lets in exactly the near end with its certificate
-// pinned and the token; one with a wrong token is refused with a message
-// saying so, before its debugger's handshake reaches the VM.
+// pinned and the token; one with a wrong token is refused at its start
+// with a message saying so, and stops.
 func TestSplitRemoteTLSToken(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	dir := t.TempDir()
@@ -274,14 +274,10 @@ func TestSplitRemoteTLSToken(t *testing.T) {
 	_, farPort, _ := net.SplitHostPort(far.addr)
 	farAddr := net.JoinHostPort("127.0.0.1", farPort)
 
-	bad := startNearEnd(t, farAddr, "--far-cert", cert, "--token-file", wrong)
-	if _, err := tryAttach(bad.addr); err == nil {
-		t.Error("a debugger attached through a near end with the wrong token")
+	// A near end with the wrong token stops at start.
+	if code, _, raw := runToExit(t, "proxy", "--far", farAddr, "--listen", "127.0.0.1:0", "--far-cert", cert, "--token-file", wrong); code != exitError || !strings.Contains(raw, "refused the token") {
+		t.Errorf("near end with the wrong token: exit %d, want %d and a log saying the far end refused the token:\n%s", code, exitError, raw)
 	}
-	bad.logs.wait(t, "of the refusal", 10*time.Second, func(rec map[string]any) bool {
-		e, _ := rec["error"].(string)
-		return strings.Contains(e, "refused the token")
-	})
 	far.logs.wait(t, "of the refusal", 10*time.Second, func(rec map[string]any) bool { return rec["reason"] == "unauthorized" })
 
 	good := startNearEnd(t, farAddr, "--far-cert", cert, "--token-file", token)
@@ -351,6 +347,9 @@ func TestSplitFarPage(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%+v", s)
 	})
+	if s := getSnapshot(t, url); s.Role != "far end" {
+		t.Errorf("the far end's page, under /far/, has role %q, want far end", s.Role)
+	}
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)

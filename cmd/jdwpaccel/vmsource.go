@@ -34,7 +34,7 @@ func (v *vmFlags) register(fs *flag.FlagSet) {
 }
 
 // vmSpecHelp is the --vm flag's help for the lead's proxyFlags.
-const vmSpecHelp = "the VM(s) to debug, one of:\n" + discover.SpecHelp
+const vmSpecHelp = "the VM(s) to debug, `SPEC`, one of:\n" + discover.SpecHelp
 
 // isDiscoverySpec says whether --vm names a discovery source (scan, adb)
 // rather than one HOST:PORT, which the proxy serves as before.

@@ -78,6 +78,7 @@
     state.snap = s;
     document.body.dataset.updates = state.updates;
     $("clock").textContent = new Date(s.time).toLocaleTimeString();
+    renderRole(s.role || "");
     const vm = renderVMs(s.vms || []);
     renderSessions(s.sessions || [], s.vms || []);
     renderAccel(s.accel);
@@ -164,12 +165,26 @@
     }
   }
 
+  // The page of another end (split mode's far end, shown under the near
+  // end's /far/) says so in its header and title.
+  function renderRole(role) {
+    const r = $("role");
+    if (r.textContent === role) return;
+    r.textContent = role;
+    r.hidden = !role;
+    document.title = "jdwpaccel monitor" + (role ? " · " + role : "");
+    $("ratio-note").textContent = role === "far end" ?
+      "The far end sees only what the near end could not answer itself, so its own hit ratio is low by design; the near end's page shows what the debugger got." :
+      $("ratio-note").dataset.text;
+  }
+
   // ---- accelerator ----
   function renderAccel(a) {
     if (!a) return;
     const st = $("accel-state");
-    st.textContent = a.enabled ? "speculating" : "pass-through";
-    st.className = "pill small " + (a.enabled ? "on" : "");
+    st.textContent = a.state || (a.enabled ? "speculating" : "pass-through");
+    st.className = "pill small " + (st.textContent === "speculating" ? "on" : "");
+    st.title = a.state_note || "";
     setText("a-ratio", a.hits + a.misses ? (a.hit_ratio * 100).toFixed(1) + "%" : "–");
     setText("a-hits", short(a.hits));
     setText("a-misses", short(a.misses));
@@ -229,9 +244,9 @@
     if (box.dataset.key === key) return;
     box.dataset.key = key;
     box.textContent = "";
-    $("wf-cap").textContent = ms(st.total_seconds) + " · " + st.event + " · " + st.round_trips + " serial round trips after the stop · " +
+    $("wf-cap").textContent = ms(st.total_seconds) + (st.idle_seconds ? " (+ " + ms(st.idle_seconds) + " idle, not counted)" : "") + " · " + st.event + " · " + st.round_trips + " serial round trips after the stop · " +
       st.hits + " hits, " + st.belays + " belays, " + st.misses + " misses" + (st.dropped ? " (" + st.dropped + " more not shown)" : "");
-    const W = 600, total = Math.max(st.total_seconds, 1e-6), rowH = 12, labelW = 200, PW = W - labelW;
+    const W = 600, total = Math.max(st.total_seconds + (st.idle_seconds || 0), 1e-6), rowH = 12, labelW = 200, PW = W - labelW;
     // One row per VM round trip or belay, in order; cache hits share one
     // row of ticks (they take no round trip).
     const rows = [{ label: "resume", start: 0, end: st.resume_end_seconds || 0, col: "#6b7585" },

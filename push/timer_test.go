@@ -1,0 +1,49 @@
+package push
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// TestFarTimerPanicEndsSession: a panic in the far end's hold timer,
+// which runs on a goroutine of its own, is recovered in the relay's turn
+// (relay.Session.Do), logged, and ends the session (split mode's hooks
+// must not go on as pass-through) instead of the process.
+func TestFarTimerPanicEndsSession(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
+	logs := &jdwptest.Buffer{}
+	fars := make(chan *far, 1)
+	hooks := FarHooks(newSpec(), Config{MaxHold: time.Minute})
+	addr := serve(t, relay.Config{DialVM: relay.DialTCP(vm.Addr()), Logger: zerolog.New(logs).Level(zerolog.DebugLevel), NewHooks: func(rs *relay.Session) relay.Hooks {
+		h := hooks(rs)
+		fars <- h.Interceptors[0].(*far)
+		return h
+	}})
+	d, err := jdwptest.Attach(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Call(jdwp.CmdIDSizes, nil); err != nil {
+		t.Fatal(err)
+	}
+	f := <-fars
+	f.mu.Lock()
+	f.holding = true
+	f.holdSeq++
+	f.cfg.Counters = nil // expire counts the expiry first: a nil pointer
+	f.startTimer(0)
+	f.mu.Unlock()
+	if p, err := d.Next(); err == nil {
+		t.Fatalf("debugger got %v; want its connection closed", p)
+	}
+	if s := logs.String(); !strings.Contains(s, `"hook":"do"`) || !strings.Contains(s, "nil pointer") {
+		t.Errorf("no log line naming the recovered panic in:\n%s", s)
+	}
+}
