@@ -331,12 +331,12 @@ func newStopRig(t *testing.T) (*rig, *frameState) {
 	return r, fs
 }
 
-// waitStats polls the speculator's counters until cond holds: the
-// counters are the only signal that the relay has processed a debugger
-// command the speculator consumed.
+// waitStats waits until the speculator's counters satisfy cond: they are
+// the only sign that the relay has processed a debugger command the
+// speculator consumed.
 func (r *rig) waitStats(cond func(Stats) bool) {
 	r.dbg.t.Helper()
-	jdwptest.Eventually(r.dbg.t, "the speculator's stats", func() (bool, string) {
+	jdwptest.Await(r.dbg.t, "the speculator's stats", r.sp.Changed, func() (bool, string) {
 		st := r.sp.Stats()
 		return cond(st), fmt.Sprintf("%+v", st)
 	})
