@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
@@ -203,10 +204,11 @@ func (f *Front) serveForward(ctx context.Context, fw *forward) {
 		f.wg.Go(func() {
 			t := fw.get()
 			log := f.log.With().Str(LogClient, conn.RemoteAddr().String()).Str(LogLocal, fw.local).Logger()
-			vm, err := f.dialJDWP(ctx, t.Serial, t.PID)
+			vm, attempts, err := f.dialJDWPRetry(ctx, t)
 			if err != nil {
-				log.Warn().Err(err).Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Msg("cannot open the JDWP stream for a forwarded debugger; closing its connection")
-				conn.Close()
+				log.Warn().Err(err).Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Int(logkey.Attempts, attempts).
+					Msg("cannot open the JDWP stream for a forwarded debugger; reset its connection before its handshake")
+				refuse(conn)
 				return
 			}
 			defer conn.Close()
@@ -230,4 +232,40 @@ func (f *Front) closeForwards() {
 	for _, fw := range fws {
 		fw.ln.Close()
 	}
+}
+
+// dialJDWPRetry opens t's JDWP stream, trying again for DialRetry while
+// it cannot (the adb server restarting, the device offline or not back
+// yet). It returns the number of attempts made.
+func (f *Front) dialJDWPRetry(ctx context.Context, t Target) (net.Conn, int, error) {
+	deadline := time.Now().Add(f.cfg.DialRetry)
+	pause := 10 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		vm, err := f.dialJDWP(ctx, t.Serial, t.PID)
+		if err == nil {
+			return vm, attempt, nil
+		}
+		wait := min(pause, time.Until(deadline))
+		if wait <= 0 || ctx.Err() != nil {
+			return nil, attempt, err
+		}
+		tm := time.NewTimer(wait)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+			return nil, attempt, err
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// refuse resets a debugger's connection (closes it with a TCP reset), so
+// that it reports a refused or reset connection rather than a handshake
+// cut short.
+func refuse(c net.Conn) {
+	if l, ok := c.(interface{ SetLinger(int) error }); ok {
+		l.SetLinger(0) //nolint:errcheck // closing anyway
+	}
+	c.Close()
 }

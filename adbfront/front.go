@@ -23,6 +23,7 @@ const (
 	LogUpstream = "upstream" // the adb server's address
 	LogRequest  = "request"  // a host-protocol request
 	LogLocal    = "local"    // a forward's local end, e.g. tcp:8600
+	LogIdle     = "idle_timeout"
 )
 
 // Target is the device process a JDWP stream leads to.
@@ -51,9 +52,26 @@ type Config struct {
 	// Timeout bounds dialling the adb server and each exchange of the
 	// front's own (10 s when zero); spliced streams are not bounded.
 	Timeout time.Duration
+	// IdleTimeout bounds how long a client connection may wait before
+	// its next request is whole (DefaultIdleTimeout when zero): a client
+	// that connects and sends nothing, or half a request, is closed.
+	IdleTimeout time.Duration
+	// DialRetry is how long a debugger attaching to one of the front's
+	// forwards waits while its stream cannot be opened (the adb server
+	// restarting, the device offline or not back yet after a restart),
+	// trying again with a growing pause (DefaultDialRetry when zero;
+	// negative for a single attempt). Then its connection is reset, as a
+	// refused one, before any handshake.
+	DialRetry time.Duration
 	// Logger receives the front's logs.
 	Logger zerolog.Logger
 }
+
+// Defaults of Config.
+const (
+	DefaultIdleTimeout = 30 * time.Second
+	DefaultDialRetry   = time.Second
+)
 
 // Front is an adb server front. Safe for concurrent use.
 type Front struct {
@@ -74,6 +92,12 @@ func New(cfg Config) *Front {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.DialRetry == 0 {
+		cfg.DialRetry = DefaultDialRetry
 	}
 	return &Front{
 		cfg:      cfg,
@@ -227,11 +251,18 @@ func (f *Front) serveConn(ctx context.Context, client net.Conn) {
 	var sel *Selector // the transport this connection switched to
 	var tportID uint64
 	for {
+		client.SetReadDeadline(time.Now().Add(f.cfg.IdleTimeout))
 		raw, err := adbwire.ReadRequest(cr)
-		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		var ne net.Error
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
 			log.Debug().Msg("adb client left before its next request")
 			return
+		case errors.As(err, &ne) && ne.Timeout():
+			log.Debug().Dur(LogIdle, f.cfg.IdleTimeout).Msg("adb client sent no whole request in time; closing its connection")
+			return
 		}
+		client.SetReadDeadline(time.Time{})
 		if err != nil {
 			log.Error().Err(err).Msg("bad request from the adb client; closing its connection")
 			return
@@ -371,6 +402,17 @@ func (f *Front) serialOf(ctx context.Context, sel Selector) string {
 		return ""
 	}
 	return s
+}
+
+// DialJDWP opens a new jdwp:PID stream to t through the adb server: for a
+// JDWPFunc whose stream's VM closed before its handshake (the app or the
+// device just restarted), to try again without the client knowing.
+// t.Serial must be known.
+func (f *Front) DialJDWP(ctx context.Context, t Target) (net.Conn, error) {
+	if t.Serial == "" {
+		return nil, errors.New("the device's serial is not known: cannot open another JDWP stream to it")
+	}
+	return f.dialJDWP(ctx, t.Serial, t.PID)
 }
 
 // dialJDWP opens a jdwp:PID stream to the device with serial through

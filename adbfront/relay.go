@@ -25,9 +25,21 @@ type Relay struct {
 	dm   *ddmtap.Metrics // nil: no DDM decoding
 	mons *ddmtap.Monitors
 
+	// redial opens another JDWP stream to a process (Front.DialJDWP), set
+	// by SetRedial before the front serves; nil: none.
+	redial func(ctx context.Context, t Target) (net.Conn, error)
+
 	mu      sync.Mutex // guards servers, each entry's streams, and ended
 	servers map[Target]*procServer
 	ended   []endedMonitor // oldest first, at most keptEnded
+}
+
+// SetRedial gives the relay a way to open another JDWP stream to a
+// process (the Front's DialJDWP): a stream whose VM closes before its
+// handshake (the app or the device just restarted) is then tried again on
+// new streams for the relay's dial retry. Call it before the front serves.
+func (r *Relay) SetRedial(dial func(ctx context.Context, t Target) (net.Conn, error)) {
+	r.redial = dial
 }
 
 // keptEnded bounds the monitors of processes without streams kept listed.
@@ -69,6 +81,8 @@ func (r *Relay) acquire(t Target) *relay.Server {
 	cfg := r.cfg
 	cfg.VM = key
 	cfg.DialVM = nil // each session is given its stream (ServeWithVM)
+	// The relay retries for DialRetry a stream whose VM closed before its
+	// handshake, on new streams to the same process (SetRedial).
 	cfg.Logger = cfg.Logger.With().Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Logger()
 	ps := &procServer{streams: 1}
 	if r.dm != nil {
@@ -110,5 +124,9 @@ func (r *Relay) Serve(ctx context.Context, client, vm net.Conn, t Target) error 
 	defer client.Close()
 	srv := r.acquire(t)
 	defer r.release(t)
-	return srv.ServeWithVM(ctx, client, relay.VMConn{Conn: vm})
+	var redial relay.Dialer
+	if r.redial != nil && t.Serial != "" {
+		redial = relay.Plain(func(ctx context.Context) (net.Conn, error) { return r.redial(ctx, t) })
+	}
+	return srv.ServeWithVM(ctx, client, relay.VMConn{Conn: vm}, redial)
 }

@@ -2,10 +2,17 @@ package adbfront
 
 import (
 	"context"
+	"io"
 	"net"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbtest"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -69,5 +76,61 @@ func TestRelayWithoutDDM(t *testing.T) {
 	fr.release(tg)
 	if n := len(fr.Monitors().List()); n != 0 {
 		t.Errorf("%d monitors without DDM decoding", n)
+	}
+}
+
+// TestRelayRetriesStreamAfterRestart: a JDWP stream whose VM closes
+// before its handshake (the app or the device just restarted) is tried
+// again on a new stream to the same process, within the relay's dial
+// retry, and the debugger attaches as if the first had worked.
+func TestRelayRetriesStreamAfterRestart(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{})
+	up, err := adbtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	up.AddDevice("emu-1", "device")
+	var dials atomic.Int32
+	up.AddProcess("emu-1", adbtest.Proc{PID: 77, Name: "app", Dial: func() (net.Conn, error) {
+		if dials.Add(1) == 1 {
+			a, b := net.Pipe() // not ready yet: closes at once
+			b.Close()
+			return a, nil
+		}
+		return net.Dial("tcp", vm.Addr())
+	}})
+	fr := NewRelay(relay.Config{Logger: zerolog.Nop(), Metrics: relay.NewMetrics(prometheus.NewRegistry())}, nil)
+	front := New(Config{Upstream: up.Addr(), JDWP: fr.Serve, Logger: zerolog.Nop()})
+	fr.SetRedial(front.DialJDWP)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- front.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(jdwptest.Timeout))
+	c.Write(adbwire.AppendMessage(adbwire.AppendMessage(nil, "host:transport:emu-1"), "jdwp:77"))
+	ok := make([]byte, 8)
+	if _, err := io.ReadFull(c, ok); err != nil || string(ok) != "OKAYOKAY" {
+		t.Fatalf("answers %q, %v", ok, err)
+	}
+	d, err := jdwptest.AttachConn(c)
+	if err != nil {
+		t.Fatalf("attach after the first stream closed: %v (%d streams opened)", err, dials.Load())
+	}
+	if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d streams opened to the process, want 2", n)
 	}
 }

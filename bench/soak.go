@@ -41,7 +41,11 @@ type SoakConfig struct {
 	// CacheLimit is the configured bound on cached bytes per session
 	// (--cache-bytes), for the report.
 	CacheLimit int64
-	Build      *javavm.Build
+	// RSSBound, when not 0, is what the process's RSS must stay within
+	// (the bound the proxy promises for one session): see
+	// SoakReport.OverBound.
+	RSSBound int64
+	Build    *javavm.Build
 	// Progress, when set, is called with each sample.
 	Progress func(SoakSample)
 	Log      zerolog.Logger
@@ -73,6 +77,7 @@ type SoakReport struct {
 	DurationS  float64      `json:"duration_s"`
 	IntervalS  float64      `json:"interval_s"`
 	CacheLimit int64        `json:"cache_limit_bytes"`
+	RSSBound   int64        `json:"rss_bound_bytes,omitempty"`
 	Samples    []SoakSample `json:"samples"`
 	// MaxRSSBytes is the largest RSS sampled; Steps and Sessions the
 	// totals (the last session is cut short by the end).
@@ -80,6 +85,9 @@ type SoakReport struct {
 	Steps       int   `json:"steps"`
 	Sessions    int   `json:"sessions"`
 }
+
+// OverBound says whether the largest RSS sampled exceeded RSSBound.
+func (r *SoakReport) OverBound() bool { return r.RSSBound > 0 && r.MaxRSSBytes > r.RSSBound }
 
 // soakState is what the workload reports to the sampler.
 type soakState struct {
@@ -107,7 +115,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	rep := &SoakReport{
 		Started: time.Now(), Machine: machine(), Workload: cfg.Workload.String(),
 		RTTMS: float64(cfg.RTT) / float64(time.Millisecond), DurationS: cfg.Duration.Seconds(),
-		IntervalS: cfg.Interval.Seconds(), CacheLimit: cfg.CacheLimit,
+		IntervalS: cfg.Interval.Seconds(), CacheLimit: cfg.CacheLimit, RSSBound: cfg.RSSBound,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

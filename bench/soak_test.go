@@ -83,3 +83,30 @@ func TestSoakSamples(t *testing.T) {
 		t.Errorf("chart (%v) lacks its 5 series", err)
 	}
 }
+
+// TestSoakReportBound: a soak whose largest RSS went over its bound says
+// so (OverBound, and the table's closing line); one within it, or without
+// a bound, does not.
+func TestSoakReportBound(t *testing.T) {
+	for _, tc := range []struct {
+		bound, max int64
+		over       bool
+		line       string
+	}{
+		{0, 90 << 20, false, ""},
+		{67 << 20, 60 << 20, false, "max RSS within the bound of 67.0 MiB"},
+		{67 << 20, 81 << 20, true, "max RSS OVER the bound of 67.0 MiB"},
+	} {
+		r := &SoakReport{RSSBound: tc.bound, MaxRSSBytes: tc.max, Samples: []SoakSample{{RSSBytes: tc.max}}}
+		if r.OverBound() != tc.over {
+			t.Errorf("bound %d, max %d: over %v, want %v", tc.bound, tc.max, r.OverBound(), tc.over)
+		}
+		var b strings.Builder
+		if err := r.WriteTable(&b); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "the bound of"); got != (tc.line != "") || tc.line != "" && !strings.Contains(b.String(), tc.line) {
+			t.Errorf("bound %d, max %d: table\n%s\nwant the line %q", tc.bound, tc.max, b.String(), tc.line)
+		}
+	}
+}

@@ -26,6 +26,14 @@ func (r *SoakReport) WriteTable(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "\n%s through jdwpaccel (speculation on) at %g ms RTT for %.0f s: %d steps in %d sessions.\n"+
 		"max RSS %.1f MiB (the whole process: bench harness, link and proxy) vs --cache-bytes %.1f MiB per session.\n",
 		r.Workload, r.RTTMS, r.DurationS, r.Steps, r.Sessions, float64(r.MaxRSSBytes)/mib, float64(r.CacheLimit)/mib)
+	if err != nil || r.RSSBound == 0 {
+		return err
+	}
+	verdict := "within"
+	if r.OverBound() {
+		verdict = "OVER"
+	}
+	_, err = fmt.Fprintf(w, "max RSS %s the bound of %.1f MiB promised for one session (README, \"Memory\").\n", verdict, float64(r.RSSBound)/mib)
 	return err
 }
 

@@ -21,5 +21,9 @@
 // speak it (found through adb, --ddm=force, or whose reply to the
 // debugger's own VirtualMachine.Version names an Android runtime), never to
 // HotSpot (command set 199 can crash it) or an unknown VM, and nothing else
-// at all (see link.begin).
+// at all (see link.begin). Nor does the speculator send anything of its
+// own on a session whose client has sent only DDM (ddmlib, adblib): ART
+// would load its JDWP agent for the first non-DDM command and from then on
+// answer DDM requests (THEN, HPIF, HPSG, HPGC) with empty replies it never
+// sends a DDM-only client directly (see fakevm.ART).
 package ddmtap

@@ -587,7 +587,8 @@ func usageWithRTT(rtt time.Duration) []byte {
 func TestFarQuietOnFastLink(t *testing.T) {
 	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
 	cnt := new(Counters)
-	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Minute, Counters: cnt}), 0)
+	sp := newSpec()
+	d := attach(t, vm.Addr(), FarHooks(sp, Config{MaxHold: time.Minute, Counters: cnt}), 0)
 	if _, err := d.Call(CmdUsage, usageWithRTT(300*time.Microsecond)); err != nil {
 		t.Fatal(err)
 	}
@@ -608,6 +609,18 @@ func TestFarQuietOnFastLink(t *testing.T) {
 	}
 	if st := cnt.Stats(); st.Stops != 0 || st.Bundles != 0 {
 		t.Fatalf("stats %+v on a fast link, want no stop taken and no bundle", st)
+	}
+	// Nor does it cache: the near end caches the same replies, so none
+	// would be served here. The same read again reaches the VM.
+	before := count(vm, jdwp.CmdVirtualMachineVersion)
+	if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(vm, jdwp.CmdVirtualMachineVersion); n != before+1 {
+		t.Errorf("quiet: the VM got Version %d times, want %d (nothing cached)", n, before+1)
+	}
+	if st := sp.Stats(); st.CacheBytes != 0 || st.Hits != 0 {
+		t.Errorf("quiet: the far end's cache holds %d bytes and served %d hits, want none", st.CacheBytes, st.Hits)
 	}
 
 	if _, err := d.Call(CmdUsage, usageWithRTT(30*time.Millisecond)); err != nil {

@@ -24,4 +24,5 @@ const (
 	LogWriteTimeout = logkey.WriteTimeout
 	LogClosedBy     = logkey.ClosedBy
 	LogComponent    = logkey.Component
+	LogSuppressed   = logkey.Suppressed
 )

@@ -46,6 +46,7 @@ type Metrics struct {
 	active   prometheus.Gauge
 	panics   map[string]prometheus.Counter // by hook kind
 	oversize prometheus.Counter
+	overcap  prometheus.Counter
 }
 
 // NewMetrics creates the relay metrics and registers them with reg.
@@ -83,10 +84,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Namespace: "jdwpaccel", Name: "oversized_replies_total",
 		Help: "VM replies above the maximum packet size, skipped and answered to the debugger with JDWP error INTERNAL (113).",
 	})
-	reg.MustRegister(packets, bytes, latency, errs, sessions, active, panics, oversize)
+	overcap := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "jdwpaccel", Name: "connections_over_cap_total",
+		Help: "Connections closed as soon as accepted because as many others had not sent their JDWP handshake yet (--max-handshakes).",
+	})
+	reg.MustRegister(packets, bytes, latency, errs, sessions, active, panics, oversize, overcap)
 
 	m := &Metrics{errors: map[Reason]prometheus.Counter{}, sessions: sessions, active: active,
-		panics: map[string]prometheus.Counter{}, oversize: oversize}
+		panics: map[string]prometheus.Counter{}, oversize: oversize, overcap: overcap}
 	for _, h := range []string{hookInterceptor, hookObserver, hookLifecycle, hookDo, hookGoroutine} {
 		m.panics[h] = panics.WithLabelValues(h)
 	}
@@ -145,4 +150,11 @@ func (m *Metrics) oversizedReply() {
 		return
 	}
 	m.oversize.Inc()
+}
+
+func (m *Metrics) overCap() {
+	if m == nil {
+		return
+	}
+	m.overcap.Inc()
 }

@@ -61,11 +61,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
@@ -102,9 +104,15 @@ type VMConn struct {
 // a peer that speaks more than JDWP: split mode's ends, in their preamble.
 // The zero value is a plain JDWP peer.
 type LinkInfo struct {
+	// Split: the connection is split mode's link to the other end (the
+	// near end a far end serves, or the far end a near end dialled).
+	Split bool
 	// AttachBundle: the far end sends the replies to the attach's first
 	// commands as one bundle, the session's first packet from it.
 	AttachBundle bool
+	// Heartbeat: the ends exchange heartbeats, and each ends a session
+	// whose link stays silent too long.
+	Heartbeat bool
 }
 
 // A Dialer opens a connection to the VM for a new session.
@@ -140,7 +148,7 @@ func ChainHooks(fs ...func(s *Session) Hooks) func(s *Session) Hooks {
 // Config configures a Server.
 type Config struct {
 	// DialVM opens a connection to the VM for a new session (Serve,
-	// ServeConn); a ServeWithVM session brings its own.
+	// ServeConnInfo); a ServeWithVM session brings its own.
 	DialVM Dialer
 	// VM names the VM this server serves (a discovery key, an address),
 	// as its sessions report it (Session.VM); optional.
@@ -172,6 +180,12 @@ type Config struct {
 	WriteTimeout time.Duration
 	// HandshakeTimeout bounds each side's handshake (10 s when zero).
 	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections Serve holds that have not sent
+	// their JDWP handshake yet; one more is closed as soon as it is
+	// accepted, with a log line at most every few seconds, so that
+	// strangers opening connections and sending nothing cost a bounded
+	// amount (DefaultMaxHandshakes when zero).
+	MaxHandshakes int
 	// NewHooks returns the hooks of a new session; nil means none.
 	NewHooks func(s *Session) Hooks
 	// Logger receives the relay's logs.
@@ -186,7 +200,12 @@ const (
 	DefaultMaxOutstanding  = 4096
 	DefaultWriteQueueBytes = 1 << 20
 	DefaultWriteTimeout    = 30 * time.Second
+	DefaultMaxHandshakes   = 128
 )
+
+// overCapEvery is how often a connection closed over MaxHandshakes is
+// logged at most.
+const overCapEvery = 10 * time.Second
 
 // TCP returns a function that opens a plain TCP connection to addr.
 func TCP(addr string) func(ctx context.Context) (net.Conn, error) {
@@ -203,8 +222,12 @@ func DialTCP(addr string) Dialer { return Plain(TCP(addr)) }
 type Server struct {
 	cfg    Config
 	nextID atomic.Uint64
-	wg     sync.WaitGroup // counts running ServeConn calls started by Serve
+	wg     sync.WaitGroup // counts the sessions Serve started
 	active atomic.Int64   // sessions relaying (VM reached), to tell a busy VM from an absent one
+	// handshakes holds a token per connection Serve accepted whose JDWP
+	// handshake is still unread; its capacity is MaxHandshakes.
+	handshakes chan struct{}
+	overCap    *lograte.Limiter // thins the log lines of connections over the cap
 }
 
 // NewServer returns a Server with cfg.
@@ -227,7 +250,10 @@ func NewServer(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	return &Server{cfg: cfg}
+	if cfg.MaxHandshakes <= 0 {
+		cfg.MaxHandshakes = DefaultMaxHandshakes
+	}
+	return &Server{cfg: cfg, handshakes: make(chan struct{}, cfg.MaxHandshakes), overCap: lograte.New(overCapEvery, 1)}
 }
 
 // Serve accepts debuggers on ln until ctx is done or ln fails, then closes
@@ -252,48 +278,68 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
+		select {
+		case srv.handshakes <- struct{}{}:
+		default:
+			srv.refuseOverCap(conn)
+			continue
+		}
 		srv.wg.Add(1)
 		go func() {
 			defer srv.wg.Done()
-			srv.ServeConn(ctx, conn) //nolint:errcheck // logged inside
+			srv.serve(ctx, conn, LinkInfo{}, srv.cfg.DialVM, srv.cfg.DialRetry, func() { <-srv.handshakes }) //nolint:errcheck // logged inside
 		}()
 	}
 }
 
-// ServeConn runs one session for an accepted debugger connection until it
-// ends, and returns the error that ended it (nil for an orderly close).
-func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
-	return srv.ServeConnInfo(ctx, debugger, LinkInfo{})
+// refuseOverCap closes a connection accepted while MaxHandshakes others
+// have not sent their handshake yet.
+func (srv *Server) refuseOverCap(conn net.Conn) {
+	srv.cfg.Metrics.overCap()
+	if ok, held, _ := srv.overCap.Allow(""); ok {
+		srv.cfg.Logger.Warn().Str(LogDebugger, conn.RemoteAddr().String()).Int(LogMax, srv.cfg.MaxHandshakes).Int(LogSuppressed, held).
+			Msg("too many connections in their JDWP handshake (clients that connect and send nothing?); closed a new one at once (suppressed: such closes not logged since the last line)")
+	}
+	refuse(conn)
 }
 
-// ServeConnInfo is ServeConn for a debugger connection the caller agreed
-// something with before the session (split mode's far end: what it agreed
-// with the near end), which the session's hooks read as
-// Session.DebuggerInfo.
+// ServeConnInfo runs one session for a debugger connection the caller
+// accepted, and agreed something with before the session (split mode's far
+// end: what it agreed with the near end), which the session's hooks read
+// as Session.DebuggerInfo. Such a debugger connection is a link (info.Split):
+// its end without Dispose or Exit is logged at warn, as a link lost.
 func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info LinkInfo) error {
-	return srv.serve(ctx, debugger, info, srv.cfg.DialVM, srv.cfg.DialRetry)
+	return srv.serve(ctx, debugger, info, srv.cfg.DialVM, srv.cfg.DialRetry, func() {})
 }
 
 // ServeWithVM runs one session for a debugger with a VM connection the
 // caller opened already (the adb front's jdwp:PID stream), instead of one
-// from Config.DialVM: one attempt, no retry (Config.DialRetry does not
-// apply). It closes both connections before it returns.
-func (srv *Server) ServeWithVM(ctx context.Context, debugger net.Conn, vm VMConn) error {
+// from Config.DialVM. If the VM drops that connection before its handshake
+// (the app or the device just restarted), redial, when not nil, opens
+// another for each retry, for Config.DialRetry as Config.DialVM would;
+// without it there is one attempt. It closes both connections before it
+// returns.
+func (srv *Server) ServeWithVM(ctx context.Context, debugger net.Conn, vm VMConn, redial Dialer) error {
 	defer vm.Conn.Close()
-	used := false // the session's only call of dial is on this goroutine
-	dial := func(context.Context) (VMConn, error) {
-		if used {
-			return VMConn{}, errors.New("relay: the VM connection was used already")
+	used := false // the session's calls of dial are all on this goroutine
+	dial := func(ctx context.Context) (VMConn, error) {
+		if !used {
+			used = true
+			return vm, nil
 		}
-		used = true
-		return vm, nil
+		return redial(ctx)
 	}
-	return srv.serve(ctx, debugger, LinkInfo{}, dial, -1)
+	retry := srv.cfg.DialRetry
+	if redial == nil {
+		retry = -1
+	}
+	return srv.serve(ctx, debugger, LinkInfo{}, dial, retry, func() {})
 }
 
 // serve runs one session for debugger, reaching the VM with dial (retried
-// for retry).
-func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, dial Dialer, retry time.Duration) error {
+// for retry); handshaken is called once the debugger's handshake has been
+// read, or failed.
+func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, dial Dialer, retry time.Duration, handshaken func()) error {
 	id := srv.nextID.Add(1)
 	log := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String()).Logger()
 	m := srv.cfg.Metrics
@@ -305,9 +351,17 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, 
 	}
 
 	debugger.SetDeadline(time.Now().Add(srv.cfg.HandshakeTimeout))
-	dbr := bufio.NewReaderSize(debugger, 64<<10)
-	if err := jdwp.ReadHandshake(dbr); err != nil {
+	// Read straight from the connection, exactly the handshake's bytes:
+	// the packet buffer is allocated only for a client that sent one.
+	err := jdwp.ReadHandshake(debugger)
+	if err != nil {
+		if !retryable(err) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			// Bytes after a bad handshake are still unread: drop them
+			// first, so that the close is an end of stream, not a reset.
+			drain(debugger)
+		}
 		debugger.Close()
+		handshaken()
 		if retryable(err) {
 			// A client that connected and left (a port probe, a
 			// debugger giving up): nothing for a user to fix.
@@ -317,6 +371,7 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, 
 		}
 		return fail(classify(err), err, "debugger handshake failed (is a non-JDWP client using this port?); closing its connection")
 	}
+	handshaken()
 
 	vc, vmr, attempts, err := srv.reachVM(ctx, dial, retry)
 	vm := vc.Conn
@@ -331,8 +386,10 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, 
 				Msg("the VM refused a second debugger while another is attached through this proxy (a JDWP VM takes one debugger at a time); refused this one")
 			m.protocolError(ReasonVMBusy)
 			return err
-		case retryable(err):
+		case errors.Is(err, syscall.ECONNREFUSED):
 			return fail(ReasonDialVM, err, "cannot reach the VM (is it running and listening for a debugger?); refused the debugger")
+		case retryable(err):
+			return fail(ReasonDialVM, err, "cannot reach the VM: its connection closed before the handshake; refused the debugger")
 		}
 		return fail(classify(err), err, "VM handshake failed; refused the debugger")
 	}
@@ -342,6 +399,7 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, 
 		return fail(ReasonIO, err, "cannot answer the debugger's handshake")
 	}
 	debugger.SetDeadline(time.Time{})
+	dbr := bufio.NewReaderSize(debugger, 64<<10)
 
 	s := &Session{
 		ID:             id,
@@ -441,6 +499,18 @@ func retryable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
+// drain ends a connection whose peer broke the protocol before its
+// session: it half-closes it and reads and drops what the peer still
+// sends, up to 64 KiB and for lingerTimeout at most, so that the close
+// that follows does not reset the connection.
+func drain(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite() //nolint:errcheck // closing anyway
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.CopyN(io.Discard, c, 64<<10) //nolint:errcheck // dropped
+}
+
 // refuse closes a debugger connection before answering its handshake, with
 // a TCP reset where the connection allows it, so the debugger reports a
 // refused or reset connection rather than a handshake cut short.
@@ -509,6 +579,15 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 	reason := classify(err)
 	by := s.endedBy
 	switch {
+	case reason == "" && !s.ending.Load() && by == peerVM:
+		// The VM side ended without a word: no Dispose or Exit went to
+		// it, no VM_DEATH came from it.
+		err = nil
+		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the VM's connection closed without Dispose, Exit or VM death (the VM was killed, or the link to it dropped: a far end, a tunnel, an adb forward); the debugger's connection closed too")
+	case reason == "" && !s.ending.Load() && by == peerDebugger && s.debuggerInfo.Split:
+		// The debugger side is a link (split mode's far end).
+		err = nil
+		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the link from the near end closed without Dispose or Exit (the link dropped, or the debugger left without detaching); the VM's connection closed too")
 	case reason == "":
 		err = nil
 		s.log.Info().Str(LogClosedBy, by).Msg("debugger session ended")
@@ -523,7 +602,7 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 		s.log.Error().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended by a protocol error; both connections closed")
 	}
 	if err != nil {
-		s.metrics.protocolError(reason) // after the log line, as in ServeConn
+		s.metrics.protocolError(reason) // after the log line, as in serve
 	}
 	s.beginTurn()
 	for _, o := range s.hooks.Observers {

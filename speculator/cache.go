@@ -28,6 +28,11 @@ const entryOverhead = int64(2*unsafe.Sizeof(keyable.Key{}) + unsafe.Sizeof(entry
 // place in the ageing queue.
 const agedOverhead = int64(unsafe.Sizeof(aged{}))
 
+// specOverhead is what an entry fetched by speculation costs in addition:
+// the speculation it keeps (entry.rec, for the used and wasted counts),
+// rounded up as the allocator rounds it.
+const specOverhead = int64(unsafe.Sizeof(spec{})+15) &^ 15
+
 // replyCost is what a reply of n bytes costs: its copy, rounded up as the
 // allocator rounds small sizes, plus entryOverhead (and agedOverhead for
 // an object-lifetime entry).
@@ -35,6 +40,16 @@ func replyCost(n int, t keyable.Tier) int64 {
 	c := int64(n+15)&^15 + entryOverhead
 	if t == keyable.TierObject {
 		c += agedOverhead
+	}
+	return c
+}
+
+// cost is what e costs: replyCost, and specOverhead if it keeps its
+// speculation.
+func (e *entry) cost() int64 {
+	c := replyCost(len(e.reply), e.info.Tier)
+	if e.rec != nil {
+		c += specOverhead
 	}
 	return c
 }
@@ -62,7 +77,7 @@ const (
 // Guarded by session.mu.
 //
 // It owns the entries and their bytes. Invariants: bytes is the sum of
-// len(reply)+entryOverhead over the entries and is at most limit after
+// entry.cost over the entries (what they keep alive) and is at most limit after
 // every store (and the Speculator's gauges move with it, through evicted);
 // an entry is served only while facts says it is valid, and an invalid
 // one found by lookup is dropped; a speculation whose entry leaves the
@@ -75,6 +90,9 @@ type replyCache struct {
 	peak  int64  // the most bytes ever held (for returning memory at the end)
 	limit int64  // Config.CacheBytes
 	stop  uint64 // the current stop (learner serial), set by tick
+	// paused: store keeps nothing (a far end gone quiet: its near end
+	// caches the same replies, so none would ever be served here).
+	paused bool
 	// ageing holds the object-lifetime entries' keys in the order they
 	// were queued (stop ascending); tick drops the ones untouched for
 	// objectStops stops and queues the others again. A key may be queued
@@ -107,7 +125,10 @@ func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Sub
 		c.lru.Remove(*key) // evicted() accounts for it
 	}
 	size := replyCost(len(p), info.Tier)
-	if size > c.limit/maxShareOfBudget {
+	if rec != nil {
+		size += specOverhead
+	}
+	if c.paused || size > c.limit/maxShareOfBudget {
 		return
 	}
 	e := &entry{reply: append([]byte(nil), p...), info: info, subj: subj, gen: gen, rec: rec, stop: c.stop}
@@ -128,7 +149,7 @@ func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Sub
 
 // evicted is the LRU's callback for every entry leaving the cache.
 func (c *replyCache) evicted(_ keyable.Key, e *entry) {
-	size := replyCost(len(e.reply), e.info.Tier)
+	size := e.cost()
 	c.bytes -= size
 	c.sp.addCache(-size, -1)
 	if r := e.rec; r != nil && !r.used && !r.done {
@@ -136,6 +157,18 @@ func (c *replyCache) evicted(_ keyable.Key, e *entry) {
 		traceSpec(r, outcomeWasted, 999)
 		c.sp.countSpec(outcomeWasted, 1)
 	}
+}
+
+// adopt makes e, an entry without one, keep speculation rec (an attach's
+// replay of pushed replies), and accounts for it.
+func (c *replyCache) adopt(e *entry, rec *spec) {
+	if e.rec != nil {
+		return
+	}
+	e.rec = rec
+	c.bytes += specOverhead
+	c.peak = max(c.peak, c.bytes)
+	c.sp.addCache(specOverhead, 0)
 }
 
 // lookup returns a valid cached entry for key, dropping an invalid one.
@@ -180,6 +213,14 @@ func (c *replyCache) tick(serial uint64) {
 func (c *replyCache) has(key *keyable.Key) bool {
 	e, ok := c.lru.Peek(*key)
 	return ok && c.facts.valid(e.info, e.subj, e.gen)
+}
+
+// pause stops (on) or resumes storing; pausing empties the cache.
+func (c *replyCache) pause(on bool) {
+	c.paused = on
+	if on {
+		c.purge()
+	}
 }
 
 // purge empties the cache (evicted returns the bytes and counts unused

@@ -41,28 +41,35 @@ func heapInUse() uint64 {
 // its entries really cost the heap (keys held twice, entries, the LRU's
 // links, the ageing queue), so --cache-bytes bounds memory. With the old
 // flat 200-byte overhead this accounted for under half of the heap used.
+// An entry fetched by speculation also keeps that speculation.
 func TestCacheAccountsRealCost(t *testing.T) {
-	const n = 50_000
-	reply := jdwp.AppendReply(nil, 1, jdwp.ErrorNone, make([]byte, 29)) // a short string's reply
-	c := testCache(t, 1<<40)
-	keys := make([]keyable.Key, n)
-	infos := make([]keyable.Info, n)
-	for i := range keys {
-		keys[i], infos[i] = stringKey(t, uint64(i+1))
-	}
-	before := heapInUse()
-	for i := range keys {
-		c.store(&keys[i], infos[i], keyable.Subject{}, 0, reply, nil)
-	}
-	used := heapInUse() - before
-	runtime.KeepAlive(c)
-	if c.lru.Len() != n {
-		t.Fatalf("%d entries, want %d", c.lru.Len(), n)
-	}
-	ratio := float64(c.bytes) / float64(used)
-	t.Logf("%d entries: accounted %d bytes, heap grew %d bytes (%.2f)", n, c.bytes, used, ratio)
-	if ratio < 0.9 || ratio > 2 {
-		t.Fatalf("accounted %d bytes for %d bytes of heap (ratio %.2f, want 0.9..2)", c.bytes, used, ratio)
+	for _, speculated := range []bool{false, true} {
+		const n = 50_000
+		reply := jdwp.AppendReply(nil, 1, jdwp.ErrorNone, make([]byte, 29)) // a short string's reply
+		c := testCache(t, 1<<40)
+		keys := make([]keyable.Key, n)
+		infos := make([]keyable.Info, n)
+		for i := range keys {
+			keys[i], infos[i] = stringKey(t, uint64(i+1))
+		}
+		before := heapInUse()
+		for i := range keys {
+			var rec *spec
+			if speculated {
+				rec = &spec{key: keys[i], info: infos[i], sent: true}
+			}
+			c.store(&keys[i], infos[i], keyable.Subject{}, 0, reply, rec)
+		}
+		used := heapInUse() - before
+		runtime.KeepAlive(c)
+		if c.lru.Len() != n {
+			t.Fatalf("%d entries, want %d", c.lru.Len(), n)
+		}
+		ratio := float64(c.bytes) / float64(used)
+		t.Logf("speculated %v, %d entries: accounted %d bytes, heap grew %d bytes (%.2f)", speculated, n, c.bytes, used, ratio)
+		if ratio < 0.9 || ratio > 2 {
+			t.Fatalf("speculated %v: accounted %d bytes for %d bytes of heap (ratio %.2f, want 0.9..2)", speculated, c.bytes, used, ratio)
+		}
 	}
 }
 
@@ -112,5 +119,49 @@ func TestCacheAgesOutObjects(t *testing.T) {
 	}
 	if len(c.ageing)-c.head > 5*2*objectStops+1 {
 		t.Fatalf("ageing queue holds %d keys", len(c.ageing)-c.head)
+	}
+}
+
+// TestQuietSessionCachesNothing: a session that sends nothing of its own
+// (SetMode(ModeNever): split mode's far end on a fast link, whose near
+// end caches the same replies) empties its cache and stores nothing, so
+// the debugger's repeated read reaches the VM every time; back in
+// ModeAlways it caches again.
+func TestQuietSessionCachesNothing(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeAlways)
+	r := startRig(t, sp)
+	fs := &frameState{}
+	r.vm.setHandler(fs.handler)
+	read := func() {
+		t.Helper()
+		if p := r.dbg.call(nextID(), jdwp.CmdVirtualMachineVersion, nil); p.ErrorCode() != 0 {
+			t.Fatal(p.ErrorCode())
+		}
+	}
+	read()
+	read()
+	if n := r.vm.count(jdwp.CmdVirtualMachineVersion); n != 1 {
+		t.Fatalf("speculating session: the VM got Version %d times, want 1 (then cached)", n)
+	}
+	v, _ := rigSessions.Load(sp)
+	s := v.(*Session)
+	s.SetMode(ModeNever)
+	if st := sp.Stats(); st.CacheBytes != 0 || st.CacheEntries != 0 {
+		t.Errorf("quiet: cache holds %d bytes in %d entries, want none", st.CacheBytes, st.CacheEntries)
+	}
+	read()
+	read()
+	if n := r.vm.count(jdwp.CmdVirtualMachineVersion); n != 3 {
+		t.Errorf("quiet: the VM got Version %d times, want 3 (nothing cached)", n)
+	}
+	if st := sp.Stats(); st.CacheBytes != 0 || st.CacheEntries != 0 {
+		t.Errorf("quiet: cache holds %d bytes in %d entries, want none", st.CacheBytes, st.CacheEntries)
+	}
+	s.SetMode(ModeAlways)
+	read()
+	read()
+	if n := r.vm.count(jdwp.CmdVirtualMachineVersion); n != 4 {
+		t.Errorf("speculating again: the VM got Version %d times, want 4 (cached again)", n)
 	}
 }

@@ -28,6 +28,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		return
 	}
 	ss.wb.event(comp)
+	defer ss.wb.learnEvent(comp, &ss.facts) // once the suspension below is taken in
 	var thread jdwp.ThreadID
 	var loc jdwp.Location
 	stop := false

@@ -91,6 +91,7 @@ type Session struct{ ss *session }
 func (sp *Speculator) NewTapped(rs *relay.Session, mode Mode, tap Tap) *Session {
 	ss := newSession(sp, rs)
 	ss.push = pushSeams{mode: mode, tap: tap}
+	ss.cache.pause(mode == ModeNever)
 	return &Session{ss: ss}
 }
 
@@ -179,7 +180,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	if reply.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnReply(c, &d, reply, sizes)
 		ss.facts.classes.learn(c, d.key.Params(), reply, sizes)
-		ss.wb.read(c, d.key.Params(), reply, sizes) // valid: checked above
+		ss.wb.read(c, d.key.Params(), reply, sizes, &ss.facts) // valid: checked above
 	}
 	ss.cache.store(&d.key, info, d.subj, m.gen, reply, nil)
 	return OfferStored
@@ -311,7 +312,7 @@ func (s *Session) Attached(rs *relay.Session, out *relay.Outbox) {
 		}
 		if e.rec == nil && len(ss.att.specs) < maxAttachCmds {
 			pushed.info, pushed.subj, pushed.gen = info, e.subj, e.gen
-			e.rec = pushed
+			ss.cache.adopt(e, pushed)
 			ss.att.specs = append(ss.att.specs, pushed)
 		}
 		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
@@ -322,10 +323,13 @@ func (s *Session) Attached(rs *relay.Session, out *relay.Outbox) {
 
 // SetMode changes the session's mode (package push's far end turns its
 // speculation off, ModeNever, on a link too fast for pushing to pay, and
-// back on, ModeAlways).
+// back on, ModeAlways). A session in ModeNever caches nothing: the only
+// one to ask it anything is a near end that caches the same replies, so
+// a reply stored here would never be served (its cache is emptied).
 func (s *Session) SetMode(m Mode) {
 	s.ss.mu.Lock()
 	s.ss.push.mode = m
+	s.ss.cache.pause(m == ModeNever)
 	s.ss.mu.Unlock()
 }
 

@@ -44,6 +44,7 @@ type facts struct {
 	cleanResume     bool                   // the one in flight is a resume sent while all was suspended
 	overtaken       int                    // resumes settled by an event before their replies came
 	suspChanges     uint64                 // bumps on every change of the above
+	suspLost        uint64                 // bumps whenever threads may have run since (clearSuspension)
 
 	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
 	sigIDs   map[string][]jdwp.ClassID
@@ -99,7 +100,12 @@ func (f *facts) clearSuspension() {
 	f.allSuspended = false
 	clear(f.suspended)
 	f.suspChanges++
+	f.suspLost++
 }
+
+// stillAll reports whether the whole VM is believed suspended with no
+// resume-like command in flight.
+func (f *facts) stillAll() bool { return f.allSuspended && f.resumesInFlight == 0 }
 
 // suspendedNow reports whether t is believed suspended.
 func (f *facts) suspendedNow(t jdwp.ThreadID) bool { return f.allSuspended || f.suspended[t] }

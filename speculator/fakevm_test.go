@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -285,15 +286,23 @@ func bpEvent(thread uint64) jdwp.Event {
 
 // frameState is a scripted VM state for the stop tests.
 type frameState struct {
-	mu     sync.Mutex
-	count  int32
-	values int32
+	mu      sync.Mutex
+	count   int32
+	values  int32
+	threads []uint64 // AllThreads' answer; thread1 alone when empty
 }
 
 func (fs *frameState) set(count, values int32) {
 	fs.mu.Lock()
 	fs.count, fs.values = count, values
 	fs.mu.Unlock()
+}
+
+// alive says whether AllThreads lists t.
+func (fs *frameState) alive(t uint64) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return slices.Contains(fs.threads, t)
 }
 
 func (fs *frameState) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
@@ -309,7 +318,16 @@ func (fs *frameState) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 			w.Location(jdwp.Location{TypeTag: 1, Class: 0x70, Method: 0x71, Index: 4})
 		})
 	case jdwp.CmdVirtualMachineAllThreads:
-		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.ObjectID(thread1) })
+		threads := fs.threads
+		if len(threads) == 0 {
+			threads = []uint64{thread1}
+		}
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(len(threads)))
+			for _, t := range threads {
+				w.ObjectID(t)
+			}
+		})
 	case jdwp.CmdThreadReferenceName:
 		return 0, body(func(w *jdwp.BodyWriter) { w.String("main") })
 	case jdwp.CmdThreadReferenceStatus:

@@ -95,7 +95,12 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	sizes, _ := rs.IDSizes()
 	ss.lock(f.Out())
 	defer ss.unlock()
-	if !ss.att.identified {
+	// A DDM chunk (ddmlib, adblib) neither identifies a debugger nor
+	// starts the attach's prefetch: a DDM-only client must not make the
+	// proxy send the VM JDWP commands of its own, on which ART (9+) loads
+	// its JDWP agent and then answers DDM requests it left unanswered
+	// before (ddmtap's rule: nothing but DDM for a DDM client).
+	if !ss.att.identified && p.Cmd() != jdwp.CmdDDMChunk {
 		ss.attachIdentify(rs, p.Cmd(), sizes)
 	}
 	var d cmdData

@@ -13,14 +13,21 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //
 //   - Set: the request's event kind, suspend policy and modifier kinds
 //     (in order) succeeded before; every ID in it is one the VM accepted or
-//     handed out in this session and still valid (threads: from events and
-//     accepted requests, until THREAD_DEATH or disposal; classes: from
-//     events, replies naming classes and accepted requests, until any
-//     CLASS_UNLOAD; locations and fields: accepted before, until an unload
-//     or redefinition; a location also when its index is within its
-//     method's code range from a LineTable reply of this session, see
-//     writeBehind.read); no instance filter; a Count is positive; a step's
-//     thread is suspended and has no other step request active. The
+//     handed out in this session and still valid; no instance filter; a
+//     Count is positive; a step's thread is suspended and has no other step
+//     request active. A thread is valid only when proven alive since the
+//     threads last ran (facts.suspLost): it is named by an event that
+//     suspended it or by an AllThreads reply of this stop, and it has been
+//     suspended since, so it cannot have died (its THREAD_DEATH event is
+//     one the debugger may never have asked for). Classes, locations and
+//     fields depend on whether an unfiltered CLASS_UNLOAD request of this
+//     session is active (JDI always has one): if so, they are valid from
+//     events, replies naming classes and accepted requests until any
+//     CLASS_UNLOAD (locations and fields also until a redefinition); if
+//     not, an unload would go unseen, so only what was learned while the
+//     whole VM has been suspended since counts. A location is also valid
+//     when its index is within its method's code range from a LineTable
+//     reply (writeBehind.read), under the same rule. The
 //     request ID is predicted: libjdwp numbers requests from one counter
 //     (one per Set, failed installs included), so the answer is the last
 //     ID plus one once two Sets' replies were consecutive across a stop
@@ -92,6 +99,7 @@ type request struct {
 	step   jdwp.ThreadID // a step request's thread
 	count  bool          // has a Count modifier: the VM deletes it once it fires
 	active bool          // a step request counted in steps
+	watch  bool          // a CLASS_UNLOAD request without modifiers: counted in unloadWatch
 }
 
 type fieldKey struct {
@@ -105,7 +113,10 @@ type fieldKey struct {
 // while seqExact; steps counts, per thread, the step requests the VM may
 // still have active on it; requests, threads, classes, locations and
 // fields only ever hold what the VM created, accepted or handed out in
-// this session and has not invalidated since.
+// this session and has not invalidated since; threads only hold threads
+// proven alive and suspended since facts.suspLost was epoch, and, while
+// unloadWatch is 0, classes, locations, ranges, fields and excClasses
+// only what was learned while the whole VM was suspended in that epoch.
 type writeBehind struct {
 	on      bool // Config.WriteBehind, until stopped
 	stopped bool // VM death or a failure: nothing more is written behind
@@ -113,7 +124,9 @@ type writeBehind struct {
 	shapes      map[shape]struct{}
 	requests    map[int32]request
 	steps       map[jdwp.ThreadID]int
-	threads     map[jdwp.ThreadID]struct{}
+	threads     map[jdwp.ThreadID]struct{} // alive and suspended since epoch
+	epoch       uint64                     // facts.suspLost when threads (and, unwatched, classes...) were last valid
+	unloadWatch int                        // active CLASS_UNLOAD requests without modifiers: unloads are seen
 	classes     map[jdwp.ClassID]struct{}
 	locations   map[jdwp.Location]struct{}
 	fields      map[fieldKey]struct{}
@@ -169,6 +182,7 @@ func (w *writeBehind) command(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) *wbCm
 	if !w.on {
 		return nil
 	}
+	w.sync(f)
 	body := p.Body()
 	switch p.Cmd() {
 	case jdwp.CmdEventRequestSet:
@@ -289,7 +303,7 @@ func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
 		case jdwp.ModClassOnly:
 			_, ok := w.classes[jdwp.ClassID(m.Class)]
 			_, named := f.idSig[jdwp.ClassID(m.Class)] // a reply or event named it
-			if !ok && !named {
+			if !ok && !(named && w.unloadWatch > 0) {
 				return false
 			}
 		case jdwp.ModLocationOnly:
@@ -318,7 +332,30 @@ func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
 	return true
 }
 
+// threadKnown says whether t is proven alive and suspended since
+// the threads last ran (w.sync must have been called since).
 func (w *writeBehind) threadKnown(t jdwp.ThreadID) bool {
 	_, ok := w.threads[t]
 	return ok && t != 0
+}
+
+// sync forgets what threads may have invalidated by running since the
+// last call: every thread (any may have died) and, unless unloads are
+// watched, every class and what names one (any may have been unloaded).
+func (w *writeBehind) sync(f *facts) {
+	if w.epoch == f.suspLost {
+		return
+	}
+	w.epoch = f.suspLost
+	clear(w.threads)
+	if w.unloadWatch == 0 {
+		w.forgetClasses()
+	}
+}
+
+// classesLearnable says whether a class (or a location or field of one)
+// the VM names now may be remembered: unloads are watched, or the whole
+// VM is suspended, so that it stays valid until sync forgets it.
+func (w *writeBehind) classesLearnable(f *facts) bool {
+	return w.unloadWatch > 0 || f.stillAll()
 }

@@ -26,25 +26,26 @@ func (w *writeBehind) accepted(c *wbCmd) {
 	}
 	w.shapes[c.shape] = struct{}{}
 	req := request{kind: c.kind}
+	if c.kind == jdwp.EventClassUnload && len(c.mods) == 0 {
+		req.watch = true
+		w.unloadWatch++
+	}
+	// A thread the VM accepted may have run since (a forwarded Set's
+	// reply comes after the command): threads are learned only from
+	// events and AllThreads replies (learnEvent, read). Classes are
+	// remembered from here only while unloads are watched.
+	classes := w.unloadWatch > 0
 	for i := range c.mods {
 		m := &c.mods[i]
 		switch m.Kind {
 		case jdwp.ModCount:
 			req.count = true
-		case jdwp.ModThreadOnly:
-			w.threads[jdwp.ThreadID(m.Thread)] = struct{}{}
-		case jdwp.ModClassOnly:
-			w.classes[jdwp.ClassID(m.Class)] = struct{}{}
-		case jdwp.ModLocationOnly:
-			w.locations[m.Location] = struct{}{}
-			w.classes[m.Location.ClassID()] = struct{}{}
-		case jdwp.ModExceptionOnly:
-			w.excClasses[jdwp.ClassID(m.Class)] = struct{}{}
-		case jdwp.ModFieldOnly:
-			w.fields[fieldKey{jdwp.ClassID(m.Class), jdwp.FieldID(m.Field)}] = struct{}{}
+		case jdwp.ModClassOnly, jdwp.ModLocationOnly, jdwp.ModExceptionOnly, jdwp.ModFieldOnly:
+			if classes {
+				w.acceptedClass(m)
+			}
 		case jdwp.ModStep:
 			req.step = jdwp.ThreadID(m.Thread)
-			w.threads[req.step] = struct{}{}
 			req.active = true
 			w.steps[req.step]++
 		}
@@ -52,9 +53,30 @@ func (w *writeBehind) accepted(c *wbCmd) {
 	w.requests[c.id] = req
 }
 
+// acceptedClass remembers the class, location or field of modifier m of
+// an accepted request.
+func (w *writeBehind) acceptedClass(m *jdwp.Modifier) {
+	switch m.Kind {
+	case jdwp.ModClassOnly:
+		w.classes[jdwp.ClassID(m.Class)] = struct{}{}
+	case jdwp.ModLocationOnly:
+		w.locations[m.Location] = struct{}{}
+		w.classes[m.Location.ClassID()] = struct{}{}
+	case jdwp.ModExceptionOnly:
+		w.excClasses[jdwp.ClassID(m.Class)] = struct{}{}
+	case jdwp.ModFieldOnly:
+		w.fields[fieldKey{jdwp.ClassID(m.Class), jdwp.FieldID(m.Field)}] = struct{}{}
+	}
+}
+
 // cleared forgets request id (the VM frees it).
 func (w *writeBehind) cleared(id int32) {
 	w.inactive(id)
+	if req, ok := w.requests[id]; ok && req.watch {
+		if w.unloadWatch--; w.unloadWatch == 0 {
+			w.forgetClasses() // unloads go unseen from here
+		}
+	}
 	delete(w.requests, id)
 }
 
@@ -75,6 +97,11 @@ func (w *writeBehind) inactive(id int32) {
 // any of them).
 func (w *writeBehind) forgetIDs() {
 	clear(w.threads)
+	w.forgetClasses()
+}
+
+// forgetClasses forgets every class known valid, and what names one.
+func (w *writeBehind) forgetClasses() {
 	clear(w.classes)
 	clear(w.locations)
 	clear(w.ranges)
@@ -169,13 +196,31 @@ func (w *writeBehind) event(comp *jdwp.Composite) {
 		case jdwp.EventVMDeath:
 			w.stopped = true
 			continue
+		}
+	}
+}
+
+// learnEvent learns, once the session has taken in the suspension comp
+// brings, the threads it proves alive (named by it and suspended now)
+// and the classes it names that may be remembered (classesLearnable).
+func (w *writeBehind) learnEvent(comp *jdwp.Composite, f *facts) {
+	if !w.on {
+		return
+	}
+	w.sync(f)
+	classes := w.classesLearnable(f)
+	for i := range comp.Events {
+		e := &comp.Events[i]
+		switch e.Kind {
+		case jdwp.EventThreadDeath, jdwp.EventClassUnload, jdwp.EventVMDeath:
+			continue
 		case jdwp.EventClassPrepare:
-			if len(w.classes) < maxClasses {
+			if classes && len(w.classes) < maxClasses {
 				w.classes[e.ClassID()] = struct{}{}
 			}
 		}
-		if e.Thread != 0 && len(w.threads) < maxInvalMap {
-			w.threads[e.ThreadID()] = struct{}{}
+		if t := e.ThreadID(); t != 0 && f.resumesInFlight == 0 && f.suspendedNow(t) && len(w.threads) < maxInvalMap {
+			w.threads[t] = struct{}{}
 		}
 	}
 }
@@ -237,8 +282,16 @@ type codeRange struct{ start, end int64 }
 // class is one (the LineTable reply just did) and ignores the type tag.
 // The range is forgotten with the locations (class unload, redefinition,
 // disposal, an unreadable event).
-func (w *writeBehind) read(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
-	if !w.on || c != jdwp.CmdMethodLineTable || len(w.ranges) >= maxInvalMap {
+func (w *writeBehind) read(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes, f *facts) {
+	if !w.on {
+		return
+	}
+	w.sync(f)
+	if c == jdwp.CmdVirtualMachineAllThreads {
+		w.allThreads(p, sizes, f)
+		return
+	}
+	if c != jdwp.CmdMethodLineTable || len(w.ranges) >= maxInvalMap || !w.classesLearnable(f) {
 		return
 	}
 	pr := jdwp.NewBodyReader(params, sizes)
@@ -251,6 +304,21 @@ func (w *writeBehind) read(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.
 	w.ranges[k] = cr
 }
 
+// allThreads learns the threads of an AllThreads reply as alive when the
+// whole VM is suspended: they stay alive until threads run again (sync).
+func (w *writeBehind) allThreads(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) {
+	if !f.stillAll() {
+		return
+	}
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	n := r.Count(sizes.ObjectID)
+	for i := 0; i < n && r.Err() == nil && len(w.threads) < maxInvalMap; i++ {
+		if t := r.Thread(); r.Err() == nil && t != 0 {
+			w.threads[t] = struct{}{}
+		}
+	}
+}
+
 // inRange says whether a LineTable reply proved l valid for a breakpoint.
 func (w *writeBehind) inRange(l jdwp.Location) bool {
 	cr, ok := w.ranges[methodKey{class: l.ClassID(), method: l.MethodID()}]
@@ -261,6 +329,6 @@ func (w *writeBehind) inRange(l jdwp.Location) bool {
 // is still valid (info, subj, gen: the command's facts).
 func (ss *session) wbRead(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes, info keyable.Info, subj keyable.Subject, gen generation) {
 	if ss.facts.valid(info, subj, gen) {
-		ss.wb.read(c, params, p, sizes)
+		ss.wb.read(c, params, p, sizes, &ss.facts)
 	}
 }

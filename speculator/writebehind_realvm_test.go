@@ -3,6 +3,10 @@ package speculator
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +111,73 @@ func TestWriteBehindRealJDB(t *testing.T) {
 	t.Logf("written behind %d, failures %d", st.WrittenBehind, st.WriteBehindFailures)
 	if st.WrittenBehind < 20 || st.WriteBehindFailures != 0 {
 		t.Errorf("written behind %d (want at least 20), failures %d", st.WrittenBehind, st.WriteBehindFailures)
+	}
+}
+
+// TestWriteBehindDeadThreadRealVM: plain JDI steps a short-lived thread,
+// lets it end, and at the main thread's next stop enables a step request
+// on the ended thread. Directly the VM refuses it (JDI throws
+// IllegalThreadStateException) and the session goes on; through the
+// proxy with write-behind on, the debugger must see the same, not an "OK"
+// the VM then contradicts (which ends the session).
+func TestWriteBehindDeadThreadRealVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real JVM")
+	}
+	jdwptest.JavaBuild(t) // skips without a JDK (fails under CI=true)
+	dir := t.TempDir()
+	src, err := filepath.Glob("testdata/deadstep/*.java")
+	if err != nil || len(src) != 2 {
+		t.Fatalf("sources: %v %v", src, err)
+	}
+	if out, err := exec.Command("javac", append([]string{"-g", "-d", dir}, src...)...).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile("testdata/deadstep/DeadStep.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shortLine, mainLine int
+	for n, l := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.Contains(l, "// @bp-short"):
+			shortLine = n + 1
+		case strings.Contains(l, "// @bp-main"):
+			mainLine = n + 1
+		}
+	}
+	run := func(t *testing.T, rtt time.Duration) (string, *Speculator) {
+		vm, err := javavm.Start(context.Background(), &javavm.Build{Classes: dir}, "DeadStep", javavm.VMOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer vm.Stop()
+		addr := vm.Addr()
+		var sp *Speculator
+		if rtt >= 0 {
+			p := startProxy(t, addr, rtt, Config{WriteBehind: true})
+			addr, sp = p.addr, p.sp
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "java", "-cp", dir, "DeadStepDbg", port, fmt.Sprint(shortLine), fmt.Sprint(mainLine)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("debugger: %v\n%s", err, out)
+		}
+		return string(out), sp
+	}
+	direct, _ := run(t, -1)
+	if !strings.Contains(direct, "step on the ended thread: java.lang.IllegalThreadStateException\n") || !strings.HasSuffix(direct, "OK\n") {
+		t.Fatalf("directly, the VM did not refuse the step on the ended thread, or the session did not go on:\n%s", direct)
+	}
+	proxied, sp := run(t, 2*time.Millisecond)
+	if proxied != direct {
+		t.Errorf("through the proxy:\n%s\ndirectly:\n%s", proxied, direct)
+	}
+	st := sp.Stats()
+	t.Logf("written behind %d, failures %d", st.WrittenBehind, st.WriteBehindFailures)
+	if st.WrittenBehind == 0 || st.WriteBehindFailures != 0 {
+		t.Errorf("written behind %d (want some), failures %d (want none)", st.WrittenBehind, st.WriteBehindFailures)
 	}
 }

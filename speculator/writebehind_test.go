@@ -15,8 +15,8 @@ import (
 
 // reqVM scripts the VM side of event requests as libjdwp behaves: request
 // IDs from one counter, one per accepted Set; Clear of any ID answers
-// NONE; a step request on a thread other than thread1 fails with
-// INVALID_THREAD. A test can make it skip an ID or fail a command once.
+// NONE; a step request on a thread other than thread1 and those AllThreads
+// lists fails with INVALID_THREAD. A test can make it skip an ID or fail a command once.
 type reqVM struct {
 	fs       *frameState // everything else
 	mu       sync.Mutex  // guards the fields below
@@ -50,7 +50,7 @@ func (v *reqVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 		r.Uint8()
 		n := int(r.Int32())
 		for i := 0; i < n && r.Err() == nil; i++ {
-			if m := r.Modifier(); m.Kind == jdwp.ModStep && m.Thread != thread1 {
+			if m := r.Modifier(); m.Kind == jdwp.ModStep && m.Thread != thread1 && !v.fs.alive(m.Thread) {
 				return jdwp.ErrorInvalidThread, nil
 			}
 		}
@@ -319,6 +319,85 @@ func TestWriteBehindForwardsUnproven(t *testing.T) {
 		v.failOnce(jdwp.CmdThreadReferenceResume, jdwp.ErrorInvalidThread)
 		forwarded(t, r, jdwp.CmdThreadReferenceResume, threadBody(thread1), jdwp.ErrorInvalidThread) // running now
 	})
+	t.Run("thread not seen since it last ran", func(t *testing.T) {
+		// thread2 stopped once, then ran (and died: the debugger asked for
+		// no THREAD_DEATH). A step on it at a later stop is the VM's to
+		// answer (INVALID_THREAD), and the session goes on.
+		const thread2 = thread1 + 1
+		r, _ := newWBRig(t, true)
+		r.event(jdwp.SuspendAll, bpEvent(thread2))
+		r.expectEvent()
+		id := learned(t, r)
+		forwarded(t, r, jdwp.CmdEventRequestSet, stepSet(thread2, true), jdwp.ErrorInvalidThread)
+		r.step(id, false)
+		if st := r.sp.Stats(); st.WriteBehindFailures != 0 {
+			t.Errorf("failures: %d", st.WriteBehindFailures)
+		}
+	})
+	t.Run("thread of an AllThreads reply of this stop", func(t *testing.T) {
+		const thread2 = thread1 + 1
+		r, v := newWBRig(t, true)
+		v.fs.mu.Lock()
+		v.fs.threads = []uint64{thread1, thread2}
+		v.fs.mu.Unlock()
+		id := learned(t, r)
+		r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, id))
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+		before := r.sp.Stats().WrittenBehind
+		r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread2, true))
+		if r.sp.Stats().WrittenBehind != before+1 {
+			t.Error("a step on a thread the VM listed at this stop was not written behind")
+		}
+		r.barrier()
+		if st := r.sp.Stats(); st.WriteBehindFailures != 0 {
+			t.Errorf("failures: %d", st.WriteBehindFailures)
+		}
+	})
+	for _, watched := range []bool{false, true} {
+		name := "location of a class not seen since the VM ran, unloads unwatched"
+		if watched {
+			name = "location of a class known while unloads are watched"
+		}
+		t.Run(name, func(t *testing.T) {
+			// Without a CLASS_UNLOAD request the class may have been
+			// unloaded unseen while the VM ran; with one, it stays known.
+			r, v := newWBRig(t, true)
+			id := learned(t, r)
+			if watched {
+				unload := body(func(w *jdwp.BodyWriter) {
+					w.Uint8(uint8(jdwp.EventClassUnload))
+					w.Uint8(uint8(jdwp.SuspendNone))
+					w.Int32(0)
+				})
+				if p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, unload); p.ErrorCode() != 0 {
+					t.Fatal(p.ErrorCode())
+				}
+			}
+			bp := body(func(w *jdwp.BodyWriter) {
+				w.Uint8(uint8(jdwp.EventBreakpoint))
+				w.Uint8(uint8(jdwp.SuspendAll))
+				w.Int32(1)
+				w.Uint8(uint8(jdwp.ModLocationOnly))
+				w.Location(jdwp.Location{TypeTag: 1, Class: 0x70, Method: 0x71, Index: 9})
+			})
+			if p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, bp); p.ErrorCode() != 0 {
+				t.Fatal(p.ErrorCode())
+			}
+			r.step(id, false)
+			if !watched {
+				v.failOnce(jdwp.CmdEventRequestSet, jdwp.ErrorInvalidClass)
+				forwarded(t, r, jdwp.CmdEventRequestSet, bp, jdwp.ErrorInvalidClass)
+				return
+			}
+			before := r.sp.Stats().WrittenBehind
+			if p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, bp); p.ErrorCode() != 0 {
+				t.Fatal(p.ErrorCode())
+			}
+			if r.sp.Stats().WrittenBehind != before+1 {
+				t.Error("a breakpoint at a location accepted before, unloads watched, was not written behind")
+			}
+		})
+	}
 	t.Run("off", func(t *testing.T) {
 		r, _ := newWBRig(t, false)
 		r.event(jdwp.SuspendAll, bpEvent(thread1))

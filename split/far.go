@@ -10,9 +10,10 @@
 // The package owns the preamble codec, the far end's listener (TLS,
 // token or pinned client certificate, version check: a connection that
 // fails any of them is closed before a JDWP byte reaches the VM), the near
-// end's dialer, and their metrics. What runs on each end (speculator,
-// pushed replies, journal) is the caller's: FarConfig.Hooks and the near
-// relay's own hooks.
+// end's dialer, the link's liveness (TCP_USER_TIMEOUT, the heartbeat and
+// its read deadlines: heartbeat.go), and their metrics. What runs on each
+// end (speculator, pushed replies, journal) is the caller's:
+// FarConfig.Hooks and the near relay's own hooks.
 //
 //	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP("127.0.0.1:5005")}})
 //	go far.Serve(ctx, farListener)
@@ -28,8 +29,10 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
@@ -40,6 +43,7 @@ const (
 	LogFar          = "far"           // the far end's address, on the near end
 	LogPeerVersion  = "peer_protocol" // the other end's protocol version
 	LogPeerSoftware = "peer_software" // the other end's jdwpaccel version
+	LogNearHost     = "near_host"     // a refused near end's host, on the far end (refusals are logged per host)
 )
 
 // DefaultPreambleTimeout bounds the TLS handshake and the preamble of
@@ -52,7 +56,9 @@ const DefaultPreambleTimeout = 10 * time.Second
 const lingerTimeout = time.Second
 
 // keepAlive probes an idle link, so that a link that died without a word
-// (a cable, a NAT, a suspended laptop) ends its session in about 30 s.
+// (a cable, a NAT, a suspended laptop) ends its session in about 30 s;
+// TCP_USER_TIMEOUT and the heartbeat bound it when data is in flight, or
+// when TCP is fooled (heartbeat.go).
 var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
 
 // FarConfig configures a far end.
@@ -82,8 +88,14 @@ type FarConfig struct {
 	// PreambleTimeout bounds the TLS handshake and the preamble
 	// (DefaultPreambleTimeout when zero).
 	PreambleTimeout time.Duration
-	Logger          zerolog.Logger
-	Metrics         *Metrics
+	// LinkTimeout bounds how long a link may leave data unacknowledged
+	// (TCP_USER_TIMEOUT) or, in a session with a heartbeat, bring nothing
+	// from the near end, before the session ends (DefaultLinkTimeout when
+	// zero). The near end's must not be longer (its heartbeat goes every
+	// third of its own).
+	LinkTimeout time.Duration
+	Logger      zerolog.Logger
+	Metrics     *Metrics
 }
 
 // Far is a far end: it accepts near ends, checks each one's preamble and
@@ -92,8 +104,23 @@ type Far struct {
 	cfg  FarConfig
 	srv  *relay.Server
 	page *pageServer    // nil without FarConfig.Page
-	wg   sync.WaitGroup // counts ServeConn calls started by Serve
+	wg   sync.WaitGroup // counts the connections Serve is serving
+	// preambles holds a token per connection Serve accepted whose TLS
+	// handshake and preamble are not done; its capacity is
+	// Relay.MaxHandshakes.
+	preambles chan struct{}
+	// refusals thins the log lines of refused connections, per remote
+	// host: strangers must not fill the log.
+	refusals *lograte.Limiter
 }
+
+// refusalEvery is how often refusals of one remote host are logged at
+// most, and refusalHosts how many hosts are told apart (more share one
+// line).
+const (
+	refusalEvery = time.Minute
+	refusalHosts = 256
+)
 
 // NewFar returns a far end with cfg.
 func NewFar(cfg FarConfig) *Far {
@@ -104,7 +131,12 @@ func NewFar(cfg FarConfig) *Far {
 	if cfg.Hooks != nil {
 		rc.NewHooks = cfg.Hooks
 	}
-	return &Far{cfg: cfg, srv: relay.NewServer(rc)}
+	rc.NewHooks = relay.ChainHooks(farHeartbeat, rc.NewHooks)
+	n := rc.MaxHandshakes
+	if n <= 0 {
+		n = relay.DefaultMaxHandshakes
+	}
+	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts)}
 }
 
 // Close releases the far end's page server; Serve calls it when it
@@ -138,30 +170,65 @@ func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
+		select {
+		case f.preambles <- struct{}{}:
+		default:
+			f.cfg.Metrics.count(EndFar, OutcomeOverCap)
+			f.refused(c, f.cfg.Logger, OutcomeOverCap, nil,
+				"too many link connections in their TLS handshake or preamble (clients that connect and send nothing?); closed a new one at once")
+			c.Close()
+			continue
+		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetKeepAliveConfig(keepAlive) //nolint:errcheck // best effort
 		}
 		f.wg.Go(func() {
-			f.ServeConn(ctx, c) //nolint:errcheck // logged inside
+			f.serve(ctx, c, func() { <-f.preambles }) //nolint:errcheck // logged inside
 		})
 	}
 }
 
-// ServeConn serves one link connection: TLS (if configured), the
-// preamble, then the session, until it ends. It returns the error that
-// ended it.
-func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
+// refused logs a refused connection at warn, at most once per
+// refusalEvery for its remote host, with the number of refusals from that
+// host not logged since.
+func (f *Far) refused(c net.Conn, log zerolog.Logger, o Outcome, err error, msg string) {
+	host := c.RemoteAddr().String()
+	if h, _, splitErr := net.SplitHostPort(host); splitErr == nil {
+		host = h
+	}
+	ok, held, as := f.refusals.Allow(host)
+	if !ok {
+		return
+	}
+	if as == lograte.Other {
+		host = "(one of many hosts)"
+	}
+	log.Warn().Err(err).Str(relay.LogReason, string(o)).Str(LogNearHost, host).Int(relay.LogSuppressed, held).
+		Msg(msg + " (suppressed: refusals from this host not logged since its last line)")
+}
+
+// serve serves one link connection: TLS (if configured), the preamble,
+// then the session, until it ends, and returns the error that ended it;
+// preambleDone is called once the preamble was read and checked, or
+// failed.
+func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error {
+	var once sync.Once
+	done := func() { once.Do(preambleDone) }
+	defer done()
 	log := f.cfg.Logger.With().Str(LogNear, c.RemoteAddr().String()).Logger()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
+	if sc, ok := c.(syscall.Conn); ok {
+		setUserTimeout(sc, linkTimeout(f.cfg.LinkTimeout)) //nolint:errcheck // best effort: the heartbeat bounds it too
+	}
 	c.SetDeadline(time.Now().Add(f.cfg.PreambleTimeout))
 	conn := c
 	if f.cfg.TLS != nil {
 		tc := tls.Server(c, f.cfg.TLS)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			stop()
-			log.Warn().Err(err).Str(relay.LogReason, string(OutcomeTLS)).
-				Msg("TLS handshake with a near end failed (a near end without --far-cert, or with a certificate other than the pinned one?); closed before any JDWP byte")
 			f.cfg.Metrics.count(EndFar, OutcomeTLS)
+			f.refused(c, log, OutcomeTLS, err,
+				"TLS handshake with a near end failed (a near end without --far-cert, or with a certificate other than the pinned one?); closed before any JDWP byte")
 			linger(c)
 			return err
 		}
@@ -177,11 +244,27 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 		case errors.Is(err, ErrTLSRecord):
 			msg = "a near end spoke TLS to this far end, which has no --tls-cert; closed"
 		}
-		log.Warn().Err(err).Str(relay.LogReason, string(OutcomeBadPreamble)).Msg(msg)
 		f.cfg.Metrics.count(EndFar, OutcomeBadPreamble)
+		f.refused(c, log, OutcomeBadPreamble, err, msg)
 		linger(conn)
 		return err
 	}
+	// The token first: a near end that does not hold it learns nothing of
+	// this end (its Reply echoes the Hello's version, without software),
+	// and what it sent (its software string) is not logged.
+	if len(f.cfg.Token) > 0 && !tokenOK(h.Token, f.cfg.Token) {
+		what := "a wrong token"
+		if len(h.Token) == 0 {
+			what = "no token"
+		}
+		stop()
+		f.cfg.Metrics.count(EndFar, OutcomeUnauthorized)
+		f.refused(c, log, OutcomeUnauthorized, nil, "a near end presented "+what+"; closed before any JDWP byte")
+		conn.Write(AppendReply(nil, Reply{Version: h.Version, Status: StatusUnauthorized, Message: "the far end refused the token (give the near end the far end's --token-file)"})) //nolint:errcheck // closing anyway
+		linger(conn)
+		return fmt.Errorf("%w: a near end presented %s", ErrUnauthorized, what)
+	}
+	done()
 	log = log.With().Uint16(LogPeerVersion, h.Version).Str(LogPeerSoftware, h.Software).Logger()
 	refuse := func(st Status, o Outcome, text string) error {
 		stop()
@@ -195,14 +278,6 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 			h.Version, h.Software, ProtocolVersion, f.cfg.Software)
 		log.Error().Str(relay.LogReason, string(OutcomeVersionSkew)).Msg(text + "; closed")
 		return refuse(StatusVersionSkew, OutcomeVersionSkew, text)
-	}
-	if len(f.cfg.Token) > 0 && !tokenOK(h.Token, f.cfg.Token) {
-		what := "a wrong token"
-		if len(h.Token) == 0 {
-			what = "no token"
-		}
-		log.Warn().Str(relay.LogReason, string(OutcomeUnauthorized)).Msg("a near end presented " + what + "; closed before any JDWP byte")
-		return refuse(StatusUnauthorized, OutcomeUnauthorized, "the far end refused the token (give the near end the far end's --token-file)")
 	}
 	if h.Flags&FlagProbe != 0 {
 		stop()
@@ -227,10 +302,14 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 		f.page.serve(conn)
 		return nil
 	}
-	agreed := relay.LinkInfo{AttachBundle: h.Flags&FlagAttach != 0 && f.cfg.Attach}
+	agreed := relay.LinkInfo{Split: true, AttachBundle: h.Flags&FlagAttach != 0 && f.cfg.Attach}
 	var flags uint16
 	if agreed.AttachBundle {
 		flags |= ReplyAttach
+	}
+	if h.Flags&FlagHeartbeat != 0 {
+		agreed.Heartbeat = true
+		flags |= ReplyHeartbeat
 	}
 	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: flags})); err != nil {
 		stop()
@@ -240,7 +319,10 @@ func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
 	c.SetDeadline(time.Time{})
 	stop()
 	f.cfg.Metrics.count(EndFar, OutcomeAccepted)
-	log.Debug().Bool("attach_bundle", agreed.AttachBundle).Msg("near end accepted")
+	log.Debug().Bool("attach_bundle", agreed.AttachBundle).Bool("heartbeat", agreed.Heartbeat).Msg("near end accepted")
+	if agreed.Heartbeat {
+		conn = &liveConn{Conn: conn, timeout: linkTimeout(f.cfg.LinkTimeout)} // the near end beats
+	}
 	return f.srv.ServeConnInfo(ctx, conn, agreed)
 }
 

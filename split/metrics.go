@@ -16,9 +16,12 @@ const (
 	OutcomeTLS          Outcome = "tls_failed"
 	OutcomeBadPreamble  Outcome = "bad_preamble"
 	OutcomeUnreachable  Outcome = "unreachable"
+	// OutcomeOverCap: the far end closed the connection at once, as many
+	// others were still in their TLS handshake or preamble.
+	OutcomeOverCap Outcome = "over_cap"
 )
 
-var outcomes = []Outcome{OutcomeAccepted, OutcomeProbe, OutcomePage, OutcomeVersionSkew, OutcomeUnauthorized, OutcomeTLS, OutcomeBadPreamble, OutcomeUnreachable}
+var outcomes = []Outcome{OutcomeAccepted, OutcomeProbe, OutcomePage, OutcomeVersionSkew, OutcomeUnauthorized, OutcomeTLS, OutcomeBadPreamble, OutcomeUnreachable, OutcomeOverCap}
 
 // End names an end of the link: the label "end".
 type End string

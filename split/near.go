@@ -33,10 +33,24 @@ type NearConfig struct {
 	// speculator). What the far end agreed to reaches the session's hooks
 	// as relay.Session.VMInfo.
 	Attach bool
+	// Heartbeat offers the far end a heartbeat (FlagHeartbeat): set it
+	// when the session's hooks start with NearHeartbeat(LinkTimeout),
+	// which sends the beats, since a far end that agreed ends a session
+	// that stays silent.
+	Heartbeat bool
+	// LinkTimeout bounds how long the link may leave data unacknowledged
+	// (TCP_USER_TIMEOUT) or, in a session with a heartbeat, bring nothing
+	// from the far end, before the session ends (DefaultLinkTimeout when
+	// zero; the heartbeat goes every third of it: NearHeartbeat).
+	LinkTimeout time.Duration
 	// Logger is not written to: every failure is returned, for the caller
 	// (the relay at an attach, the near end's start-up check) to log once.
 	Logger  zerolog.Logger
 	Metrics *Metrics
+
+	// dial, when not nil, opens the TCP connection instead of a
+	// net.Dialer (a test's, from another network namespace).
+	dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // SkewError is a far end of another protocol version.
@@ -71,12 +85,22 @@ func Dialer(cfg NearConfig) relay.Dialer {
 		if cfg.Attach {
 			flags |= FlagAttach
 		}
+		if cfg.Heartbeat {
+			flags |= FlagHeartbeat
+		}
 		c, br, rep, err := connect(ctx, cfg, flags)
 		if err != nil {
 			return relay.VMConn{}, err
 		}
 		// Only what this end asked for counts.
-		info := relay.LinkInfo{AttachBundle: cfg.Attach && rep.Flags&ReplyAttach != 0}
+		info := relay.LinkInfo{
+			Split:        true,
+			AttachBundle: cfg.Attach && rep.Flags&ReplyAttach != 0,
+			Heartbeat:    cfg.Heartbeat && rep.Flags&ReplyHeartbeat != 0,
+		}
+		if info.Heartbeat {
+			c.timeout = linkTimeout(cfg.LinkTimeout) // the far end answers NearHeartbeat's beats
+		}
 		return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: info}, nil
 	}
 }
@@ -93,15 +117,25 @@ func Probe(ctx context.Context, cfg NearConfig) (Reply, error) {
 }
 
 // connect opens one link connection and exchanges the preamble (and,
-// without FlagProbe, the JDWP handshake).
-func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufio.Reader, Reply, error) {
-	d := net.Dialer{KeepAliveConfig: keepAlive, Timeout: DefaultPreambleTimeout}
-	raw, err := d.DialContext(ctx, "tcp", cfg.Addr)
+// without FlagProbe, the JDWP handshake). The connection's reads have no
+// deadline of their own until the caller sets its timeout. It logs
+// nothing: its caller (the relay, once per attach after its retries;
+// probeFar) logs the error, which says what is known.
+func connect(ctx context.Context, cfg NearConfig, flags uint16) (*liveConn, *bufio.Reader, Reply, error) {
+	dial := cfg.dial
+	if dial == nil {
+		d := net.Dialer{KeepAliveConfig: keepAlive, Timeout: DefaultPreambleTimeout}
+		dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	raw, err := dial(ctx, cfg.Addr)
 	if err != nil {
 		cfg.Metrics.count(EndNear, OutcomeUnreachable)
 		return nil, nil, Reply{}, fmt.Errorf("far end %s: %w", cfg.Addr, err)
 	}
-	fail := func(o Outcome, err error) (net.Conn, *bufio.Reader, Reply, error) {
+	if sc, ok := raw.(syscall.Conn); ok {
+		setUserTimeout(sc, linkTimeout(cfg.LinkTimeout)) //nolint:errcheck // best effort: the heartbeat bounds it too
+	}
+	fail := func(o Outcome, err error) (*liveConn, *bufio.Reader, Reply, error) {
 		raw.Close()
 		cfg.Metrics.count(EndNear, o)
 		return nil, nil, Reply{}, err
@@ -115,6 +149,10 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 	if cfg.TLS != nil {
 		tc := tls.Client(raw, cfg.TLS)
 		if err := tc.HandshakeContext(ctx); err != nil {
+			if closedEarly(err) {
+				// Retried by the relay, like a VM not listening yet.
+				return fail(OutcomeUnreachable, fmt.Errorf("the far end at %s, or the tunnel to it, closed the connection in the TLS handshake (the far end is down or restarting behind a tunnel that accepts for it, or it is not a far end with --tls-cert): %w", cfg.Addr, err))
+			}
 			err = fmt.Errorf("TLS handshake with the far end at %s failed (is it a far end with --tls-cert, whose certificate is the one given to --far-cert?): %w", cfg.Addr, err)
 			return fail(OutcomeTLS, err)
 		}
@@ -127,7 +165,8 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 	if _, err := conn.Write(msg); err != nil {
 		return fail(OutcomeUnreachable, fmt.Errorf("far end %s: %w", cfg.Addr, err))
 	}
-	br := bufio.NewReaderSize(conn, 64<<10)
+	lc := &liveConn{Conn: conn}
+	br := bufio.NewReaderSize(lc, 64<<10)
 	rep, err := ReadReply(br)
 	if err != nil {
 		o := OutcomeBadPreamble
@@ -142,9 +181,11 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 			o = OutcomeTLS
 			err = fmt.Errorf("the far end at %s refused this end in the TLS handshake (does it pin a client certificate with --peer-cert? give this end that certificate with --tls-cert and --tls-key): %w", cfg.Addr, err)
 		case cfg.TLS == nil && closedEarly(err):
-			// A TLS far end closes a plain connection without a word.
-			o = OutcomeTLS
-			err = fmt.Errorf("the far end at %s closed the connection without answering (a far end with TLS closes plain connections: give this end --far-cert; or it is not a jdwpaccel far end): %w", cfg.Addr, err)
+			// A far end down behind a tunnel (which accepts, then
+			// closes) and a TLS far end (which closes a plain
+			// connection without a word) look the same from here.
+			o = OutcomeUnreachable
+			err = fmt.Errorf("the far end at %s, or the tunnel to it, closed the connection without answering: the far end is down or restarting behind a tunnel that accepts for it, or it has TLS (then give this end --far-cert): %w", cfg.Addr, err)
 		default:
 			o = OutcomeUnreachable
 			err = fmt.Errorf("far end %s: no answer to the preamble: %w", cfg.Addr, err)
@@ -181,7 +222,7 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (net.Conn, *bufi
 		cfg.Metrics.count(EndNear, OutcomeAccepted)
 	}
 	raw.SetDeadline(time.Time{})
-	return conn, br, rep, nil
+	return lc, br, rep, nil
 }
 
 // tlsAlert reports whether err is an alert the TLS peer sent.

@@ -43,6 +43,10 @@ const (
 	// asks for the attach bundle: the far end sends the replies to the
 	// attach's first commands as the session's first packet (ReplyAttach).
 	FlagAttach uint16 = 1 << 2
+	// FlagHeartbeat: the near end sends CmdHeartbeat every third of its
+	// link timeout, and ends a session whose far end sent nothing for
+	// that long (heartbeat.go).
+	FlagHeartbeat uint16 = 1 << 3
 )
 
 // Reply flags.
@@ -50,6 +54,10 @@ const (
 	// ReplyAttach: the far end agreed to FlagAttach; the first JDWP packet
 	// after its JDWP handshake is the attach bundle.
 	ReplyAttach uint16 = 1 << 0
+	// ReplyHeartbeat: the far end agreed to FlagHeartbeat: it answers
+	// each CmdHeartbeat at once, and ends a session whose near end sent
+	// nothing for its link timeout.
+	ReplyHeartbeat uint16 = 1 << 1
 )
 
 // Hello is the near end's preamble.
@@ -129,8 +137,9 @@ func AppendHello(b []byte, h Hello) []byte {
 
 // ReadHello reads a Hello from r, reading exactly its bytes and no more
 // (the JDWP handshake may follow in the same segment). A hello of another
-// version is returned with only Version and Software set, and no error:
-// its body's layout past the software version is that version's.
+// version is returned with no error and what of its body every version
+// shares (software, flags, token), as far as it could be read: what
+// follows is that version's.
 func ReadHello(r io.Reader) (Hello, error) {
 	var hdr [helloHeader]byte
 	if err := readMagic(r, hdr[:]); err != nil {
@@ -143,11 +152,14 @@ func ReadHello(r io.Reader) (Hello, error) {
 	}
 	d := decoder{b: body}
 	h.Software = d.str8()
-	if h.Version != ProtocolVersion {
-		return h, nil
-	}
 	h.Flags = d.u16()
 	h.Token = d.bytes16(maxToken)
+	if h.Version != ProtocolVersion {
+		if d.err != nil {
+			h.Flags, h.Token = 0, nil
+		}
+		return h, nil
+	}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%w: %d bytes after the hello", ErrBadPreamble, len(d.b))
 	}

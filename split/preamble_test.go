@@ -43,6 +43,15 @@ func TestHelloOtherVersion(t *testing.T) {
 	if err != nil || got.Version != 7 || got.Software != "v9.0.0" {
 		t.Errorf("ReadHello = %+v, %v; want version 7 from v9.0.0", got, err)
 	}
+	// Its token is read too (every version starts its body alike), so
+	// that the far end checks it before naming any version.
+	b = AppendHello(nil, Hello{Version: 7, Software: "v9.0.0", Flags: FlagProbe, Token: []byte("tok")})
+	b = append(b, "future fields"...)
+	b[len(Magic)+3] += byte(len("future fields"))
+	got, err = ReadHello(bytes.NewReader(b))
+	if err != nil || got.Version != 7 || string(got.Token) != "tok" || got.Flags != FlagProbe {
+		t.Errorf("ReadHello = %+v, %v; want version 7 with its token", got, err)
+	}
 }
 
 func TestReplyRoundTrip(t *testing.T) {

@@ -91,6 +91,13 @@ func startFar(t *testing.T, v *vmSide, addr string, cfg FarConfig) *farEnd {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveFar(t, v, ln, cfg)
+}
+
+// serveFar serves a far end in front of v on ln until the test ends or
+// stop is called.
+func serveFar(t *testing.T, v *vmSide, ln net.Listener, cfg FarConfig) *farEnd {
+	t.Helper()
 	f := &farEnd{addr: ln.Addr().String(), log: &jdwptest.Buffer{}, reg: prometheus.NewRegistry()}
 	f.metrics = NewMetrics(f.reg)
 	cfg.Relay.DialVM = v.dialer()
@@ -117,12 +124,18 @@ func (f *farEnd) count(o Outcome) float64 {
 // Dialer(cfg)) and returns where debuggers attach.
 func startNear(t *testing.T, cfg NearConfig) string {
 	t.Helper()
+	return startNearHooks(t, cfg, nil)
+}
+
+// startNearHooks is startNear with hooks.
+func startNearHooks(t *testing.T, cfg NearConfig, hooks func(*relay.Session) relay.Hooks) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Software = "test-near"
-	srv := relay.NewServer(relay.Config{DialVM: Dialer(cfg), Logger: cfg.Logger, DialRetry: -1})
+	srv := relay.NewServer(relay.Config{DialVM: Dialer(cfg), Logger: cfg.Logger, DialRetry: -1, NewHooks: hooks})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(ctx, ln) }() //nolint:errcheck // nil after cancel

@@ -30,17 +30,24 @@ func setSecurityHeaders(h http.Header) {
 //     command allows only with --allow-remote). A page of another site
 //     that rebinds its name to 127.0.0.1 still sends its own name as Host;
 //   - a state-changing request (any method but GET, HEAD, OPTIONS) whose
-//     Origin is present and not an allowed host gets 403 Forbidden;
+//     Origin is present and is not a page of this server gets 403
+//     Forbidden: its scheme must be http, its host an allowed one and its
+//     port the listen port (a page another local program serves, a dev
+//     server on 127.0.0.1:9999, is another origin);
 //   - every response carries X-Frame-Options: DENY and a
 //     Content-Security-Policy with frame-ancestors 'none'.
 //
-// listen is the address the server listens on (as given to net.Listen).
+// listen is the address the server listens on, with the port it got (port
+// 0, not known, lets an Origin of any port through).
 // When it binds every interface (0.0.0.0, [::] or no host), any IP literal
 // is also an allowed host: a rebinding attack needs a DNS name, and the
 // server cannot know every name of the machine.
 func Guard(next http.Handler, listen string) http.Handler {
 	g := &guard{next: next}
-	if host, _, err := net.SplitHostPort(listen); err == nil {
+	if host, port, err := net.SplitHostPort(listen); err == nil {
+		if port != "0" {
+			g.port = port
+		}
 		host = strings.ToLower(strings.Trim(host, "[]"))
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 			g.anyIP = true
@@ -55,6 +62,7 @@ type guard struct {
 	next  http.Handler
 	extra string // a non-loopback listen host (lower case, no brackets)
 	anyIP bool   // the server listens on every interface
+	port  string // the listen port; empty when not known
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -93,10 +101,18 @@ func (g *guard) allowedHost(hostport string) bool {
 }
 
 // allowedOrigin reports whether an Origin header names a page of this
-// server. "null" (a sandboxed frame, a file, a redirect) does not.
+// server: plain http, an allowed host, the listen port. "null" (a
+// sandboxed frame, a file, a redirect) does not.
 func (g *guard) allowedOrigin(origin string) bool {
 	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" && u.Path != "/" {
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" && u.Path != "/" {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	if g.port != "" && port != g.port {
 		return false
 	}
 	return g.allowedHost(u.Host)

@@ -91,6 +91,11 @@ func TestGuardStateChangingRequests(t *testing.T) {
 		{"another site", "127.0.0.1:8790", "http://evil.example", http.StatusForbidden},
 		{"another site over https", "localhost:8790", "https://evil.example:8790", http.StatusForbidden},
 		{"opaque origin", "127.0.0.1:8790", "null", http.StatusForbidden},
+		{"another local program", "127.0.0.1:8790", "http://127.0.0.1:9999", http.StatusForbidden},
+		{"another local program through localhost", "localhost:8790", "http://localhost:3000", http.StatusForbidden},
+		{"loopback on the default port", "127.0.0.1:8790", "http://127.0.0.1", http.StatusForbidden},
+		{"this port over https", "127.0.0.1:8790", "https://127.0.0.1:8790", http.StatusForbidden},
+		{"the page through another loopback address", "127.0.0.1:8790", "http://127.0.0.2:8790", http.StatusAccepted},
 		{"not a URL", "127.0.0.1:8790", "::::", http.StatusForbidden},
 	}
 	for _, c := range cases {

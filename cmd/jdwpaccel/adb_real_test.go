@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -436,6 +438,17 @@ func TestADBFrontSurvivesUpstreamRestart(t *testing.T) {
 	mustADB(ctx, t, up, "kill-server")
 	if out, err := adb(ctx, t, front, "devices"); err == nil {
 		t.Errorf("adb devices through the front with no adb server behind it succeeded:\n%s", out)
+	}
+	// A debugger attaching to the forward meanwhile is refused (its
+	// connection reset), not left with a handshake cut short.
+	if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+		c.SetDeadline(time.Now().Add(jdwptest.Timeout))
+		c.Write([]byte(jdwp.Handshake))
+		got, err := io.ReadAll(c)
+		c.Close()
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("a debugger attaching with no adb server read %q, %v; want its connection reset", got, err)
+		}
 	}
 	mustADB(ctx, t, up, "start-server")
 	connectDevice(ctx, t, up, dev)

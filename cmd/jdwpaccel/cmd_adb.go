@@ -146,6 +146,7 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 		JDWP:     fr.Serve,
 		Logger:   log.With().Str(relay.LogComponent, "adbfront").Logger(),
 	})
+	fr.SetRedial(front.DialJDWP)
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(adbfront.LogUpstream, af.upstream).Bool("speculate", pf.speculate).
 		Msg("adb front listening; point adb clients here")
 	if err := front.Serve(ctx, ln); err != nil {

@@ -355,10 +355,16 @@ func benchSoak(ctx context.Context, e *env, log zerolog.Logger, o soakOptions) i
 		return exitError
 	}
 	sp := speculator.New(speculator.Config{CacheBytes: o.cacheBytes}, log, nil)
+	// The soak's sessions follow each other: the process holds one at a
+	// time, under the limit the proxy sets for one (memory.go).
+	if mem := newMemoryLimiter(o.cacheBytes); mem != nil {
+		mem.add(1)
+	}
+	bound := memoryBound(o.cacheBytes, 1)
 	fmt.Fprintf(e.stderr, "soak: %s through jdwpaccel at %v RTT for %v, a sample every %v\n", wls[0], rtts[0], o.duration, o.interval)
 	rep, runErr := bench.Soak(ctx, bench.SoakConfig{
 		Duration: o.duration, Interval: o.interval, RTT: rtts[0], Workload: wls[0],
-		NewHooks: sp.Hooks, CacheLimit: o.cacheBytes, Build: build, Log: log,
+		NewHooks: sp.Hooks, CacheLimit: o.cacheBytes, RSSBound: bound, Build: build, Log: log,
 		Cache: func() (int64, int64) { s := sp.Stats(); return s.CacheBytes, s.CacheEntries },
 		Progress: func(s bench.SoakSample) {
 			fmt.Fprintf(e.stderr, "  %5.0f s  RSS %6.1f MiB  goroutines %4d  cache %6.2f MiB  steps %6d\n",
@@ -375,6 +381,11 @@ func benchSoak(ctx context.Context, e *env, log zerolog.Logger, o soakOptions) i
 	}
 	if runErr != nil {
 		fmt.Fprintf(e.stderr, "jdwpaccel bench: soak: %v\n", runErr)
+		return exitError
+	}
+	if rep.OverBound() {
+		fmt.Fprintf(e.stderr, "jdwpaccel bench: soak: max RSS %.1f MiB over the bound of %.1f MiB for one session with --cache-bytes %d\n",
+			float64(rep.MaxRSSBytes)/(1<<20), float64(bound)/(1<<20), o.cacheBytes)
 		return exitError
 	}
 	return exitOK

@@ -142,7 +142,7 @@ func startBenchFront(ctx context.Context, upstream int, hooks func(*relay.Sessio
 		Upstream: "127.0.0.1:" + strconv.Itoa(upstream),
 		JDWP: func(ctx context.Context, client, vm net.Conn, _ adbfront.Target) error {
 			defer client.Close()
-			return srv.ServeWithVM(ctx, client, relay.VMConn{Conn: vm})
+			return srv.ServeWithVM(ctx, client, relay.VMConn{Conn: vm}, nil)
 		},
 		Logger: log,
 	})

@@ -211,7 +211,15 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log zerolog.Log
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: web.Guard(h, addr), ReadHeaderTimeout: 10 * time.Second}
+	// The Guard compares a POST's Origin with the port the listener got
+	// (--http-addr may say 0), and its host with the one asked for (a
+	// name, which the listener's address would have resolved).
+	guardAddr := ln.Addr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		_, port, _ := net.SplitHostPort(guardAddr)
+		guardAddr = net.JoinHostPort(host, port)
+	}
+	srv := &http.Server{Handler: web.Guard(h, guardAddr), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)

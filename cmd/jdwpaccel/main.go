@@ -52,6 +52,7 @@ func subcommands() []subcommand {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	limitMemory = true // memory.go
 	code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr})
 	stop()
 	os.Exit(code)

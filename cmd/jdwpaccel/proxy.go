@@ -33,6 +33,7 @@ type proxyFlags struct {
 	metricsAddr string
 	httpAddr    string
 	maxPacket   int
+	maxHands    int
 
 	speculate   bool
 	writeBehind bool
@@ -70,6 +71,7 @@ func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp strin
 	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (loopback unless --allow-remote)")
 	fs.StringVar(&p.httpAddr, "http-addr", httpDefault, httpHelp)
 	bytesVar(fs, &p.maxPacket, "max-packet-size", jdwp.DefaultMaxPacketSize, "largest packet accepted from either peer, in `bytes` (units: KiB, MiB)")
+	fs.IntVar(&p.maxHands, "max-handshakes", relay.DefaultMaxHandshakes, "most `connections` held before their handshake (JDWP, or on the far end TLS and preamble); more are closed at once")
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure byte-for-byte pass-through")
 	bytesVar(fs, &p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session (units: KiB, MiB, GiB)")
 	fs.StringVar(&p.learnFile, "learn-file", "", "keep what sessions learned about each debugger's attach and stops in this `PATH` (mode 0600) across proxy restarts; empty: in memory only")
@@ -155,6 +157,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 	st.cfg = relay.Config{
 		DialVM:        relay.DialTCP(pf.vm),
 		MaxPacketSize: pf.maxPacket,
+		MaxHandshakes: pf.maxHands,
 		Logger:        log,
 		Metrics:       relay.NewMetrics(st.reg),
 	}
@@ -167,10 +170,18 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		return nil, err
 	}
 	st.journal = j
+	var cacheBytes int64 // per session: none without speculation
+	if st.spec != nil {
+		cacheBytes = pf.cacheBytes
+	}
+	mem := newMemoryLimiter(cacheBytes) // nil: no limit (tests, GOMEMLIMIT)
 	// observers is the chain without the speculator: split mode's ends
 	// put their own speculator sessions (package push) in front of it.
 	st.observers = func(*relay.Session) relay.Hooks {
 		var h relay.Hooks
+		if mem != nil {
+			h.Observers = append(h.Observers, mem)
+		}
 		if st.journal != nil {
 			h.Observers = append(h.Observers, st.journal)
 		}
@@ -190,6 +201,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 			return nil, usageError{err}
 		}
 		nc.Attach = st.spec != nil // push.NearHooks reads the attach bundle
+		nc.Heartbeat = true        // nearChain beats
 		st.near = &nc
 		st.cfg.DialVM = split.Dialer(nc)
 		st.cfg.NewHooks = nearChain(st.spec, st.pushConfig(), st.observers)

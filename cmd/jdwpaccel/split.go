@@ -33,8 +33,9 @@ import (
 //
 //	far:  push.FarHooks(sp, pc) (sp's session, speculating at zero RTT and
 //	      pushing what it gathers after each stop), then rest
-//	near: push.NearHooks(sp, pc) (sp's session, serving pushed replies and
-//	      sending nothing of its own), then rest
+//	near: split.NearHeartbeat (the link's heartbeat, in a session that
+//	      agreed on it), push.NearHooks(sp, pc) (sp's session, serving
+//	      pushed replies and sending nothing of its own), then rest
 //
 // sp is that end's speculator (nil with --speculate=false: the end is rest
 // alone); rest is the end's chain without a speculator (journal, page). The
@@ -44,7 +45,7 @@ func farChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Sessio
 }
 
 func nearChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
-	return relay.ChainHooks(push.NearHooks(sp, pc), rest)
+	return relay.ChainHooks(split.NearHeartbeat(0), push.NearHooks(sp, pc), rest)
 }
 
 // splitMode is split mode for bench and demo: the far end (speculating at

@@ -109,6 +109,13 @@ var wantIdentity = map[fakevm.Profile]identity{
 // `jdwpaccel proxy` does, and returns the monitor and the debugger address.
 func startProxy(t *testing.T, vmAddr string) (*ddmtap.Monitor, string) {
 	t.Helper()
+	return startProxyHooks(t, vmAddr, nil)
+}
+
+// startProxyHooks is startProxy with the relay's other hooks (the
+// speculator's, as `jdwpaccel proxy` has them).
+func startProxyHooks(t *testing.T, vmAddr string, hooks func(*relay.Session) relay.Hooks) (*ddmtap.Monitor, string) {
+	t.Helper()
 	h := ddmtap.NewHolder(ddmtap.HolderConfig{
 		Addr: vmAddr, KnownDDM: true, Logger: zerolog.Nop(), ReconnectDelay: 10 * time.Millisecond,
 		Options: ddmtap.Options{PollInterval: 100 * time.Millisecond, ReplyTimeout: time.Second},
@@ -120,7 +127,7 @@ func startProxy(t *testing.T, vmAddr string) (*ddmtap.Monitor, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relay.NewServer(relay.Config{DialVM: h.Dial, Logger: zerolog.Nop()})
+	srv := relay.NewServer(relay.Config{DialVM: h.Dial, NewHooks: hooks, Logger: zerolog.Nop()})
 	sdone := make(chan struct{})
 	go func() { srv.Serve(ctx, ln); close(sdone) }()
 	t.Cleanup(func() { cancel(); <-sdone; <-hdone })

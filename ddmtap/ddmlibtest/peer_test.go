@@ -174,9 +174,10 @@ type Peer struct {
 	stdin  io.WriteCloser
 	events chan peerEvent // closed when stdout ends
 
-	mu       sync.Mutex // guards state, logs and profiles
+	mu       sync.Mutex // guards state, logs, all and profiles
 	state    ClientState
 	logs     []string // ddmlib warnings and errors
+	all      []string // every log line ddmlib printed (all levels with startPeerAllLogs)
 	profiles int      // CHANGE_METHOD_PROFILING_STATUS events consumed so far
 }
 
@@ -188,12 +189,27 @@ const changeProfiling = 2048
 // VM as adb would.
 func startPeer(t *testing.T, addr string, pid uint32) *Peer {
 	t.Helper()
+	return startPeerEnv(t, addr, pid)
+}
+
+// startPeerAllLogs is startPeer with ddmlib logging at every level
+// (verbose and debug too), for comparing what it saw line for line.
+func startPeerAllLogs(t *testing.T, addr string, pid uint32) *Peer {
+	t.Helper()
+	return startPeerEnv(t, addr, pid, "DDMLIB_PEER_LOGS=all")
+}
+
+func startPeerEnv(t *testing.T, addr string, pid uint32, env ...string) *Peer {
+	t.Helper()
 	java, cp := classpath(t)
 	host, port, ok := strings.Cut(addr, ":")
 	if !ok {
 		t.Fatalf("bad address %q", addr)
 	}
 	cmd := exec.Command(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "com.android.ddmlib.DdmlibPeer", host, port, fmt.Sprint(pid))
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +293,11 @@ func (p *Peer) await(what string, match func(peerEvent) bool) {
 					p.profiles++
 				}
 			case "log":
-				p.logs = append(p.logs, ev.Level+" "+ev.Tag+": "+ev.Msg)
+				line := ev.Level + " " + ev.Tag + ": " + ev.Msg
+				p.all = append(p.all, line)
+				if ev.Level == "warn" || ev.Level == "error" || ev.Level == "assert" {
+					p.logs = append(p.logs, line)
+				}
 			case "fatal":
 				p.mu.Unlock()
 				p.t.Fatalf("ddmlib peer: %s", ev.Msg)
@@ -388,6 +408,13 @@ func (p *Peer) until(what string, cond func() bool) {
 	if !check() {
 		p.await(what, func(peerEvent) bool { return check() })
 	}
+}
+
+// allLogs returns every log line ddmlib printed so far.
+func (p *Peer) allLogs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.all...)
 }
 
 // errors returns ddmlib's warnings and errors so far.

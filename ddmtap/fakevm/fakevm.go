@@ -48,8 +48,17 @@ const (
 	Dalvik
 	// ART is a modern ART (adbconnection, Android 12+): HELO up to the
 	// package name, FEAT, threads; no heap handlers; null results and
-	// unhandled requests get no reply at all until a non-DDM packet loads
-	// the JDWP agent, then an empty reply.
+	// unhandled requests (THEN, HPIF, HPSG, HPGC...) get no reply at all
+	// until a non-DDM packet loads the JDWP agent, then an empty reply.
+	// That is ART's own behaviour since Android 9: its adbconnection
+	// plugin handles DDM without the agent and, when the chunk handler
+	// returns nothing, sends no reply "to match historical behavior"
+	// (adbconnection.cc, HandleDataWithoutAgent); the first packet of
+	// another command set loads the agent (AttachJdwpAgent), whose DDM
+	// extension answers such requests with an empty reply. So a proxy
+	// must not send such a VM a JDWP command of its own while only a DDM
+	// client (ddmlib, adblib) is attached: the VM would load its agent and
+	// answer the client what it never answers directly.
 	ART
 )
 

@@ -22,9 +22,10 @@ const (
 	ErrorCode    = "error_code"
 	Attempts     = "attempts"
 	WriteTimeout = "write_timeout"
-	ClosedBy     = "closed_by" // debugger, vm or proxy: whose connection ended a session
-	Component    = "component" // the package or part that logged: ddm, speculator, journal, discover, web
-	PID          = "pid"       // a process ID (a device's or this machine's)
-	Serial       = "serial"    // an adb device's serial
-	Device       = "device"    // an adb device's serial, on the adb front and the fake device
+	ClosedBy     = "closed_by"  // debugger, vm or proxy: whose connection ended a session
+	Component    = "component"  // the package or part that logged: ddm, speculator, journal, discover, web
+	PID          = "pid"        // a process ID (a device's or this machine's)
+	Serial       = "serial"     // an adb device's serial
+	Device       = "device"     // an adb device's serial, on the adb front and the fake device
+	Suppressed   = "suppressed" // like lines held back since the last one (rate-limited logs)
 )

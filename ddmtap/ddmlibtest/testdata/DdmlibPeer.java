@@ -29,6 +29,7 @@
 //   {"event":"change","mask":M,"client":{...}}  on every ClientData change
 //   {"event":"dump","client":{...}}
 //   {"event":"log","level":"E","tag":...,"msg":...}  ddmlib warnings/errors
+//                      (every level with DDMLIB_PEER_LOGS=all in the environment)
 //   {"event":"ack","cmd":...}
 package com.android.ddmlib;
 
@@ -68,6 +69,9 @@ public final class DdmlibPeer {
         // No "selected client" debugger port (8700 by default): read by the
         // MonitorThread constructor, so set before init.
         DdmPreferences.setSelectedDebugPort(-1);
+        if (ALL_LOGS) {
+            DdmPreferences.setLogLevel(Log.LogLevel.VERBOSE.getStringValue());
+        }
         AndroidDebugBridge.init(true);
         AndroidDebugBridge.addClientChangeListener(
                 (client, mask) -> emit("{\"event\":\"change\",\"mask\":" + mask + ",\"client\":" + state(client) + "}"));
@@ -115,8 +119,13 @@ public final class DdmlibPeer {
         System.exit(0);
     }
 
+    // ALL_LOGS (environment DDMLIB_PEER_LOGS=all) prints ddmlib's log lines
+    // of every level, verbose and debug included, not only warnings and
+    // errors.
+    private static final boolean ALL_LOGS = "all".equals(System.getenv("DDMLIB_PEER_LOGS"));
+
     private static void log(Log.LogLevel level, String tag, String msg) {
-        if (level.getPriority() >= Log.LogLevel.WARN.getPriority()) {
+        if (ALL_LOGS || level.getPriority() >= Log.LogLevel.WARN.getPriority()) {
             emit("{\"event\":\"log\",\"level\":" + str(level.getStringValue()) + ",\"tag\":" + str(tag)
                     + ",\"msg\":" + str(msg) + "}");
         }
