@@ -117,6 +117,11 @@ type Config struct {
 	// Bandwidth limits the emulated link, in bytes per second in each
 	// direction; 0 is unlimited.
 	Bandwidth int64
+	// DropEvery, when positive, makes the link of split-mode cells close
+	// its connections every DropEvery (link.Config.DropEvery): their
+	// sessions resume across each drop. Other cells' links carry the
+	// debugger's session itself, which a drop would end: they get none.
+	DropEvery time.Duration
 	Build     *javavm.Build
 	// Progress, when set, is called before each cell and once at the end.
 	Progress func(done, total int, label string)
@@ -157,8 +162,11 @@ type Cell struct {
 	PushedBytesPerStop float64 `json:"pushed_bytes_per_stop,omitempty"`
 	// DigestsMatch is false when any stop's digest differs from the
 	// direct run's at the same RTT.
-	DigestsMatch bool     `json:"digests_match"`
-	Digests      []string `json:"-"`
+	DigestsMatch bool `json:"digests_match"`
+	// LinkDrops is how many times the link dropped its connections during
+	// the cell (Config.DropEvery).
+	LinkDrops int64    `json:"link_drops,omitempty"`
+	Digests   []string `json:"-"`
 }
 
 // Slope is the least-squares fit of median step time against RTT for one
@@ -284,7 +292,11 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 			return nil, err
 		}
 	}
-	lk, err := link.Listen(ctx, "127.0.0.1:0", behind, link.Config{RTT: rtt, Seed: 1, Bandwidth: cfg.Bandwidth}, cfg.Log)
+	lc := link.Config{RTT: rtt, Seed: 1, Bandwidth: cfg.Bandwidth}
+	if m.Split {
+		lc.DropEvery = cfg.DropEvery
+	}
+	lk, err := link.Listen(ctx, "127.0.0.1:0", behind, lc, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +304,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	addr := lk.Addr().String()
 	switch {
 	case m.Split:
-		addr, err = startRelay(ctx, split.Dialer(split.NearConfig{Addr: addr, Attach: m.Push, Logger: cfg.Log}), m.NewHooks, cfg.Log)
+		addr, err = startRelay(ctx, split.Dialer(split.NearConfig{Addr: addr, Attach: m.Push, ResumeWithin: split.DefaultResumeWithin, Logger: cfg.Log}), m.NewHooks, cfg.Log)
 	case m.Via != nil:
 		addr, err = m.Via(ctx, addr)
 	case m.Copy:
@@ -331,7 +343,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		Workload: w.String(), Mode: m.Name, RTTMS: float64(rtt) / float64(time.Millisecond),
 		Stops: len(steady), MedianMS: sp.Median, MinMS: sp.Min, MaxMS: sp.Max, MedianCI: sp.CI,
 		StepMS: stepMS, P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
-		FirstStopMS: res.Summary.FirstStopMS, Digests: res.Digests(),
+		FirstStopMS: res.Summary.FirstStopMS, Digests: res.Digests(), LinkDrops: lk.Drops(),
 	}, nil
 }
 
@@ -354,7 +366,8 @@ func startFar(ctx context.Context, vmAddr string, hooks func(*relay.Session) rel
 	if err != nil {
 		return "", err
 	}
-	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP(vmAddr), Logger: log}, Hooks: hooks, Attach: push, Logger: log})
+	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP(vmAddr), Logger: log}, Hooks: hooks, Attach: push,
+		ResumeWithin: split.DefaultResumeWithin, Logger: log})
 	go far.Serve(ctx, ln) //nolint:errcheck // ends with ctx
 	return ln.Addr().String(), nil
 }

@@ -145,6 +145,7 @@ type slot struct {
 	learned   bool
 	// Session start and end only.
 	debugger, vm string
+	user         string // split mode's far end: the session's user (sessionUser)
 	sizes        jdwp.IDSizes
 	err          string
 }
@@ -362,9 +363,16 @@ func (j *Journal) SessionStart(s *relay.Session) {
 		return
 	}
 	*sl = slot{typ: slotSessionStart, session: s.ID, time: time.Now(), buf: sl.buf[:0],
-		debugger: addrString(s.DebuggerAddr), vm: addrString(s.VMAddr)}
+		debugger: addrString(s.DebuggerAddr), vm: addrString(s.VMAddr), user: sessionUser(s)}
 	sl.sizes, _ = s.IDSizes()
 	j.commit()
+}
+
+// sessionUser is the name of the user on the far end of split mode (what
+// its preamble agreed, its user in the session's DebuggerInfo), or
+// "".
+func sessionUser(s *relay.Session) string {
+	return s.DebuggerInfo().User
 }
 
 // SessionEnd queues a session end record.

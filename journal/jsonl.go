@@ -99,6 +99,9 @@ func appendRecordJSON(dst []byte, r *Record) []byte {
 		if r.VM != "" {
 			dst = appendStrField(dst, "vm", r.VM)
 		}
+		if r.User != "" {
+			dst = appendStrField(dst, "user", r.User)
+		}
 		if r.IDSizes != nil {
 			dst = appendIDSizes(dst, r.IDSizes)
 		}

@@ -53,6 +53,7 @@ func (j *Journal) fillFree() {
 type sess struct {
 	id           uint64
 	debugger, vm string
+	user         string // the session's user, on split mode's far end
 	startT       int64
 	sizes        jdwp.IDSizes
 	packets      uint64
@@ -111,7 +112,7 @@ func (j *Journal) slot(sl *slot) {
 	switch sl.typ {
 	case slotSessionStart:
 		s := j.session(sl.session)
-		s.debugger, s.vm, s.startT = sl.debugger, sl.vm, t
+		s.debugger, s.vm, s.user, s.startT = sl.debugger, sl.vm, sl.user, t
 		if sl.sizes.Known() {
 			s.sizes = sl.sizes
 		}

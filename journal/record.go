@@ -148,6 +148,7 @@ type Record struct {
 	// Session start and end.
 	Debugger string `json:"debugger,omitempty"`
 	VM       string `json:"vm,omitempty"`
+	User     string `json:"user,omitempty"` // split mode's far end: the near end's user
 	Err      string `json:"err,omitempty"`
 
 	// ID sizes, on id_sizes records and on session_start when known.

@@ -176,6 +176,9 @@ func FormatRecord(r *Record, o FormatOptions) string {
 			b.WriteString("session continues from the previous file")
 		} else {
 			fmt.Fprintf(&b, "session start: debugger %s, VM %s", r.Debugger, r.VM)
+			if r.User != "" {
+				fmt.Fprintf(&b, ", user %s", r.User)
+			}
 		}
 		return b.String()
 	case TypeSessionEnd:

@@ -115,7 +115,7 @@ func (w *writer) maybeRotate() {
 	// Re-announce the sessions still open, so each file stands alone.
 	for _, id := range w.order {
 		s := w.sessions[id]
-		w.rec = Record{Type: TypeSessionStart, Session: id, T: s.startT, Debugger: s.debugger, VM: s.vm, Continued: true}
+		w.rec = Record{Type: TypeSessionStart, Session: id, T: s.startT, Debugger: s.debugger, VM: s.vm, User: s.user, Continued: true}
 		if s.sizes.Known() {
 			w.rec.IDSizes = idSizesRecord(s.sizes)
 		}
@@ -165,7 +165,7 @@ func (w *writer) slot(sl *slot, t int64) {
 	switch sl.typ {
 	case slotSessionStart:
 		s := w.session(sl.session)
-		w.rec = Record{Type: TypeSessionStart, Session: sl.session, T: t, Debugger: sl.debugger, VM: sl.vm}
+		w.rec = Record{Type: TypeSessionStart, Session: sl.session, T: t, Debugger: sl.debugger, VM: sl.vm, User: sl.user}
 		if s.sizes.Known() {
 			w.rec.IDSizes = idSizesRecord(s.sizes)
 		}

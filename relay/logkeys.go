@@ -25,4 +25,5 @@ const (
 	LogClosedBy     = logkey.ClosedBy
 	LogComponent    = logkey.Component
 	LogSuppressed   = logkey.Suppressed
+	LogUser         = logkey.User
 )

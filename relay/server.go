@@ -113,6 +113,13 @@ type LinkInfo struct {
 	// Heartbeat: the ends exchange heartbeats, and each ends a session
 	// whose link stays silent too long.
 	Heartbeat bool
+	// Resumable: the session's stream outlives its link (a new link
+	// takes it up).
+	Resumable bool
+	// User is, on the far end, the name of the user whose credentials the
+	// near end presented ("" for the unnamed token, or a far end without
+	// users); each of the session's log lines carries it.
+	User string
 }
 
 // A Dialer opens a connection to the VM for a new session.
@@ -341,7 +348,11 @@ func (srv *Server) ServeWithVM(ctx context.Context, debugger net.Conn, vm VMConn
 // read, or failed.
 func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, dial Dialer, retry time.Duration, handshaken func()) error {
 	id := srv.nextID.Add(1)
-	log := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String()).Logger()
+	lc := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String())
+	if info.User != "" {
+		lc = lc.Str(LogUser, info.User) // split mode's far end: who came in
+	}
+	log := lc.Logger()
 	m := srv.cfg.Metrics
 
 	fail := func(reason Reason, err error, msg string) error {

@@ -11,7 +11,9 @@
 // token or pinned client certificate, version check: a connection that
 // fails any of them is closed before a JDWP byte reaches the VM), the near
 // end's dialer, the link's liveness (TCP_USER_TIMEOUT, the heartbeat and
-// its read deadlines: heartbeat.go), and their metrics. What runs on each
+// its read deadlines: heartbeat.go), the resumable stream that carries a
+// session across links when both ends agree (resume.go, frame.go: the
+// relay sessions above it see one connection), and their metrics. What runs on each
 // end (speculator, pushed replies, journal) is the caller's:
 // FarConfig.Hooks and the near relay's own hooks.
 //
@@ -21,7 +23,9 @@
 package split
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -33,6 +37,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
@@ -73,14 +78,22 @@ type FarConfig struct {
 	// TLS, when not nil, is the server TLS configuration (see ServerTLS);
 	// nil is plain TCP, for a loopback listener reached through a tunnel.
 	TLS *tls.Config
-	// Token, when not empty, must be presented by every near end.
+	// Token, when not empty, must be presented by every near end (or one
+	// of Users' tokens).
 	Token []byte
+	// Users, when not empty, are the named users whose tokens, or pinned
+	// client certificates (with TLS; see Users.RequestCerts), near ends
+	// may present (with Token, as an unnamed user); each session's user
+	// is in its log lines (LogUser) and its Agreed.
+	Users *Users
+	// Audit, when not nil, records refused connections (Auditor).
+	Audit Auditor
 	// Software is this end's jdwpaccel version, sent in the reply.
 	Software string
 	// Attach says this far end's hooks push the attach bundle (push.FarHooks
 	// with a speculator): a near end that asks for it (FlagAttach) is told
 	// so (ReplyAttach), and the session's hooks find it in
-	// relay.Session.DebuggerInfo.
+	// relay.Session.DebuggerInfo (an Agreed).
 	Attach bool
 	// Page, when not nil, serves the far end's live page to near ends
 	// over the link (streams with FlagPage); nil refuses them.
@@ -94,8 +107,16 @@ type FarConfig struct {
 	// zero). The near end's must not be longer (its heartbeat goes every
 	// third of its own).
 	LinkTimeout time.Duration
-	Logger      zerolog.Logger
-	Metrics     *Metrics
+	// ResumeWithin, when positive, agrees to resumable streams (near ends
+	// that offer FlagResume): such a session keeps its VM connection for
+	// this long after its link is lost, for the near end to take it up
+	// again (resume.go). Zero agrees to none.
+	ResumeWithin time.Duration
+	// ResumeBuffer bounds what a resumable session keeps unacknowledged
+	// (DefaultResumeBuffer when zero).
+	ResumeBuffer int
+	Logger       zerolog.Logger
+	Metrics      *Metrics
 }
 
 // Far is a far end: it accepts near ends, checks each one's preamble and
@@ -112,6 +133,12 @@ type Far struct {
 	// refusals thins the log lines of refused connections, per remote
 	// host: strangers must not fill the log.
 	refusals *lograte.Limiter
+
+	mu       sync.Mutex                // guards sessions; never held while taking a stream's lock
+	sessions map[SessionID]heldSession // resumable sessions, until their relay session ends
+	// users is FarConfig.Users with FarConfig.Token as the unnamed user;
+	// empty when the far end asks for no token. Read-only.
+	users *Users
 }
 
 // refusalEvery is how often refusals of one remote host are logged at
@@ -136,7 +163,11 @@ func NewFar(cfg FarConfig) *Far {
 	if n <= 0 {
 		n = relay.DefaultMaxHandshakes
 	}
-	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts)}
+	if cfg.ResumeBuffer <= 0 {
+		cfg.ResumeBuffer = DefaultResumeBuffer
+	}
+	return &Far{cfg: cfg, srv: relay.NewServer(rc), preambles: make(chan struct{}, n), refusals: lograte.New(refusalEvery, refusalHosts),
+		sessions: map[SessionID]heldSession{}, users: farUsers(cfg)}
 }
 
 // Close releases the far end's page server; Serve calls it when it
@@ -205,6 +236,9 @@ func (f *Far) refused(c net.Conn, log zerolog.Logger, o Outcome, err error, msg 
 	}
 	log.Warn().Err(err).Str(relay.LogReason, string(o)).Str(LogNearHost, host).Int(relay.LogSuppressed, held).
 		Msg(msg + " (suppressed: refusals from this host not logged since its last line)")
+	if f.cfg.Audit != nil {
+		f.cfg.Audit.Refused(host, string(o), held)
+	}
 }
 
 // serve serves one link connection: TLS (if configured), the preamble,
@@ -252,7 +286,8 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	// The token first: a near end that does not hold it learns nothing of
 	// this end (its Reply echoes the Hello's version, without software),
 	// and what it sent (its software string) is not logged.
-	if len(f.cfg.Token) > 0 && !tokenOK(h.Token, f.cfg.Token) {
+	userName, known := f.users.authenticate(conn, h.Token)
+	if f.users.Len() > 0 && !known {
 		what := "a wrong token"
 		if len(h.Token) == 0 {
 			what = "no token"
@@ -265,6 +300,9 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		return fmt.Errorf("%w: a near end presented %s", ErrUnauthorized, what)
 	}
 	done()
+	if userName != "" {
+		log = log.With().Str(LogUser, userName).Logger()
+	}
 	log = log.With().Uint16(LogPeerVersion, h.Version).Str(LogPeerSoftware, h.Software).Logger()
 	refuse := func(st Status, o Outcome, text string) error {
 		stop()
@@ -282,7 +320,8 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	if h.Flags&FlagProbe != 0 {
 		stop()
 		f.cfg.Metrics.count(EndFar, OutcomeProbe)
-		log.Info().Msg("a near end checked the link")
+		// At start, and every 15 s from a near end that runs its tunnel.
+		log.Debug().Msg("a near end checked the link")
 		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software})) //nolint:errcheck // its end is the probe's
 		linger(conn)
 		return nil
@@ -302,16 +341,25 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		f.page.serve(conn)
 		return nil
 	}
-	agreed := relay.LinkInfo{Split: true, AttachBundle: h.Flags&FlagAttach != 0 && f.cfg.Attach}
-	var flags uint16
-	if agreed.AttachBundle {
-		flags |= ReplyAttach
+	if h.Flags&FlagReconnect != 0 {
+		stop()
+		return f.reconnect(c, conn, h, userName, log)
+	}
+	agreed := Agreed{User: userName}
+	if h.Flags&FlagResume != 0 && f.cfg.ResumeWithin > 0 {
+		agreed.Flags |= ReplyResume
+	}
+	if h.Flags&FlagAttach != 0 && f.cfg.Attach {
+		agreed.Flags |= ReplyAttach
 	}
 	if h.Flags&FlagHeartbeat != 0 {
-		agreed.Heartbeat = true
-		flags |= ReplyHeartbeat
+		agreed.Flags |= ReplyHeartbeat
 	}
-	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: flags})); err != nil {
+	var resume Resume
+	if agreed.Resumable() {
+		resume = newResume()
+	}
+	if _, err := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: agreed.Flags, Resume: resume})); err != nil {
 		stop()
 		c.Close()
 		return err
@@ -319,11 +367,101 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	c.SetDeadline(time.Time{})
 	stop()
 	f.cfg.Metrics.count(EndFar, OutcomeAccepted)
-	log.Debug().Bool("attach_bundle", agreed.AttachBundle).Bool("heartbeat", agreed.Heartbeat).Msg("near end accepted")
-	if agreed.Heartbeat {
-		conn = &liveConn{Conn: conn, timeout: linkTimeout(f.cfg.LinkTimeout)} // the near end beats
+	if agreed.Resumable() {
+		log = log.With().Str(LogLinkSession, resume.Session.String()).Logger()
 	}
-	return f.srv.ServeConnInfo(ctx, conn, agreed)
+	log.Debug().Bool("attach_bundle", agreed.AttachBundle()).Bool("heartbeat", agreed.Heartbeat()).Bool("resumable", agreed.Resumable()).Msg("near end accepted")
+	var timeout time.Duration
+	if agreed.Heartbeat() {
+		timeout = linkTimeout(f.cfg.LinkTimeout) // the near end beats
+		conn = &liveConn{Conn: conn, timeout: timeout}
+	}
+	if !agreed.Resumable() {
+		return f.srv.ServeConnInfo(ctx, conn, agreed.Link())
+	}
+	st := newStream(streamConfig{end: EndFar, within: f.cfg.ResumeWithin, buffer: f.cfg.ResumeBuffer, linkTimeout: timeout, log: log},
+		resume.Session, resume.Secret, conn)
+	f.mu.Lock()
+	f.sessions[resume.Session] = heldSession{st: st, user: userName}
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.sessions, resume.Session)
+		f.mu.Unlock()
+		st.Close()
+	}()
+	// The near end sent the JDWP handshake before it knew the stream
+	// would be framed: it comes unframed, then frames do.
+	st.start(&leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), rawIn: len(jdwp.Handshake)})
+	return f.srv.ServeConnInfo(ctx, st, agreed.Link())
+}
+
+// heldSession is a resumable session the far end holds, and the user who
+// opened it: only that user may take it up again.
+type heldSession struct {
+	st   *stream
+	user string
+}
+
+// newResume draws a session's ID and secret.
+func newResume() Resume {
+	var r Resume
+	rand.Read(r.Session[:]) //nolint:errcheck // never fails (crypto/rand)
+	rand.Read(r.Secret[:])  //nolint:errcheck // never fails
+	return r
+}
+
+// reconnect serves a connection that takes a resumable session up again:
+// the session must be one this far end holds, the secret its own, and the
+// near end's Received no older than what it acknowledged; anything else is
+// refused (the session goes on waiting for its near end). The token, if
+// any, was checked already.
+func (f *Far) reconnect(c, conn net.Conn, h Hello, user string, log zerolog.Logger) error {
+	refuse := func(st Status, err error, text string) error {
+		f.cfg.Metrics.count(EndFar, OutcomeResumeRefused)
+		conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: st, Software: f.cfg.Software, Message: text})) //nolint:errcheck // closing anyway
+		linger(conn)
+		return fmt.Errorf("%s: %w", text, err)
+	}
+	log = log.With().Str(LogLinkSession, h.Resume.Session.String()).Logger()
+	f.mu.Lock()
+	held, ok := f.sessions[h.Resume.Session]
+	f.mu.Unlock()
+	st := held.st
+	if ok && held.user != user {
+		// Another user's token: the session is not theirs to take up,
+		// whatever else they hold.
+		err := fmt.Errorf("user %q asked for a session of user %q", user, held.user)
+		f.refused(c, log, OutcomeResumeRefused, err, "a reconnect for a held session was refused (the session goes on waiting for its near end)")
+		return refuse(StatusRefused, err, "the far end refused to take the session up again")
+	}
+	if !ok {
+		log.Info().Msg("a near end asked for a session this far end does not hold (it restarted, or the session ended); refused")
+		return refuse(StatusGone, ErrSessionGone, "this far end does not hold the session (it restarted since, or the session ended: its link stayed down longer than --resume-within)")
+	}
+	var timeout time.Duration
+	if st.cfg.linkTimeout > 0 {
+		timeout = st.cfg.linkTimeout
+		conn = &liveConn{Conn: conn, timeout: timeout}
+	}
+	l := &leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10)}
+	recv, err := st.takeOver(l, h.Resume)
+	switch {
+	case errors.Is(err, ErrSessionGone):
+		log.Info().Msg("a near end asked for a session that has ended; refused")
+		return refuse(StatusGone, err, "the session has ended")
+	case err != nil:
+		// The token was right: a near end that lost its state, or
+		// someone who holds the token and not the session.
+		f.refused(c, log, OutcomeResumeRefused, err, "a reconnect for a held session was refused (the session goes on waiting for its near end)")
+		return refuse(StatusRefused, err, "the far end refused to take the session up again")
+	}
+	c.SetDeadline(time.Time{})
+	f.cfg.Metrics.count(EndFar, OutcomeResumed)
+	_, werr := conn.Write(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: f.cfg.Software, Flags: ReplyResume,
+		Resume: Resume{Session: h.Resume.Session, Received: recv}}))
+	st.start(l) // a failed write fails the link's reads too: the session waits again
+	return werr
 }
 
 // linger ends a refused connection: it closes the writing half, reads and

@@ -19,9 +19,14 @@ const (
 	// OutcomeOverCap: the far end closed the connection at once, as many
 	// others were still in their TLS handshake or preamble.
 	OutcomeOverCap Outcome = "over_cap"
+	// OutcomeResumed: a reconnect took a resumable session up again.
+	OutcomeResumed Outcome = "resumed"
+	// OutcomeResumeRefused: a reconnect was refused: the far end does not
+	// hold the session, or the secret or sequence number is wrong.
+	OutcomeResumeRefused Outcome = "resume_refused"
 )
 
-var outcomes = []Outcome{OutcomeAccepted, OutcomeProbe, OutcomePage, OutcomeVersionSkew, OutcomeUnauthorized, OutcomeTLS, OutcomeBadPreamble, OutcomeUnreachable, OutcomeOverCap}
+var outcomes = []Outcome{OutcomeAccepted, OutcomeProbe, OutcomePage, OutcomeVersionSkew, OutcomeUnauthorized, OutcomeTLS, OutcomeBadPreamble, OutcomeUnreachable, OutcomeOverCap, OutcomeResumed, OutcomeResumeRefused}
 
 // End names an end of the link: the label "end".
 type End string

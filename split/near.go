@@ -31,7 +31,7 @@ type NearConfig struct {
 	// Attach asks the far end for the attach bundle (FlagAttach): set it
 	// when this end reads pushed bundles (push.NearHooks with a
 	// speculator). What the far end agreed to reaches the session's hooks
-	// as relay.Session.VMInfo.
+	// as relay.Session.VMInfo (an Agreed).
 	Attach bool
 	// Heartbeat offers the far end a heartbeat (FlagHeartbeat): set it
 	// when the session's hooks start with NearHeartbeat(LinkTimeout),
@@ -43,8 +43,17 @@ type NearConfig struct {
 	// from the far end, before the session ends (DefaultLinkTimeout when
 	// zero; the heartbeat goes every third of it: NearHeartbeat).
 	LinkTimeout time.Duration
-	// Logger is not written to: every failure is returned, for the caller
-	// (the relay at an attach, the near end's start-up check) to log once.
+	// ResumeWithin, when positive, offers the far end a resumable stream
+	// (FlagResume): a session whose far end agreed outlives its link for
+	// this long, while this end dials the far end again (resume.go). Zero
+	// offers nothing: a session ends with its link.
+	ResumeWithin time.Duration
+	// ResumeBuffer bounds what a resumable session keeps unacknowledged
+	// (DefaultResumeBuffer when zero).
+	ResumeBuffer int
+	// Logger gets the resumable sessions' link losses and resumes. Every
+	// other failure is returned, for the caller (the relay at an attach,
+	// the near end's start-up check) to log once.
 	Logger  zerolog.Logger
 	Metrics *Metrics
 
@@ -88,28 +97,84 @@ func Dialer(cfg NearConfig) relay.Dialer {
 		if cfg.Heartbeat {
 			flags |= FlagHeartbeat
 		}
-		c, br, rep, err := connect(ctx, cfg, flags)
+		if cfg.ResumeWithin > 0 {
+			flags |= FlagResume
+		}
+		c, br, rep, err := connect(ctx, cfg, flags, Resume{})
 		if err != nil {
 			return relay.VMConn{}, err
 		}
 		// Only what this end asked for counts.
-		info := relay.LinkInfo{
-			Split:        true,
-			AttachBundle: cfg.Attach && rep.Flags&ReplyAttach != 0,
-			Heartbeat:    cfg.Heartbeat && rep.Flags&ReplyHeartbeat != 0,
+		agreed := Agreed{Flags: rep.Flags}
+		if !cfg.Attach {
+			agreed.Flags &^= ReplyAttach
 		}
-		if info.Heartbeat {
+		if !cfg.Heartbeat {
+			agreed.Flags &^= ReplyHeartbeat
+		}
+		if !cfg.Resume() {
+			agreed.Flags &^= ReplyResume
+		}
+		if agreed.Heartbeat() {
 			c.timeout = linkTimeout(cfg.LinkTimeout) // the far end answers NearHeartbeat's beats
 		}
-		return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: info}, nil
+		if !agreed.Resumable() {
+			return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: agreed.Link()}, nil
+		}
+		st, err := nearStream(ctx, cfg, c, br, rep.Resume)
+		if err != nil {
+			return relay.VMConn{}, err
+		}
+		return relay.VMConn{Conn: st, Handshaken: true, Info: agreed.Link()}, nil
 	}
+}
+
+// Resume says the near end offers resumable streams.
+func (cfg NearConfig) Resume() bool { return cfg.ResumeWithin > 0 }
+
+// nearStream makes the first link of a resumable session its stream, and
+// reads the VM's handshake from it.
+func nearStream(ctx context.Context, cfg NearConfig, c *liveConn, br *bufio.Reader, r Resume) (*stream, error) {
+	timeout := c.timeout
+	sc := streamConfig{
+		end: EndNear, within: cfg.ResumeWithin, buffer: cfg.ResumeBuffer, linkTimeout: timeout,
+		log: cfg.Logger.With().Str(LogFar, cfg.Addr).Str(LogLinkSession, r.Session.String()).Logger(),
+		redial: func(ctx context.Context, rr Resume) (net.Conn, *bufio.Reader, uint64, error) {
+			c, br, rep, err := connect(ctx, cfg, FlagReconnect, rr)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			if rep.Flags&ReplyResume == 0 || rep.Resume.Session != rr.Session {
+				c.Close()
+				return nil, nil, 0, fmt.Errorf("%w: the far end at %s answered a reconnect for another session", ErrRefused, cfg.Addr)
+			}
+			c.timeout = timeout
+			return c, br, rep.Resume.Received, nil
+		},
+	}
+	if sc.buffer <= 0 {
+		sc.buffer = DefaultResumeBuffer
+	}
+	st := newStream(sc, r.Session, r.Secret, c)
+	st.start(&leg{conn: c, br: br})
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(DefaultPreambleTimeout)
+	}
+	st.SetReadDeadline(deadline)
+	if err := jdwp.ReadHandshake(st); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("VM handshake through the far end at %s: %w", cfg.Addr, err)
+	}
+	st.SetReadDeadline(time.Time{})
+	return st, nil
 }
 
 // Probe checks the link to the far end without starting a session: the
 // far end's reply, or why it could not be had (unreachable, TLS, token,
 // version skew).
 func Probe(ctx context.Context, cfg NearConfig) (Reply, error) {
-	c, _, rep, err := connect(ctx, cfg, FlagProbe)
+	c, _, rep, err := connect(ctx, cfg, FlagProbe, Resume{})
 	if err == nil {
 		c.Close()
 	}
@@ -117,11 +182,12 @@ func Probe(ctx context.Context, cfg NearConfig) (Reply, error) {
 }
 
 // connect opens one link connection and exchanges the preamble (and,
-// without FlagProbe, the JDWP handshake). The connection's reads have no
+// for a session that is not resumable, the JDWP handshake; a resumable
+// session's is in its stream). The connection's reads have no
 // deadline of their own until the caller sets its timeout. It logs
 // nothing: its caller (the relay, once per attach after its retries;
 // probeFar) logs the error, which says what is known.
-func connect(ctx context.Context, cfg NearConfig, flags uint16) (*liveConn, *bufio.Reader, Reply, error) {
+func connect(ctx context.Context, cfg NearConfig, flags uint16, resume Resume) (*liveConn, *bufio.Reader, Reply, error) {
 	dial := cfg.dial
 	if dial == nil {
 		d := net.Dialer{KeepAliveConfig: keepAlive, Timeout: DefaultPreambleTimeout}
@@ -158,8 +224,8 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (*liveConn, *buf
 		}
 		conn = tc
 	}
-	msg := AppendHello(make([]byte, 0, 64+len(cfg.Token)), Hello{Version: ProtocolVersion, Software: cfg.Software, Flags: flags, Token: cfg.Token})
-	if flags&(FlagProbe|FlagPage) == 0 {
+	msg := AppendHello(make([]byte, 0, 128+len(cfg.Token)), Hello{Version: ProtocolVersion, Software: cfg.Software, Flags: flags, Token: cfg.Token, Resume: resume})
+	if flags&(FlagProbe|FlagPage|FlagReconnect) == 0 {
 		msg = append(msg, jdwp.Handshake...)
 	}
 	if _, err := conn.Write(msg); err != nil {
@@ -202,6 +268,12 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (*liveConn, *buf
 			err = fmt.Errorf("%w: the far end at %s wants a token and this end has none: give it the far end's token file with --token-file", ErrUnauthorized, cfg.Addr)
 		}
 		return fail(OutcomeUnauthorized, err)
+	case rep.Status == StatusGone:
+		err := fmt.Errorf("%w: the far end at %s: %s", ErrSessionGone, cfg.Addr, rep.Message)
+		return fail(OutcomeResumeRefused, err)
+	case rep.Status != StatusAccepted && flags&FlagReconnect != 0:
+		err := fmt.Errorf("%w: the far end at %s refused to take the session up again: %s", ErrRefused, cfg.Addr, rep.Message)
+		return fail(OutcomeResumeRefused, err)
 	case rep.Status != StatusAccepted:
 		err := fmt.Errorf("%w: the far end at %s answered %v: %s", ErrRefused, cfg.Addr, rep.Status, rep.Message)
 		return fail(OutcomeBadPreamble, err)
@@ -211,6 +283,10 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16) (*liveConn, *buf
 		cfg.Metrics.count(EndNear, OutcomePage)
 	case flags&FlagProbe != 0:
 		cfg.Metrics.count(EndNear, OutcomeProbe)
+	case flags&FlagReconnect != 0:
+		cfg.Metrics.count(EndNear, OutcomeResumed)
+	case flags&FlagResume != 0 && rep.Flags&ReplyResume != 0:
+		cfg.Metrics.count(EndNear, OutcomeAccepted) // the handshake is in the stream
 	default:
 		// The far end answers the handshake once it reached the VM; a far
 		// end that cannot reach it closes the connection, which the relay

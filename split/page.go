@@ -19,7 +19,7 @@ import (
 func PageTransport(cfg NearConfig) *http.Transport {
 	return &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			c, br, _, err := connect(ctx, cfg, FlagPage)
+			c, br, _, err := connect(ctx, cfg, FlagPage, Resume{})
 			if err != nil {
 				return nil, err
 			}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // ProtocolVersion is the version of the split stream this build speaks. A
@@ -47,6 +48,16 @@ const (
 	// link timeout, and ends a session whose far end sent nothing for
 	// that long (heartbeat.go).
 	FlagHeartbeat uint16 = 1 << 3
+	// FlagResume: the near end offers a resumable stream (resume.go): a
+	// far end that agrees (ReplyResume) gives the session an ID and a
+	// secret, and both ends frame the stream's bytes so that a session
+	// outlives its link.
+	FlagResume uint16 = 1 << 4
+	// FlagReconnect: this connection takes up a session again after its
+	// link was lost: the hello's body ends with a Resume block (the
+	// session, its secret, and how many bytes the near end received), and
+	// no JDWP handshake follows.
+	FlagReconnect uint16 = 1 << 5
 )
 
 // Reply flags.
@@ -58,7 +69,46 @@ const (
 	// each CmdHeartbeat at once, and ends a session whose near end sent
 	// nothing for its link timeout.
 	ReplyHeartbeat uint16 = 1 << 1
+	// ReplyResume: the far end agreed to FlagResume (or took up the
+	// session of a FlagReconnect): the reply's body ends with a Resume
+	// block, and every byte after the preamble is framed (frame.go).
+	ReplyResume uint16 = 1 << 2
 )
+
+// SessionID names a resumable session; the far end draws it at random.
+type SessionID [16]byte
+
+func (id SessionID) String() string { return fmt.Sprintf("%x", id[:]) }
+
+// Resume is the block that ends a reconnect's Hello and a resuming
+// Reply's body.
+type Resume struct {
+	Session SessionID
+	// Secret proves a reconnect is the near end that opened the session;
+	// the far end sends it in its first Reply, and zeros after that.
+	Secret [32]byte
+	// Received is how many of the other end's stream bytes the sender
+	// has received: the other end resends from there. 0 in a first Reply.
+	Received uint64
+}
+
+const resumeBlock = 16 + 32 + 8
+
+func appendResume(b []byte, r Resume) []byte {
+	b = append(b, r.Session[:]...)
+	b = append(b, r.Secret[:]...)
+	return binary.BigEndian.AppendUint64(b, r.Received)
+}
+
+func (d *decoder) resume() Resume {
+	var r Resume
+	if v := d.need(resumeBlock); v != nil {
+		copy(r.Session[:], v)
+		copy(r.Secret[:], v[16:])
+		r.Received = binary.BigEndian.Uint64(v[48:])
+	}
+	return r
+}
 
 // Hello is the near end's preamble.
 type Hello struct {
@@ -66,6 +116,7 @@ type Hello struct {
 	Software string // the near end's jdwpaccel version, for messages
 	Flags    uint16
 	Token    []byte // empty without a token
+	Resume   Resume // with FlagReconnect
 }
 
 // Status is the far end's answer to a Hello.
@@ -77,6 +128,9 @@ const (
 	StatusVersionSkew  Status = 1
 	StatusUnauthorized Status = 2
 	StatusRefused      Status = 3
+	// StatusGone: a reconnect for a session the far end does not hold (it
+	// restarted, or the session ended).
+	StatusGone Status = 4
 )
 
 func (s Status) String() string {
@@ -89,6 +143,8 @@ func (s Status) String() string {
 		return "unauthorized"
 	case StatusRefused:
 		return "refused"
+	case StatusGone:
+		return "session gone"
 	}
 	return fmt.Sprintf("status %d", uint8(s))
 }
@@ -100,6 +156,34 @@ type Reply struct {
 	Software string // the far end's jdwpaccel version
 	Message  string // why, when not accepted
 	Flags    uint16 // what the far end agreed to (ReplyAttach); 0 unless accepted
+	Resume   Resume // with ReplyResume
+}
+
+// Agreed is what the two ends of a session agreed in the preamble: the
+// Reply's flags, and on the far end the user. The relay's sessions get it
+// as a relay.LinkInfo (Link).
+type Agreed struct {
+	Flags uint16
+	// User is, on the far end, the name of the user whose token or
+	// pinned client certificate the near end presented (Users, auth.go);
+	// "" for the unnamed token, and on the near end.
+	User string
+}
+
+// AttachBundle says the session's first packet from the far end is the
+// attach bundle (ReplyAttach).
+func (a Agreed) AttachBundle() bool { return a.Flags&ReplyAttach != 0 }
+
+// Heartbeat says the session's ends exchange heartbeats (ReplyHeartbeat).
+func (a Agreed) Heartbeat() bool { return a.Flags&ReplyHeartbeat != 0 }
+
+// Resumable says the session's stream outlives its link (ReplyResume).
+func (a Agreed) Resumable() bool { return a.Flags&ReplyResume != 0 }
+
+// Link is the agreement as the relay session's hooks read it
+// (relay.Session.DebuggerInfo on the far end, VMInfo on the near end).
+func (a Agreed) Link() relay.LinkInfo {
+	return relay.LinkInfo{Split: true, AttachBundle: a.AttachBundle(), Heartbeat: a.Heartbeat(), Resumable: a.Resumable(), User: a.User}
 }
 
 // ErrNotSplit is wrapped by the errors for a stream that does not start
@@ -125,6 +209,9 @@ func AppendHello(b []byte, h Hello) []byte {
 	sw := cut(h.Software, maxSoftware)
 	tok := h.Token[:min(len(h.Token), maxToken)]
 	n := 1 + len(sw) + 2 + 2 + len(tok)
+	if h.Flags&FlagReconnect != 0 {
+		n += resumeBlock
+	}
 	b = append(b, Magic...)
 	b = binary.BigEndian.AppendUint16(b, h.Version)
 	b = binary.BigEndian.AppendUint16(b, uint16(n))
@@ -132,7 +219,11 @@ func AppendHello(b []byte, h Hello) []byte {
 	b = append(b, sw...)
 	b = binary.BigEndian.AppendUint16(b, h.Flags)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(tok)))
-	return append(b, tok...)
+	b = append(b, tok...)
+	if h.Flags&FlagReconnect != 0 {
+		b = appendResume(b, h.Resume)
+	}
+	return b
 }
 
 // ReadHello reads a Hello from r, reading exactly its bytes and no more
@@ -160,6 +251,9 @@ func ReadHello(r io.Reader) (Hello, error) {
 		}
 		return h, nil
 	}
+	if h.Flags&FlagReconnect != 0 {
+		h.Resume = d.resume()
+	}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%w: %d bytes after the hello", ErrBadPreamble, len(d.b))
 	}
@@ -173,12 +267,20 @@ func AppendReply(b []byte, r Reply) []byte {
 	b = append(b, Magic...)
 	b = binary.BigEndian.AppendUint16(b, r.Version)
 	b = append(b, byte(r.Status))
-	b = binary.BigEndian.AppendUint16(b, uint16(1+len(sw)+2+len(msg)+2))
+	n := 1 + len(sw) + 2 + len(msg) + 2
+	if r.Flags&ReplyResume != 0 {
+		n += resumeBlock
+	}
+	b = binary.BigEndian.AppendUint16(b, uint16(n))
 	b = append(b, byte(len(sw)))
 	b = append(b, sw...)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(msg)))
 	b = append(b, msg...)
-	return binary.BigEndian.AppendUint16(b, r.Flags)
+	b = binary.BigEndian.AppendUint16(b, r.Flags)
+	if r.Flags&ReplyResume != 0 {
+		b = appendResume(b, r.Resume)
+	}
+	return b
 }
 
 // ReadReply reads a Reply from r, exactly its bytes. Its layout is the
@@ -200,6 +302,9 @@ func ReadReply(r io.Reader) (Reply, error) {
 	rep.Message = string(d.bytes16(maxMessage))
 	if rep.Version == ProtocolVersion && d.err == nil {
 		rep.Flags = d.u16()
+		if rep.Flags&ReplyResume != 0 {
+			rep.Resume = d.resume()
+		}
 	}
 	return rep, d.err
 }

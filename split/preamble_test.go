@@ -103,6 +103,7 @@ func FuzzReadHello(f *testing.F) {
 	f.Add(AppendHello(nil, Hello{Version: 2, Software: "v2"}))
 	f.Add([]byte(jdwp.Handshake))
 	f.Add([]byte("JDWP-Split\x00\x01\xff\xff"))
+	f.Add(AppendHello(nil, Hello{Version: ProtocolVersion, Flags: FlagReconnect, Token: []byte("t"), Resume: Resume{Received: 9}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ReadHello(bytes.NewReader(b))
 		if err != nil || h.Version != ProtocolVersion {
@@ -120,6 +121,7 @@ func FuzzReadReply(f *testing.F) {
 	f.Add(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: "v1"}))
 	f.Add(AppendReply(nil, Reply{Version: 9, Status: StatusVersionSkew, Software: "v9", Message: "skew"}))
 	f.Add([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46})
+	f.Add(AppendReply(nil, Reply{Version: ProtocolVersion, Status: StatusAccepted, Flags: ReplyResume, Resume: Resume{Secret: [32]byte{1}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := ReadReply(bytes.NewReader(b))
 		if err != nil {
@@ -134,4 +136,30 @@ func FuzzReadReply(f *testing.F) {
 			t.Fatalf("reply %+v re-encodes to %q, read from %q", r, again, b)
 		}
 	})
+}
+
+// TestResumeBlockRoundTrip: a reconnect's hello and a resuming reply carry
+// the Resume block; other hellos and replies do not.
+func TestResumeBlockRoundTrip(t *testing.T) {
+	res := Resume{Session: SessionID{1, 2, 3}, Secret: [32]byte{4, 5, 6}, Received: 1<<40 + 7}
+	h := Hello{Version: ProtocolVersion, Software: "v", Flags: FlagReconnect, Token: []byte("tok"), Resume: res}
+	got, err := ReadHello(iotest.OneByteReader(bytes.NewReader(AppendHello(nil, h))))
+	if err != nil || got.Resume != res || got.Flags != FlagReconnect {
+		t.Errorf("ReadHello = %+v, %v; want %+v", got, err, h)
+	}
+	r := Reply{Version: ProtocolVersion, Status: StatusAccepted, Software: "v", Flags: ReplyResume | ReplyHeartbeat, Resume: res}
+	if got, err := ReadReply(iotest.OneByteReader(bytes.NewReader(AppendReply(nil, r)))); err != nil || got != r {
+		t.Errorf("ReadReply = %+v, %v; want %+v", got, err, r)
+	}
+	// A hello without FlagReconnect carries no block: bytes after its
+	// token are still an error.
+	b := AppendHello(nil, Hello{Version: ProtocolVersion, Flags: FlagResume})
+	if got, err := ReadHello(bytes.NewReader(b)); err != nil || got.Resume != (Resume{}) {
+		t.Errorf("ReadHello(resume offer) = %+v, %v", got, err)
+	}
+	cut := AppendHello(nil, h)
+	cut[len(Magic)+3] -= 8 // body length: the block cut short
+	if _, err := ReadHello(bytes.NewReader(cut[:len(cut)-8])); !errors.Is(err, ErrBadPreamble) {
+		t.Errorf("a reconnect with a short block: %v, want ErrBadPreamble", err)
+	}
 }

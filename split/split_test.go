@@ -80,6 +80,7 @@ type farEnd struct {
 	log     *jdwptest.Buffer
 	metrics *Metrics
 	reg     *prometheus.Registry
+	far     *Far
 	stop    func()
 }
 
@@ -107,9 +108,10 @@ func serveFar(t *testing.T, v *vmSide, ln net.Listener, cfg FarConfig) *farEnd {
 	cfg.Software = "test-far"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	f.far = NewFar(cfg)
 	go func() {
 		defer close(done)
-		NewFar(cfg).Serve(ctx, ln) //nolint:errcheck // nil after cancel
+		f.far.Serve(ctx, ln) //nolint:errcheck // nil after cancel
 	}()
 	f.stop = func() { cancel(); <-done }
 	t.Cleanup(f.stop)
@@ -372,9 +374,6 @@ func TestReadTokenFile(t *testing.T) {
 	}
 	if _, err := ReadTokenFile(short); err == nil {
 		t.Error("a 3-byte token was accepted")
-	}
-	if !tokenOK([]byte("abc"), []byte("abc")) || tokenOK([]byte("abc"), []byte("abd")) || tokenOK(nil, []byte("abc")) {
-		t.Error("tokenOK")
 	}
 }
 

@@ -62,6 +62,10 @@ type Config struct {
 	// yielding in a loop for the last spinWindow. It saves CPU and costs up to
 	// about 1 ms of lateness per release on Linux.
 	NoSpin bool
+	// DropEvery, when positive, is a link fault: every DropEvery the hop
+	// closes every connection it carries (both sides), as a tunnel that
+	// restarts; new connections are accepted as before.
+	DropEvery time.Duration
 }
 
 // DefaultBuffer is the in-flight limit per direction when Config.Buffer is 0.
@@ -99,6 +103,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative bandwidth %d", ErrBadConfig, c.Bandwidth)
 	case c.Buffer < 0:
 		return fmt.Errorf("%w: negative buffer %d", ErrBadConfig, c.Buffer)
+	case c.DropEvery < 0:
+		return fmt.Errorf("%w: negative drop interval %v", ErrBadConfig, c.DropEvery)
 	}
 	return nil
 }

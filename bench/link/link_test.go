@@ -715,3 +715,51 @@ func TestSmallBuffer(t *testing.T) {
 		t.Fatalf("got %d bytes back, want %d identical", len(got), len(data))
 	}
 }
+
+// TestDropEvery: a link with DropEvery closes the connections it carries
+// at each tick, counts the drop, and carries new connections after it.
+func TestDropEvery(t *testing.T) {
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	go func() {
+		for {
+			c, err := target.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }() //nolint:errcheck // an echo until the drop
+		}
+	}()
+	lk, err := Listen(context.Background(), "127.0.0.1:0", target.Addr().String(), Config{DropEvery: 100 * time.Millisecond}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	for i := range 2 {
+		c, err := net.Dial("tcp", lk.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+			t.Fatalf("connection %d: echo %q, %v", i, buf, err)
+		}
+		if _, err := io.ReadAll(c); err != nil {
+			t.Fatalf("connection %d was not dropped: %v", i, err)
+		}
+		c.Close()
+	}
+	if n := lk.Drops(); n < 2 {
+		t.Errorf("%d drops counted, want at least 2", n)
+	}
+	if err := (Config{DropEvery: -1}).Validate(); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("a negative DropEvery: %v", err)
+	}
+}

@@ -36,6 +36,10 @@ type Link struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop and every session
 	nextID atomic.Uint64
+
+	mu    sync.Mutex            // guards conns
+	conns map[net.Conn]struct{} // both sides of every connection carried, for DropEvery
+	drops atomic.Int64
 }
 
 // dialTimeout bounds each dial to the target.
@@ -71,11 +75,57 @@ func Serve(ctx context.Context, ln net.Listener, dial DialFunc, cfg Config, log 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Link{ln: ln, dial: dial, cfg: cfg, log: log}
+	l := &Link{ln: ln, dial: dial, cfg: cfg, log: log, conns: map[net.Conn]struct{}{}}
 	l.ctx, l.cancel = context.WithCancel(ctx)
 	context.AfterFunc(l.ctx, func() { ln.Close() })
 	l.wg.Go(l.acceptLoop)
+	if cfg.DropEvery > 0 {
+		l.wg.Go(l.dropLoop)
+	}
 	return l, nil
+}
+
+// dropLoop closes every connection the link carries every DropEvery.
+func (l *Link) dropLoop() {
+	t := time.NewTicker(l.cfg.DropEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		n := len(l.conns)
+		if n > 0 {
+			l.drops.Add(1) // before the closes, which the link's clients see
+		}
+		for c := range l.conns {
+			c.Close()
+		}
+		l.mu.Unlock()
+		if n > 0 {
+			l.log.Debug().Int("conns", n).Msg("link dropped its connections (--drop-every)")
+		}
+	}
+}
+
+// Drops is how many times DropEvery closed the link's connections (ticks
+// with none open are not counted).
+func (l *Link) Drops() int64 { return l.drops.Load() }
+
+// track adds c to the connections DropEvery closes, or removes it.
+func (l *Link) track(c net.Conn, on bool) {
+	if l.cfg.DropEvery <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if on {
+		l.conns[c] = struct{}{}
+	} else {
+		delete(l.conns, c)
+	}
 }
 
 // Addr is the address the link accepts clients on.
@@ -133,7 +183,11 @@ func (l *Link) serveConn(c net.Conn, id uint64) {
 		return
 	}
 	log.Debug().Msg("link connection opened")
+	l.track(c, true)
+	l.track(t, true)
 	st, err := pipe(l.ctx, c, t, l.cfg, id)
+	l.track(c, false)
+	l.track(t, false)
 	ev := log.Debug()
 	if err != nil && l.ctx.Err() == nil {
 		ev = log.Info().Str(logErr, err.Error())

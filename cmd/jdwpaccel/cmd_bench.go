@@ -31,6 +31,8 @@ Examples:
   jdwpaccel bench --workloads Deep/idea-like --rtt 30ms --modes direct,speculate --diagnose
   # split mode (jdwpaccel far next to the VM, proxy --far across the link) on a 1 MB/s link
   jdwpaccel bench --workloads Deep/idea-like --rtt 0ms,30ms,100ms --modes direct,speculate,split --bandwidth 1000000
+  # split mode surviving a link that drops its connections every 2 s
+  jdwpaccel bench --workloads Deep/idea-like --rtt 30ms --modes direct,split --steps 20 --drop-every 2s
   # soak: step Deep/idea-like through the proxy for 10 minutes at 5 ms RTT,
   # sampling RSS, goroutines and cache bytes every 5 s
   jdwpaccel bench --soak 10m --out bench/out/soak
@@ -209,6 +211,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	minRTT := fs.Duration("speculate-min-rtt", 0, "the speculate mode sends speculative commands only when the measured round trip is at least this `duration`; 0 adapts (as the proxy's flag)")
 	bandwidth := new(int64)
 	bytesVar(fs, bandwidth, "bandwidth", 0, "limit the emulated link to this many `bytes` per second in each direction (units: KiB, MiB, kB, MB; 0: unlimited)")
+	dropEvery := fs.Duration("drop-every", 0, "a link fault for split-mode cells: the link closes its connections every `duration`, and their sessions resume across each drop (other modes' links carry the debugger's session itself: no drops there); 0: none")
 	writeBehind := fs.Bool("write-behind", true, "the speculate mode answers state-setting commands at once when proven (as the proxy's flag)")
 	diagnose := fs.Bool("diagnose", false, "tally the speculate mode's speculative commands (sent, used, wasted) by command and rule, and its misses by stop, into diag.txt in --out")
 	var lf logFlags
@@ -240,11 +243,11 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		})
 		return benchSoak(ctx, e, log, o)
 	}
-	if *bandwidth < 0 {
-		fmt.Fprintf(e.stderr, "jdwpaccel bench: bad --bandwidth %d\n", *bandwidth)
+	if *bandwidth < 0 || *dropEvery < 0 {
+		fmt.Fprintf(e.stderr, "jdwpaccel bench: bad --bandwidth %d or --drop-every %v\n", *bandwidth, *dropEvery)
 		return exitUsage
 	}
-	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Bandwidth: *bandwidth, Log: log, Progress: progressBar(e.stderr)}
+	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Bandwidth: *bandwidth, DropEvery: *dropEvery, Log: log, Progress: progressBar(e.stderr)}
 	if cfg.RTTs, err = parseRTTs(*rtts); err == nil {
 		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil && *breakpoints < 1 {
 			err = fmt.Errorf("bad --breakpoints %d", *breakpoints)
@@ -280,6 +283,9 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	rep, runErr := bench.Run(ctx, cfg)
 	if rep != nil {
 		rep.WriteTable(e.stdout)
+		if *dropEvery > 0 {
+			writeDrops(e.stdout, rep)
+		}
 		if err := writeReport(*out, rep); err != nil {
 			fmt.Fprintf(e.stderr, "jdwpaccel bench: %v\n", err)
 			return exitError
@@ -303,6 +309,25 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// writeDrops reports how split-mode cells fared with --drop-every: the
+// drops, whether every stop's digest still equals the direct run's, and
+// the time lost per drop (the steps' time beyond their median, over the
+// drops).
+func writeDrops(w io.Writer, rep *bench.Report) {
+	fmt.Fprintf(w, "\nlink drops (split mode):\n")
+	for _, c := range rep.Cells {
+		if c.LinkDrops == 0 {
+			continue
+		}
+		lost := 0.0
+		for _, ms := range c.StepMS {
+			lost += max(ms-c.MedianMS, 0)
+		}
+		fmt.Fprintf(w, "  %s %s %gms: %d steps, %d drops, digests equal: %v, about %.0f ms lost per drop\n",
+			c.Workload, c.Mode, c.RTTMS, c.Stops, c.LinkDrops, c.DigestsMatch, lost/float64(c.LinkDrops))
+	}
 }
 
 func writeReport(dir string, rep *bench.Report) error {

@@ -46,6 +46,7 @@ func (lf *linkFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&lf.cfg.Seed, "seed", 1, "seed of the jitter generator, for repeatable runs")
 	fs.IntVar(&lf.cfg.Buffer, "buffer", 0, "bytes in flight per direction before backpressure (0: 1 MiB)")
 	fs.BoolVar(&lf.cfg.NoSpin, "no-spin", false, "sleep on timers only: less CPU, up to ~1 ms later releases")
+	fs.DurationVar(&lf.cfg.DropEvery, "drop-every", 0, "a link fault: close every connection carried every `duration`, as a tunnel that restarts (0: never)")
 	lf.log.register(fs)
 }
 
@@ -114,7 +115,7 @@ func cmdLink(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	log.Info().Str(logkey.Listen, l.Addr().String()).Str("to", lf.to).
-		Dur("rtt", lf.cfg.RTT).Dur("jitter", lf.cfg.Jitter).Int64("bandwidth", lf.cfg.Bandwidth).
+		Dur("rtt", lf.cfg.RTT).Dur("jitter", lf.cfg.Jitter).Int64("bandwidth", lf.cfg.Bandwidth).Dur("drop_every", lf.cfg.DropEvery).
 		Msg("link listening")
 	<-ctx.Done()
 	start := time.Now()

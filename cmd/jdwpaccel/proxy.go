@@ -18,6 +18,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
+	"github.com/jdwpaccel/jdwpaccel/tunnel"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/jdwpaccel/jdwpaccel/web/convo"
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,6 +107,8 @@ Examples:
   # split mode: "jdwpaccel far --vm 127.0.0.1:5005" runs next to the VM (listening on
   # 127.0.0.1:8720); reach it through a tunnel (ssh -L 8720:127.0.0.1:8720 vmhost) and
   jdwpaccel proxy --far 127.0.0.1:8720
+  # or let the proxy run the tunnel, and restart it whenever it drops
+  jdwpaccel proxy --far 127.0.0.1:8720 --far-tunnel 'kubectl port-forward pod/app 8720:8720'
 `
 
 // stack is a relay configuration with every feature the flags ask for.
@@ -123,6 +126,7 @@ type stack struct {
 	vmSpec     string            // --vm
 	manager    *discover.Manager // with discovery, once runProxy made it; before serve
 	near       *split.NearConfig // with --far: how the near end reaches the far end
+	tunnel     *tunnel.Tunnel    // with --far-tunnel: the tunnel to the far end, run by runProxy
 	// observers makes the hooks of a session but its speculator's.
 	observers    func(*relay.Session) relay.Hooks
 	pushMetrics  *push.Metrics  // registered by pushConfig
@@ -204,6 +208,11 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		nc.Heartbeat = true        // nearChain beats
 		st.near = &nc
 		st.cfg.DialVM = split.Dialer(nc)
+		if pf.link.tunnel != "" {
+			if st.tunnel, st.cfg.DialVM, err = newTunnel(pf.link.tunnel, nc, log, st.reg); err != nil {
+				return nil, usageError{err}
+			}
+		}
 		st.cfg.NewHooks = nearChain(st.spec, st.pushConfig(), st.observers)
 		return st, nil
 	}
@@ -423,6 +432,7 @@ func (pf *proxyFlags) check(log zerolog.Logger) error {
 }
 
 func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger, e *env) int {
+	defer runTunnel(ctx, st, log)()
 	if st.near != nil && !probeFar(ctx, *st.near, log) {
 		return exitError
 	}

@@ -11,15 +11,18 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/audit"
 	"github.com/jdwpaccel/jdwpaccel/bench"
 	"github.com/jdwpaccel/jdwpaccel/discover"
 	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
+	"github.com/jdwpaccel/jdwpaccel/tunnel"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -86,6 +89,14 @@ type splitFlags struct {
 	tokenFile       string
 	tlsCert, tlsKey string
 	peerCert        string
+	resumeWithin    time.Duration // a session outlives its lost link this long; 0: not at all
+	usersFile       string        // far end: named users' tokens
+	auditFile       string        // far end: the audit log
+	tunnel          string        // near end: the tunnel command (--far-tunnel)
+}
+
+func (l *splitFlags) registerResume(fs *flag.FlagSet, with string) {
+	fs.DurationVar(&l.resumeWithin, "resume-within", split.DefaultResumeWithin, with+"a debugger session outlives a lost link for this `DURATION`: the far end keeps the VM connection, the near end the debugger's and dials again, and the session goes on where it stopped (0: a session ends with its link)")
 }
 
 func (l *splitFlags) registerNear(fs *flag.FlagSet) {
@@ -93,6 +104,8 @@ func (l *splitFlags) registerNear(fs *flag.FlagSet) {
 	fs.StringVar(&l.tokenFile, "token-file", "", "with --far: present the shared token in `FILE` (mode 0600) to the far end")
 	fs.StringVar(&l.tlsCert, "tls-cert", "", "with --far-cert: this end's TLS client certificate (PEM `FILE`), for a far end that pins it with --peer-cert")
 	fs.StringVar(&l.tlsKey, "tls-key", "", "with --tls-cert: its private key (PEM `FILE`, mode 0600)")
+	l.registerResume(fs, "with --far: ")
+	fs.StringVar(&l.tunnel, "far-tunnel", "", "with --far: run this `COMMAND` (kubectl port-forward, ssh -N -L) to open --far, and restart it when it exits or the far end stops answering through it; split into words like a shell would, but run without a shell (for one: sh -c '...')")
 }
 
 func (l *splitFlags) registerFar(fs *flag.FlagSet) {
@@ -100,6 +113,9 @@ func (l *splitFlags) registerFar(fs *flag.FlagSet) {
 	fs.StringVar(&l.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM `FILE`, mode 0600)")
 	fs.StringVar(&l.tokenFile, "token-file", "", "near ends must present the shared token in `FILE` (mode 0600, at least 16 bytes); the near end gets the same file")
 	fs.StringVar(&l.peerCert, "peer-cert", "", "near ends must present exactly this TLS client certificate (PEM `FILE`, the near end's --tls-cert)")
+	l.registerResume(fs, "")
+	fs.StringVar(&l.usersFile, "users-file", "", "near ends must present the token or TLS client certificate of one of the users in `FILE` (mode 0600; lines name:token, each token at least 16 bytes, or name:sha256:FINGERPRINT of the certificate, with TLS); each user's near end gets a token file with its own token, or its certificate. With --token-file, that token is an unnamed user's")
+	fs.StringVar(&l.auditFile, "audit", "", "append who attached when, from where, and their state-changing commands to `FILE` (JSON Lines, created 0600)")
 }
 
 // checkUnused refuses link flags without --far.
@@ -107,12 +123,18 @@ func (l *splitFlags) checkUnused(with string) error {
 	if l.tokenFile != "" || l.tlsCert != "" || l.tlsKey != "" || l.peerCert != "" {
 		return fmt.Errorf("--far-cert, --token-file, --tls-cert and --tls-key secure the link to a far end: they go with --far, not %s", with)
 	}
+	if l.tunnel != "" {
+		return fmt.Errorf("--far-tunnel opens the link to a far end: it goes with --far, not %s", with)
+	}
 	return nil
 }
 
 func (l *splitFlags) checkPair() error {
 	if (l.tlsCert == "") != (l.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if l.resumeWithin < 0 {
+		return fmt.Errorf("--resume-within %v: give 0 (a session ends with its link) or a positive duration", l.resumeWithin)
 	}
 	return nil
 }
@@ -129,6 +151,11 @@ func (l *splitFlags) checkNear(far string, log zerolog.Logger) error {
 	}
 	if l.tlsCert != "" && l.peerCert == "" {
 		return errors.New("--tls-cert needs --far-cert: a client certificate is sent over TLS only, and TLS needs the far end's certificate to pin")
+	}
+	if l.tunnel != "" {
+		if _, err := tunnel.Split(l.tunnel); err != nil {
+			return fmt.Errorf("--far-tunnel: %v", err)
+		}
 	}
 	if !isLoopback(far) && l.peerCert == "" {
 		log.Warn().Str(split.LogFar, far).Msg("the link to the far end is plain TCP over the network: anyone on the path can read it and take over the VM; use TLS (--far-cert) or a tunnel (ssh -L, kubectl port-forward)")
@@ -154,8 +181,8 @@ func (l *splitFlags) checkFar(listen string, allowRemote bool, log zerolog.Logge
 		return fmt.Errorf("--listen %q is not a loopback address: the far end gives whoever reaches it full control of the VM; keep it on loopback and reach it through a tunnel (ssh -L, kubectl port-forward), or pass --allow-remote with TLS (--tls-cert, --tls-key) and --token-file or --peer-cert", listen)
 	case l.tlsCert == "":
 		return fmt.Errorf("--listen %q is not a loopback address: it needs TLS (--tls-cert, --tls-key)", listen)
-	case l.tokenFile == "" && l.peerCert == "":
-		return fmt.Errorf("--listen %q is not a loopback address: it needs --token-file or --peer-cert, so that only your near end gets in", listen)
+	case l.tokenFile == "" && l.usersFile == "" && l.peerCert == "":
+		return fmt.Errorf("--listen %q is not a loopback address: it needs --token-file, --users-file or --peer-cert, so that only your near end gets in", listen)
 	}
 	log.Warn().Str("addr", listen).Msg("the far end listens on a non-loopback address: a near end with the token or certificate gets full control of the VM")
 	return nil
@@ -205,7 +232,7 @@ func (l *splitFlags) nearConfig(far string, log zerolog.Logger, reg prometheus.R
 	if err != nil {
 		return split.NearConfig{}, err
 	}
-	nc := split.NearConfig{Addr: far, Token: token, Software: software(),
+	nc := split.NearConfig{Addr: far, Token: token, Software: software(), ResumeWithin: l.resumeWithin,
 		Logger: log.With().Str(relay.LogComponent, "split").Logger(), Metrics: split.NewMetrics(reg)}
 	if pin != nil {
 		nc.TLS = split.ClientTLS(pin, cert)
@@ -239,6 +266,62 @@ func farPage(nc split.NearConfig) http.Handler {
 		},
 	}
 	return http.StripPrefix("/far", rp)
+}
+
+// tunnelWait bounds how long a debugger that attaches waits for the
+// tunnel (--far-tunnel) while it is down.
+const tunnelWait = 20 * time.Second
+
+// newTunnel is the near end's tunnel to the far end (--far-tunnel), whose
+// checks are probes of the far end through it (a far end that answers
+// to refuse counts as reached), and a dialer of the far end that waits
+// for the tunnel first.
+func newTunnel(line string, nc split.NearConfig, log zerolog.Logger, reg prometheus.Registerer) (*tunnel.Tunnel, relay.Dialer, error) {
+	argv, err := tunnel.Split(line)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--far-tunnel: %v", err)
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return nil, nil, fmt.Errorf("--far-tunnel: %v", err)
+	}
+	check := func(ctx context.Context) error {
+		_, err := split.Probe(ctx, nc)
+		var skew *split.SkewError
+		if errors.Is(err, split.ErrUnauthorized) || errors.As(err, &skew) {
+			return nil
+		}
+		return err
+	}
+	tun := tunnel.New(tunnel.Config{Argv: argv, Addr: nc.Addr, Check: check,
+		Logger: log.With().Str(relay.LogComponent, "tunnel").Logger(), Metrics: tunnel.NewMetrics(reg)})
+	dial := split.Dialer(nc)
+	return tun, func(ctx context.Context) (relay.VMConn, error) {
+		wctx, cancel := context.WithTimeout(ctx, tunnelWait)
+		err := tun.Wait(wctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return relay.VMConn{}, fmt.Errorf("the tunnel to the far end (--far-tunnel) is not up after %v; its log lines say why", tunnelWait)
+		}
+		return dial(ctx)
+	}, nil
+}
+
+// runTunnel runs st's tunnel, if any, until ctx is done, and waits up to
+// its ready timeout for it to come up, so that the start probe goes
+// through it. The returned function stops it and waits.
+func runTunnel(ctx context.Context, st *stack, log zerolog.Logger) (stop func()) {
+	if st.tunnel == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); st.tunnel.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, tunnel.DefaultReadyTimeout)
+	defer wcancel()
+	if err := st.tunnel.Wait(wctx); err != nil && ctx.Err() == nil {
+		log.Warn().Msg("the tunnel to the far end is not up yet; it is restarted until it is, and debuggers that attach wait for it")
+	}
+	return func() { cancel(); <-done }
 }
 
 // probeFar checks the link once at start, so that a wrong address, token
@@ -342,6 +425,10 @@ Examples:
   kubectl port-forward pod/app 8720:8720 &
   jdwpaccel proxy --far 127.0.0.1:8720
 
+  # shared by several people: a token each (lines name:token, mode 0600), named in
+  # the log, the journal and the audit log of attaches and state-changing commands
+  jdwpaccel far --vm 127.0.0.1:5005 --users-file users --audit audit.jsonl
+
   # straight over the network: TLS 1.3 and a token (both ends get the same files)
   head -c 32 /dev/urandom | base64 > token && chmod 600 token
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
@@ -357,7 +444,7 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 	pf.registerFar(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: jdwpaccel far --vm HOST:PORT [flags]\n\nRun split mode's far end next to the VM: near ends (jdwpaccel proxy --far) connect to --listen,\nand each of their debugger sessions gets its own connection to the VM at --vm, relayed with\nthe speculator at zero distance and the DDM monitor.\n\nFlags:\n")
-		printFlags(fs, "vm", "listen", "token-file", "tls-cert", "tls-key", "http-addr")
+		printFlags(fs, "vm", "listen", "token-file", "users-file", "audit", "tls-cert", "tls-key", "http-addr")
 		fmt.Fprint(fs.Output(), farExamples)
 	}
 	log, code, ok := parseStackFlags(fs, args, e, &pf, pf.checkFar)
@@ -373,14 +460,49 @@ func cmdFar(ctx context.Context, e *env, args []string) int {
 	if cert != nil {
 		tc = split.ServerTLS(*cert, pin)
 	}
+	fc := split.FarConfig{TLS: tc, Token: token}
+	if pf.link.usersFile != "" {
+		fc.Users = new(split.Users)
+		if err := split.ReadUsersFile(pf.link.usersFile, fc.Users); err != nil {
+			fmt.Fprintf(e.stderr, "jdwpaccel far: %v\n", err)
+			return exitUsage
+		}
+		if fc.Users.HasCerts() {
+			switch {
+			case tc == nil:
+				fmt.Fprintf(e.stderr, "jdwpaccel far: --users-file pins client certificates (sha256:…), which travel over TLS only: give --tls-cert and --tls-key\n")
+				return exitUsage
+			case pin != nil:
+				fmt.Fprintf(e.stderr, "jdwpaccel far: --peer-cert lets in one certificate only, which would shut out the certificates of --users-file: pin that one in --users-file too, and leave --peer-cert out\n")
+				return exitUsage
+			}
+			fc.Users.RequestCerts(tc)
+		}
+		if token != nil {
+			if _, dup := fc.Users.Lookup(token); dup {
+				fmt.Fprintf(e.stderr, "jdwpaccel far: the token of --token-file is also a user's in --users-file\n")
+				return exitUsage
+			}
+		}
+	}
+	var al *audit.Log
+	if pf.link.auditFile != "" {
+		if al, err = audit.Open(pf.link.auditFile, log.With().Str(relay.LogComponent, "audit").Logger()); err != nil {
+			fmt.Fprintf(e.stderr, "jdwpaccel far: %v\n", err)
+			return exitUsage
+		}
+		defer al.Close()
+		fc.Audit = al
+	}
 	return withStack(ctx, e, fs.Name(), &pf, log, func(ctx context.Context, st *stack) int {
 		st.role, st.farState = "far end", new(farState)
-		return runFar(ctx, &pf, st, split.FarConfig{TLS: tc, Token: token}, log)
+		return runFar(ctx, &pf, st, fc, al, log)
 	})
 }
 
 // runFar serves the far end with the link security in fc.
-func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, log zerolog.Logger) int {
+// al, when not nil, is the audit log, whose hooks join each session's.
+func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, al *audit.Log, log zerolog.Logger) int {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", pf.listen)
 	if err != nil {
@@ -398,11 +520,15 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	}
 	fc.Relay = st.cfg
 	fc.Hooks = farChain(st.spec, st.pushConfig(), st.observers)
+	if al != nil {
+		fc.Hooks = relay.ChainHooks(fc.Hooks, al.Hooks)
+	}
 	fc.Attach = st.spec != nil // push.FarHooks sends the attach bundle
 	fc.Software = software()
 	fc.Logger = log.With().Str(relay.LogComponent, "split").Logger()
 	fc.Metrics = split.NewMetrics(st.reg)
 	fc.PreambleTimeout = 10 * time.Second
+	fc.ResumeWithin = pf.link.resumeWithin
 	// The page travels over the link to near ends (behind the link's own
 	// checks), which show it under /far/.
 	page := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
@@ -410,7 +536,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	fc.Page = web.Guard(page, "127.0.0.1:0")
 	warnNoLocalVM(pf.vm, discover.LocalListener, log)
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(relay.LogVM, pf.vm).Bool("tls", fc.TLS != nil).
-		Bool("token", len(fc.Token) > 0).Bool("speculate", pf.speculate).
+		Bool("token", len(fc.Token) > 0).Int("users", fc.Users.Len()).Bool("audit", al != nil).Bool("speculate", pf.speculate).
 		Msg("far end listening; point the near end here (jdwpaccel proxy --far)")
 	if err := split.NewFar(fc).Serve(ctx, ln); err != nil {
 		log.Error().Err(err).Msg("far end stopped")

@@ -161,17 +161,18 @@ func (h *hop) drop() {
 	h.conns = nil
 }
 
-// TestSplitLinkDrop: the link dropping while the VM is stopped at a
-// breakpoint ends the session on both ends: the debugger's connection
-// closes, the far end logs the end and closes its VM connection, so the
-// VM resets (no thread stays suspended) and the next session works.
+// TestSplitLinkDrop: without resuming (--resume-within 0), the link
+// dropping while the VM is stopped at a breakpoint ends the session on
+// both ends: the debugger's connection closes, the far end logs the end
+// and closes its VM connection, so the VM resets (no thread stays
+// suspended) and the next session works.
 func TestSplitLinkDrop(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	port := freePort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
-	far := startFarEnd(t, vmAddr(port))
+	far := startFarEnd(t, vmAddr(port), "--resume-within", "0")
 	h := startHop(t, far.addr)
-	near := startNearEnd(t, h.ln.Addr().String())
+	near := startNearEnd(t, h.ln.Addr().String(), "--resume-within", "0")
 
 	d := attach(t, near.addr)
 	d.idSizes()
@@ -300,7 +301,7 @@ func TestSplitUsage(t *testing.T) {
 		{[]string{"far", "--vm", "scan:"}, "bad --vm"},
 		{[]string{"far", "--vm", "127.0.0.1:1", "--listen", "0.0.0.0:0"}, "pass --allow-remote with TLS"},
 		{[]string{"far", "--vm", "127.0.0.1:1", "--listen", "0.0.0.0:0", "--allow-remote"}, "it needs TLS"},
-		{[]string{"far", "--vm", "127.0.0.1:1", "--listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key}, "needs --token-file or --peer-cert"},
+		{[]string{"far", "--vm", "127.0.0.1:1", "--listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key}, "needs --token-file, --users-file or --peer-cert"},
 		{[]string{"far", "--vm", "127.0.0.1:1", "--tls-cert", cert}, "go together"},
 		{[]string{"far", "--vm", "127.0.0.1:1", "--token-file", open}, "chmod 600"},
 		{[]string{"proxy", "--vm", "127.0.0.1:1", "--far", "127.0.0.1:2"}, "not both"},

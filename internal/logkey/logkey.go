@@ -28,4 +28,5 @@ const (
 	Serial       = "serial"     // an adb device's serial
 	Device       = "device"     // an adb device's serial, on the adb front and the fake device
 	Suppressed   = "suppressed" // like lines held back since the last one (rate-limited logs)
+	User         = "user"       // on split mode's far end, the user whose credentials the near end presented
 )

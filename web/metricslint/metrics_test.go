@@ -19,6 +19,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
+	"github.com/jdwpaccel/jdwpaccel/tunnel"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -35,6 +36,7 @@ func allMetrics(t *testing.T) *prometheus.Registry {
 	speculator.NewMetrics(reg)
 	split.NewMetrics(reg)
 	push.NewMetrics(reg)
+	tunnel.NewMetrics(reg)
 	j, err := journaltest.New(t, io.Discard, journal.Options{Registerer: reg, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

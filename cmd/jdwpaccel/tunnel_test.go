@@ -1,0 +1,136 @@
+package main
+
+// split mode through a tunnel the near end runs (--far-tunnel), with a
+// real OpenJDK VM.
+
+import (
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// buildFwd builds the test tunnel (tunnel/testdata/fwd: forwards a port,
+// exits after -die) into a temporary directory.
+func buildFwd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fwd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../tunnel/testdata/fwd").CombinedOutput(); err != nil {
+		t.Fatalf("go build fwd: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// step steps thread over one line (or out of its method, with
+// jdwp.StepOut) and returns where it stopped.
+func (d *debugger) step(thread uint64, depth jdwp.StepDepth) jdwp.Location {
+	d.t.Helper()
+	w := d.writer()
+	w.Uint8(uint8(jdwp.EventSingleStep))
+	w.Uint8(uint8(jdwp.SuspendAll))
+	w.Int32(1)
+	w.Modifier(jdwp.Modifier{Kind: jdwp.ModStep, Thread: thread, StepSize: jdwp.StepLine, StepDepth: depth})
+	req := jdwp.NewBodyReader(d.call(jdwp.CmdEventRequestSet, w.Buf), d.sizes).Int32()
+	d.call(jdwp.CmdVirtualMachineResume, nil)
+	ev := d.event(jdwp.EventSingleStep)
+	w = d.writer()
+	w.Uint8(uint8(jdwp.EventSingleStep))
+	w.Int32(req)
+	d.call(jdwp.CmdEventRequestClear, w.Buf)
+	return ev.Location
+}
+
+// topMethod is the method of thread's top frame.
+func (d *debugger) topMethod(thread uint64) uint64 {
+	d.t.Helper()
+	w := d.writer()
+	w.ObjectID(thread)
+	w.Int32(0)
+	w.Int32(1)
+	fr := jdwp.NewBodyReader(d.call(jdwp.CmdThreadReferenceFrames, w.Buf), d.sizes)
+	if fr.Int32() != 1 {
+		d.t.Fatal("no top frame")
+	}
+	fr.FrameID()
+	fr.Uint8()           // type tag
+	fr.ReferenceTypeID() // class
+	return fr.MethodID()
+}
+
+// mainThread suspends the VM and returns its thread named main.
+func (d *debugger) mainThread() uint64 {
+	d.t.Helper()
+	d.call(jdwp.CmdVirtualMachineSuspend, nil)
+	tr := jdwp.NewBodyReader(d.call(jdwp.CmdVirtualMachineAllThreads, nil), d.sizes)
+	for n := tr.Int32(); n > 0 && tr.Err() == nil; n-- {
+		th := tr.ObjectID()
+		w := d.writer()
+		w.ObjectID(th)
+		if jdwp.NewBodyReader(d.call(jdwp.CmdThreadReferenceName, w.Buf), d.sizes).String() == "main" {
+			return th
+		}
+	}
+	d.t.Fatal("no thread named main")
+	return 0
+}
+
+// TestSplitFarTunnel: the near end runs the tunnel to the far end
+// (--far-tunnel) with a tunnel command that dies every 3 s; the near end
+// restarts it each time, and a debugger that attaches after each restart
+// steps the VM through split mode, in the same loop of main as before.
+func TestSplitFarTunnel(t *testing.T) {
+	b := jdwptest.JavaBuild(t)
+	fwd := buildFwd(t)
+	port := freePort(t)
+	startJVMAt(t, b, port, javavm.Shallow)
+	far := startFarEnd(t, vmAddr(port))
+	// The tunnel command binds its own port at each start, as kubectl
+	// port-forward does: the test cannot hand it a listener.
+	tunnelAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	near := startNearEnd(t, tunnelAddr, "--far-tunnel", "'"+fwd+"' -listen "+tunnelAddr+" -to "+far.addr+" -die 3s")
+
+	up := func(start int) func(rec map[string]any) bool {
+		return func(rec map[string]any) bool {
+			return rec["message"] == "tunnel up: the far end answers through it" && rec["start"] == float64(start)
+		}
+	}
+	var method uint64
+	for start := 1; start <= 3; start++ {
+		near.logs.wait(t, "of tunnel start "+strconv.Itoa(start)+" up", 20*time.Second, up(start))
+		d := attach(t, near.addr)
+		d.idSizes()
+		var thread uint64
+		if start == 1 {
+			bp := d.breakAtMain(javavm.Shallow)
+			thread, method = bp.Thread, bp.Location.Method
+		} else {
+			// Suspended anywhere: in main, or in what it calls.
+			thread = d.mainThread()
+			for n := 0; d.topMethod(thread) != method; n++ {
+				if n == 10 {
+					t.Fatalf("tunnel start %d: not back in main after 10 steps out", start)
+				}
+				d.step(thread, jdwp.StepOut)
+			}
+		}
+		for i := range 3 {
+			if loc := d.step(thread, jdwp.StepOver); loc.Method != method {
+				t.Errorf("tunnel start %d, step %d: stopped in method %#x, not main (%#x)", start, i+1, loc.Method, method)
+			}
+		}
+		d.conn.Close()
+		// The session ends with the tunnel at the latest; the VM resumes.
+		near.logs.wait(t, "of the session's end", 20*time.Second, func(rec map[string]any) bool {
+			return rec["session"] == float64(start) && rec["closed_by"] != nil
+		})
+	}
+	if near.logs.find(func(rec map[string]any) bool { return rec["message"] == "the tunnel command exited" }) == nil {
+		t.Errorf("the tunnel never exited: the test did not test restarts; near end log:\n%s", near.logs)
+	}
+}

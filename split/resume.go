@@ -1,0 +1,658 @@
+package split
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// A resumable session's stream outlives its link. Both ends keep the bytes
+// they sent until the other acknowledges them, so when the link drops or
+// stalls the far end keeps its VM connection and the near end keeps the
+// debugger's, the near end dials again and proves with the session's
+// secret that it is the one that opened it, each end tells the other how
+// much it received, and each resends the rest. The relay sessions on
+// either end read and write a stream as their connection and see only a
+// pause. The wire format is in PROTOCOL.md.
+
+// DefaultResumeWithin is how long a session waits for its lost link to
+// come back before it ends.
+const DefaultResumeWithin = 2 * time.Minute
+
+// DefaultResumeBuffer bounds the bytes a stream keeps unacknowledged: what
+// an end sends while its link is down (the VM's events on the far end, the
+// debugger's commands on the near end) waits in it, and a session whose
+// end sends more than this before the link comes back ends.
+const DefaultResumeBuffer = 16 << 20
+
+// Stream tuning.
+const (
+	// ackEvery: a receiver that sends nothing acknowledges every this many
+	// bytes (frames carrying data acknowledge as they go), which bounds
+	// what a sender keeps while its link is up.
+	ackEvery = 32 << 10
+	// inBuffer: a link's reader stops reading while this many received
+	// bytes wait for the session, so the link's own flow control holds
+	// the sender.
+	inBuffer = 256 << 10
+	// writeBatch: a link's writer writes up to this many bytes of frames
+	// at once.
+	writeBatch = 256 << 10
+	// closeLinger bounds how long Close waits for the end of the stream to
+	// go out on a live link.
+	closeLinger = time.Second
+	// Redial backoff of the near end.
+	redialFirst = 50 * time.Millisecond
+	redialMax   = time.Second
+)
+
+// Log field names of the resumable stream.
+const (
+	LogLinkSession = "link_session" // a resumable session's ID
+	LogDown        = "down"         // how long a link was down
+	LogResent      = "resent_bytes" // bytes sent again after a resume
+)
+
+// ErrResumeExpired is wrapped by the error of a session whose link did not
+// come back within its grace period.
+var ErrResumeExpired = errors.New("split: the link did not come back in time")
+
+// ErrResumeBuffer is wrapped by the error of a session that had more to
+// send while its link was down than its buffer holds.
+var ErrResumeBuffer = errors.New("split: too much to hold while the link is down")
+
+// ErrSessionGone is wrapped by the error of a reconnect the far end
+// answered with StatusGone.
+var ErrSessionGone = errors.New("split: the far end does not hold the session")
+
+// errStale is wrapped by a refused takeover's error.
+var errStale = errors.New("stale sequence number")
+
+// streamConfig configures one end's stream.
+type streamConfig struct {
+	end         End
+	within      time.Duration // grace period; > 0
+	buffer      int           // bound of unacknowledged bytes; > 0
+	linkTimeout time.Duration // each link's silence timeout (liveConn); 0 for none
+	log         zerolog.Logger
+	// redial, on the near end, opens a link that takes the session up
+	// again (a FlagReconnect hello carrying r) and returns it with the far
+	// end's Received; errors wrapping ErrSessionGone, ErrUnauthorized,
+	// ErrRefused or a *SkewError are final. Nil on the far end, which
+	// waits for the near end.
+	redial func(ctx context.Context, r Resume) (net.Conn, *bufio.Reader, uint64, error)
+}
+
+// fifo is a byte queue: data is buf[off:].
+type fifo struct {
+	buf []byte
+	off int
+}
+
+func (q *fifo) bytes() []byte { return q.buf[q.off:] }
+func (q *fifo) len() int      { return len(q.buf) - q.off }
+
+func (q *fifo) push(p []byte) {
+	if q.off > 0 && q.off >= len(q.buf)/2 {
+		n := copy(q.buf, q.buf[q.off:])
+		q.buf, q.off = q.buf[:n], 0
+	}
+	q.buf = append(q.buf, p...)
+}
+
+func (q *fifo) drop(n int) {
+	q.off += n
+	if q.off == len(q.buf) {
+		q.buf, q.off = q.buf[:0], 0
+	}
+}
+
+// stream is one end of a resumable session: a net.Conn for the relay
+// session, over a succession of links.
+type stream struct {
+	cfg           streamConfig
+	id            SessionID
+	secret        [32]byte
+	local, remote net.Addr // the first link's
+
+	mu sync.Mutex // guards everything below
+	// changed is closed and replaced at every change of state: waiters
+	// (Read, Write, Close, the links' goroutines) wait on it.
+	changed chan struct{}
+
+	out     fifo   // sent bytes the other end has not acknowledged, and bytes not sent yet
+	outBase uint64 // sequence number of out's first byte: what the other end acknowledged
+	finOut  bool   // CloseWrite or Close: the end of the stream follows out
+
+	in      fifo   // received bytes the session has not read
+	recv    uint64 // bytes received
+	finIn   bool   // the other end's end of stream arrived
+	ackSent uint64 // recv as last told to the other end
+
+	link   *leg   // the live link, nil while down
+	gen    uint64 // counts links; a loss's grace timer holds its gen
+	downAt time.Time
+	grace  *time.Timer // running while down
+	err    error       // the session's end: reads (once in is read) and writes fail with it
+	closed bool        // Close was called: Read and Write fail
+	// farewell: the near end's session ended while its link was down; the
+	// stream goes on dialling, within the grace, only to tell the far end
+	// (which holds the VM until it hears it, or the grace passes).
+	farewell bool
+	rdl      time.Time // read deadline
+	wdl      time.Time // write deadline
+}
+
+// leg is one connection of a stream; its reader and writer goroutines
+// own conn's two directions.
+type leg struct {
+	conn    net.Conn
+	br      *bufio.Reader
+	sent    uint64 // sequence number of the next byte to send on it; guarded by stream.mu
+	finSent bool   // the end of stream was queued on it; guarded by stream.mu
+	finDone bool   // and written; guarded by stream.mu
+	rawIn   int    // bytes to read unframed before the first frame (the far end's first link: the JDWP handshake)
+}
+
+func newStream(cfg streamConfig, id SessionID, secret [32]byte, c net.Conn) *stream {
+	return &stream{cfg: cfg, id: id, secret: secret, local: c.LocalAddr(), remote: c.RemoteAddr(), changed: make(chan struct{})}
+}
+
+// over reports whether the stream has nothing more to do on any link; s.mu
+// is held.
+func (s *stream) over() bool { return s.err != nil || (s.closed && !s.farewell) }
+
+// broadcast wakes every waiter; s.mu is held.
+func (s *stream) broadcast() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// wait releases s.mu until the next change or dl (none when zero) and
+// takes it again; it reports false once dl passed.
+func (s *stream) wait(dl time.Time) bool {
+	ch := s.changed
+	var tc <-chan time.Time
+	if !dl.IsZero() {
+		d := time.Until(dl)
+		if d <= 0 {
+			return false
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		tc = t.C
+	}
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	select {
+	case <-ch:
+		return true
+	case <-tc:
+		return false
+	}
+}
+
+// start makes l the stream's live link and starts its goroutines. The
+// other end has received everything before sent.
+func (s *stream) start(l *leg) {
+	s.mu.Lock()
+	s.startLocked(l)
+	s.mu.Unlock()
+}
+
+func (s *stream) startLocked(l *leg) {
+	if s.link != nil {
+		s.link.conn.Close() // a stale link the far end had not noticed yet
+	}
+	s.link = l
+	s.gen++
+	s.ackSent = s.recv
+	if s.grace != nil {
+		s.grace.Stop()
+		s.grace = nil
+	}
+	s.broadcast()
+	go s.readLoop(l)
+	go s.writeLoop(l)
+}
+
+// ack drops what the other end acknowledged; s.mu is held.
+func (s *stream) ack(n uint64) error {
+	if n < s.outBase {
+		return nil // an older acknowledgement, overtaken
+	}
+	if n > s.outBase+uint64(s.out.len()) {
+		return fmt.Errorf("%w: the other end acknowledged byte %d, and only %d were sent", ErrBadFrame, n, s.outBase+uint64(s.out.len()))
+	}
+	s.out.drop(int(n - s.outBase))
+	s.outBase = n
+	s.broadcast()
+	return nil
+}
+
+// take applies one received frame; s.mu is held.
+func (s *stream) take(f frame) error {
+	if err := s.ack(f.ack); err != nil {
+		return err
+	}
+	switch f.kind {
+	case frameData:
+		if s.finIn {
+			return fmt.Errorf("%w: data after the end of stream", ErrBadFrame)
+		}
+		if f.seq > s.recv {
+			return fmt.Errorf("%w: bytes from %d when %d were received", ErrBadFrame, f.seq, s.recv)
+		}
+		if skip := s.recv - f.seq; skip < uint64(len(f.payload)) {
+			p := f.payload[skip:]
+			s.in.push(p)
+			s.recv += uint64(len(p))
+			s.broadcast()
+		}
+	case frameFin:
+		if f.seq != s.recv {
+			return fmt.Errorf("%w: end of stream at %d when %d were received", ErrBadFrame, f.seq, s.recv)
+		}
+		s.finIn = true
+		s.broadcast()
+	}
+	return nil
+}
+
+// readLoop reads l's frames until it fails or is replaced.
+func (s *stream) readLoop(l *leg) {
+	var buf []byte // owned by readLoop
+	if l.rawIn > 0 {
+		raw := make([]byte, l.rawIn)
+		_, err := io.ReadFull(l.br, raw)
+		s.mu.Lock()
+		if s.link == l && err == nil {
+			s.in.push(raw)
+			s.broadcast()
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.lost(l, unexpected(err))
+			return
+		}
+	}
+	for {
+		f, b, err := readFrame(l.br, buf)
+		buf = b
+		s.mu.Lock()
+		if s.link != l {
+			s.mu.Unlock()
+			return
+		}
+		if err != nil {
+			s.mu.Unlock()
+			if errors.Is(err, ErrBadFrame) {
+				s.fail(err, "the other end sent a malformed frame; ending the session")
+			} else {
+				s.lost(l, err)
+			}
+			return
+		}
+		if err := s.take(f); err != nil {
+			s.mu.Unlock()
+			s.fail(err, "the other end broke the stream's sequence; ending the session")
+			return
+		}
+		for s.in.len() > inBuffer && s.link == l && !s.closed {
+			s.wait(time.Time{})
+		}
+		s.mu.Unlock()
+	}
+}
+
+// writeLoop writes l's frames: the bytes not sent on it, acknowledgements,
+// the end of stream, until it fails or is replaced.
+func (s *stream) writeLoop(l *leg) {
+	buf := make([]byte, 0, writeBatch+frameHeader) // owned by writeLoop
+	s.mu.Lock()
+	for {
+		if s.link != l {
+			s.mu.Unlock()
+			return
+		}
+		buf = buf[:0]
+		end := s.outBase + uint64(s.out.len())
+		for l.sent < end && len(buf) < writeBatch {
+			p := s.out.bytes()[l.sent-s.outBase:]
+			p = p[:min(len(p), maxFramePayload)]
+			buf = appendFrame(buf, frameData, l.sent, s.recv, p)
+			l.sent += uint64(len(p))
+		}
+		switch {
+		case len(buf) > 0:
+		case s.finOut && !l.finSent:
+			buf = appendFrame(buf, frameFin, l.sent, s.recv, nil)
+			l.finSent = true
+		case s.recv-s.ackSent >= ackEvery:
+			buf = appendFrame(buf, frameAck, l.sent, s.recv, nil)
+		default:
+			s.wait(time.Time{})
+			continue
+		}
+		s.ackSent = s.recv
+		s.mu.Unlock()
+		_, err := l.conn.Write(buf)
+		if err != nil {
+			s.lost(l, err)
+			return
+		}
+		s.mu.Lock()
+		l.finDone = l.finSent
+		if s.farewell && l.finDone {
+			// Told: the reader takes what the far end still sends until
+			// it closes, then the stream is over.
+			if cw, ok := l.conn.(interface{ CloseWrite() error }); ok {
+				cw.CloseWrite() //nolint:errcheck // the read deadline ends it anyway
+			}
+			l.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		}
+		s.broadcast() // Close waits for the end of stream to be written
+	}
+}
+
+// lost handles the failure of link l: the session waits for a new one.
+func (s *stream) lost(l *leg, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.link != l {
+		return
+	}
+	l.conn.Close()
+	s.link = nil
+	s.broadcast()
+	switch {
+	case s.over():
+		return
+	case s.finIn || s.finOut:
+		// The session is ending: nothing to take up again.
+		s.err = fmt.Errorf("split: the link closed as the session ended: %w", err)
+		return
+	}
+	s.downAt = time.Now()
+	gen := s.gen
+	s.cfg.log.Warn().Err(err).Dur("within", s.cfg.within).
+		Msg("the link to the other end was lost; the session waits for it to come back (the debugger and the VM stay connected)")
+	s.grace = time.AfterFunc(s.cfg.within, func() { s.expire(gen) })
+	if s.cfg.redial != nil {
+		go s.redialLoop(gen)
+	}
+}
+
+// expire ends a session whose link, lost at gen, did not come back.
+func (s *stream) expire(gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen || s.link != nil {
+		return // the link came back meanwhile
+	}
+	s.failLocked(fmt.Errorf("%w: no link for %v (--resume-within)", ErrResumeExpired, s.cfg.within),
+		"the link did not come back within the grace period; ending the session (the VM resets as after a detach)")
+}
+
+// fail ends the session with err, logged with msg.
+func (s *stream) fail(err error, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failLocked(err, msg)
+}
+
+// failLocked is fail with s.mu held.
+func (s *stream) failLocked(err error, msg string) {
+	if s.over() {
+		return
+	}
+	if !s.closed {
+		s.cfg.log.Warn().Err(err).Msg(msg)
+	}
+	s.err = err
+	if s.link != nil {
+		s.link.conn.Close()
+		s.link = nil
+	}
+	if s.grace != nil {
+		s.grace.Stop()
+		s.grace = nil
+	}
+	s.broadcast()
+}
+
+// redialLoop dials the far end again, with backoff, until a link takes
+// the session up, the far end refuses it, or the session ends.
+func (s *stream) redialLoop(gen uint64) {
+	wait := redialFirst
+	for attempt := 1; ; attempt++ {
+		s.mu.Lock()
+		if s.gen != gen || s.link != nil || s.over() {
+			s.mu.Unlock()
+			return
+		}
+		r := Resume{Session: s.id, Secret: s.secret, Received: s.recv}
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout())
+		c, br, peer, err := s.cfg.redial(ctx, r)
+		cancel()
+		if err == nil {
+			if err := s.resumed(gen, &leg{conn: c, br: br, sent: peer}, attempt); err != nil {
+				c.Close()
+				s.fail(err, "the far end's sequence number does not match what this end sent; ending the session")
+			}
+			return
+		}
+		var skew *SkewError
+		if errors.Is(err, ErrSessionGone) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRefused) || errors.As(err, &skew) {
+			s.fail(err, "the far end refused to take the session up again (it restarted, or ended the session); ending the session")
+			return
+		}
+		s.cfg.log.Debug().Err(err).Int("attempt", attempt).Msg("the far end cannot be reached yet")
+		t := time.NewTimer(wait)
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-t.C:
+		case <-ch: // the session may have ended
+			t.Stop()
+		}
+		wait = min(2*wait, redialMax)
+	}
+}
+
+func (s *stream) dialTimeout() time.Duration {
+	if s.cfg.linkTimeout > 0 {
+		return min(s.cfg.linkTimeout, DefaultPreambleTimeout)
+	}
+	return DefaultPreambleTimeout
+}
+
+// resumed starts l on the near end once the far end took the session up
+// again (l.sent is the far end's Received).
+func (s *stream) resumed(gen uint64, l *leg, attempts int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen || s.link != nil || s.over() {
+		return s.err
+	}
+	if err := s.ack(l.sent); err != nil || l.sent < s.outBase {
+		return fmt.Errorf("%w: the far end received %d bytes, and this end sent %d from %d on", errStale, l.sent, s.out.len(), s.outBase)
+	}
+	s.cfg.log.Info().Dur(LogDown, time.Since(s.downAt)).Int(relay.LogAttempts, attempts).Int(LogResent, s.out.len()).Msg("the link came back; the session goes on")
+	s.startLocked(l)
+	return nil
+}
+
+// takeOver checks a reconnect on the far end (the secret, the near end's
+// Received) and makes l the session's link, without starting it (the
+// caller writes its Reply first). It returns this end's Received.
+func (s *stream) takeOver(l *leg, r Resume) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if subtle.ConstantTimeCompare(r.Secret[:], s.secret[:]) != 1 {
+		return 0, errors.New("wrong session secret")
+	}
+	if s.err != nil || s.closed {
+		return 0, ErrSessionGone
+	}
+	if end := s.outBase + uint64(s.out.len()); r.Received < s.outBase || r.Received > end {
+		return 0, fmt.Errorf("%w: the near end says it received %d bytes; it acknowledged %d, and %d were sent", errStale, r.Received, s.outBase, end)
+	}
+	s.ack(r.Received) //nolint:errcheck // checked above
+	l.sent = r.Received
+	if s.link != nil {
+		s.link.conn.Close()
+	} else {
+		s.cfg.log.Info().Dur(LogDown, time.Since(s.downAt)).Int(LogResent, s.out.len()).Msg("the near end took the session up again")
+	}
+	// Held until start: the link's goroutines run once the Reply is out.
+	s.link = nil
+	if s.grace != nil {
+		s.grace.Stop()
+		s.grace = nil
+	}
+	s.gen++
+	return s.recv, nil
+}
+
+// Read reads the session's bytes; it waits while the link is down.
+func (s *stream) Read(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		switch {
+		case s.closed:
+			return 0, net.ErrClosed
+		case s.in.len() > 0:
+			n := copy(b, s.in.bytes())
+			s.in.drop(n)
+			s.broadcast()
+			return n, nil
+		case s.finIn:
+			return 0, io.EOF
+		case s.err != nil:
+			return 0, s.err
+		}
+		if !s.wait(s.rdl) {
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+// Write queues b for the other end; it waits while the buffer is full and
+// the link is up, and fails once it is full and the link is down.
+func (s *stream) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for len(b) > 0 {
+		switch {
+		case s.closed:
+			return n, net.ErrClosed
+		case s.err != nil:
+			return n, s.err
+		case s.finOut:
+			return n, errors.New("split: write after CloseWrite")
+		}
+		room := s.cfg.buffer - s.out.len()
+		if room <= 0 {
+			if s.link == nil {
+				s.failLocked(fmt.Errorf("%w: more than %d bytes to send", ErrResumeBuffer, s.cfg.buffer),
+					"the session had more to send while the link was down than this end keeps; ending the session")
+				continue
+			}
+			if !s.wait(s.wdl) {
+				return n, os.ErrDeadlineExceeded
+			}
+			continue
+		}
+		k := min(room, len(b))
+		s.out.push(b[:k])
+		b, n = b[k:], n+k
+		s.broadcast()
+	}
+	return n, nil
+}
+
+// CloseWrite ends the stream after the bytes written so far.
+func (s *stream) CloseWrite() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finOut = true
+	s.broadcast()
+	return nil
+}
+
+// Close ends the session: on a live link the end of stream goes out
+// first (for up to closeLinger), so the other end's session ends as after
+// a close rather than waiting for the link to come back.
+func (s *stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.finOut = true
+	s.broadcast()
+	if s.link == nil && s.cfg.redial != nil && !s.over() && !s.finIn {
+		s.closed, s.farewell = true, true
+		s.cfg.log.Info().Msg("the session ended while the link was down; telling the far end once the link is back, so it detaches from the VM before its grace passes")
+		return nil
+	}
+	dl := time.Now().Add(closeLinger)
+	for s.link != nil && s.err == nil && !s.link.finDone {
+		if !s.wait(dl) {
+			break
+		}
+	}
+	s.closed = true
+	if s.link != nil {
+		s.link.conn.Close()
+		s.link = nil
+	}
+	if s.grace != nil {
+		s.grace.Stop()
+		s.grace = nil
+	}
+	s.broadcast()
+	return nil
+}
+
+func (s *stream) LocalAddr() net.Addr  { return s.local }
+func (s *stream) RemoteAddr() net.Addr { return s.remote }
+
+func (s *stream) SetDeadline(t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rdl, s.wdl = t, t
+	s.broadcast()
+	return nil
+}
+
+func (s *stream) SetReadDeadline(t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rdl = t
+	s.broadcast()
+	return nil
+}
+
+func (s *stream) SetWriteDeadline(t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wdl = t
+	s.broadcast()
+	return nil
+}
