@@ -33,6 +33,11 @@
 //     them. With the attach bundle agreed (the session's VMInfo), the
 //     debugger's first command waits for it (Config.AttachWait at most).
 //
+// Each end is its speculator session's tap (speculator.Tap): the session
+// tells it where its stops stand (stop n began, ended, its speculation
+// idle) and, at the far end, each speculative reply stored; push never
+// calls the session back for its state.
+//
 // On a link faster than speculator.LowRTT pushing does not pay: the near
 // end times the far end's answers to its usage reports and sends the
 // link's round trip in the next one; below LowRTT the far end goes quiet

@@ -65,6 +65,10 @@ type far struct {
 	usage parser
 	ans   []byte
 
+	// told is where the speculator's stops stand (Event, Ended); guarded
+	// by mu.
+	told speculator.StopInfo
+
 	mu        sync.Mutex // guards every field below
 	stop      uint64     // serial of the stop being gathered (0: none yet)
 	sent      int        // bundle bytes sent for stop
@@ -106,10 +110,7 @@ func (o *farFence) SessionStart(rs *relay.Session) {
 	f.startTimer(max(f.cfg.MaxHold, f.cfg.AttachWait/2))
 	f.mu.Unlock()
 	rs.Do(func(out *relay.Outbox) { //nolint:errcheck // a session that ended sends nothing
-		f.spec.Prefetch(rs, out)
-		if f.spec.Idle() {
-			f.Idle(out, 0) // nothing was sent: the bundle goes out empty
-		}
+		f.spec.Prefetch(out) // if nothing was sent, Idle: the bundle goes out empty
 	})
 }
 
@@ -166,9 +167,8 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 	f.linkRTT(min(time.Duration(h.RTT), maxReportedRTT) * time.Microsecond)
 	sizes, _ := rs.IDSizes()
 	f.mu.Lock()
-	quiet := f.quiet
+	quiet, serial, active := f.quiet, f.told.Serial, f.told.Active
 	f.mu.Unlock()
-	serial, active := f.spec.Stop()
 	switch {
 	case quiet && (serial == 0 || active):
 		// No bundle named the stop to the near end, which reports
@@ -238,12 +238,6 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 		}
 		return relay.Forward
 	}
-	var serial uint64
-	var active, idle bool
-	if fr.Kind == relay.KindEvent {
-		serial, active = f.spec.Stop()
-		idle = f.spec.Idle()
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// VM_DEATH is not held: the VM's connection ends right after it (what
@@ -256,6 +250,8 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	// Records gathered before this packet go before it: the near end
 	// applies the packet's effect (an event's invalidation) after them.
 	f.flush(fr.Out())
+	// Where the speculator's stops stand after the event (Event).
+	serial, active, idle := f.told.Serial, f.told.Active, f.told.Idle
 	if fr.Kind != relay.KindEvent || !active || serial == f.stop || f.closed || f.quiet {
 		return relay.Forward
 	}
@@ -287,6 +283,21 @@ func (f *far) expire(out *relay.Outbox, seq uint64) {
 		f.cfg.Counters.expiry.Add(1)
 		f.flush(out)
 	}
+}
+
+// Event notes where the speculator's stops stand after a VM event
+// (speculator.Tap): FromVM holds the event of a stop that began.
+func (f *far) Event(_ *relay.Outbox, st speculator.StopInfo) {
+	f.mu.Lock()
+	f.told = st
+	f.mu.Unlock()
+}
+
+// Ended notes that the speculator's stop ended (speculator.Tap).
+func (f *far) Ended(*relay.Outbox, uint64) {
+	f.mu.Lock()
+	f.told.Active = false
+	f.mu.Unlock()
 }
 
 // Stored gathers a speculative reply of the current stop (speculator.Tap).
