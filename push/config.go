@@ -18,7 +18,7 @@
 //     Replies stored later during the same stop follow in further bundles.
 //     A stop is a suspending event at a location or a suspending
 //     CLASS_PREPARE (the prepare rule's class reads). When the split
-//     preamble agreed on it (split.Agreed, the session's DebuggerInfo),
+//     preamble agreed on it (the session's DebuggerInfo().AttachBundle),
 //     the session starts with the attach bundle: the attach's prefetch,
 //     sent as the session starts, its replies pushed before any VM packet.
 //   - NearHooks, on the near end's relay session (its "VM" is the far

@@ -24,7 +24,7 @@ func FarHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		f := &far{cfg: cfg, rs: rs, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger(),
-			attaching: attachAgreed(rs.DebuggerInfo())}
+			attaching: rs.DebuggerInfo().AttachBundle}
 		f.spec = sp.NewTapped(rs, speculator.ModeAlways, f)
 		f.ic = f.spec.Interceptor()
 		f.usage.c = &f.dec
@@ -88,15 +88,8 @@ type far struct {
 	closed    bool
 	quiet     bool // the link is too fast for pushing to pay (linkRTT)
 	// attaching: the attach bundle (stop 0) is being gathered, to be sent
-	// as the session's first packet, even empty (attachAgreed).
+	// as the session's first packet, even empty (relay.LinkInfo).
 	attaching bool
-}
-
-// attachAgreed says whether the preamble agreed on an attach bundle
-// (split.Agreed, as relay.Session.DebuggerInfo or VMInfo).
-func attachAgreed(info any) bool {
-	a, ok := info.(interface{ AttachBundle() bool })
-	return ok && a.AttachBundle()
 }
 
 // SessionStart starts the attach bundle, if agreed: VM packets are held
@@ -171,7 +164,7 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 		f.protocolError(rs, fr.Cmd, err)
 		return
 	}
-	f.linkRTT(time.Duration(min(h.Fence, maxReportedRTT)) * time.Microsecond)
+	f.linkRTT(min(time.Duration(h.RTT), maxReportedRTT) * time.Microsecond)
 	sizes, _ := rs.IDSizes()
 	f.mu.Lock()
 	quiet, serial, active := f.quiet, f.told.Serial, f.told.Active
@@ -189,7 +182,7 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 }
 
 // maxReportedRTT bounds the round trip a usage report may claim (µs).
-const maxReportedRTT = uint64(time.Minute / time.Microsecond)
+const maxReportedRTT = time.Minute / time.Microsecond
 
 // linkRTT takes the near end's round trip to the VM through the link (0:
 // not known yet) and decides whether pushing pays: under
@@ -247,7 +240,9 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.holding && !announcesVMDeath(fr) {
+	// VM_DEATH is not held: the VM's connection ends right after it (what
+	// is held is released before it).
+	if f.holding && !(fr.Kind == relay.KindEvent && jdwp.StartsWithVMDeath(fr.Packet.Body())) {
 		f.hold(fr.Packet)
 		fr.Origin = relay.Synthetic
 		return relay.Consume
@@ -272,15 +267,6 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	f.holdSeq++
 	f.startTimer(f.cfg.MaxHold)
 	return relay.Consume
-}
-
-// announcesVMDeath reports whether f is an Event.Composite whose first
-// event is VM_DEATH (suspend policy byte, event count, then each event's
-// kind): the VM's connection ends right after it, so it is not held (what
-// is held is released before it).
-func announcesVMDeath(f *relay.Frame) bool {
-	b := f.Packet.Body()
-	return f.Kind == relay.KindEvent && len(b) > 5 && jdwp.EventKind(b[5]) == jdwp.EventVMDeath
 }
 
 // hold queues a copy of p behind the held stop event.

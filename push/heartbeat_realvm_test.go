@@ -49,8 +49,8 @@ func TestSplitHeartbeatRealVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer vm.Stop()
-	farSpec := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
-	nearSpec := speculator.New(speculator.Config{Enabled: true, WriteBehind: true}, zerolog.Nop(), nil)
+	farSpec := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
+	nearSpec := speculator.New(speculator.Config{WriteBehind: true}, zerolog.Nop(), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

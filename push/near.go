@@ -26,7 +26,7 @@ func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		n := &near{cfg: cfg, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
-		if attachAgreed(rs.VMInfo()) {
+		if rs.VMInfo().AttachBundle {
 			n.awaitAttach = true
 			n.attachIn = make(chan struct{})
 		}
@@ -218,7 +218,7 @@ func (n *near) sendUsage(rs *relay.Session, out *relay.Outbox) {
 		return
 	}
 	n.out = jdwp.AppendCommand(n.out[:0], rs.IDs().NewSynthetic(), CmdUsage, nil)
-	h := Header{Stop: n.cur, Fence: uint64(rtt / time.Microsecond), Records: uint32(n.usageN)}
+	h := Header{Stop: n.cur, RTT: uint32(min(rtt/time.Microsecond, maxReportedRTT)), Records: uint32(n.usageN)}
 	n.out = appendBody(n.out, h, n.usage, &n.enc)
 	fixLength(n.out)
 	n.usage, n.usageN = n.usage[:0], 0

@@ -142,7 +142,7 @@ func (a *attach) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 // suspended (libjdwp suspends before it sends the event) and waits for
 // this debugger, so the prefetch starts.
 func (a *attach) vmStart(body []byte) {
-	if len(body) > 5 && jdwp.SuspendPolicy(body[0]) == jdwp.SuspendAll && jdwp.EventKind(body[5]) == jdwp.EventVMStart &&
+	if policy, first, ok := jdwp.CompositeHead(body); ok && policy == jdwp.SuspendAll && first == jdwp.EventVMStart &&
 		a.facts.resumesInFlight == 0 {
 		a.facts.allSuspended = true
 		a.facts.suspChanges++

@@ -203,13 +203,6 @@ func FuzzParseProfiles(f *testing.F) {
 	})
 }
 
-// commands is every command the VM received so far.
-func (vm *fakeVM) commands() []jdwp.Packet {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	return append([]jdwp.Packet(nil), vm.log...)
-}
-
 // TestAttachSendsNothingBeforeTheDebuggerUnlessTheVMWaits: a VM's first
 // packet starts the prefetch only if it is the VM_START of a VM suspended
 // for this debugger; any other VM gets nothing before the debugger's own

@@ -11,19 +11,6 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
-// locatable reports whether an event kind stops a thread at a location the
-// debugger will inspect.
-func locatable(k jdwp.EventKind) bool {
-	switch k {
-	case jdwp.EventSingleStep, jdwp.EventBreakpoint, jdwp.EventMethodEntry, jdwp.EventMethodExit,
-		jdwp.EventMethodExitWithReturnValue, jdwp.EventException, jdwp.EventFieldAccess,
-		jdwp.EventFieldModification, jdwp.EventMonitorContendedEnter, jdwp.EventMonitorContendedEntered,
-		jdwp.EventMonitorWait, jdwp.EventMonitorWaited:
-		return true
-	}
-	return false
-}
-
 func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
 	ss.lock(f.Out())
@@ -54,7 +41,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		if thread == 0 && e.Thread != 0 {
 			thread = e.ThreadID()
 		}
-		if locatable(e.Kind) {
+		if e.Kind.Locatable() {
 			stop = true
 			thread, loc = e.ThreadID(), e.Location
 			break

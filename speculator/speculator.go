@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -10,9 +11,6 @@ import (
 
 // Config configures the speculator.
 type Config struct {
-	// Enabled says whether to install the speculator at all; with false
-	// the caller installs nothing and the relay is pure pass-through.
-	Enabled bool
 	// CacheBytes bounds the reply bytes cached per session
 	// (DefaultCacheBytes when zero).
 	CacheBytes int64
@@ -129,7 +127,43 @@ type Speculator struct {
 	inval                [numReasons]atomic.Int64
 	bytes, entries       atomic.Int64
 	lastRTT, lastService atomic.Int64
+	changed              signal // the counters above changed (Changed)
 }
+
+// signal is a change signal that costs one atomic load per change while
+// nobody waits: wait returns a channel, closed at the next notify.
+type signal struct {
+	waiting atomic.Bool   // ch is not nil
+	mu      sync.Mutex    // guards ch
+	ch      chan struct{} // closed by notify; nil while nobody waits
+}
+
+func (s *signal) notify() {
+	if !s.waiting.Load() {
+		return
+	}
+	s.mu.Lock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+		s.waiting.Store(false)
+	}
+	s.mu.Unlock()
+}
+
+func (s *signal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+		s.waiting.Store(true)
+	}
+	return s.ch
+}
+
+// Changed is closed when a counter of Stats next changes: a signal to wait
+// on (then read Stats) instead of polling.
+func (sp *Speculator) Changed() <-chan struct{} { return sp.changed.wait() }
 
 // New returns a Speculator; metrics may be nil.
 func New(cfg Config, log zerolog.Logger, metrics *Metrics) *Speculator {
@@ -182,6 +216,7 @@ func (sp *Speculator) countRequest(r requestResult) {
 		sp.belays.Add(1)
 	}
 	sp.metrics.request(r)
+	sp.changed.notify()
 }
 
 func (sp *Speculator) countSpec(o specOutcome, n int) {
@@ -199,23 +234,27 @@ func (sp *Speculator) countSpec(o specOutcome, n int) {
 		sp.withheld.Add(int64(n))
 	}
 	sp.metrics.spec(o, n)
+	sp.changed.notify()
 }
 
 func (sp *Speculator) countFramePredictions(confirmed, refuted int) {
 	sp.confirmed.Add(int64(confirmed))
 	sp.refuted.Add(int64(refuted))
 	sp.metrics.framePredictions(confirmed, refuted)
+	sp.changed.notify()
 }
 
 func (sp *Speculator) countInvalidation(r reason) {
 	sp.inval[r].Add(1)
 	sp.metrics.invalidation(r)
+	sp.changed.notify()
 }
 
 func (sp *Speculator) addCache(bytes, entries int64) {
 	sp.bytes.Add(bytes)
 	sp.entries.Add(entries)
 	sp.metrics.cache(bytes, entries)
+	sp.changed.notify()
 }
 
 // countWriteBehind counts a command answered at once, or (failed) one the
@@ -227,4 +266,5 @@ func (sp *Speculator) countWriteBehind(failed bool) {
 		sp.wbAnswered.Add(1)
 	}
 	sp.metrics.writeBehind(failed)
+	sp.changed.notify()
 }

@@ -169,10 +169,8 @@ func (r *rig) barrier() {
 
 // stateCmds are the state-setting commands the VM received, in order.
 func (vm *fakeVM) stateCmds() []jdwp.Cmd {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
 	var out []jdwp.Cmd
-	for _, p := range vm.log {
+	for _, p := range vm.commands() {
 		switch c := p.Cmd(); c {
 		case jdwp.CmdEventRequestSet, jdwp.CmdEventRequestClear, jdwp.CmdVirtualMachineResume:
 			out = append(out, c)
