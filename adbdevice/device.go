@@ -14,17 +14,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
 
 // Log field names of this package.
 const (
-	LogDevice  = "device"  // the device's serial
 	LogPeer    = "peer"    // the adb server's address
 	LogService = "service" // the service a stream opened
 	LogStream  = "stream"  // the device-side stream ID
-	LogPID     = "pid"
-	LogVM      = "vm" // the address a jdwp:PID stream leads to
 )
 
 // Process is one debuggable process of the fake device: jdwp:PID leads to
@@ -93,7 +92,7 @@ func New(cfg Config) *Device {
 	props := DefaultProps()
 	maps.Copy(props, cfg.Props)
 	props["ro.serialno"] = cfg.Serial
-	return &Device{cfg: cfg, props: props, log: cfg.Logger.With().Str(LogDevice, cfg.Serial).Logger()}
+	return &Device{cfg: cfg, props: props, log: cfg.Logger.With().Str(logkey.Device, cfg.Serial).Logger()}
 }
 
 // banner is the CNXN identity: "device::" and the properties adb servers
@@ -521,7 +520,7 @@ type trackJDWP struct{ d *Device }
 
 func (tj trackJDWP) run(ctx context.Context, s *stream, log zerolog.Logger) {
 	list := tj.d.pidList()
-	if _, err := fmt.Fprintf(s, "%04x%s", len(list), list); err != nil {
+	if _, err := s.Write(adbwire.AppendMessage(nil, list)); err != nil {
 		return
 	}
 	select {
@@ -539,7 +538,7 @@ type pipe struct {
 }
 
 func (p *pipe) run(_ context.Context, s *stream, log zerolog.Logger) {
-	log = log.With().Int(LogPID, p.p.PID).Str(LogVM, p.p.Addr).Logger()
+	log = log.With().Int(logkey.PID, p.p.PID).Str(logkey.VM, p.p.Addr).Logger()
 	log.Info().Msg("JDWP stream opened to the VM")
 	done := make(chan struct{})
 	go func() {

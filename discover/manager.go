@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -20,10 +21,7 @@ import (
 const (
 	LogVMKey  = "vm_key"
 	LogVMName = "vm_name"
-	LogPID    = "pid"
 	LogPort   = "port"
-	LogListen = "listen"
-	LogSerial = "serial"
 )
 
 // ServeFunc serves debuggers for one VM: it accepts connections on ln
@@ -221,7 +219,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		})
 	}()
 	if m.cfg.Selected != nil {
-		m.log.Info().Str(LogListen, m.cfg.Selected.Addr().String()).Msg("current-VM port listening; it reaches the selected VM")
+		m.log.Info().Str(logkey.Listen, m.cfg.Selected.Addr().String()).Msg("current-VM port listening; it reaches the selected VM")
 		m.wg.Add(1)
 		go m.acceptSelected(ctx)
 	}
@@ -329,9 +327,9 @@ func (m *Manager) addLocked(ctx context.Context, vm VM) {
 	m.vms[vm.Key] = e
 	m.vmsGauge.WithLabelValues(vm.Kind).Inc()
 	m.vmChanges.WithLabelValues("added").Inc()
-	ev := log.Info().Str(LogVMName, vm.Name).Int(LogPID, vm.PID)
+	ev := log.Info().Str(LogVMName, vm.Name).Int(logkey.PID, vm.PID)
 	if real != nil {
-		ev = ev.Str(LogListen, real.Addr().String())
+		ev = ev.Str(logkey.Listen, real.Addr().String())
 	}
 	ev.Msg("VM found")
 
@@ -460,7 +458,7 @@ func (m *Manager) acceptSelected(ctx context.Context) {
 		m.mu.Unlock()
 		if e == nil {
 			m.unrouted.Inc()
-			m.log.Warn().Str("debugger", c.RemoteAddr().String()).Str(LogReason, why).Msg("debugger connected to the current-VM port, but no VM is selected; closing it")
+			m.log.Warn().Str("debugger", c.RemoteAddr().String()).Str(logkey.Reason, why).Msg("debugger connected to the current-VM port, but no VM is selected; closing it")
 			c.Close()
 			continue
 		}
@@ -474,9 +472,6 @@ func (m *Manager) acceptSelected(ctx context.Context) {
 		}()
 	}
 }
-
-// LogReason is the log field for why something was refused.
-const LogReason = "reason"
 
 // nameOf is the VM's application name: the AppNamer's if it knows one.
 func (m *Manager) nameOf(e *entry) string {

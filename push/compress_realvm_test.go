@@ -35,8 +35,8 @@ func runSplitLink(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.D
 	defer vm.Stop()
 	run := linkRun{counters: new(Counters)}
 	cfg := Config{Counters: run.counters}
-	farSpec := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
-	nearSpec := speculator.New(speculator.Config{Enabled: true, WriteBehind: true}, zerolog.Nop(), nil)
+	farSpec := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
+	nearSpec := speculator.New(speculator.Config{WriteBehind: true}, zerolog.Nop(), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

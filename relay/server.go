@@ -94,10 +94,36 @@ type VMConn struct {
 	// way it is the only source of the proxy's IDs towards this VM
 	// (Session.IDs).
 	IDs *retag.Table
-	// Info, if not nil, is what the dialer learned about the connection
-	// for the session's hooks (Session.VMInfo): split mode's near end
-	// passes what it agreed with the far end.
-	Info any
+	// Info is what the dialer agreed with the peer for the session's hooks
+	// (Session.VMInfo): split mode's near end passes what it agreed with
+	// the far end.
+	Info LinkInfo
+}
+
+// LinkInfo is what a session's connection agreed, before the session, with
+// a peer that speaks more than JDWP: split mode's ends, in their preamble.
+// The zero value is a plain JDWP peer.
+type LinkInfo struct {
+	// Split: the connection is split mode's link to the other end (the
+	// near end a far end serves, or the far end a near end dialled).
+	Split bool
+	// AttachBundle: the far end sends the replies to the attach's first
+	// commands as one bundle, the session's first packet from it.
+	AttachBundle bool
+	// Heartbeat: the ends exchange heartbeats, and each ends a session
+	// whose link stays silent too long.
+	Heartbeat bool
+	// Resumable: the session's stream outlives its link (a new link
+	// takes it up).
+	Resumable bool
+	// Compressed: the link is compressed (its first connection, and so
+	// every later one between the same ends), so the session's own
+	// payloads (pushed bundles) go raw for the link to compress.
+	Compressed bool
+	// User is, on the far end, the name of the user whose credentials the
+	// near end presented ("" for the unnamed token, or a far end without
+	// users); each of the session's log lines carries it.
+	User string
 }
 
 // A Dialer opens a connection to the VM for a new session.
@@ -132,7 +158,8 @@ func ChainHooks(fs ...func(s *Session) Hooks) func(s *Session) Hooks {
 
 // Config configures a Server.
 type Config struct {
-	// DialVM opens a connection to the VM for a new session.
+	// DialVM opens a connection to the VM for a new session (Serve,
+	// ServeConnInfo); a ServeWithVM session brings its own.
 	DialVM Dialer
 	// VM names the VM this server serves (a discovery key, an address),
 	// as its sessions report it (Session.VM); optional.
@@ -206,7 +233,7 @@ func DialTCP(addr string) Dialer { return Plain(TCP(addr)) }
 type Server struct {
 	cfg    Config
 	nextID atomic.Uint64
-	wg     sync.WaitGroup // counts running ServeConn calls started by Serve
+	wg     sync.WaitGroup // counts the sessions Serve started
 	active atomic.Int64   // sessions relaying (VM reached), to tell a busy VM from an absent one
 	// handshakes holds a token per connection Serve accepted whose JDWP
 	// handshake is still unread; its capacity is MaxHandshakes.
@@ -271,7 +298,7 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
 		srv.wg.Add(1)
 		go func() {
 			defer srv.wg.Done()
-			srv.serve(ctx, conn, nil, func() { <-srv.handshakes }) //nolint:errcheck // logged inside
+			srv.serve(ctx, conn, LinkInfo{}, srv.cfg.DialVM, srv.cfg.DialRetry, func() { <-srv.handshakes }) //nolint:errcheck // logged inside
 		}()
 	}
 }
@@ -287,35 +314,47 @@ func (srv *Server) refuseOverCap(conn net.Conn) {
 	refuse(conn)
 }
 
-// ServeConn runs one session for an accepted debugger connection until it
-// ends, and returns the error that ended it (nil for an orderly close).
-func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
-	return srv.ServeConnInfo(ctx, debugger, nil)
+// ServeConnInfo runs one session for a debugger connection the caller
+// accepted, and agreed something with before the session (split mode's far
+// end: what it agreed with the near end), which the session's hooks read
+// as Session.DebuggerInfo. Such a debugger connection is a link (info.Split):
+// its end without Dispose or Exit is logged at warn, as a link lost.
+func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info LinkInfo) error {
+	return srv.serve(ctx, debugger, info, srv.cfg.DialVM, srv.cfg.DialRetry, func() {})
 }
 
-// LogFields is implemented by a debugger connection's info
-// (ServeConnInfo) that names fields for each of its session's log lines:
-// split mode's far end adds the user.
-type LogFields interface {
-	LogFields(zerolog.Context) zerolog.Context
+// ServeWithVM runs one session for a debugger with a VM connection the
+// caller opened already (the adb front's jdwp:PID stream), instead of one
+// from Config.DialVM. If the VM drops that connection before its handshake
+// (the app or the device just restarted), redial, when not nil, opens
+// another for each retry, for Config.DialRetry as Config.DialVM would;
+// without it there is one attempt. It closes both connections before it
+// returns.
+func (srv *Server) ServeWithVM(ctx context.Context, debugger net.Conn, vm VMConn, redial Dialer) error {
+	defer vm.Conn.Close()
+	used := false // the session's calls of dial are all on this goroutine
+	dial := func(ctx context.Context) (VMConn, error) {
+		if !used {
+			used = true
+			return vm, nil
+		}
+		return redial(ctx)
+	}
+	retry := srv.cfg.DialRetry
+	if redial == nil {
+		retry = -1
+	}
+	return srv.serve(ctx, debugger, LinkInfo{}, dial, retry, func() {})
 }
 
-// ServeConnInfo is ServeConn for a debugger connection the caller learned
-// something about before the session (split mode's far end: what it agreed
-// with the near end), which the session's hooks read as
-// Session.DebuggerInfo. Such a debugger connection is a link: its end
-// without Dispose or Exit is logged at warn, as a link lost.
-func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info any) error {
-	return srv.serve(ctx, debugger, info, func() {})
-}
-
-// serve is ServeConnInfo; handshaken is called once the debugger's
-// handshake has been read, or failed.
-func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, handshaken func()) error {
+// serve runs one session for debugger, reaching the VM with dial (retried
+// for retry); handshaken is called once the debugger's handshake has been
+// read, or failed.
+func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, dial Dialer, retry time.Duration, handshaken func()) error {
 	id := srv.nextID.Add(1)
 	lc := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String())
-	if lf, ok := info.(LogFields); ok {
-		lc = lf.LogFields(lc)
+	if info.User != "" {
+		lc = lc.Str(LogUser, info.User) // split mode's far end: who came in
 	}
 	log := lc.Logger()
 	m := srv.cfg.Metrics
@@ -349,7 +388,7 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, hands
 	}
 	handshaken()
 
-	vc, vmr, attempts, err := srv.reachVM(ctx)
+	vc, vmr, attempts, err := srv.reachVM(ctx, dial, retry)
 	vm := vc.Conn
 	if err != nil {
 		refuse(debugger)
@@ -414,13 +453,13 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, hands
 }
 
 // reachVM dials the VM and exchanges the handshake (unless the connection
-// is Handshaken), retrying for DialRetry while the VM refuses or drops
+// is Handshaken), retrying for retry while the VM refuses or drops
 // connections. It returns the number of attempts made.
-func (srv *Server) reachVM(ctx context.Context) (VMConn, *bufio.Reader, int, error) {
-	deadline := time.Now().Add(srv.cfg.DialRetry)
+func (srv *Server) reachVM(ctx context.Context, dial Dialer, retry time.Duration) (VMConn, *bufio.Reader, int, error) {
+	deadline := time.Now().Add(retry)
 	backoff := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		vm, vmr, err := srv.tryVM(ctx)
+		vm, vmr, err := srv.tryVM(ctx, dial)
 		if err == nil {
 			return vm, vmr, attempt, nil
 		}
@@ -440,10 +479,10 @@ func (srv *Server) reachVM(ctx context.Context) (VMConn, *bufio.Reader, int, err
 }
 
 // tryVM is one attempt of reachVM.
-func (srv *Server) tryVM(ctx context.Context) (VMConn, *bufio.Reader, error) {
+func (srv *Server) tryVM(ctx context.Context, dial Dialer) (VMConn, *bufio.Reader, error) {
 	dctx, cancel := context.WithTimeout(ctx, srv.cfg.HandshakeTimeout)
 	defer cancel()
-	vc, err := srv.cfg.DialVM(dctx)
+	vc, err := dial(dctx)
 	if err != nil {
 		return VMConn{}, nil, err
 	}
@@ -560,7 +599,7 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 		// it, no VM_DEATH came from it.
 		err = nil
 		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the VM's connection closed without Dispose, Exit or VM death (the VM was killed, or the link to it dropped: a far end, a tunnel, an adb forward); the debugger's connection closed too")
-	case reason == "" && !s.ending.Load() && by == peerDebugger && s.debuggerInfo != nil:
+	case reason == "" && !s.ending.Load() && by == peerDebugger && s.debuggerInfo.Split:
 		// The debugger side is a link (split mode's far end).
 		err = nil
 		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the link from the near end closed without Dispose or Exit (the link dropped, or the debugger left without detaching); the VM's connection closed too")
@@ -578,7 +617,7 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 		s.log.Error().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended by a protocol error; both connections closed")
 	}
 	if err != nil {
-		s.metrics.protocolError(reason) // after the log line, as in ServeConn
+		s.metrics.protocolError(reason) // after the log line, as in serve
 	}
 	s.beginTurn()
 	for _, o := range s.hooks.Observers {

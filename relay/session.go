@@ -31,7 +31,6 @@ var ErrHooksOff = errors.New("relay: the session's hooks are off after a panic")
 // connection's retag.Table (Session.IDs).
 type pending struct {
 	cmd  jdwp.Cmd
-	sent time.Time
 	data [NumSlots]any
 }
 
@@ -55,7 +54,7 @@ type Session struct {
 	// debuggerInfo and vmInfo are what the caller learned about each
 	// connection before the session (ServeConnInfo, VMConn.Info); set
 	// before the hooks are made, never changed.
-	debuggerInfo, vmInfo any
+	debuggerInfo, vmInfo LinkInfo
 
 	// hooksOff is set once a hook panicked: from then on the session is
 	// plain pass-through and packet hooks are not called.
@@ -164,13 +163,14 @@ func (s *Session) IDs() *retag.Table { return s.ids }
 // DebuggerAddr is the debugger's remote address.
 func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
 
-// DebuggerInfo is what the caller learned about the debugger's
-// connection before the session (Server.ServeConnInfo), nil if nothing.
-func (s *Session) DebuggerInfo() any { return s.debuggerInfo }
+// DebuggerInfo is what the caller agreed about the debugger's
+// connection before the session (Server.ServeConnInfo); zero for a plain
+// debugger.
+func (s *Session) DebuggerInfo() LinkInfo { return s.debuggerInfo }
 
-// VMInfo is what the dialer learned about the VM's connection
-// (VMConn.Info), nil if nothing.
-func (s *Session) VMInfo() any { return s.vmInfo }
+// VMInfo is what the dialer agreed about the VM's connection
+// (VMConn.Info); zero for a plain VM.
+func (s *Session) VMInfo() LinkInfo { return s.vmInfo }
 
 // VM is the name of the VM the session serves (Config.VM), "" if unnamed.
 func (s *Session) VM() string { return s.vmName }
@@ -470,7 +470,7 @@ func (s *Session) debuggerTurn(f *Frame, wire uint32, remapped bool, r *jdwp.Rea
 		// meanwhile is applied.
 		s.pendingMu.Lock()
 		_, dup := s.awaiting[f.ID]
-		s.awaiting[f.ID] = pending{cmd: f.Cmd, sent: f.Time, data: f.data}
+		s.awaiting[f.ID] = pending{cmd: f.Cmd, data: f.data}
 		s.pendingMu.Unlock()
 		if !dup {
 			s.outstanding[ToVM].Add(1)
@@ -551,7 +551,7 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 		} else {
 			f.Cmd = p.Cmd()
 			f.Kind = vmCommandKind(f.Cmd)
-			if f.Kind == KindEvent && announcesVMDeath(p.Body()) {
+			if f.Kind == KindEvent && jdwp.StartsWithVMDeath(p.Body()) {
 				s.ending.Store(true)
 			}
 		}
@@ -609,7 +609,7 @@ func (s *Session) vmTurn(f *Frame, synthetic bool, owner retag.Owner, dbgID uint
 		// the proxy) awaits none.
 		s.pendingMu.Lock()
 		_, dup := s.dbgPending[p.ID()]
-		s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time, data: f.data}
+		s.dbgPending[p.ID()] = pending{cmd: f.Cmd, data: f.data}
 		s.pendingMu.Unlock()
 		if !dup {
 			s.outstanding[ToDebugger].Add(1)
@@ -650,12 +650,6 @@ func (s *Session) replaceOversizedReply(err error) jdwp.Packet {
 		Stringer(LogErrorCode, oversizedReplyError).
 		Msg("VM reply above the maximum packet size skipped; the debugger gets an error reply instead (raise the maximum packet size to let such replies through)")
 	return jdwp.AppendReply(s.substitute[:0], h.ID(), oversizedReplyError, nil)
-}
-
-// announcesVMDeath reports whether an Event.Composite body starts with a
-// VM_DEATH event (suspendPolicy byte, event count, then each event's kind).
-func announcesVMDeath(body []byte) bool {
-	return len(body) > 5 && jdwp.EventKind(body[5]) == jdwp.EventVMDeath
 }
 
 func (s *Session) learnIDSizes(body []byte) {

@@ -129,15 +129,15 @@ func Dialer(cfg NearConfig) relay.Dialer {
 		}
 		if !agreed.Resumable() {
 			if z != nil {
-				return relay.VMConn{Conn: z, Handshaken: true, Info: agreed}, nil
+				return relay.VMConn{Conn: z, Handshaken: true, Info: agreed.Link()}, nil
 			}
-			return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: agreed}, nil
+			return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: agreed.Link()}, nil
 		}
 		st, err := nearStream(ctx, cfg, &leg{conn: c, br: br, z: z}, rep.Resume)
 		if err != nil {
 			return relay.VMConn{}, err
 		}
-		return relay.VMConn{Conn: st, Handshaken: true, Info: agreed}, nil
+		return relay.VMConn{Conn: st, Handshaken: true, Info: agreed.Link()}, nil
 	}
 }
 

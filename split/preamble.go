@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // ProtocolVersion is the version of the split stream this build speaks. A
@@ -167,9 +168,9 @@ type Reply struct {
 	Resume   Resume // with ReplyResume
 }
 
-// Agreed is what the two ends of a session agreed in the preamble, as the
-// far end's relay session has it (relay.Session.DebuggerInfo) and the
-// near end's (relay.Session.VMInfo): the Reply's flags.
+// Agreed is what the two ends of a session agreed in the preamble: the
+// Reply's flags, and on the far end the user. The relay's sessions get it
+// as a relay.LinkInfo (Link).
 type Agreed struct {
 	Flags uint16
 	// User is, on the far end, the name of the user whose token or
@@ -191,6 +192,13 @@ func (a Agreed) Resumable() bool { return a.Flags&ReplyResume != 0 }
 // Compressed says the session's first connection is compressed
 // (ReplyCompress); each reconnect agrees on its own.
 func (a Agreed) Compressed() bool { return a.Flags&ReplyCompress != 0 }
+
+// Link is the agreement as the relay session's hooks read it
+// (relay.Session.DebuggerInfo on the far end, VMInfo on the near end).
+func (a Agreed) Link() relay.LinkInfo {
+	return relay.LinkInfo{Split: true, AttachBundle: a.AttachBundle(), Heartbeat: a.Heartbeat(), Resumable: a.Resumable(),
+		Compressed: a.Compressed(), User: a.User}
+}
 
 // ErrNotSplit is wrapped by the errors for a stream that does not start
 // with Magic.

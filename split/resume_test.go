@@ -414,8 +414,8 @@ func TestResumeNotAgreed(t *testing.T) {
 			}
 			defer c.Conn.Close()
 			_, framed := c.Conn.(*stream)
-			if framed != tc.wantFramed || c.Info.(Agreed).Resumable() != tc.wantFramed {
-				t.Errorf("framed %v, agreed %v; want %v", framed, c.Info.(Agreed).Resumable(), tc.wantFramed)
+			if framed != tc.wantFramed || c.Info.Resumable != tc.wantFramed {
+				t.Errorf("framed %v, agreed %v; want %v", framed, c.Info.Resumable, tc.wantFramed)
 			}
 		})
 	}

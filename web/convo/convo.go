@@ -65,40 +65,12 @@ func StatusLabel(s int32) string {
 	return "unknown"
 }
 
-// IsStop says whether an Event.Composite is a stop the debugger will
-// inspect: a suspend policy other than NONE and at least one event of kind
-// breakpoint, single step, method entry or exit, exception or watchpoint
-// (field access or modification). Thread starts, class prepares and the
-// like are not stops, even when they suspend.
-func IsStop(c *jdwp.Composite) bool {
-	if c.SuspendPolicy == jdwp.SuspendNone {
-		return false
-	}
-	for i := range c.Events {
-		if IsStopKind(c.Events[i].Kind) {
-			return true
-		}
-	}
-	return false
-}
-
-// IsStopKind says whether an event of kind k stops the program where the
-// user looks at it (see IsStop).
-func IsStopKind(k jdwp.EventKind) bool {
-	switch k {
-	case jdwp.EventBreakpoint, jdwp.EventSingleStep, jdwp.EventMethodEntry, jdwp.EventMethodExit,
-		jdwp.EventMethodExitWithReturnValue, jdwp.EventException, jdwp.EventFieldAccess, jdwp.EventFieldModification:
-		return true
-	}
-	return false
-}
-
 // View is what a VM's latest debugger session has shown of its threads.
 type View struct {
 	// Session is the relay session's ID; Open says it is still open.
 	Session uint64
 	Open    bool
-	// Stop counts the stops (see IsStop) seen in the session; Running says
+	// Stop counts the stops (jdwp.Composite.Stop) seen in the session; Running says
 	// the debugger resumed the VM since the last one.
 	Stop    int
 	Running bool
@@ -563,18 +535,13 @@ func (st *State) frames(r *jdwp.BodyReader, q query) {
 func (st *State) Event(body []byte, sizes jdwp.IDSizes) {
 	c := &st.comp
 	c.Decode(body, sizes) //nolint:errcheck // use the events decoded before any failure
-	if IsStop(c) {
+	if e, ok := c.Stop(); ok {
 		st.stop++
 		st.running = false
-		for i := range c.Events {
-			if e := &c.Events[i]; IsStopKind(e.Kind) {
-				st.stopTID, st.stopEv = e.Thread, e.Kind
-				if t := st.thread(e.Thread); t != nil {
-					t.Frames = append(t.Frames[:0], Frame{ClassID: e.Location.Class, MethodID: e.Location.Method, Index: e.Location.Index, Line: -1})
-					t.FramesStop, t.FrameCount = st.stop, -1
-				}
-				break
-			}
+		st.stopTID, st.stopEv = e.Thread, e.Kind
+		if t := st.thread(e.Thread); t != nil {
+			t.Frames = append(t.Frames[:0], Frame{ClassID: e.Location.Class, MethodID: e.Location.Method, Index: e.Location.Index, Line: -1})
+			t.FramesStop, t.FrameCount = st.stop, -1
 		}
 	}
 	for i := range c.Events {
