@@ -11,11 +11,13 @@
 // token or pinned client certificate, version check: a connection that
 // fails any of them is closed before a JDWP byte reaches the VM), the near
 // end's dialer, the link's liveness (TCP_USER_TIMEOUT, the heartbeat and
-// its read deadlines: heartbeat.go), the resumable stream that carries a
-// session across links when both ends agree (resume.go, frame.go: the
-// relay sessions above it see one connection), and their metrics. What runs on each
-// end (speculator, pushed replies, journal) is the caller's:
-// FarConfig.Hooks and the near relay's own hooks.
+// its read deadlines: heartbeat.go), the link's compression when both ends
+// agree (compress.go: zstd per connection and direction, below the
+// frames), the resumable stream that carries a session across links when
+// both ends agree (resume.go, frame.go: the relay sessions above it see
+// one connection), and their metrics. What runs on each end (speculator,
+// pushed replies, journal) is the caller's: FarConfig.Hooks and the near
+// relay's own hooks.
 //
 //	far := split.NewFar(split.FarConfig{Relay: relay.Config{DialVM: relay.DialTCP("127.0.0.1:5005")}})
 //	go far.Serve(ctx, farListener)
