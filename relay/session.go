@@ -1,7 +1,9 @@
 package relay
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -278,4 +280,131 @@ func (s *Session) observe(f *Frame) {
 	for _, o := range s.hooks.Observers {
 		o.Observe(s, f)
 	}
+}
+
+// run relays until either side ends, then shuts the session down.
+func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
+	if m := s.metrics; m != nil {
+		m.sessions.Inc()
+		m.active.Inc()
+		defer m.active.Dec()
+	}
+	s.beginTurn()
+	for _, o := range s.hooks.Observers {
+		if so, ok := o.(SessionObserver); ok {
+			s.lifecycle(func() { so.SessionStart(s) })
+		}
+	}
+	s.endTurn()
+	s.log.Info().Msg("debugger session started")
+
+	stop := context.AfterFunc(ctx, s.close)
+	defer stop()
+
+	var wg sync.WaitGroup
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		s.end(peerDebugger, s.readDebugger(dbr))
+		discard(s.debugger)
+	}()
+	go func() {
+		defer wg.Done()
+		s.end(peerVM, s.readVM(vmr))
+		discard(s.vm)
+	}()
+	go func() { defer wg.Done(); s.end(peerDebugger, s.writeDebugger()) }()
+	go func() { defer wg.Done(); s.end(peerVM, s.writeVM()) }()
+	<-s.ended
+	// Deliver what was queued before the end (the reply to Dispose, the
+	// VM_DEATH event), within the write timeout, then close: each peer
+	// gets an end of stream after the last byte, and what it still sends
+	// is read and dropped for a moment (lingerTimeout) rather than left
+	// unread, since closing a socket with unread bytes resets the
+	// connection and can destroy the bytes just written before the peer
+	// read them.
+	s.toVM.stop()
+	s.toDbg.stop()
+	<-s.toVM.exited
+	<-s.toDbg.exited
+	s.closeWrites()
+	wg.Wait()
+	s.close()
+
+	s.beginTurn() // Do work still queued is dropped: the session is closed
+	for _, ic := range s.hooks.Interceptors {
+		s.lifecycle(func() { ic.Close(s) })
+	}
+	s.endTurn()
+	err := s.endErr
+	reason := classify(err)
+	by := s.endedBy
+	switch {
+	case reason == "" && !s.ending.Load() && by == peerVM:
+		// The VM side ended without a word: no Dispose or Exit went to
+		// it, no VM_DEATH came from it.
+		err = nil
+		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the VM's connection closed without Dispose, Exit or VM death (the VM was killed, or the link to it dropped: a far end, a tunnel, an adb forward); the debugger's connection closed too")
+	case reason == "" && !s.ending.Load() && by == peerDebugger && s.debuggerInfo.Split:
+		// The debugger side is a link (split mode's far end).
+		err = nil
+		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the link from the near end closed without Dispose or Exit (the link dropped, or the debugger left without detaching); the VM's connection closed too")
+	case reason == "":
+		err = nil
+		s.log.Info().Str(LogClosedBy, by).Msg("debugger session ended")
+	case s.ending.Load() && (peerGone(err) || reason == ReasonIO):
+		s.log.Info().Err(err).Str(LogClosedBy, by).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
+		err = nil
+	case peerGone(err):
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended: a peer reset or dropped its connection; both connections closed")
+	case reason == ReasonWriteTimeout:
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
+	default:
+		s.log.Error().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended by a protocol error; both connections closed")
+	}
+	if err != nil {
+		s.metrics.protocolError(reason) // after the log line, as in serve
+	}
+	s.beginTurn()
+	for _, o := range s.hooks.Observers {
+		if so, ok := o.(SessionObserver); ok {
+			s.lifecycle(func() { so.SessionEnd(s, err) })
+		}
+	}
+	s.endTurn()
+	return err
+}
+
+// readDebugger and readVM are named so that stack dumps say which side a
+// goroutine serves. An error caused by the session closing is no error.
+func (s *Session) readDebugger(r *jdwp.Reader) error {
+	err := s.relayDebuggerToVM(r)
+	if classify(err) == "" || s.closed.Load() {
+		return nil
+	}
+	return fmt.Errorf("from debugger: %w", err)
+}
+
+func (s *Session) readVM(r *jdwp.Reader) error {
+	err := s.relayVMToDebugger(r)
+	if classify(err) == "" || s.closed.Load() {
+		return nil
+	}
+	return fmt.Errorf("from VM: %w", err)
+}
+
+// writeDebugger and writeVM run the writers; like the readers they are
+// named for stack dumps.
+func (s *Session) writeDebugger() error {
+	if err := s.toDbg.run(s.done); err != nil && !s.closed.Load() {
+		return writeFailed(peerDebugger, err)
+	}
+	return nil
+}
+
+func (s *Session) writeVM() error {
+	if err := s.toVM.run(s.done); err != nil && !s.closed.Load() {
+		return writeFailed(peerVM, err)
+	}
+	return nil
 }
