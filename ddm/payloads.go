@@ -7,12 +7,13 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
-// This file holds one Go type per chunk layout of the reference (§2), each
-// with AppendData (encode) and a DecodeXxx function. Types whose layout
-// differs by direction have a request type (host→VM) and a reply or
-// unsolicited type (VM→host). Decoders copy strings; they alias nothing
-// except where a field says so. Trailing bytes after the known fields are
-// ignored (VMs append fields over the years).
+// This file and hello.go, thread.go, heap.go and profiling.go hold one Go
+// type per chunk layout of the reference (§2), each with AppendData
+// (encode) and a DecodeXxx function. Types whose layout differs by
+// direction have a request type (host→VM) and a reply or unsolicited type
+// (VM→host). Decoders copy strings; they alias nothing except where a
+// field says so. Trailing bytes after the known fields are ignored (VMs
+// append fields over the years).
 
 func reader(data []byte) *jdwp.BodyReader { return jdwp.NewBodyReader(data, jdwp.IDSizes{}) }
 
