@@ -134,3 +134,48 @@ func TestSplitFarTunnel(t *testing.T) {
 		t.Errorf("the tunnel never exited: the test did not test restarts; near end log:\n%s", near.logs)
 	}
 }
+
+// TestSplitFarTunnelSessionSurvives: a debugger session in progress rides
+// out its tunnel's restarts. The tunnel command dies every 2 s; the near end
+// restarts it, the split stream resumes over the new tunnel, and the
+// debugger's one connection steps on in main through three restarts.
+func TestSplitFarTunnelSessionSurvives(t *testing.T) {
+	b := jdwptest.JavaBuild(t)
+	fwd := buildFwd(t)
+	port := freePort(t)
+	startJVMAt(t, b, port, javavm.Shallow)
+	far := startFarEnd(t, vmAddr(port))
+	tunnelAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	near := startNearEnd(t, tunnelAddr, "--far-tunnel", "'"+fwd+"' -listen "+tunnelAddr+" -to "+far.addr+" -die 2s")
+	near.logs.wait(t, "of the first tunnel up", 20*time.Second, func(rec map[string]any) bool {
+		return rec["message"] == "tunnel up: the far end answers through it"
+	})
+
+	d := attach(t, near.addr)
+	d.idSizes()
+	bp := d.breakAtMain(javavm.Shallow)
+	thread, method := bp.Thread, bp.Location.Method
+	exits := func(n int) func(map[string]any) bool {
+		seen := 0
+		return func(rec map[string]any) bool {
+			if rec["message"] == "the tunnel command exited" {
+				seen++
+			}
+			return seen >= n
+		}
+	}
+	for restart := 1; restart <= 3; restart++ {
+		for i := range 3 {
+			if loc := d.step(thread, jdwp.StepOver); loc.Method != method {
+				t.Fatalf("before restart %d, step %d: stopped in method %#x, not main (%#x)", restart, i+1, loc.Method, method)
+			}
+		}
+		near.logs.wait(t, "of tunnel exit "+strconv.Itoa(restart), 20*time.Second, exits(restart))
+	}
+	if loc := d.step(thread, jdwp.StepOver); loc.Method != method {
+		t.Fatalf("after three restarts: stopped in method %#x, not main (%#x)", loc.Method, method)
+	}
+	if rec := near.logs.find(func(rec map[string]any) bool { return rec["closed_by"] != nil }); rec != nil {
+		t.Errorf("the debugger's session ended across the restarts: %v", rec)
+	}
+}
