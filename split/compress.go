@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // In a session whose ends agreed on compression (FlagCompress,
@@ -56,7 +57,8 @@ func newCompressor(w io.Writer) *flushWriter {
 // flushWriter compresses each Write and flushes it to the writer below
 // before returning. It is owned by its connection's one writer goroutine.
 type flushWriter struct {
-	enc *zstd.Encoder
+	enc    *zstd.Encoder
+	stream prometheus.Counter // bytes written to it; nil counts nothing
 }
 
 func (w *flushWriter) Write(p []byte) (int, error) {
@@ -66,6 +68,7 @@ func (w *flushWriter) Write(p []byte) (int, error) {
 	if err := w.enc.Flush(); err != nil {
 		return 0, err
 	}
+	add(w.stream, len(p))
 	return len(p), nil
 }
 
@@ -87,12 +90,14 @@ func newDecompressor(r io.Reader) *unzstd {
 // connection); an error below is returned as it is; anything else the
 // decompressor rejects wraps ErrBadCompression.
 type unzstd struct {
-	dec *zstd.Decoder
-	src *eofReader
+	dec    *zstd.Decoder
+	src    *eofReader
+	stream prometheus.Counter // bytes read from it; nil counts nothing
 }
 
 func (u *unzstd) Read(p []byte) (int, error) {
 	n, err := u.dec.Read(p)
+	add(u.stream, n)
 	switch {
 	case err == nil:
 		return n, nil
@@ -122,6 +127,30 @@ func (e *eofReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// countingWriter counts what it writes to w (a compressor's output).
+type countingWriter struct {
+	w io.Writer
+	c prometheus.Counter
+}
+
+func (cw countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	add(cw.c, n)
+	return n, err
+}
+
+// countingReader counts what it reads from r (a decompressor's input).
+type countingReader struct {
+	r io.Reader
+	c prometheus.Counter
+}
+
+func (cr countingReader) Read(p []byte) (int, error) {
+	n, err := cr.r.Read(p)
+	add(cr.c, n)
+	return n, err
+}
+
 // zconn is a compressed link connection: Read decompresses what the other
 // end sent (after raw bytes it sent before compression started), Write
 // compresses and flushes. As for any net.Conn, one goroutine reads and one
@@ -132,16 +161,19 @@ type zconn struct {
 	rawIn int           // bytes still to read uncompressed, before the compressed stream
 	r     *unzstd       // created once rawIn bytes were read; owned by the reader
 	w     *flushWriter  // owned by the writer
+	count compressedCounters
 }
 
 // newZconn returns c compressed; br reads c (it may hold c's next bytes),
 // and the first rawIn bytes to read are not compressed (the near end's
-// JDWP handshake, on the far end).
-func newZconn(c net.Conn, br *bufio.Reader, rawIn int) *zconn {
+// JDWP handshake, on the far end). It counts its bytes in count.
+func newZconn(c net.Conn, br *bufio.Reader, rawIn int, count compressedCounters) *zconn {
 	if br == nil {
 		br = bufio.NewReaderSize(c, 64<<10)
 	}
-	return &zconn{Conn: c, br: br, rawIn: rawIn, w: newCompressor(c)}
+	w := newCompressor(countingWriter{w: c, c: count.wireSent})
+	w.stream = count.streamSent
+	return &zconn{Conn: c, br: br, rawIn: rawIn, w: w, count: count}
 }
 
 func (z *zconn) Read(p []byte) (int, error) {
@@ -151,7 +183,8 @@ func (z *zconn) Read(p []byte) (int, error) {
 		return n, err
 	}
 	if z.r == nil {
-		z.r = newDecompressor(z.br)
+		z.r = newDecompressor(countingReader{r: z.br, c: z.count.wireReceived})
+		z.r.stream = z.count.streamReceived
 	}
 	return z.r.Read(p)
 }

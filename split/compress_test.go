@@ -15,6 +15,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/klauspost/compress/zstd"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // packetStream returns n packets of JDWP-like bytes: some repeat earlier
@@ -52,7 +53,7 @@ func TestCompressedRoundTrip(t *testing.T) {
 	for seed := range uint64(4) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		a, b := net.Pipe()
-		za, zb := newZconn(a, nil, 0), newZconn(b, nil, 0)
+		za, zb := newZconn(a, nil, 0, compressedCounters{}), newZconn(b, nil, 0, compressedCounters{})
 		ab, ba := packetStream(rng, 300), packetStream(rng, 300)
 		errs := make(chan error, 4)
 		send := func(c *zconn, ps [][]byte, next <-chan struct{}) {
@@ -109,7 +110,7 @@ func TestCompressedRawPrefix(t *testing.T) {
 		a.Write([]byte("JDWP-Handshake"))
 		newCompressor(a).Write([]byte("after"))
 	}()
-	z := newZconn(b, nil, len("JDWP-Handshake"))
+	z := newZconn(b, nil, len("JDWP-Handshake"), compressedCounters{})
 	got := make([]byte, len("JDWP-Handshakeafter"))
 	if _, err := io.ReadFull(z, got); err != nil || string(got) != "JDWP-Handshakeafter" {
 		t.Fatalf("read %q, %v", got, err)
@@ -230,6 +231,25 @@ func TestCompressAgreed(t *testing.T) {
 			t.Errorf("offer %v, agree %v: far→near carried %d replies, want 3", tc.offer, tc.agree, replies)
 		}
 		f.stop()
+		// The far end counts its compressed connections' bytes: on the
+		// wire, what the hop saw after the preamble (and the near end's
+		// handshake); in the stream, at least the JDWP handshake and
+		// packets.
+		c := f.metrics.compressedAt(EndFar)
+		var wantWireIn, wantWireOut float64
+		if want {
+			wantWireIn = float64(len(up.String()) - len(AppendHello(nil, h)) - len(jdwp.Handshake))
+			wantWireOut = float64(len(down.String()) - len(AppendReply(nil, rep)))
+		}
+		if got := testutil.ToFloat64(c.wireReceived); got != wantWireIn {
+			t.Errorf("offer %v, agree %v: the far end counted %g compressed bytes received, the hop carried %g", tc.offer, tc.agree, got, wantWireIn)
+		}
+		if got := testutil.ToFloat64(c.wireSent); got != wantWireOut {
+			t.Errorf("offer %v, agree %v: the far end counted %g compressed bytes sent, the hop carried %g", tc.offer, tc.agree, got, wantWireOut)
+		}
+		if in, out := testutil.ToFloat64(c.streamReceived), testutil.ToFloat64(c.streamSent); want != (in > 0 && out > float64(len(jdwp.Handshake))) {
+			t.Errorf("offer %v, agree %v: the far end counted %g and %g stream bytes received and sent", tc.offer, tc.agree, in, out)
+		}
 	}
 }
 

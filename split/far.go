@@ -388,7 +388,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	if !agreed.Resumable() {
 		if agreed.Compressed() {
 			// The near end sent the JDWP handshake before it knew.
-			conn = newZconn(conn, nil, len(jdwp.Handshake))
+			conn = newZconn(conn, nil, len(jdwp.Handshake), f.cfg.Metrics.compressedAt(EndFar))
 		}
 		return f.srv.ServeConnInfo(ctx, conn, agreed.Link())
 	}
@@ -407,7 +407,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	// would be framed: it comes unframed, then frames do.
 	first := &leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), rawIn: len(jdwp.Handshake)}
 	if agreed.Compressed() {
-		first.z = newZconn(conn, first.br, first.rawIn)
+		first.z = newZconn(conn, first.br, first.rawIn, f.cfg.Metrics.compressedAt(EndFar))
 	}
 	st.start(first)
 	return f.srv.ServeConnInfo(ctx, st, agreed.Link())
@@ -465,7 +465,7 @@ func (f *Far) reconnect(c, conn net.Conn, h Hello, user string, log zerolog.Logg
 	flags := ReplyResume
 	if h.Flags&FlagCompress != 0 && f.cfg.Compress {
 		flags |= ReplyCompress
-		l.z = newZconn(conn, l.br, 0)
+		l.z = newZconn(conn, l.br, 0, f.cfg.Metrics.compressedAt(EndFar))
 	}
 	recv, err := st.takeOver(l, h.Resume)
 	switch {

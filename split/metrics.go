@@ -37,10 +37,33 @@ const (
 	EndFar  End = "far"
 )
 
-// Metrics counts link connections by end and outcome. A nil *Metrics
-// counts nothing.
+// Metrics counts link connections by end and outcome, and the bytes of
+// compressed connections. A nil *Metrics counts nothing.
 type Metrics struct {
-	conns map[End]map[Outcome]prometheus.Counter
+	conns      map[End]map[Outcome]prometheus.Counter
+	compressed map[End]compressedCounters
+}
+
+// compressedCounters count one end's compressed connections' bytes: the
+// stream's (before compression, after decompression) and the wire's. Nil
+// counters count nothing.
+type compressedCounters struct {
+	streamSent, wireSent, streamReceived, wireReceived prometheus.Counter
+}
+
+// compressedAt returns the counters of end e (none for a nil m).
+func (m *Metrics) compressedAt(e End) compressedCounters {
+	if m == nil {
+		return compressedCounters{}
+	}
+	return m.compressed[e]
+}
+
+// add adds n to c, if c is not nil.
+func add(c prometheus.Counter, n int) {
+	if c != nil && n > 0 {
+		c.Add(float64(n))
+	}
 }
 
 // NewMetrics registers the split metrics with reg.
@@ -51,12 +74,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name:      "connections_total",
 		Help:      "Connections between the near and far ends of split mode, by end (near: dialled, far: accepted) and how their preamble ended.",
 	}, []string{"end", "outcome"})
-	reg.MustRegister(vec)
-	m := &Metrics{conns: map[End]map[Outcome]prometheus.Counter{}}
+	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "jdwpaccel",
+		Subsystem: "split",
+		Name:      "compressed_bytes_total",
+		Help:      "Bytes of the compressed link connections of split mode, by end, direction (sent, received) and form (stream: the session's bytes; wire: as compressed on the link).",
+	}, []string{"end", "direction", "form"})
+	reg.MustRegister(vec, bytes)
+	m := &Metrics{conns: map[End]map[Outcome]prometheus.Counter{}, compressed: map[End]compressedCounters{}}
 	for _, e := range []End{EndNear, EndFar} {
 		m.conns[e] = map[Outcome]prometheus.Counter{}
 		for _, o := range outcomes {
 			m.conns[e][o] = vec.WithLabelValues(string(e), string(o))
+		}
+		m.compressed[e] = compressedCounters{
+			streamSent: bytes.WithLabelValues(string(e), "sent", "stream"), wireSent: bytes.WithLabelValues(string(e), "sent", "wire"),
+			streamReceived: bytes.WithLabelValues(string(e), "received", "stream"), wireReceived: bytes.WithLabelValues(string(e), "received", "wire"),
 		}
 	}
 	return m

@@ -298,7 +298,7 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16, resume Resume) (
 	}
 	var z *zconn
 	if flags&FlagCompress != 0 && rep.Flags&ReplyCompress != 0 {
-		z = newZconn(lc, br, 0)
+		z = newZconn(lc, br, 0, cfg.Metrics.compressedAt(EndNear))
 	}
 	switch {
 	case flags&FlagPage != 0:
