@@ -154,7 +154,6 @@ func (s *session) killed() bool {
 	}
 }
 
-//
 // upTotal and downTotal, when not nil, count the bytes delivered from a to
 // b and from b to a as they are written (by the time the peer has read
 // them), for a caller's running totals.
