@@ -58,6 +58,11 @@ type Mode struct {
 	// PushedBytes, when set, returns the bytes split mode's far end pushed
 	// so far (push.Stats.BytesSent); the cell reports them per stop.
 	PushedBytes func() int64
+	// Fresh, when set, gives each cell a mode of its own, made anew (its
+	// accelerator has learned nothing): the cell measures a fresh proxy.
+	// Without it, the mode's accelerator lives for the whole run, and its
+	// cells after the first see what the earlier sessions taught it.
+	Fresh func() Mode
 }
 
 // Accel is the accelerator's figures over one cell: the speculator's
@@ -147,6 +152,24 @@ type Cell struct {
 	// sample per cell; FirstStopSpeedup is the direct cell's over it.
 	FirstStopMS      float64 `json:"first_stop_ms"`
 	FirstStopSpeedup float64 `json:"first_stop_speedup_vs_direct,omitempty"`
+	// VMRunMS is how much of FirstStopMS the VM ran (the driver's
+	// javavm.Summary.VMRunMS); at a zero RTT, the VM's own start-up.
+	VMRunMS float64 `json:"vm_run_ms"`
+	// FirstStopNetMS is FirstStopMS minus the VM's own start-up
+	// (Report.VMStartupMS) and FirstStopNetSpeedup the direct cell's over
+	// it: the part of the wait a debugger and its link cause. Zero when
+	// the run had no direct cell at 0 ms to measure the start-up.
+	FirstStopNetMS      float64 `json:"first_stop_minus_vm_startup_ms,omitempty"`
+	FirstStopNetSpeedup float64 `json:"first_stop_minus_vm_startup_speedup_vs_direct,omitempty"`
+	// FirstStopUpBytes and FirstStopDownBytes are the bytes the link
+	// carried up to the first stop, towards the VM and back.
+	FirstStopUpBytes   int64 `json:"first_stop_link_bytes_up"`
+	FirstStopDownBytes int64 `json:"first_stop_link_bytes_down"`
+	// LoadedClasses and AllClassesReplyBytes are the driver's (BigApp
+	// only): the classes loaded after the last stop and the size of the
+	// AllClassesWithGeneric reply listing them.
+	LoadedClasses        int   `json:"loaded_classes,omitempty"`
+	AllClassesReplyBytes int64 `json:"all_classes_reply_bytes,omitempty"`
 	// Speedup is the direct cell's median over this cell's, and SpeedupCI
 	// its 95% bootstrap confidence interval.
 	Speedup   float64    `json:"speedup_vs_direct,omitempty"`
@@ -183,14 +206,17 @@ type Slope struct {
 
 // Report is the whole matrix.
 type Report struct {
-	Started    time.Time `json:"started"`
-	Machine    string    `json:"machine"`
-	Steps      int       `json:"steps"`
-	Warmup     int       `json:"warmup"`
-	Bandwidth  int64     `json:"bandwidth_bytes_per_s,omitempty"`
-	Cells      []Cell    `json:"cells"`
-	Slopes     []Slope   `json:"slopes"`
-	Mismatches []string  `json:"digest_mismatches"`
+	Started   time.Time `json:"started"`
+	Machine   string    `json:"machine"`
+	Steps     int       `json:"steps"`
+	Warmup    int       `json:"warmup"`
+	Bandwidth int64     `json:"bandwidth_bytes_per_s,omitempty"`
+	Cells     []Cell    `json:"cells"`
+	// VMStartupMS is, per workload, the VM's own start-up: how long it ran
+	// before the first stop in the direct cell at 0 ms RTT.
+	VMStartupMS map[string]float64 `json:"vm_startup_ms,omitempty"`
+	Slopes      []Slope            `json:"slopes"`
+	Mismatches  []string           `json:"digest_mismatches"`
 }
 
 // ErrDigestMismatch is returned (with the full report) when a proxied run
@@ -211,6 +237,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, rtt := range cfg.RTTs {
 			var direct *Cell
 			for _, m := range cfg.Modes {
+				if m.Fresh != nil {
+					fresh := m.Fresh()
+					fresh.Name = m.Name
+					m = fresh
+				}
 				label := fmt.Sprintf("%s %s rtt=%v", w, m.Name, rtt)
 				if cfg.Progress != nil {
 					cfg.Progress(done, total, label)
@@ -259,10 +290,52 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Progress(done, total, "done")
 	}
 	rep.Slopes = slopes(rep.Cells)
+	rep.subtractStartup()
 	if len(rep.Mismatches) > 0 {
 		return rep, ErrDigestMismatch
 	}
 	return rep, nil
+}
+
+// subtractStartup sets VMStartupMS from the direct cells at 0 ms RTT, and
+// each cell of their workloads' first stop minus it, with its speedup over
+// the direct cell at the same RTT.
+func (r *Report) subtractStartup() {
+	for _, c := range r.Cells {
+		if c.RTTMS == 0 && c.Mode == r.directMode() {
+			if r.VMStartupMS == nil {
+				r.VMStartupMS = map[string]float64{}
+			}
+			r.VMStartupMS[c.Workload] = c.VMRunMS
+		}
+	}
+	type key struct {
+		workload string
+		rtt      float64
+	}
+	direct := map[key]float64{}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		vm, ok := r.VMStartupMS[c.Workload]
+		if !ok || c.FirstStopMS <= vm {
+			continue
+		}
+		c.FirstStopNetMS = c.FirstStopMS - vm
+		k := key{c.Workload, c.RTTMS}
+		if c.Mode == r.directMode() {
+			direct[k] = c.FirstStopNetMS
+		} else if d, ok := direct[k]; ok {
+			c.FirstStopNetSpeedup = d / c.FirstStopNetMS
+		}
+	}
+}
+
+// directMode is the name of the run's direct mode: that of its first cell.
+func (r *Report) directMode() string {
+	if len(r.Cells) == 0 {
+		return ""
+	}
+	return r.Cells[0].Mode
 }
 
 func firstDifference(want, got []string) string {
@@ -315,10 +388,12 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	}
 	// The driver counts its stops from the breakpoint stop (stop 0) and
 	// flags the first Warmup of them; the breakpoint stop is warm-up here
-	// too, so Steps steps are measured.
+	// too, so Steps steps are measured. It holds after the first stop
+	// while the link's bytes are taken.
+	var first link.Stats
 	res, err := javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
 		Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps + cfg.Warmup, Warmup: cfg.Warmup + 1,
-		Breakpoints: w.Breakpoints,
+		Breakpoints: w.Breakpoints, AfterFirstStop: func() { first = lk.Bytes() },
 	})
 	if err != nil {
 		return nil, err
@@ -337,6 +412,8 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		Stops: len(steady), MedianMS: sp.Median, MinMS: sp.Min, MaxMS: sp.Max, MedianCI: sp.CI,
 		StepMS: stepMS, P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
 		FirstStopMS: res.Summary.FirstStopMS, Digests: res.Digests(), LinkDrops: lk.Drops(),
+		VMRunMS: res.Summary.VMRunMS, FirstStopUpBytes: first.AToB, FirstStopDownBytes: first.BToA,
+		LoadedClasses: res.Summary.LoadedClasses, AllClassesReplyBytes: res.Summary.AllClassesReplyBytes,
 	}, nil
 }
 

@@ -40,6 +40,7 @@ func TestDigestCheck(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	fresh := 0
 	cfg := Config{
 		RTTs:      []time.Duration{0},
 		Workloads: []Workload{{Profile: javavm.ProfileJDBMin, Debuggee: javavm.Shallow}},
@@ -47,8 +48,11 @@ func TestDigestCheck(t *testing.T) {
 		Modes: []Mode{
 			{Name: "direct", Direct: true},
 			{Name: "proxy"},
-			{Name: "corrupt", NewHooks: func(*relay.Session) relay.Hooks {
-				return relay.Hooks{Interceptors: []relay.Interceptor{corrupter{}}}
+			{Name: "corrupt", Fresh: func() Mode {
+				fresh++
+				return Mode{Name: "made fresh", NewHooks: func(*relay.Session) relay.Hooks {
+					return relay.Hooks{Interceptors: []relay.Interceptor{corrupter{}}}
+				}}
 			}},
 		},
 	}
@@ -68,8 +72,26 @@ func TestDigestCheck(t *testing.T) {
 	if len(rep.Mismatches) != 1 || !strings.Contains(rep.Mismatches[0], "corrupt") {
 		t.Errorf("mismatches %q, want exactly the corrupting mode", rep.Mismatches)
 	}
+	if fresh != 1 || rep.Cells[2].Mode != "corrupt" {
+		t.Errorf("the fresh mode was made %d times for its one cell, named %q", fresh, rep.Cells[2].Mode)
+	}
+	// The first stop's figures: the link's bytes each way, the VM's run,
+	// and the first stop minus the VM's start-up (the direct cell's run).
+	startup, ok := rep.VMStartupMS[rep.Cells[0].Workload]
+	if !ok || startup != rep.Cells[0].VMRunMS || startup <= 0 {
+		t.Errorf("VM start-up %v (%v), want the direct cell's run %v", startup, ok, rep.Cells[0].VMRunMS)
+	}
+	for _, c := range rep.Cells {
+		if c.FirstStopUpBytes <= 0 || c.FirstStopDownBytes <= c.FirstStopUpBytes || c.VMRunMS <= 0 || c.VMRunMS >= c.FirstStopMS {
+			t.Errorf("cell %s: first stop %.1f ms, VM ran %.1f ms, link bytes %d to the VM and %d back",
+				c.Mode, c.FirstStopMS, c.VMRunMS, c.FirstStopUpBytes, c.FirstStopDownBytes)
+		}
+		if math.Abs(c.FirstStopNetMS-(c.FirstStopMS-startup)) > 1e-9 {
+			t.Errorf("cell %s: first stop minus start-up %.3f ms, want %.3f - %.3f", c.Mode, c.FirstStopNetMS, c.FirstStopMS, startup)
+		}
+	}
 	var table, svg bytes.Buffer
-	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "MISMATCH") {
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "MISMATCH") || !strings.Contains(table.String(), "minus start-up ms") {
 		t.Errorf("table (%v) does not flag the mismatch:\n%s", err, table.String())
 	}
 	if err := rep.WriteSVG(&svg); err != nil || !strings.Contains(svg.String(), "<circle") {
@@ -94,6 +116,22 @@ func TestSlopes(t *testing.T) {
 		if math.Abs(got[i].RoundTrips-want.rt) > 1e-9 || math.Abs(got[i].InterceptMS-want.icpt) > 1e-9 ||
 			math.Abs(got[i].FirstStopRoundTrips-want.first) > 1e-9 || math.Abs(got[i].FirstStopInterceptMS-want.firstIcpt) > 1e-9 {
 			t.Errorf("slope %d = %+v, want %v round trips, intercept %v; to the first stop %v, %v", i, got[i], want.rt, want.icpt, want.first, want.firstIcpt)
+		}
+	}
+	// The direct cell at 0 ms ran the VM 150 ms of its 400 ms first stop.
+	rep := &Report{Cells: []Cell{
+		{Workload: "w", Mode: "direct", RTTMS: 0, FirstStopMS: 400, VMRunMS: 150},
+		{Workload: "w", Mode: "fast", RTTMS: 0, FirstStopMS: 200, VMRunMS: 160},
+		{Workload: "w", Mode: "direct", RTTMS: 30, FirstStopMS: 3750, VMRunMS: 190},
+		{Workload: "w", Mode: "fast", RTTMS: 30, FirstStopMS: 350, VMRunMS: 170},
+	}}
+	rep.subtractStartup()
+	if rep.VMStartupMS["w"] != 150 {
+		t.Errorf("VM start-up %v, want the direct cell's at 0 ms", rep.VMStartupMS)
+	}
+	for i, want := range [][2]float64{{250, 0}, {50, 5}, {3600, 0}, {200, 18}} {
+		if c := rep.Cells[i]; math.Abs(c.FirstStopNetMS-want[0]) > 1e-9 || math.Abs(c.FirstStopNetSpeedup-want[1]) > 1e-9 {
+			t.Errorf("cell %d: first stop minus start-up %v ms, speedup %v; want %v, %v", i, c.FirstStopNetMS, c.FirstStopNetSpeedup, want[0], want[1])
 		}
 	}
 	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.5); q != 3 {
