@@ -106,7 +106,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 // workloads whose driver reports them, the classes loaded and the size of
 // the AllClassesWithGeneric reply that lists them.
 func (r *Report) writeFirstStops(w io.Writer) error {
-	fmt.Fprintln(w, "\ntime to the first stop (minus the VM's own start-up: its run before the first stop, direct at 0 ms):")
+	fmt.Fprintln(w, "\ntime to the first stop (minus the VM's own start-up: its median run before the first stop at 0 ms):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tfirst stop ms\tspeedup\tVM ran ms\tminus start-up ms\tspeedup\tlink B to VM\tlink B from VM\t")
 	speed := func(v float64) string {

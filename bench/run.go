@@ -158,7 +158,8 @@ type Cell struct {
 	// FirstStopNetMS is FirstStopMS minus the VM's own start-up
 	// (Report.VMStartupMS) and FirstStopNetSpeedup the direct cell's over
 	// it: the part of the wait a debugger and its link cause. Zero when
-	// the run had no direct cell at 0 ms to measure the start-up.
+	// the run had no cell at 0 ms to measure the start-up, or the first
+	// stop took less than it (the start-up varies from VM to VM).
 	FirstStopNetMS      float64 `json:"first_stop_minus_vm_startup_ms,omitempty"`
 	FirstStopNetSpeedup float64 `json:"first_stop_minus_vm_startup_speedup_vs_direct,omitempty"`
 	// FirstStopUpBytes and FirstStopDownBytes are the bytes the link
@@ -212,8 +213,9 @@ type Report struct {
 	Warmup    int       `json:"warmup"`
 	Bandwidth int64     `json:"bandwidth_bytes_per_s,omitempty"`
 	Cells     []Cell    `json:"cells"`
-	// VMStartupMS is, per workload, the VM's own start-up: how long it ran
-	// before the first stop in the direct cell at 0 ms RTT.
+	// VMStartupMS is, per workload, the VM's own start-up: the median over
+	// its cells at 0 ms RTT (every mode's) of how long the VM ran before
+	// the first stop. With no link latency, that is the VM's own time.
 	VMStartupMS map[string]float64 `json:"vm_startup_ms,omitempty"`
 	Slopes      []Slope            `json:"slopes"`
 	Mismatches  []string           `json:"digest_mismatches"`
@@ -297,17 +299,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// subtractStartup sets VMStartupMS from the direct cells at 0 ms RTT, and
-// each cell of their workloads' first stop minus it, with its speedup over
-// the direct cell at the same RTT.
+// subtractStartup sets VMStartupMS from the cells at 0 ms RTT, and each
+// cell of their workloads' first stop minus it, with its speedup over the
+// direct cell at the same RTT.
 func (r *Report) subtractStartup() {
+	runs := map[string][]float64{}
 	for _, c := range r.Cells {
-		if c.RTTMS == 0 && c.Mode == r.directMode() {
-			if r.VMStartupMS == nil {
-				r.VMStartupMS = map[string]float64{}
-			}
-			r.VMStartupMS[c.Workload] = c.VMRunMS
+		if c.RTTMS == 0 && c.VMRunMS > 0 {
+			runs[c.Workload] = append(runs[c.Workload], c.VMRunMS)
 		}
+	}
+	for w, v := range runs {
+		if r.VMStartupMS == nil {
+			r.VMStartupMS = map[string]float64{}
+		}
+		r.VMStartupMS[w] = spreadOf(v).Median
 	}
 	type key struct {
 		workload string
