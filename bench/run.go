@@ -162,6 +162,15 @@ type Cell struct {
 	// stop took less than it (the start-up varies from VM to VM).
 	FirstStopNetMS      float64 `json:"first_stop_minus_vm_startup_ms,omitempty"`
 	FirstStopNetSpeedup float64 `json:"first_stop_minus_vm_startup_speedup_vs_direct,omitempty"`
+	// FirstStopWaitMS is FirstStopMS minus this cell's own VMRunMS: the
+	// time to the first stop while the VM was not running, which the
+	// debugger, the link and the proxy spent; FirstStopWaitSpeedup is the
+	// direct cell's over it. Unlike FirstStopNetMS it does not carry the
+	// VM's start-up from one VM to another, which varies by as much as a
+	// second on a loaded machine; it leaves out the round trips spent
+	// waiting for the VM's events while it ran (a handful).
+	FirstStopWaitMS      float64 `json:"first_stop_minus_vm_run_ms"`
+	FirstStopWaitSpeedup float64 `json:"first_stop_minus_vm_run_speedup_vs_direct,omitempty"`
 	// FirstStopUpBytes and FirstStopDownBytes are the bytes the link
 	// carried up to the first stop, towards the VM and back.
 	FirstStopUpBytes   int64 `json:"first_stop_link_bytes_up"`
@@ -197,12 +206,17 @@ type Cell struct {
 // costs. FirstStopRoundTrips and FirstStopInterceptMS are the same fit of
 // the time to the first stop.
 type Slope struct {
-	Workload             string  `json:"workload"`
-	Mode                 string  `json:"mode"`
-	RoundTrips           float64 `json:"serial_round_trips_per_step"`
-	InterceptMS          float64 `json:"intercept_ms"`
-	FirstStopRoundTrips  float64 `json:"serial_round_trips_to_first_stop"`
-	FirstStopInterceptMS float64 `json:"first_stop_intercept_ms"`
+	Workload            string  `json:"workload"`
+	Mode                string  `json:"mode"`
+	RoundTrips          float64 `json:"serial_round_trips_per_step"`
+	InterceptMS         float64 `json:"intercept_ms"`
+	FirstStopRoundTrips float64 `json:"serial_round_trips_to_first_stop"`
+	// FirstStopWaitRoundTrips fits the first stop minus the cell's own VM
+	// run (Cell.FirstStopWaitMS): free of the VM's start-up, which varies
+	// from VM to VM, but without the few round trips spent waiting for the
+	// VM's events while it ran.
+	FirstStopWaitRoundTrips float64 `json:"serial_round_trips_to_first_stop_minus_vm_run"`
+	FirstStopInterceptMS    float64 `json:"first_stop_intercept_ms"`
 }
 
 // Report is the whole matrix.
@@ -276,6 +290,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					}
 					if c.FirstStopMS > 0 {
 						c.FirstStopSpeedup = direct.FirstStopMS / c.FirstStopMS
+					}
+					if c.FirstStopWaitMS > 0 {
+						c.FirstStopWaitSpeedup = direct.FirstStopWaitMS / c.FirstStopWaitMS
 					}
 					if c.MedianMS > 0 {
 						c.Speedup = direct.MedianMS / c.MedianMS
@@ -418,7 +435,8 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		Stops: len(steady), MedianMS: sp.Median, MinMS: sp.Min, MaxMS: sp.Max, MedianCI: sp.CI,
 		StepMS: stepMS, P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
 		FirstStopMS: res.Summary.FirstStopMS, Digests: res.Digests(), LinkDrops: lk.Drops(),
-		VMRunMS: res.Summary.VMRunMS, FirstStopUpBytes: first.AToB, FirstStopDownBytes: first.BToA,
+		VMRunMS: res.Summary.VMRunMS, FirstStopWaitMS: res.Summary.FirstStopMS - res.Summary.VMRunMS,
+		FirstStopUpBytes: first.AToB, FirstStopDownBytes: first.BToA,
 		LoadedClasses: res.Summary.LoadedClasses, AllClassesReplyBytes: res.Summary.AllClassesReplyBytes,
 	}, nil
 }
@@ -497,6 +515,7 @@ func slopes(cells []Cell) []Slope {
 	type key struct{ w, m string }
 	steps := map[key][][2]float64{}
 	first := map[key][][2]float64{}
+	wait := map[key][][2]float64{}
 	var order []key
 	for _, c := range cells {
 		k := key{c.Workload, c.Mode}
@@ -505,6 +524,7 @@ func slopes(cells []Cell) []Slope {
 		}
 		steps[k] = append(steps[k], [2]float64{c.RTTMS, c.MedianMS})
 		first[k] = append(first[k], [2]float64{c.RTTMS, c.FirstStopMS})
+		wait[k] = append(wait[k], [2]float64{c.RTTMS, c.FirstStopWaitMS})
 	}
 	var out []Slope
 	for _, k := range order {
@@ -514,6 +534,7 @@ func slopes(cells []Cell) []Slope {
 		}
 		s := Slope{Workload: k.w, Mode: k.m, RoundTrips: b, InterceptMS: a}
 		s.FirstStopRoundTrips, s.FirstStopInterceptMS, _ = fitLine(first[k])
+		s.FirstStopWaitRoundTrips, _, _ = fitLine(wait[k])
 		out = append(out, s)
 	}
 	return out

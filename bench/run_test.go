@@ -86,6 +86,9 @@ func TestDigestCheck(t *testing.T) {
 			t.Errorf("cell %s: first stop %.1f ms, VM ran %.1f ms, link bytes %d to the VM and %d back",
 				c.Mode, c.FirstStopMS, c.VMRunMS, c.FirstStopUpBytes, c.FirstStopDownBytes)
 		}
+		if math.Abs(c.FirstStopWaitMS-(c.FirstStopMS-c.VMRunMS)) > 1e-9 || c.Mode != "direct" && c.FirstStopWaitSpeedup <= 0 {
+			t.Errorf("cell %s: first stop minus its VM run %.3f ms (speedup %.2f), want %.3f - %.3f", c.Mode, c.FirstStopWaitMS, c.FirstStopWaitSpeedup, c.FirstStopMS, c.VMRunMS)
+		}
 		if c.FirstStopMS > startup && math.Abs(c.FirstStopNetMS-(c.FirstStopMS-startup)) > 1e-9 {
 			t.Errorf("cell %s: first stop minus start-up %.3f ms, want %.3f - %.3f", c.Mode, c.FirstStopNetMS, c.FirstStopMS, startup)
 		}
@@ -105,17 +108,18 @@ func TestSlopes(t *testing.T) {
 	var cells []Cell
 	for _, rtt := range []float64{0, 1, 10, 30, 100} {
 		cells = append(cells,
-			Cell{Workload: "w", Mode: "direct", RTTMS: rtt, MedianMS: 5 + 80*rtt, FirstStopMS: 400 + 120*rtt},
-			Cell{Workload: "w", Mode: "fast", RTTMS: rtt, MedianMS: 7 + 4*rtt, FirstStopMS: 410 + 30*rtt})
+			Cell{Workload: "w", Mode: "direct", RTTMS: rtt, MedianMS: 5 + 80*rtt, FirstStopMS: 400 + 120*rtt, FirstStopWaitMS: 100 + 110*rtt},
+			Cell{Workload: "w", Mode: "fast", RTTMS: rtt, MedianMS: 7 + 4*rtt, FirstStopMS: 410 + 30*rtt, FirstStopWaitMS: 90 + 25*rtt})
 	}
 	got := slopes(cells)
 	if len(got) != 2 {
 		t.Fatalf("got %d slopes", len(got))
 	}
-	for i, want := range []struct{ rt, icpt, first, firstIcpt float64 }{{80, 5, 120, 400}, {4, 7, 30, 410}} {
+	for i, want := range []struct{ rt, icpt, first, firstIcpt, wait float64 }{{80, 5, 120, 400, 110}, {4, 7, 30, 410, 25}} {
 		if math.Abs(got[i].RoundTrips-want.rt) > 1e-9 || math.Abs(got[i].InterceptMS-want.icpt) > 1e-9 ||
-			math.Abs(got[i].FirstStopRoundTrips-want.first) > 1e-9 || math.Abs(got[i].FirstStopInterceptMS-want.firstIcpt) > 1e-9 {
-			t.Errorf("slope %d = %+v, want %v round trips, intercept %v; to the first stop %v, %v", i, got[i], want.rt, want.icpt, want.first, want.firstIcpt)
+			math.Abs(got[i].FirstStopRoundTrips-want.first) > 1e-9 || math.Abs(got[i].FirstStopInterceptMS-want.firstIcpt) > 1e-9 ||
+			math.Abs(got[i].FirstStopWaitRoundTrips-want.wait) > 1e-9 {
+			t.Errorf("slope %d = %+v, want %v round trips, intercept %v; to the first stop %v, %v; minus the VM's run %v", i, got[i], want.rt, want.icpt, want.first, want.firstIcpt, want.wait)
 		}
 	}
 	// The VM ran 150 ms (the median of the cells at 0 ms) of the first stop.
