@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
 
@@ -97,7 +99,7 @@ func (f *Front) maybeForward(ctx context.Context, client net.Conn, req Request, 
 	case KindListForward:
 		list, err := f.query(ctx, req.Raw)
 		if err != nil {
-			var fe *FailError
+			var fe *adbwire.FailError
 			if errors.As(err, &fe) {
 				writeFail(client, fe.Message) //nolint:errcheck // closing anyway
 			} else {
@@ -117,7 +119,7 @@ func (f *Front) maybeForward(ctx context.Context, client net.Conn, req Request, 
 			list += t.Serial + " " + fw.local + " jdwp:" + strconv.Itoa(t.PID) + "\n"
 		}
 		f.mu.Unlock()
-		client.Write(AppendRequest([]byte("OKAY"), list)) //nolint:errcheck // closing anyway
+		client.Write(adbwire.AppendMessage([]byte("OKAY"), list)) //nolint:errcheck // closing anyway
 		return true
 	}
 	return false
@@ -129,7 +131,7 @@ func (f *Front) maybeForward(ctx context.Context, client net.Conn, req Request, 
 func (f *Front) addForward(ctx context.Context, client net.Conn, use Selector, port, pid int, noRebind bool, log zerolog.Logger) {
 	serial, err := f.query(ctx, use.Prefix()+"get-serialno")
 	if err != nil {
-		var fe *FailError
+		var fe *adbwire.FailError
 		if errors.As(err, &fe) {
 			writeFail(client, fe.Message) //nolint:errcheck // closing anyway
 		} else {
@@ -153,7 +155,7 @@ func (f *Front) addForward(ctx context.Context, client net.Conn, use Selector, p
 				writeFail(client, "cannot rebind existing socket") //nolint:errcheck // closing anyway
 				return
 			}
-			log.Info().Str(LogLocal, local).Str(LogDevice, serial).Int(LogPID, pid).Msg("JDWP forward rebound")
+			log.Info().Str(LogLocal, local).Str(logkey.Device, serial).Int(logkey.PID, pid).Msg("JDWP forward rebound")
 			client.Write([]byte("OKAYOKAY")) //nolint:errcheck // closing anyway
 			return
 		}
@@ -176,10 +178,10 @@ func (f *Front) addForward(ctx context.Context, client net.Conn, use Selector, p
 	f.forwards[fw.local] = fw
 	f.mu.Unlock()
 	f.wg.Go(func() { f.serveForward(fctx, fw) })
-	log.Info().Str(LogLocal, fw.local).Str(LogDevice, serial).Int(LogPID, pid).Msg("JDWP forward: the front listens and relays through the accelerator")
+	log.Info().Str(LogLocal, fw.local).Str(logkey.Device, serial).Int(logkey.PID, pid).Msg("JDWP forward: the front listens and relays through the accelerator")
 	out := []byte("OKAYOKAY")
 	if port == 0 {
-		out = AppendRequest(out, strconv.Itoa(actual))
+		out = adbwire.AppendMessage(out, strconv.Itoa(actual))
 	}
 	client.Write(out) //nolint:errcheck // closing anyway
 }
@@ -204,7 +206,7 @@ func (f *Front) serveForward(ctx context.Context, fw *forward) {
 			log := f.log.With().Str(LogClient, conn.RemoteAddr().String()).Str(LogLocal, fw.local).Logger()
 			vm, attempts, err := f.dialJDWPRetry(ctx, t)
 			if err != nil {
-				log.Warn().Err(err).Str(LogDevice, t.Serial).Int(LogPID, t.PID).Int(LogAttempts, attempts).
+				log.Warn().Err(err).Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Int(logkey.Attempts, attempts).
 					Msg("cannot open the JDWP stream for a forwarded debugger; reset its connection before its handshake")
 				refuse(conn)
 				return

@@ -12,7 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/discover"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
 
@@ -21,10 +22,7 @@ const (
 	LogClient   = "client"   // the client's address
 	LogUpstream = "upstream" // the adb server's address
 	LogRequest  = "request"  // a host-protocol request
-	LogDevice   = "device"   // a device's serial
-	LogPID      = "pid"
-	LogLocal    = "local" // a forward's local end, e.g. tcp:8600
-	LogAttempts = "attempts"
+	LogLocal    = "local"    // a forward's local end, e.g. tcp:8600
 	LogIdle     = "idle_timeout"
 )
 
@@ -171,38 +169,23 @@ func (f *Front) dial(ctx context.Context) (*upstream, error) {
 }
 
 func (u *upstream) send(req string) error {
-	_, err := u.conn.Write(AppendRequest(nil, req))
+	_, err := u.conn.Write(adbwire.AppendMessage(nil, req))
 	return err
 }
 
 // status reads OKAY, or FAIL and its message: ok, the FAIL message.
 func (u *upstream) status() (ok bool, msg string, err error) {
-	var st [4]byte
-	if _, err := io.ReadFull(u.r, st[:]); err != nil {
-		return false, "", fmt.Errorf("reading the adb server's answer: %w", err)
-	}
-	switch string(st[:]) {
-	case "OKAY":
+	err = adbwire.ReadStatus(u.r)
+	var fe *adbwire.FailError
+	switch {
+	case err == nil:
 		return true, "", nil
-	case "FAIL":
-		m, err := readMessage(u.r)
-		return false, m, err
+	case errors.As(err, &fe):
+		return false, fe.Message, nil
+	case errors.Is(err, adbwire.ErrProtocol):
+		return false, "", fmt.Errorf("adb server's answer: %w", err)
 	}
-	return false, "", fmt.Errorf("adb server answered %q: %w", st[:], ErrProtocol)
-}
-
-func readMessage(r io.Reader) (string, error) {
-	var h [4]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return "", err
-	}
-	n, err := discover.ParseHexLength(h)
-	if err != nil {
-		return "", err
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(r, b)
-	return string(b), err
+	return false, "", fmt.Errorf("reading the adb server's answer: %w", err)
 }
 
 // query sends a host request on a connection of its own and returns the
@@ -222,19 +205,15 @@ func (f *Front) query(ctx context.Context, req string) (string, error) {
 		return "", err
 	}
 	if !ok {
-		return "", &FailError{Message: msg}
+		return "", &adbwire.FailError{Message: msg}
 	}
-	return readMessage(u.r)
+	b, err := adbwire.ReadMessage(u.r)
+	return string(b), err
 }
-
-// FailError is a FAIL answer of the adb server.
-type FailError struct{ Message string }
-
-func (e *FailError) Error() string { return "adb server: " + e.Message }
 
 // writeFail answers FAIL with msg.
 func writeFail(w io.Writer, msg string) error {
-	_, err := w.Write(AppendRequest([]byte("FAIL"), msg))
+	_, err := w.Write(adbwire.AppendFail(nil, msg))
 	return err
 }
 
@@ -273,7 +252,7 @@ func (f *Front) serveConn(ctx context.Context, client net.Conn) {
 	var tportID uint64
 	for {
 		client.SetReadDeadline(time.Now().Add(f.cfg.IdleTimeout))
-		raw, err := ReadRequest(cr)
+		raw, err := adbwire.ReadRequest(cr)
 		var ne net.Error
 		switch {
 		case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
@@ -378,7 +357,7 @@ func (f *Front) splice(client net.Conn, cr *bufio.Reader, up *upstream) {
 func (f *Front) jdwpStream(ctx context.Context, client net.Conn, cr *bufio.Reader, up *upstream, pid int, sel Selector, tportID uint64, log zerolog.Logger) {
 	ok, msg, err := up.status()
 	if err != nil {
-		log.Warn().Err(err).Int(LogPID, pid).Msg("jdwp stream failed")
+		log.Warn().Err(err).Int(logkey.PID, pid).Msg("jdwp stream failed")
 		up.conn.Close()
 		return
 	}
@@ -399,7 +378,7 @@ func (f *Front) jdwpStream(ctx context.Context, client net.Conn, cr *bufio.Reade
 }
 
 func (f *Front) runJDWP(ctx context.Context, client, vm net.Conn, t Target, log zerolog.Logger) {
-	log = log.With().Str(LogDevice, t.Serial).Int(LogPID, t.PID).Logger()
+	log = log.With().Str(logkey.Device, t.Serial).Int(logkey.PID, t.PID).Logger()
 	if f.cfg.JDWP == nil {
 		log.Info().Msg("JDWP stream: splicing")
 		f.splice(client, bufio.NewReader(client), &upstream{conn: vm, r: bufio.NewReader(vm)})
@@ -451,7 +430,7 @@ func (f *Front) dialJDWP(ctx context.Context, serial string, pid int) (net.Conn,
 		}
 		ok, msg, err := u.status()
 		if err == nil && !ok {
-			err = &FailError{Message: msg}
+			err = &adbwire.FailError{Message: msg}
 		}
 		if err != nil {
 			u.conn.Close()

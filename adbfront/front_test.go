@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/discover/adbtest"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbtest"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/rs/zerolog"
 )
 
@@ -87,7 +88,7 @@ func TestFrontJDWPStream(t *testing.T) {
 		return client.Close()
 	})
 	c, r := dialFront(t, addr)
-	c.Write(append(AppendRequest(AppendRequest(nil, "host:transport:emu-1"), "jdwp:77"), "JDWP-Handshake"...))
+	c.Write(append(adbwire.AppendMessage(adbwire.AppendMessage(nil, "host:transport:emu-1"), "jdwp:77"), "JDWP-Handshake"...))
 	if got := readN(t, r, 8); got != "OKAYOKAY" {
 		t.Fatalf("answers %q", got)
 	}
@@ -116,7 +117,7 @@ func TestFrontSplices(t *testing.T) {
 	defer up.Close()
 	addr := startFront(t, up.Addr(), nil)
 	c, r := dialFront(t, addr)
-	c.Write(AppendRequest(nil, "host:track-devices"))
+	c.Write(adbwire.AppendMessage(nil, "host:track-devices"))
 	if got := readN(t, r, 8); got != "OKAY0000" {
 		t.Fatalf("track-devices began %q", got)
 	}
@@ -125,7 +126,7 @@ func TestFrontSplices(t *testing.T) {
 		t.Fatalf("track-devices update %q", got)
 	}
 	c2, r2 := dialFront(t, addr)
-	c2.Write(AppendRequest(nil, "host:transport:nope"))
+	c2.Write(adbwire.AppendMessage(nil, "host:transport:nope"))
 	if got, err := io.ReadAll(r2); err != nil || got == nil || !strings.HasPrefix(string(got), "FAIL") || !strings.Contains(string(got), "device 'nope' not found") {
 		t.Fatalf("transport to a missing device: %q, %v", got, err)
 	}
@@ -149,7 +150,7 @@ func TestFrontBadInput(t *testing.T) {
 		}
 	}
 	c, r := dialFront(t, addr)
-	c.Write(AppendRequest(nil, "host:version"))
+	c.Write(adbwire.AppendMessage(nil, "host:version"))
 	if got := readN(t, r, 12); got != "OKAY00040029" {
 		t.Fatalf("host:version after bad clients: %q", got)
 	}
@@ -169,7 +170,7 @@ func TestFrontNoUpstream(t *testing.T) {
 	ln.Close()
 	addr := startFront(t, dead, nil)
 	c, r := dialFront(t, addr)
-	c.Write(AppendRequest(nil, "host:devices"))
+	c.Write(adbwire.AppendMessage(nil, "host:devices"))
 	got, _ := io.ReadAll(r)
 	if !strings.HasPrefix(string(got), "FAIL") || !strings.Contains(string(got), dead) {
 		t.Fatalf("answer %q", got)

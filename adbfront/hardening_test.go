@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/discover/adbtest"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbtest"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/rs/zerolog"
 )
 
@@ -48,7 +49,7 @@ func TestFrontIdleTimeout(t *testing.T) {
 	}
 	// A request that completes in time is answered.
 	c, r := dialFront(t, addr)
-	c.Write(AppendRequest(nil, "host:version"))
+	c.Write(adbwire.AppendMessage(nil, "host:version"))
 	if got := readN(t, r, 12); got != "OKAY00040029" {
 		t.Fatalf("host:version: %q", got)
 	}

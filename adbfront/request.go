@@ -6,58 +6,22 @@
 // speculative cache), and "forward tcp:N jdwp:PID" requests are served by
 // the front itself so that debuggers attaching to tcp:N go through it too.
 // Everything else is spliced byte for byte once its request is parsed.
+// Relay is the JDWP function jdwpaccel's adb command uses: a relay server
+// per device process, each session given its stream's VM connection, and a
+// DDM monitor per process kept a while after the process's last stream.
+// The host protocol's framing is internal/adbwire's.
 //
 //	f := adbfront.New(adbfront.Config{Upstream: "127.0.0.1:5037", JDWP: serveJDWP})
 //	err := f.Serve(ctx, listener) // clients: adb -P PORT ..., ANDROID_ADB_SERVER_PORT=PORT
 package adbfront
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
-	"github.com/jdwpaccel/jdwpaccel/discover"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 )
-
-// MaxRequest bounds a request: the 4-hex-digit length cannot say more.
-const MaxRequest = 0xFFFF
-
-// ErrProtocol is wrapped by errors for bytes that break the host
-// protocol's framing.
-var ErrProtocol = discover.ErrADBProtocol
-
-// ReadRequest reads one request: 4 hex digits of length (either case),
-// then that many bytes. A zero length is an error, as for adb servers.
-func ReadRequest(r io.Reader) (string, error) {
-	var h [4]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return "", err
-	}
-	n, err := discover.ParseHexLength(h)
-	if err != nil {
-		return "", err
-	}
-	if n == 0 {
-		return "", fmt.Errorf("empty request: %w", ErrProtocol)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return "", fmt.Errorf("request of %d bytes: %w", n, err)
-	}
-	return string(b), nil
-}
-
-// AppendRequest appends req framed as a request (or an OKAY/FAIL
-// message): %04x length, then the bytes.
-func AppendRequest(dst []byte, req string) []byte {
-	dst = fmt.Appendf(dst, "%04x", len(req))
-	return append(dst, req...)
-}
 
 // SelectorKind says how a request picks its device.
 type SelectorKind uint8
@@ -179,7 +143,7 @@ func ParseRequest(raw string) (Request, error) {
 	case strings.HasPrefix(raw, "host-serial:"):
 		serial, svc, ok := ParseHostSerial(strings.TrimPrefix(raw, "host-serial:"))
 		if !ok {
-			return r, fmt.Errorf("bad host-serial request %q: %w", raw, ErrProtocol)
+			return r, fmt.Errorf("bad host-serial request %q: %w", raw, adbwire.ErrProtocol)
 		}
 		r.Host, r.Sel, r.Service = true, Selector{Kind: SelectSerial, Serial: serial}, svc
 	case strings.HasPrefix(raw, "host-transport-id:"):
@@ -187,7 +151,7 @@ func ParseRequest(raw string) (Request, error) {
 		idStr, svc, ok := strings.Cut(rest, ":")
 		id, err := strconv.ParseUint(idStr, 10, 64)
 		if !ok || err != nil {
-			return r, fmt.Errorf("bad host-transport-id request %q: %w", raw, ErrProtocol)
+			return r, fmt.Errorf("bad host-transport-id request %q: %w", raw, adbwire.ErrProtocol)
 		}
 		r.Host, r.Sel, r.Service = true, Selector{Kind: SelectTransportID, ID: id}, svc
 	case strings.HasPrefix(raw, "host-usb:"):
@@ -226,7 +190,7 @@ func ParseRequest(raw string) (Request, error) {
 		case strings.HasPrefix(svc, "transport-id:"):
 			id, err := strconv.ParseUint(strings.TrimPrefix(svc, "transport-id:"), 10, 64)
 			if err != nil {
-				return r, fmt.Errorf("bad transport id in %q: %w", raw, ErrProtocol)
+				return r, fmt.Errorf("bad transport id in %q: %w", raw, adbwire.ErrProtocol)
 			}
 			r.Sel = Selector{Kind: SelectTransportID, ID: id}
 		case svc == "transport-usb":

@@ -134,12 +134,9 @@ func (l *Log) Hooks(*relay.Session) relay.Hooks {
 type observer Log
 
 // user is the name of the session's user: the far end puts what it
-// agreed with the near end (split.Agreed) in the session's DebuggerInfo.
+// agreed with the near end (split.Agreed, as relay.LinkInfo) in the session's DebuggerInfo.
 func user(s *relay.Session) string {
-	if u, ok := s.DebuggerInfo().(interface{ UserName() string }); ok {
-		return u.UserName()
-	}
-	return ""
+	return s.DebuggerInfo().User
 }
 
 func (o *observer) line(s *relay.Session, event string) Line {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
@@ -380,6 +381,7 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		return nil, err
 	}
 	defer vm.Stop()
+	cfg.Log.Debug().Int(logkey.PID, vm.Pid()).Str(logkey.VM, vm.Addr()).Str("debuggee", w.Debuggee).Msg("debuggee JVM started")
 	behind := vm.Addr() // what the link leads to
 	if m.Split {
 		if behind, err = startFar(ctx, behind, m.FarHooks, m.Push, cfg.Log); err != nil {
@@ -419,6 +421,11 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		Breakpoints: w.Breakpoints, AfterFirstStop: func() { first = lk.Bytes() },
 	})
 	if err != nil {
+		select {
+		case <-vm.Done():
+			return nil, fmt.Errorf("%w (the debuggee JVM exited; its output:\n%s)", err, vm.Output())
+		default:
+		}
 		return nil, err
 	}
 	steady := res.Steady()

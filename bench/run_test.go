@@ -191,8 +191,8 @@ func TestSplitDigests(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	far := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
-	near := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+	far := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
+	near := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
 	rep, err := Run(ctx, Config{
 		RTTs:      []time.Duration{4 * time.Millisecond},
 		Workloads: []Workload{{Profile: javavm.ProfileIdeaLike, Debuggee: javavm.Deep}},

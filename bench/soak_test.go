@@ -28,7 +28,7 @@ func TestSoakSamples(t *testing.T) {
 		d        = 4 * time.Second
 	)
 	for ; ; d *= 2 {
-		sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: 1 << 20}, zerolog.Nop(), nil)
+		sp := speculator.New(speculator.Config{CacheBytes: 1 << 20}, zerolog.Nop(), nil)
 		progress = progress[:0]
 		var err error
 		rep, err = Soak(ctx, SoakConfig{

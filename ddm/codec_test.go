@@ -23,7 +23,7 @@ func unhex(t testing.TB, s string) []byte {
 }
 
 // Fixtures: chunk data written by hand from the reference's layout tables
-// (ddm-protocol.md §2, §4), field by field.
+// (ddm/PROTOCOL.md §2, §4), field by field.
 var fixtures = []struct {
 	name string
 	dir  Direction

@@ -1,8 +1,9 @@
 // Package ddm is the codec of DDM (Dalvik Debug Monitor), the side channel
 // Android VMs speak over JDWP command set 199: chunk types, the chunk
 // iterator (several chunks per packet, defensively bounded), one Go type
-// per chunk layout of shared/reference/ddm-protocol.md with its encoder and
-// decoder (both directions, the 2007 design layouts included), ZLIB-wrapped
+// per chunk layout of PROTOCOL.md (in this directory; the code's § numbers
+// are its sections) with its encoder and decoder (both directions, the
+// 2007 design layouts included), ZLIB-wrapped
 // chunks, UTF-16 strings and heap segment runs, and whole (199,1) command
 // and reply packets.
 //

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 )
 
 // DefaultADBPort is the adb server's port unless ANDROID_ADB_SERVER_PORT
@@ -30,10 +32,6 @@ func DefaultADBAddr() string {
 	return net.JoinHostPort("127.0.0.1", port)
 }
 
-// adbMaxMessage bounds one length-prefixed message: the 4-hex-digit
-// prefix cannot say more.
-const adbMaxMessage = 0xFFFF
-
 // ADBError is a FAIL answer of the adb server.
 type ADBError struct {
 	Request string // the request that failed, e.g. "host:transport:SERIAL"
@@ -45,8 +43,8 @@ func (e *ADBError) Error() string {
 }
 
 // ErrADBProtocol is wrapped by errors for answers that break the host
-// protocol's framing.
-var ErrADBProtocol = errors.New("adb: protocol error")
+// protocol's framing (adbwire's).
+var ErrADBProtocol = adbwire.ErrProtocol
 
 // ErrNoADBServer is wrapped when no adb server answers at the address.
 var ErrNoADBServer = errors.New("no adb server")
@@ -93,22 +91,12 @@ func (c *ADBClient) dial(ctx context.Context) (net.Conn, error) {
 	return conn, nil
 }
 
-// appendRequest appends a host-protocol request: %04X length, payload.
-func appendRequest(b []byte, req string) ([]byte, error) {
-	if len(req) > adbMaxMessage {
-		return b, fmt.Errorf("adb: request of %d bytes is too long", len(req))
-	}
-	b = fmt.Appendf(b, "%04X", len(req))
-	return append(b, req...), nil
-}
-
 // request writes req on conn and reads its status.
 func request(conn net.Conn, r io.Reader, req string) error {
-	b, err := appendRequest(nil, req)
-	if err != nil {
+	if err := adbwire.CheckLength(req); err != nil {
 		return err
 	}
-	if _, err := conn.Write(b); err != nil {
+	if _, err := conn.Write(adbwire.AppendMessage(nil, req)); err != nil {
 		return fmt.Errorf("adb %s: %w", req, err)
 	}
 	return readStatus(r, req)
@@ -116,67 +104,17 @@ func request(conn net.Conn, r io.Reader, req string) error {
 
 // readStatus reads OKAY, or FAIL and its message.
 func readStatus(r io.Reader, req string) error {
-	var st [4]byte
-	if _, err := io.ReadFull(r, st[:]); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("adb %s: the server closed the connection without an answer: %w", req, ErrADBProtocol)
-		}
-		return fmt.Errorf("adb %s: %w", req, err)
-	}
-	switch string(st[:]) {
-	case "OKAY":
+	err := adbwire.ReadStatus(r)
+	var fe *adbwire.FailError
+	switch {
+	case err == nil:
 		return nil
-	case "FAIL":
-		msg, err := readMessage(r)
-		if err != nil {
-			return fmt.Errorf("adb %s: FAIL with an unreadable message: %w", req, err)
-		}
-		return &ADBError{Request: req, Message: string(msg)}
+	case errors.As(err, &fe):
+		return &ADBError{Request: req, Message: fe.Message}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("adb %s: the server closed the connection without an answer: %w", req, ErrADBProtocol)
 	}
-	return fmt.Errorf("adb %s: answer %q is neither OKAY nor FAIL: %w", req, st[:], ErrADBProtocol)
-}
-
-// readHexLen reads a 4-hex-digit length.
-func readHexLen(r io.Reader) (int, error) {
-	var h [4]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, err
-	}
-	return ParseHexLength(h)
-}
-
-// ParseHexLength parses the 4 ASCII hex digits that prefix every adb
-// host-protocol request and answer.
-func ParseHexLength(h [4]byte) (int, error) {
-	n := 0
-	for _, c := range h {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, fmt.Errorf("length %q is not 4 hex digits: %w", h[:], ErrADBProtocol)
-		}
-		n = n<<4 | int(d)
-	}
-	return n, nil
-}
-
-// readMessage reads a 4-hex-digit length and that many bytes.
-func readMessage(r io.Reader) ([]byte, error) {
-	n, err := readHexLen(r)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return fmt.Errorf("adb %s: %w", req, err)
 }
 
 // withDeadline sets conn's deadline from ctx and the client's timeout,
@@ -206,7 +144,7 @@ func (c *ADBClient) query(ctx context.Context, req string) ([]byte, error) {
 	if err := request(conn, conn, req); err != nil {
 		return nil, ctxErr(ctx, err)
 	}
-	b, err := readMessage(conn)
+	b, err := adbwire.ReadMessage(conn)
 	if err != nil {
 		return nil, ctxErr(ctx, fmt.Errorf("adb %s: %w", req, err))
 	}
@@ -342,7 +280,7 @@ func (c *ADBClient) JDWPProcesses(ctx context.Context, serial string) ([]int, er
 	defer conn.Close()
 	stop := c.withDeadline(ctx, conn)
 	defer stop()
-	b, err := readMessage(br)
+	b, err := adbwire.ReadMessage(br)
 	if err != nil {
 		return nil, ctxErr(ctx, fmt.Errorf("adb track-jdwp on %s: %w", deviceName(serial), err))
 	}
@@ -399,7 +337,7 @@ func (c *ADBClient) TrackJDWP(ctx context.Context, serial string, fn func(pids [
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	for {
-		b, err := readMessage(br)
+		b, err := adbwire.ReadMessage(br)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -435,7 +373,7 @@ func (c *ADBClient) TrackDevices(ctx context.Context, fn func([]ADBDevice)) erro
 	stopClose := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stopClose()
 	for {
-		b, err := readMessage(br)
+		b, err := adbwire.ReadMessage(br)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/discover/adbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/adbserver"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/rs/zerolog"
 )
@@ -72,11 +72,11 @@ func TestADBClientFraming(t *testing.T) {
 		t.Fatalf("Shell: %q, %v", name, err)
 	}
 	want := []string{
-		"000Chost:version",
-		"000Chost:devices",
-		"0014host:transport:emu-1", "000Atrack-jdwp", // DialJDWP's check
+		"000chost:version",
+		"000chost:devices",
+		"0014host:transport:emu-1", "000atrack-jdwp", // DialJDWP's check
 		"0014host:transport:emu-1", "0008jdwp:101",
-		"0014host:transport:emu-1", "001Bshell:cat /proc/101/cmdline",
+		"0014host:transport:emu-1", "001bshell:cat /proc/101/cmdline",
 	}
 	if got := s.Requests(); !slices.Equal(got, want) {
 		t.Errorf("requests:\n%q\nwant\n%q", got, want)

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
 
@@ -152,7 +153,7 @@ func (r *adbRun) trackDevice(ctx context.Context, serial string) {
 				}
 			}
 			if r.a.PID != 0 && len(vms) == 0 {
-				r.a.Logger.Debug().Str("serial", serial).Int("pid", r.a.PID).Msg("the process is not among the device's debuggable processes")
+				r.a.Logger.Debug().Str(logkey.Serial, serial).Int(logkey.PID, r.a.PID).Msg("the process is not among the device's debuggable processes")
 			}
 			r.set(serial, vms)
 		})
@@ -161,7 +162,7 @@ func (r *adbRun) trackDevice(ctx context.Context, serial string) {
 			return
 		}
 		if err != nil && err.Error() != lastErr {
-			r.a.Logger.Warn().Err(err).Str("serial", serial).Msg("cannot track the device's debuggable processes; retrying")
+			r.a.Logger.Warn().Err(err).Str(logkey.Serial, serial).Msg("cannot track the device's debuggable processes; retrying")
 			lastErr = err.Error()
 		}
 		sleep(ctx, r.a.retry())

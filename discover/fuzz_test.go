@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 )
 
 func FuzzADBResponse(f *testing.F) {
@@ -21,7 +23,7 @@ func FuzzADBResponse(f *testing.F) {
 			if !bytes.HasPrefix(b, []byte("OKAY")) {
 				t.Fatalf("OKAY accepted from %q", b)
 			}
-			if msg, err := readMessage(r); err == nil {
+			if msg, err := adbwire.ReadMessage(r); err == nil {
 				parsePIDList(msg) //nolint:errcheck
 				parseDevices(msg) //nolint:errcheck
 			}

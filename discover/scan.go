@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/prometheus/procfs"
 	"github.com/rs/zerolog"
 )
@@ -231,7 +232,7 @@ func (s *Scan) scanOnce(st *scanState) []VM {
 		if l == nil {
 			// Several listeners and none named by address=: telling which
 			// is JDWP would take a connection.
-			s.Logger.Debug().Int("pid", pid).Msg("JVM listens on several scanned ports and its JDWP address is not among them; skipped")
+			s.Logger.Debug().Int(logkey.PID, pid).Msg("JVM listens on several scanned ports and its JDWP address is not among them; skipped")
 			continue
 		}
 		addr := dialAddr(l.addr)

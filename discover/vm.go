@@ -1,7 +1,7 @@
 // Package discover owns finding and reaching debuggable VMs: the VM
 // sources chosen with --vm (a fixed HOST:PORT, a scan of the workstation's
 // JDWP listeners, the processes behind a local adb server), the adb host
-// protocol client, and the Manager that keeps the live set of VMs, gives
+// protocol client (its framing is internal/adbwire's), and the Manager that keeps the live set of VMs, gives
 // each its own listening port, routes the "current VM" port to the selected
 // VM, and serves the small control API behind "jdwpaccel vms" and
 // "jdwpaccel select".

@@ -1,8 +1,10 @@
 // Package jdwp is the JDWP wire codec: the handshake, packet framing as a
 // view over the bytes, the command and error tables of the Java 17
-// specification, ID sizes, and bounds-checked body readers. IDs have
-// typed forms (ObjectID, ThreadID, ClassID, MethodID, FieldID, FrameID in
-// ids.go) read and written beside the older untyped uint64 accessors.
+// specification, ID sizes, bounds-checked body readers, and the one table
+// of what each event kind means (eventkinds.go: a stop, a suspension, the
+// VM's end). IDs have typed forms (ObjectID, ThreadID, ClassID, MethodID,
+// FieldID, FrameID in ids.go) read and written beside the older untyped
+// uint64 accessors.
 //
 // Nothing in this package allocates on the packet path: a Packet is a view
 // over bytes owned by whoever read them, and a Reader reuses one buffer.

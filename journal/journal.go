@@ -369,13 +369,10 @@ func (j *Journal) SessionStart(s *relay.Session) {
 }
 
 // sessionUser is the name of the user on the far end of split mode (what
-// its preamble agreed, split.Agreed, in the session's DebuggerInfo), or
+// its preamble agreed, its user in the session's DebuggerInfo), or
 // "".
 func sessionUser(s *relay.Session) string {
-	if u, ok := s.DebuggerInfo().(interface{ UserName() string }); ok {
-		return u.UserName()
-	}
-	return ""
+	return s.DebuggerInfo().User
 }
 
 // SessionEnd queues a session end record.

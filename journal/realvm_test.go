@@ -93,7 +93,7 @@ func TestRealVMJournal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	toy := func(*relay.Session) relay.Interceptor { return newToySpeculator() }
-	sp := speculator.New(speculator.Config{Enabled: true, MinRTT: -1}, zerolog.Nop(), speculator.NewMetrics(prometheus.NewRegistry()))
+	sp := speculator.New(speculator.Config{MinRTT: -1}, zerolog.Nop(), speculator.NewMetrics(prometheus.NewRegistry()))
 	direct, dres := realSession(t, ctx, b, nil)
 	proxied, pres := realSession(t, ctx, b, toy)
 	real, rres := realSession(t, ctx, b, sp.NewSession)

@@ -108,12 +108,14 @@ type Stats struct {
 }
 
 // Split mode's push packets (push/PROTOCOL.md): vendor command set 225,
-// bundles (command 1) and usage reports (command 2); a bundle's record
-// count is at pushRecordsAt in its packet.
+// bundles (command 1) and usage reports (command 2); in a bundle of
+// version pushVersion (its body's first byte) the record count is at
+// pushRecordsAt in its packet.
 const (
 	pushSet       = 225
 	pushBundle    = 1
-	pushRecordsAt = jdwp.HeaderSize + 18
+	pushVersion   = 2
+	pushRecordsAt = jdwp.HeaderSize + 22
 )
 
 // specKey is what a speculative command is matched by: its session, its
@@ -213,7 +215,7 @@ func ComputeStats(recs []Record) *Stats {
 			case r.View == ViewWire && r.Set == pushSet && r.Kind == KindVMCommand && r.Cmd == pushBundle:
 				st.PushBundles++
 				st.PushedBytes += r.Len
-				if len(r.Bytes) >= pushRecordsAt+4 {
+				if len(r.Bytes) >= pushRecordsAt+4 && r.Bytes[jdwp.HeaderSize] == pushVersion {
 					st.PushedRecords += int(binary.BigEndian.Uint32(r.Bytes[pushRecordsAt:]))
 				}
 			case r.View == ViewWire && r.Set == pushSet && r.Kind == KindCommand:

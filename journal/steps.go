@@ -165,14 +165,6 @@ func isResume(r *Record) bool {
 	return c == jdwp.CmdVirtualMachineResume || c == jdwp.CmdThreadReferenceResume
 }
 
-// stopKinds are the event kinds that suspend under the policies debuggers
-// use, for events recorded without their bytes.
-var stopKinds = map[string]bool{
-	"SINGLE_STEP": true, "BREAKPOINT": true, "FRAME_POP": true, "EXCEPTION": true,
-	"FIELD_ACCESS": true, "FIELD_MODIFICATION": true, "METHOD_ENTRY": true, "METHOD_EXIT": true,
-	"METHOD_EXIT_WITH_RETURN_VALUE": true, "VM_START": true,
-}
-
 // suspends reports whether an Event.Composite suspended the VM or a thread:
 // from its suspend policy when its bytes were kept, else from its kinds.
 func suspends(r *Record) bool {
@@ -180,7 +172,7 @@ func suspends(r *Record) bool {
 		return r.Bytes[jdwp.HeaderSize] != byte(jdwp.SuspendNone)
 	}
 	for _, e := range r.Events {
-		if stopKinds[e] {
+		if k, ok := jdwp.ParseEventKind(e); ok && k.Suspends() {
 			return true
 		}
 	}

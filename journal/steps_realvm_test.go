@@ -40,7 +40,7 @@ func linkedSession(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.
 	}
 	var sp *speculator.Speculator
 	if spec {
-		sp = speculator.New(speculator.Config{Enabled: true, MinRTT: -1, WriteBehind: wb}, zerolog.Nop(), nil)
+		sp = speculator.New(speculator.Config{MinRTT: -1, WriteBehind: wb}, zerolog.Nop(), nil)
 	}
 	ended := make(chan struct{})
 	addr, stop := startProxy(t, lk.Addr().String(), func(s *relay.Session) relay.Hooks {

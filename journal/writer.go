@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"encoding/binary"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -270,8 +269,8 @@ func (w *writer) decodeEvents(r *Record, body []byte, z jdwp.IDSizes) (uint64, b
 	if !z.Known() {
 		// Before the IDSizes reply (VM_START comes first) only the first
 		// event's kind can be read: it precedes every ID.
-		if len(body) >= 6 && binary.BigEndian.Uint32(body[1:]) > 0 {
-			r.Events = append(r.Events, jdwp.EventKind(body[5]).String())
+		if _, first, ok := jdwp.CompositeHead(body); ok {
+			r.Events = append(r.Events, first.String())
 		}
 		return 0, false
 	}

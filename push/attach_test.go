@@ -170,7 +170,7 @@ func TestFarEmptyAttachBundle(t *testing.T) {
 		if err != nil {
 			return
 		}
-		srv.ServeConnInfo(ctx, c, split.Agreed{Flags: split.ReplyAttach}) //nolint:errcheck // ends with the test
+		srv.ServeConnInfo(ctx, c, relay.LinkInfo{AttachBundle: true}) //nolint:errcheck // ends with the test
 	}()
 	t.Cleanup(func() { cancel(); ln.Close(); <-done })
 	d, err := jdwptest.Attach(ln.Addr().String())

@@ -24,8 +24,8 @@ var (
 	CmdUsage = jdwp.Cmd{Set: SetPush, Cmd: 2}
 )
 
-// Version is the bundle format's version (PROTOCOL.md).
-const Version = 1
+// Version is the bundle format's version (PROTOCOL.md, "Versions").
+const Version = 2
 
 // Header flags; flagsMask holds every flag this end knows.
 const (
@@ -34,8 +34,8 @@ const (
 )
 
 // headerSize is the size of a bundle or usage body's header: version,
-// flags, stop serial, fence, record count, payload length.
-const headerSize = 1 + 1 + 8 + 8 + 4 + 4
+// flags, stop serial, fence, round trip, record count, payload length.
+const headerSize = 1 + 1 + 8 + 8 + 4 + 4 + 4
 
 // Bounds a parser enforces, whatever the sender says.
 const (
@@ -64,6 +64,9 @@ type Header struct {
 	// none yet): its records reflect every command up to that one. Zero in
 	// a usage body.
 	Fence uint64
+	// RTT is, in a usage body, the link's round trip in microseconds as
+	// the near end measures it (zero while unknown). Zero in a bundle.
+	RTT uint32
 	// Records is how many records the payload holds.
 	Records uint32
 	// RawLen is the payload's length once decoded.
@@ -140,6 +143,7 @@ func appendBody(dst []byte, h Header, raw []byte, c *codec) []byte {
 	dst = append(dst, Version, 0)
 	dst = binary.BigEndian.AppendUint64(dst, h.Stop)
 	dst = binary.BigEndian.AppendUint64(dst, h.Fence)
+	dst = binary.BigEndian.AppendUint32(dst, h.RTT)
 	dst = binary.BigEndian.AppendUint32(dst, h.Records)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(raw)))
 	if c != nil && len(raw) > 64 {
@@ -160,8 +164,8 @@ func parseHeader(body []byte) (Header, []byte, error) {
 		return Header{}, nil, bad("body of %d bytes, shorter than its header", len(body))
 	}
 	h := Header{Version: body[0], Flags: body[1], Stop: binary.BigEndian.Uint64(body[2:]),
-		Fence: binary.BigEndian.Uint64(body[10:]), Records: binary.BigEndian.Uint32(body[18:]),
-		RawLen: binary.BigEndian.Uint32(body[22:])}
+		Fence: binary.BigEndian.Uint64(body[10:]), RTT: binary.BigEndian.Uint32(body[18:]),
+		Records: binary.BigEndian.Uint32(body[22:]), RawLen: binary.BigEndian.Uint32(body[26:])}
 	switch {
 	case h.Version != Version:
 		return h, nil, bad("version %d (this end speaks %d)", h.Version, Version)

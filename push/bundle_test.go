@@ -38,7 +38,7 @@ func TestBundleRoundTrip(t *testing.T) {
 			enc = nil
 		}
 		want := sampleRecords()
-		body := encodeBundle(Header{Stop: 7, Fence: 3}, want, enc)
+		body := encodeBundle(Header{Stop: 7, Fence: 3, RTT: 5}, want, enc)
 		if got := body[1]&flagZstd != 0; got != compress {
 			t.Errorf("compress %v: zstd flag %v", compress, got)
 		}
@@ -47,7 +47,7 @@ func TestBundleRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("compress %v: %v", compress, err)
 		}
-		if h.Stop != 7 || h.Fence != 3 || int(h.Records) != len(want) {
+		if h.Stop != 7 || h.Fence != 3 || h.RTT != 5 || int(h.Records) != len(want) {
 			t.Errorf("header %+v", h)
 		}
 		if !slices.EqualFunc(got, want, func(a, b Record) bool {
@@ -70,8 +70,8 @@ func TestBundleRejects(t *testing.T) {
 		"truncated":   good[:len(good)-1],
 		"trailing":    append(slices.Clone(good), 0),
 		"bad zstd":    append(append([]byte{Version, flagZstd}, good[2:headerSize]...), 1, 2, 3, 4),
-		"huge count":  func() []byte { b := slices.Clone(good); b[18] = 0xff; return b }(),
-		"huge length": func() []byte { b := slices.Clone(good); b[22] = 0xff; return b }(),
+		"huge count":  func() []byte { b := slices.Clone(good); b[22] = 0xff; return b }(),
+		"huge length": func() []byte { b := slices.Clone(good); b[26] = 0xff; return b }(),
 	}
 	for name, body := range cases {
 		p := parser{c: &c}

@@ -18,7 +18,7 @@
 //     Replies stored later during the same stop follow in further bundles.
 //     A stop is a suspending event at a location or a suspending
 //     CLASS_PREPARE (the prepare rule's class reads). When the split
-//     preamble agreed on it (split.Agreed, the session's DebuggerInfo),
+//     preamble agreed on it (the session's DebuggerInfo().AttachBundle),
 //     the session starts with the attach bundle: the attach's prefetch,
 //     sent as the session starts, its replies pushed before any VM packet.
 //   - NearHooks, on the near end's relay session (its "VM" is the far
@@ -32,6 +32,11 @@
 //     resume, so the far end's learner learns from them as if it had seen
 //     them. With the attach bundle agreed (the session's VMInfo), the
 //     debugger's first command waits for it (Config.AttachWait at most).
+//
+// Each end is its speculator session's tap (speculator.Tap): the session
+// tells it where its stops stand (stop n began, ended, its speculation
+// idle) and, at the far end, each speculative reply stored; push never
+// calls the session back for its state.
 //
 // On a link faster than speculator.LowRTT pushing does not pay: the near
 // end times the far end's answers to its usage reports and sends the

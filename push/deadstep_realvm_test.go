@@ -63,8 +63,8 @@ func TestSplitWriteBehindDeadThreadRealVM(t *testing.T) {
 		addr := vm.Addr()
 		var near *speculator.Speculator
 		if split {
-			far := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
-			near = speculator.New(speculator.Config{Enabled: true, WriteBehind: true}, zerolog.Nop(), nil)
+			far := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
+			near = speculator.New(speculator.Config{WriteBehind: true}, zerolog.Nop(), nil)
 			farAddr := serve(t, relay.Config{DialVM: relay.DialTCP(addr), NewHooks: FarHooks(far, Config{})})
 			lk, err := link.Listen(ctx, "127.0.0.1:0", farAddr, link.Config{RTT: 2 * time.Millisecond}, zerolog.Nop())
 			if err != nil {

@@ -99,7 +99,7 @@ func attach(t *testing.T, vmAddr string, hooks func(*relay.Session) relay.Hooks,
 }
 
 func newSpec() *speculator.Speculator {
-	return speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+	return speculator.New(speculator.Config{}, zerolog.Nop(), nil)
 }
 
 // next reads the debugger's next packet, failing the test on an error.
@@ -575,7 +575,7 @@ func TestNearSpeculatesOnUnpushedStop(t *testing.T) {
 func usageWithRTT(rtt time.Duration) []byte {
 	var c codec
 	defer c.close()
-	h := Header{Fence: uint64(rtt / time.Microsecond), Records: 1}
+	h := Header{RTT: uint32(rtt / time.Microsecond), Records: 1}
 	return appendBody(nil, h, appendUsage(nil, jdwp.CmdVirtualMachineAllThreads, nil), &c)
 }
 
@@ -674,7 +674,10 @@ func TestNearReportsLinkRTT(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rtts = append(rtts, h.Fence)
+			if h.Fence != 0 {
+				t.Errorf("usage report with fence %#x, want 0 (its round trip has its own field)", h.Fence)
+			}
+			rtts = append(rtts, uint64(h.RTT))
 		}
 	}
 	if len(rtts) != 2 || rtts[0] != 0 || rtts[1] == 0 || rtts[1] > uint64(time.Second/time.Microsecond) {

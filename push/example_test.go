@@ -22,7 +22,7 @@ func Example() {
 	reg := prometheus.NewRegistry()
 	cfg := push.Config{Counters: new(push.Counters), Metrics: push.NewMetrics(reg)}
 
-	farSpec := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+	farSpec := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
 	far := relay.NewServer(relay.Config{
 		DialVM:   relay.DialTCP("127.0.0.1:5005"),
 		NewHooks: relay.ChainHooks(push.FarHooks(farSpec, cfg)),
@@ -33,7 +33,7 @@ func Example() {
 	}
 	go far.Serve(ctx, farLn) //nolint:errcheck // an example
 
-	nearSpec := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+	nearSpec := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
 	near := relay.NewServer(relay.Config{
 		DialVM:   relay.DialTCP(farLn.Addr().String()),
 		NewHooks: relay.ChainHooks(push.NearHooks(nearSpec, cfg)),

@@ -24,7 +24,7 @@ func FarHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay.
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		f := &far{cfg: cfg, rs: rs, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger(),
-			attaching: attachAgreed(rs.DebuggerInfo())}
+			attaching: rs.DebuggerInfo().AttachBundle}
 		f.spec = sp.NewTapped(rs, speculator.ModeAlways, f)
 		f.ic = f.spec.Interceptor()
 		f.usage.c = &f.dec
@@ -65,6 +65,10 @@ type far struct {
 	usage parser
 	ans   []byte
 
+	// told is where the speculator's stops stand (Event, Ended); guarded
+	// by mu.
+	told speculator.StopInfo
+
 	mu        sync.Mutex // guards every field below
 	stop      uint64     // serial of the stop being gathered (0: none yet)
 	sent      int        // bundle bytes sent for stop
@@ -84,15 +88,8 @@ type far struct {
 	closed    bool
 	quiet     bool // the link is too fast for pushing to pay (linkRTT)
 	// attaching: the attach bundle (stop 0) is being gathered, to be sent
-	// as the session's first packet, even empty (attachAgreed).
+	// as the session's first packet, even empty (relay.LinkInfo).
 	attaching bool
-}
-
-// attachAgreed says whether the preamble agreed on an attach bundle
-// (split.Agreed, as relay.Session.DebuggerInfo or VMInfo).
-func attachAgreed(info any) bool {
-	a, ok := info.(interface{ AttachBundle() bool })
-	return ok && a.AttachBundle()
 }
 
 // SessionStart starts the attach bundle, if agreed: VM packets are held
@@ -113,10 +110,7 @@ func (o *farFence) SessionStart(rs *relay.Session) {
 	f.startTimer(max(f.cfg.MaxHold, f.cfg.AttachWait/2))
 	f.mu.Unlock()
 	rs.Do(func(out *relay.Outbox) { //nolint:errcheck // a session that ended sends nothing
-		f.spec.Prefetch(rs, out)
-		if f.spec.Idle() {
-			f.Idle(out, 0) // nothing was sent: the bundle goes out empty
-		}
+		f.spec.Prefetch(out) // if nothing was sent, Idle: the bundle goes out empty
 	})
 }
 
@@ -170,12 +164,11 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 		f.protocolError(rs, fr.Cmd, err)
 		return
 	}
-	f.linkRTT(time.Duration(min(h.Fence, maxReportedRTT)) * time.Microsecond)
+	f.linkRTT(min(time.Duration(h.RTT), maxReportedRTT) * time.Microsecond)
 	sizes, _ := rs.IDSizes()
 	f.mu.Lock()
-	quiet := f.quiet
+	quiet, serial, active := f.quiet, f.told.Serial, f.told.Active
 	f.mu.Unlock()
-	serial, active := f.spec.Stop()
 	switch {
 	case quiet && (serial == 0 || active):
 		// No bundle named the stop to the near end, which reports
@@ -189,7 +182,7 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 }
 
 // maxReportedRTT bounds the round trip a usage report may claim (µs).
-const maxReportedRTT = uint64(time.Minute / time.Microsecond)
+const maxReportedRTT = time.Minute / time.Microsecond
 
 // linkRTT takes the near end's round trip to the VM through the link (0:
 // not known yet) and decides whether pushing pays: under
@@ -245,15 +238,11 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 		}
 		return relay.Forward
 	}
-	var serial uint64
-	var active, idle bool
-	if fr.Kind == relay.KindEvent {
-		serial, active = f.spec.Stop()
-		idle = f.spec.Idle()
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.holding && !announcesVMDeath(fr) {
+	// VM_DEATH is not held: the VM's connection ends right after it (what
+	// is held is released before it).
+	if f.holding && !(fr.Kind == relay.KindEvent && jdwp.StartsWithVMDeath(fr.Packet.Body())) {
 		f.hold(fr.Packet)
 		fr.Origin = relay.Synthetic
 		return relay.Consume
@@ -261,6 +250,8 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	// Records gathered before this packet go before it: the near end
 	// applies the packet's effect (an event's invalidation) after them.
 	f.flush(fr.Out())
+	// Where the speculator's stops stand after the event (Event).
+	serial, active, idle := f.told.Serial, f.told.Active, f.told.Idle
 	if fr.Kind != relay.KindEvent || !active || serial == f.stop || f.closed || f.quiet {
 		return relay.Forward
 	}
@@ -278,15 +269,6 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	return relay.Consume
 }
 
-// announcesVMDeath reports whether f is an Event.Composite whose first
-// event is VM_DEATH (suspend policy byte, event count, then each event's
-// kind): the VM's connection ends right after it, so it is not held (what
-// is held is released before it).
-func announcesVMDeath(f *relay.Frame) bool {
-	b := f.Packet.Body()
-	return f.Kind == relay.KindEvent && len(b) > 5 && jdwp.EventKind(b[5]) == jdwp.EventVMDeath
-}
-
 // hold queues a copy of p behind the held stop event.
 func (f *far) hold(p jdwp.Packet) {
 	f.heldPkts = append(f.heldPkts, heldPkt{off: len(f.heldBuf), n: len(p)})
@@ -301,6 +283,21 @@ func (f *far) expire(out *relay.Outbox, seq uint64) {
 		f.cfg.Counters.expiry.Add(1)
 		f.flush(out)
 	}
+}
+
+// Event notes where the speculator's stops stand after a VM event
+// (speculator.Tap): FromVM holds the event of a stop that began.
+func (f *far) Event(_ *relay.Outbox, st speculator.StopInfo) {
+	f.mu.Lock()
+	f.told = st
+	f.mu.Unlock()
+}
+
+// Ended notes that the speculator's stop ended (speculator.Tap).
+func (f *far) Ended(*relay.Outbox, uint64) {
+	f.mu.Lock()
+	f.told.Active = false
+	f.mu.Unlock()
 }
 
 // Stored gathers a speculative reply of the current stop (speculator.Tap).

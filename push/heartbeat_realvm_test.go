@@ -37,7 +37,10 @@ func TestSplitHeartbeatRealVM(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const rtt, timeout = 5 * time.Millisecond, 900 * time.Millisecond // a beat every 300 ms
+	// The session lasts several beats, and the timeout leaves a loaded
+	// machine (CI runs packages in parallel on two cores) room to stall a
+	// process for a second without the link counting as silent.
+	const rtt, timeout = 5 * time.Millisecond, 1500 * time.Millisecond // a beat every 500 ms
 	opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileIdeaLike, Steps: 16, Warmup: 1}
 	direct := directRun(t, ctx, b, rtt, opts)
 
@@ -46,8 +49,8 @@ func TestSplitHeartbeatRealVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer vm.Stop()
-	farSpec := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
-	nearSpec := speculator.New(speculator.Config{Enabled: true, WriteBehind: true}, zerolog.Nop(), nil)
+	farSpec := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
+	nearSpec := speculator.New(speculator.Config{WriteBehind: true}, zerolog.Nop(), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -26,11 +26,11 @@ func NearHooks(sp *speculator.Speculator, cfg Config) func(*relay.Session) relay
 	cfg.fill()
 	return func(rs *relay.Session) relay.Hooks {
 		n := &near{cfg: cfg, log: rs.Logger().With().Str(relay.LogComponent, "push").Logger()}
-		if attachAgreed(rs.VMInfo()) {
+		if rs.VMInfo().AttachBundle {
 			n.awaitAttach = true
 			n.attachIn = make(chan struct{})
 		}
-		n.spec = sp.NewTapped(rs, speculator.ModeNear, nil)
+		n.spec = sp.NewTapped(rs, speculator.ModeNear, n)
 		n.ic = n.spec.Interceptor()
 		n.p.c = &n.dec
 		// A panic must end the session: as pass-through the bundles would
@@ -87,6 +87,10 @@ type near struct {
 	// Owned by the debugger reader goroutine.
 	waited  bool // waitAttach ran (HoldDebugger)
 	cmdSeen bool // the debugger's first command was seen
+
+	// Owned by the relay's turn: where the speculator's stops stand
+	// (Event, Ended: near is its session's tap).
+	told speculator.StopInfo
 
 	// Owned by the VM reader goroutine.
 	firstRead bool             // the far end's first packet was read
@@ -214,7 +218,7 @@ func (n *near) sendUsage(rs *relay.Session, out *relay.Outbox) {
 		return
 	}
 	n.out = jdwp.AppendCommand(n.out[:0], rs.IDs().NewSynthetic(), CmdUsage, nil)
-	h := Header{Stop: n.cur, Fence: uint64(rtt / time.Microsecond), Records: uint32(n.usageN)}
+	h := Header{Stop: n.cur, RTT: uint32(min(rtt/time.Microsecond, maxReportedRTT)), Records: uint32(n.usageN)}
 	n.out = appendBody(n.out, h, n.usage, &n.enc)
 	fixLength(n.out)
 	n.usage, n.usageN = n.usage[:0], 0
@@ -253,8 +257,7 @@ func (n *near) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
 	a := n.ic.FromVM(rs, f)
 	if f.Kind == relay.KindEvent && n.lead {
 		n.lead = false
-		serial, _ := n.spec.Stop()
-		m := n.spec.Mark()
+		serial, m := n.told.Serial, n.told.Mark // after the event (Event)
 		n.mu.Lock()
 		n.cur, n.curLocal, n.mark, n.attached = n.leadHdr.Stop, serial, m, false
 		n.usage, n.usageN = n.usage[:0], 0
@@ -316,8 +319,8 @@ func (n *near) attachBundle(rs *relay.Session, f *relay.Frame) {
 			}
 		}
 	}
-	n.offer(rs, h, recs, n.spec.Mark())
-	n.spec.Attached(rs, f.Out())
+	n.offer(rs, h, recs, speculator.MarkNow())
+	n.spec.Attached(f.Out())
 	n.mu.Lock()
 	n.attached = true
 	n.mu.Unlock()
@@ -337,7 +340,7 @@ func (n *near) bundle(rs *relay.Session, f *relay.Frame) {
 		return
 	}
 	n.cfg.Counters.received.Add(1)
-	serial, active := n.spec.Stop()
+	serial, active := n.told.Serial, n.told.Active
 	n.mu.Lock()
 	cur, local, m := n.cur, n.curLocal, n.mark
 	n.mu.Unlock()
@@ -437,6 +440,19 @@ func (n *near) protocolError(rs *relay.Session, c jdwp.Cmd, err error) {
 	n.log.Error().Err(err).Stringer(relay.LogCmd, c).Msg("the far end sent a push packet this end cannot read; closing the session")
 	rs.Close()
 }
+
+// Event notes where the speculator's stops stand after a VM event
+// (speculator.Tap).
+func (n *near) Event(_ *relay.Outbox, st speculator.StopInfo) { n.told = st }
+
+// Ended notes that the speculator's stop ended (speculator.Tap).
+func (n *near) Ended(*relay.Outbox, uint64) { n.told.Active = false }
+
+// Stored does nothing: the near end pushes nothing (speculator.Tap).
+func (n *near) Stored(*relay.Outbox, *speculator.SpecReply) {}
+
+// Idle does nothing (speculator.Tap).
+func (n *near) Idle(*relay.Outbox, uint64) {}
 
 // Close releases the session's speculator and codecs.
 func (n *near) Close(rs *relay.Session) {

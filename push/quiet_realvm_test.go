@@ -29,8 +29,8 @@ func TestSplitQuietFarCachesNothingRealVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer vm.Stop()
-	far := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
-	near := speculator.New(speculator.Config{Enabled: true, WriteBehind: true}, zerolog.Nop(), nil)
+	far := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
+	near := speculator.New(speculator.Config{WriteBehind: true}, zerolog.Nop(), nil)
 	farAddr := serve(t, relay.Config{DialVM: relay.DialTCP(vm.Addr()), NewHooks: FarHooks(far, Config{})})
 	nearAddr := serve(t, relay.Config{DialVM: relay.DialTCP(farAddr), NewHooks: NearHooks(near, Config{})})
 	const steps = 20

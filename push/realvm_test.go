@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,25 +22,6 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
-
-// syncBuffer is an io.Writer safe for the journal's writer and the test.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  []byte
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b = append(s.b, p...)
-	return len(p), nil
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.b)
-}
 
 // serve runs a relay server on a loopback port until the test ends and
 // returns its address; ended is signalled when a session ends.
@@ -98,8 +78,8 @@ func runSplit(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Durat
 	}
 	defer vm.Stop()
 	run := &splitRun{
-		far:      speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil),
-		near:     speculator.New(speculator.Config{Enabled: true, WriteBehind: true}, zerolog.Nop(), nil), // as the proxy's
+		far:      speculator.New(speculator.Config{}, zerolog.Nop(), nil),
+		near:     speculator.New(speculator.Config{WriteBehind: true}, zerolog.Nop(), nil), // as the proxy's
 		counters: new(Counters),
 	}
 	cfg.Counters = run.counters
@@ -113,7 +93,7 @@ func runSplit(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.Durat
 		t.Fatal(err)
 	}
 	defer lk.Close()
-	var buf syncBuffer
+	var buf jdwptest.Buffer
 	j, err := journaltest.New(t, &buf, journal.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,25 +1,29 @@
 package relay
 
-// Log field names, fixed so that every package spells them the same way.
+import "github.com/jdwpaccel/jdwpaccel/internal/logkey"
+
+// Log field names, for the packages that log about sessions; each is
+// logkey's (the one definition).
 const (
-	LogSession      = "session"
-	LogDebugger     = "debugger"
-	LogVM           = "vm"
-	LogPacketID     = "packet_id"
-	LogCmd          = "cmd"
-	LogKind         = "kind"
-	LogLength       = "length"
-	LogReason       = "reason"
-	LogListen       = "listen"
-	LogDir          = "dir"
-	LogHook         = "hook"
-	LogPanic        = "panic"
-	LogStack        = "stack"
-	LogMax          = "max"
-	LogErrorCode    = "error_code"
-	LogAttempts     = "attempts"
-	LogWriteTimeout = "write_timeout"
-	LogClosedBy     = "closed_by"  // debugger, vm or proxy: whose connection ended a session
-	LogComponent    = "component"  // the package or part that logged: ddm, speculator, journal, discover, web
-	LogSuppressed   = "suppressed" // like lines held back since the last one (rate-limited logs)
+	LogSession      = logkey.Session
+	LogDebugger     = logkey.Debugger
+	LogVM           = logkey.VM
+	LogPacketID     = logkey.PacketID
+	LogCmd          = logkey.Cmd
+	LogKind         = logkey.Kind
+	LogLength       = logkey.Length
+	LogReason       = logkey.Reason
+	LogListen       = logkey.Listen
+	LogDir          = logkey.Dir
+	LogHook         = logkey.Hook
+	LogPanic        = logkey.Panic
+	LogStack        = logkey.Stack
+	LogMax          = logkey.Max
+	LogErrorCode    = logkey.ErrorCode
+	LogAttempts     = logkey.Attempts
+	LogWriteTimeout = logkey.WriteTimeout
+	LogClosedBy     = logkey.ClosedBy
+	LogComponent    = logkey.Component
+	LogSuppressed   = logkey.Suppressed
+	LogUser         = logkey.User
 )

@@ -1,64 +1,9 @@
-// Package relay owns the proxy's sessions: it accepts a debugger, dials the
-// VM, performs the JDWP handshake on both sides, classifies every packet
-// (debugger command, VM reply paired with its command, VM event, DDM or
-// other VM command, debugger reply) and forwards it unchanged, one writer
-// per side. Feature packages plug in as Interceptors (which may answer,
-// drop or inject packets) and Observers (which see every packet).
-//
-// The relay is where commands are paired with their answers: commands
-// towards the VM, the debugger's and the proxy's own (Outbox.SendToVM),
-// in the VM connection's retag.Table (Session.IDs), which also hands out
-// the packet IDs of the proxy's own commands; the debugger commands the
-// proxy answers itself, and the VM's commands to the debugger, in the
-// session. A hook that needs per-command data keeps it in its Slot of the
-// entry (Frame.SetData, Outbox.SendToVMData) and gets it back on the
-// answer (Frame.Data), instead of keeping a pending map of its own.
-//
-// Hooks return what they send. All hook code of a session runs in the
-// session's turn (Session.turn, a lock only the relay takes): interceptor
-// and observer calls, lifecycle calls, and work hooks queue with
-// Session.Do from goroutines of their own (timers, a client's loop). One
-// turn runs at a time; what a hook sends goes to the session's one Outbox
-// (Frame.Out, or Do's argument) and is applied by the relay when the hook
-// returns, before the turn is given up: each packet is observed and
-// queued for its peer's writer, in the order sent, before the packet the
-// turn is for, except an answer to the debugger command of the turn,
-// which follows that command. So:
-//
-//   - every packet, forwarded or injected, is observed exactly once, in
-//     the turn that queued it, in the order the packets of each peer are
-//     queued; a debugger command is observed before any answer to it, even
-//     one sent from the VM's side at once (the speculator serving a belay);
-//   - what a turn decides goes to the writers before any later turn's, so
-//     a command the proxy sends towards the VM never overtakes, nor is
-//     overtaken by, a debugger command handled after, or before, it;
-//   - observers run under no hook's lock, and hooks need no lock of their
-//     own for state only hook code touches.
-//
-// Each reader takes the turn for each packet it reads (a session with no
-// hooks takes none), runs the hooks, applies the outbox and queues the
-// packet, gives the turn up, and only then waits for room in the writer's
-// queue. Nothing blocks inside a turn: hooks must not block (a Gate holds
-// the debugger's packets back before the turn), and queueing copies into
-// the writer's buffer. A reader blocked reading its peer holds no turn, so
-// Do work never waits for a peer: Do runs it at once on the caller's
-// goroutine if the turn is free, or leaves it to the goroutine holding the
-// turn, which runs queued work before giving it up (Session.endTurn).
-//
-// Buffer ownership: each reader owns its Frame and its jdwp.Reader's
-// buffer; the session's Outbox and the Frame its packets are observed in
-// are owned by whoever holds the turn; each writer's queue is its own (see
-// sideWriter). Forwarding allocates nothing per packet.
-//
-//	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP("127.0.0.1:5005")})
-//	err := srv.Serve(ctx, listener)
 package relay
 
 import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -72,45 +17,6 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/rs/zerolog"
 )
-
-// A VMConn is a connection to the VM for a new session, as a Dialer
-// returns it.
-type VMConn struct {
-	Conn net.Conn
-	// Handshaken says the JDWP handshake was already exchanged on Conn.
-	Handshaken bool
-	// Hooks, if not nil, returns the hooks that come with the connection
-	// (a client that shares it with the debugger, such as the DDM tap);
-	// they run before Config.NewHooks's.
-	Hooks func(s *Session) Hooks
-	// Reader, if not nil, is the reader of Conn the session reads the VM
-	// from, for a connection read before the session: it may already hold
-	// the connection's next bytes (see ddmtap.Holder).
-	Reader *bufio.Reader
-	// IDs, if not nil, is the connection's packet ID table, for a
-	// connection that carried the proxy's own commands before the session
-	// (ddmtap.Holder creates it with the connection and hands it over
-	// here). Nil means a fresh connection: the session creates one. Either
-	// way it is the only source of the proxy's IDs towards this VM
-	// (Session.IDs).
-	IDs *retag.Table
-	// Info, if not nil, is what the dialer learned about the connection
-	// for the session's hooks (Session.VMInfo): split mode's near end
-	// passes what it agreed with the far end.
-	Info any
-}
-
-// A Dialer opens a connection to the VM for a new session.
-type Dialer func(ctx context.Context) (VMConn, error)
-
-// Plain makes a Dialer of a function that opens a plain connection (no
-// handshake yet, no hooks).
-func Plain(dial func(ctx context.Context) (net.Conn, error)) Dialer {
-	return func(ctx context.Context) (VMConn, error) {
-		c, err := dial(ctx)
-		return VMConn{Conn: c}, err
-	}
-}
 
 // ChainHooks returns a Config.NewHooks that runs each of fs (nil ones are
 // skipped) and concatenates their interceptors and observers, in order.
@@ -132,7 +38,8 @@ func ChainHooks(fs ...func(s *Session) Hooks) func(s *Session) Hooks {
 
 // Config configures a Server.
 type Config struct {
-	// DialVM opens a connection to the VM for a new session.
+	// DialVM opens a connection to the VM for a new session (Serve,
+	// ServeConnInfo); a ServeWithVM session brings its own.
 	DialVM Dialer
 	// VM names the VM this server serves (a discovery key, an address),
 	// as its sessions report it (Session.VM); optional.
@@ -191,22 +98,11 @@ const (
 // logged at most.
 const overCapEvery = 10 * time.Second
 
-// TCP returns a function that opens a plain TCP connection to addr.
-func TCP(addr string) func(ctx context.Context) (net.Conn, error) {
-	return func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	}
-}
-
-// DialTCP returns a Dialer for a VM at addr.
-func DialTCP(addr string) Dialer { return Plain(TCP(addr)) }
-
 // Server accepts debuggers and relays each to its own VM connection.
 type Server struct {
 	cfg    Config
 	nextID atomic.Uint64
-	wg     sync.WaitGroup // counts running ServeConn calls started by Serve
+	wg     sync.WaitGroup // counts the sessions Serve started
 	active atomic.Int64   // sessions relaying (VM reached), to tell a busy VM from an absent one
 	// handshakes holds a token per connection Serve accepted whose JDWP
 	// handshake is still unread; its capacity is MaxHandshakes.
@@ -271,7 +167,7 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
 		srv.wg.Add(1)
 		go func() {
 			defer srv.wg.Done()
-			srv.serve(ctx, conn, nil, func() { <-srv.handshakes }) //nolint:errcheck // logged inside
+			srv.serve(ctx, conn, LinkInfo{}, srv.cfg.DialVM, srv.cfg.DialRetry, func() { <-srv.handshakes }) //nolint:errcheck // logged inside
 		}()
 	}
 }
@@ -287,35 +183,47 @@ func (srv *Server) refuseOverCap(conn net.Conn) {
 	refuse(conn)
 }
 
-// ServeConn runs one session for an accepted debugger connection until it
-// ends, and returns the error that ended it (nil for an orderly close).
-func (srv *Server) ServeConn(ctx context.Context, debugger net.Conn) error {
-	return srv.ServeConnInfo(ctx, debugger, nil)
+// ServeConnInfo runs one session for a debugger connection the caller
+// accepted, and agreed something with before the session (split mode's far
+// end: what it agreed with the near end), which the session's hooks read
+// as Session.DebuggerInfo. Such a debugger connection is a link (info.Split):
+// its end without Dispose or Exit is logged at warn, as a link lost.
+func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info LinkInfo) error {
+	return srv.serve(ctx, debugger, info, srv.cfg.DialVM, srv.cfg.DialRetry, func() {})
 }
 
-// LogFields is implemented by a debugger connection's info
-// (ServeConnInfo) that names fields for each of its session's log lines:
-// split mode's far end adds the user.
-type LogFields interface {
-	LogFields(zerolog.Context) zerolog.Context
+// ServeWithVM runs one session for a debugger with a VM connection the
+// caller opened already (the adb front's jdwp:PID stream), instead of one
+// from Config.DialVM. If the VM drops that connection before its handshake
+// (the app or the device just restarted), redial, when not nil, opens
+// another for each retry, for Config.DialRetry as Config.DialVM would;
+// without it there is one attempt. It closes both connections before it
+// returns.
+func (srv *Server) ServeWithVM(ctx context.Context, debugger net.Conn, vm VMConn, redial Dialer) error {
+	defer vm.Conn.Close()
+	used := false // the session's calls of dial are all on this goroutine
+	dial := func(ctx context.Context) (VMConn, error) {
+		if !used {
+			used = true
+			return vm, nil
+		}
+		return redial(ctx)
+	}
+	retry := srv.cfg.DialRetry
+	if redial == nil {
+		retry = -1
+	}
+	return srv.serve(ctx, debugger, LinkInfo{}, dial, retry, func() {})
 }
 
-// ServeConnInfo is ServeConn for a debugger connection the caller learned
-// something about before the session (split mode's far end: what it agreed
-// with the near end), which the session's hooks read as
-// Session.DebuggerInfo. Such a debugger connection is a link: its end
-// without Dispose or Exit is logged at warn, as a link lost.
-func (srv *Server) ServeConnInfo(ctx context.Context, debugger net.Conn, info any) error {
-	return srv.serve(ctx, debugger, info, func() {})
-}
-
-// serve is ServeConnInfo; handshaken is called once the debugger's
-// handshake has been read, or failed.
-func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, handshaken func()) error {
+// serve runs one session for debugger, reaching the VM with dial (retried
+// for retry); handshaken is called once the debugger's handshake has been
+// read, or failed.
+func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, dial Dialer, retry time.Duration, handshaken func()) error {
 	id := srv.nextID.Add(1)
 	lc := srv.cfg.Logger.With().Uint64(LogSession, id).Str(LogDebugger, debugger.RemoteAddr().String())
-	if lf, ok := info.(LogFields); ok {
-		lc = lf.LogFields(lc)
+	if info.User != "" {
+		lc = lc.Str(LogUser, info.User) // split mode's far end: who came in
 	}
 	log := lc.Logger()
 	m := srv.cfg.Metrics
@@ -349,7 +257,7 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, hands
 	}
 	handshaken()
 
-	vc, vmr, attempts, err := srv.reachVM(ctx)
+	vc, vmr, attempts, err := srv.reachVM(ctx, dial, retry)
 	vm := vc.Conn
 	if err != nil {
 		refuse(debugger)
@@ -413,68 +321,6 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info any, hands
 	return s.run(ctx, jdwp.NewReader(dbr, s.maxPacket), jdwp.NewReader(vmr, s.maxPacket))
 }
 
-// reachVM dials the VM and exchanges the handshake (unless the connection
-// is Handshaken), retrying for DialRetry while the VM refuses or drops
-// connections. It returns the number of attempts made.
-func (srv *Server) reachVM(ctx context.Context) (VMConn, *bufio.Reader, int, error) {
-	deadline := time.Now().Add(srv.cfg.DialRetry)
-	backoff := 5 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		vm, vmr, err := srv.tryVM(ctx)
-		if err == nil {
-			return vm, vmr, attempt, nil
-		}
-		wait := min(backoff, time.Until(deadline))
-		if ctx.Err() != nil || !retryable(err) || wait <= 0 {
-			return VMConn{}, nil, attempt, err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return VMConn{}, nil, attempt, err
-		}
-		backoff = min(2*backoff, 100*time.Millisecond)
-	}
-}
-
-// tryVM is one attempt of reachVM.
-func (srv *Server) tryVM(ctx context.Context) (VMConn, *bufio.Reader, error) {
-	dctx, cancel := context.WithTimeout(ctx, srv.cfg.HandshakeTimeout)
-	defer cancel()
-	vc, err := srv.cfg.DialVM(dctx)
-	if err != nil {
-		return VMConn{}, nil, err
-	}
-	vm := vc.Conn
-	vmr := vc.Reader
-	if vmr == nil {
-		vmr = bufio.NewReaderSize(vm, 64<<10)
-	}
-	if !vc.Handshaken {
-		vm.SetDeadline(time.Now().Add(srv.cfg.HandshakeTimeout))
-		err := jdwp.WriteHandshake(vm)
-		if err == nil {
-			err = jdwp.ReadHandshake(vmr)
-		}
-		if err != nil {
-			vm.Close()
-			return VMConn{}, nil, fmt.Errorf("VM handshake: %w", err)
-		}
-		vm.SetDeadline(time.Time{})
-	}
-	return vc, vmr, nil
-}
-
-// retryable reports whether a failure to reach the VM may be the VM not
-// listening yet, or again: a refused connection, or one accepted and then
-// closed or reset before the handshake.
-func retryable(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
 // drain ends a connection whose peer broke the protocol before its
 // session: it half-closes it and reads and drops what the peer still
 // sends, up to 64 KiB and for lingerTimeout at most, so that the close
@@ -495,131 +341,4 @@ func refuse(c net.Conn) {
 		l.SetLinger(0)
 	}
 	c.Close()
-}
-
-// run relays until either side ends, then shuts the session down.
-func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
-	if m := s.metrics; m != nil {
-		m.sessions.Inc()
-		m.active.Inc()
-		defer m.active.Dec()
-	}
-	s.beginTurn()
-	for _, o := range s.hooks.Observers {
-		if so, ok := o.(SessionObserver); ok {
-			s.lifecycle(func() { so.SessionStart(s) })
-		}
-	}
-	s.endTurn()
-	s.log.Info().Msg("debugger session started")
-
-	stop := context.AfterFunc(ctx, s.close)
-	defer stop()
-
-	var wg sync.WaitGroup
-	wg.Add(4)
-	go func() {
-		defer wg.Done()
-		s.end(peerDebugger, s.readDebugger(dbr))
-		discard(s.debugger)
-	}()
-	go func() {
-		defer wg.Done()
-		s.end(peerVM, s.readVM(vmr))
-		discard(s.vm)
-	}()
-	go func() { defer wg.Done(); s.end(peerDebugger, s.writeDebugger()) }()
-	go func() { defer wg.Done(); s.end(peerVM, s.writeVM()) }()
-	<-s.ended
-	// Deliver what was queued before the end (the reply to Dispose, the
-	// VM_DEATH event), within the write timeout, then close: each peer
-	// gets an end of stream after the last byte, and what it still sends
-	// is read and dropped for a moment (lingerTimeout) rather than left
-	// unread, since closing a socket with unread bytes resets the
-	// connection and can destroy the bytes just written before the peer
-	// read them.
-	s.toVM.stop()
-	s.toDbg.stop()
-	<-s.toVM.exited
-	<-s.toDbg.exited
-	s.closeWrites()
-	wg.Wait()
-	s.close()
-
-	s.beginTurn() // Do work still queued is dropped: the session is closed
-	for _, ic := range s.hooks.Interceptors {
-		s.lifecycle(func() { ic.Close(s) })
-	}
-	s.endTurn()
-	err := s.endErr
-	reason := classify(err)
-	by := s.endedBy
-	switch {
-	case reason == "" && !s.ending.Load() && by == peerVM:
-		// The VM side ended without a word: no Dispose or Exit went to
-		// it, no VM_DEATH came from it.
-		err = nil
-		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the VM's connection closed without Dispose, Exit or VM death (the VM was killed, or the link to it dropped: a far end, a tunnel, an adb forward); the debugger's connection closed too")
-	case reason == "" && !s.ending.Load() && by == peerDebugger && s.debuggerInfo != nil:
-		// The debugger side is a link (split mode's far end).
-		err = nil
-		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the link from the near end closed without Dispose or Exit (the link dropped, or the debugger left without detaching); the VM's connection closed too")
-	case reason == "":
-		err = nil
-		s.log.Info().Str(LogClosedBy, by).Msg("debugger session ended")
-	case s.ending.Load() && (peerGone(err) || reason == ReasonIO):
-		s.log.Info().Err(err).Str(LogClosedBy, by).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
-		err = nil
-	case peerGone(err):
-		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended: a peer reset or dropped its connection; both connections closed")
-	case reason == ReasonWriteTimeout:
-		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
-	default:
-		s.log.Error().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended by a protocol error; both connections closed")
-	}
-	if err != nil {
-		s.metrics.protocolError(reason) // after the log line, as in ServeConn
-	}
-	s.beginTurn()
-	for _, o := range s.hooks.Observers {
-		if so, ok := o.(SessionObserver); ok {
-			s.lifecycle(func() { so.SessionEnd(s, err) })
-		}
-	}
-	s.endTurn()
-	return err
-}
-
-// readDebugger and readVM are named so that stack dumps say which side a
-// goroutine serves. An error caused by the session closing is no error.
-func (s *Session) readDebugger(r *jdwp.Reader) error {
-	err := s.relayDebuggerToVM(r)
-	if classify(err) == "" || s.closed.Load() {
-		return nil
-	}
-	return fmt.Errorf("from debugger: %w", err)
-}
-
-func (s *Session) readVM(r *jdwp.Reader) error {
-	err := s.relayVMToDebugger(r)
-	if classify(err) == "" || s.closed.Load() {
-		return nil
-	}
-	return fmt.Errorf("from VM: %w", err)
-}
-
-// writeDebugger and writeVM run the writers; like the readers they are
-// named for stack dumps.
-func (s *Session) writeDebugger() error {
-	if err := s.toDbg.run(s.done); err != nil && !s.closed.Load() {
-		return writeFailed(peerDebugger, err)
-	}
-	return nil
-}
-
-func (s *Session) writeVM() error {
-	if err := s.toVM.run(s.done); err != nil && !s.closed.Load() {
-		return writeFailed(peerVM, err)
-	}
-	return nil
 }

@@ -1,15 +1,12 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -31,7 +28,6 @@ var ErrHooksOff = errors.New("relay: the session's hooks are off after a panic")
 // connection's retag.Table (Session.IDs).
 type pending struct {
 	cmd  jdwp.Cmd
-	sent time.Time
 	data [NumSlots]any
 }
 
@@ -55,7 +51,7 @@ type Session struct {
 	// debuggerInfo and vmInfo are what the caller learned about each
 	// connection before the session (ServeConnInfo, VMConn.Info); set
 	// before the hooks are made, never changed.
-	debuggerInfo, vmInfo any
+	debuggerInfo, vmInfo LinkInfo
 
 	// hooksOff is set once a hook panicked: from then on the session is
 	// plain pass-through and packet hooks are not called.
@@ -164,13 +160,14 @@ func (s *Session) IDs() *retag.Table { return s.ids }
 // DebuggerAddr is the debugger's remote address.
 func (s *Session) DebuggerAddr() net.Addr { return s.debugger.RemoteAddr() }
 
-// DebuggerInfo is what the caller learned about the debugger's
-// connection before the session (Server.ServeConnInfo), nil if nothing.
-func (s *Session) DebuggerInfo() any { return s.debuggerInfo }
+// DebuggerInfo is what the caller agreed about the debugger's
+// connection before the session (Server.ServeConnInfo); zero for a plain
+// debugger.
+func (s *Session) DebuggerInfo() LinkInfo { return s.debuggerInfo }
 
-// VMInfo is what the dialer learned about the VM's connection
-// (VMConn.Info), nil if nothing.
-func (s *Session) VMInfo() any { return s.vmInfo }
+// VMInfo is what the dialer agreed about the VM's connection
+// (VMConn.Info); zero for a plain VM.
+func (s *Session) VMInfo() LinkInfo { return s.vmInfo }
 
 // VM is the name of the VM the session serves (Config.VM), "" if unnamed.
 func (s *Session) VM() string { return s.vmName }
@@ -285,516 +282,129 @@ func (s *Session) observe(f *Frame) {
 	}
 }
 
-// interceptFromDebugger and interceptFromVM run the interceptors on f. A
-// panicking interceptor turns the session into plain pass-through, and
-// the packet is forwarded (a debugger's packet with the ID wire the relay
-// gave it, in case the interceptor had rewritten it).
-func (s *Session) interceptFromDebugger(f *Frame, wire uint32) (action Action) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.hookPanicked(hookInterceptor, v, f)
-			f.Packet.SetID(wire)
-			action = s.afterPanic(f)
+// run relays until either side ends, then shuts the session down.
+func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
+	if m := s.metrics; m != nil {
+		m.sessions.Inc()
+		m.active.Inc()
+		defer m.active.Dec()
+	}
+	s.beginTurn()
+	for _, o := range s.hooks.Observers {
+		if so, ok := o.(SessionObserver); ok {
+			s.lifecycle(func() { so.SessionStart(s) })
 		}
+	}
+	s.endTurn()
+	s.log.Info().Msg("debugger session started")
+
+	stop := context.AfterFunc(ctx, s.close)
+	defer stop()
+
+	var wg sync.WaitGroup
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		s.end(peerDebugger, s.readDebugger(dbr))
+		discard(s.debugger)
 	}()
+	go func() {
+		defer wg.Done()
+		s.end(peerVM, s.readVM(vmr))
+		discard(s.vm)
+	}()
+	go func() { defer wg.Done(); s.end(peerDebugger, s.writeDebugger()) }()
+	go func() { defer wg.Done(); s.end(peerVM, s.writeVM()) }()
+	<-s.ended
+	// Deliver what was queued before the end (the reply to Dispose, the
+	// VM_DEATH event), within the write timeout, then close: each peer
+	// gets an end of stream after the last byte, and what it still sends
+	// is read and dropped for a moment (lingerTimeout) rather than left
+	// unread, since closing a socket with unread bytes resets the
+	// connection and can destroy the bytes just written before the peer
+	// read them.
+	s.toVM.stop()
+	s.toDbg.stop()
+	<-s.toVM.exited
+	<-s.toDbg.exited
+	s.closeWrites()
+	wg.Wait()
+	s.close()
+
+	s.beginTurn() // Do work still queued is dropped: the session is closed
 	for _, ic := range s.hooks.Interceptors {
-		if action = ic.FromDebugger(s, f); action == Consume {
-			return Consume
+		s.lifecycle(func() { ic.Close(s) })
+	}
+	s.endTurn()
+	err := s.endErr
+	reason := classify(err)
+	by := s.endedBy
+	switch {
+	case reason == "" && !s.ending.Load() && by == peerVM:
+		// The VM side ended without a word: no Dispose or Exit went to
+		// it, no VM_DEATH came from it.
+		err = nil
+		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the VM's connection closed without Dispose, Exit or VM death (the VM was killed, or the link to it dropped: a far end, a tunnel, an adb forward); the debugger's connection closed too")
+	case reason == "" && !s.ending.Load() && by == peerDebugger && s.debuggerInfo.Split:
+		// The debugger side is a link (split mode's far end).
+		err = nil
+		s.log.Warn().Str(LogClosedBy, by).Msg("session ended: the link from the near end closed without Dispose or Exit (the link dropped, or the debugger left without detaching); the VM's connection closed too")
+	case reason == "":
+		err = nil
+		s.log.Info().Str(LogClosedBy, by).Msg("debugger session ended")
+	case s.ending.Load() && (peerGone(err) || reason == ReasonIO):
+		s.log.Info().Err(err).Str(LogClosedBy, by).Msg("debugger session ended; a peer dropped its connection after the VM's end (Dispose, Exit or VM death)")
+		err = nil
+	case peerGone(err):
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended: a peer reset or dropped its connection; both connections closed")
+	case reason == ReasonWriteTimeout:
+		s.log.Warn().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Dur(LogWriteTimeout, s.toVM.timeout).Msg("session ended: a peer took none of the proxy's bytes within the write timeout; both connections closed")
+	default:
+		s.log.Error().Err(err).Str(LogReason, string(reason)).Str(LogClosedBy, by).Msg("session ended by a protocol error; both connections closed")
+	}
+	if err != nil {
+		s.metrics.protocolError(reason) // after the log line, as in serve
+	}
+	s.beginTurn()
+	for _, o := range s.hooks.Observers {
+		if so, ok := o.(SessionObserver); ok {
+			s.lifecycle(func() { so.SessionEnd(s, err) })
 		}
 	}
-	return Forward
+	s.endTurn()
+	return err
 }
 
-func (s *Session) interceptFromVM(f *Frame) (action Action) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.hookPanicked(hookInterceptor, v, f)
-			action = s.afterPanic(f)
-		}
-	}()
-	for _, ic := range s.hooks.Interceptors {
-		if action = ic.FromVM(s, f); action == Consume {
-			return Consume
-		}
-	}
-	return Forward
-}
-
-// Hook kinds, the label values of jdwpaccel_hook_panics_total.
-const (
-	hookInterceptor = "interceptor"
-	hookObserver    = "observer"
-	hookLifecycle   = "lifecycle"
-	hookDo          = "do"        // work run by Session.Do
-	hookGoroutine   = "goroutine" // a hook's own goroutine (Session.Panicked)
-)
-
-// hookPanicked handles a panic recovered from a hook: it is counted and
-// logged with the packet it was handling, and the session goes on as plain
-// pass-through: no interceptor or observer sees another packet. (Commands
-// an interceptor had consumed and meant to answer later stay unanswered.)
-// With Hooks.EndOnPanic the session ends instead, the packet undelivered.
-// Lifecycle calls (Interceptor.Close, SessionObserver.SessionEnd) are
-// still made, so hooks can release what they hold.
-func (s *Session) hookPanicked(hook string, v any, f *Frame) {
-	s.hooksOff.Store(true)
-	s.metrics.hookPanic(hook)
-	e := s.log.Error().Str(LogHook, hook).Str(LogPanic, fmt.Sprint(v)).Str(LogStack, string(debug.Stack()))
-	if f != nil {
-		e = e.Stringer(LogDir, f.Dir).Stringer(LogKind, f.Kind).Stringer(LogCmd, f.Cmd).Uint32(LogPacketID, f.ID)
-	}
-	if s.hooks.EndOnPanic {
-		e.Msg("a hook panicked (a bug to report); this session ends")
-		s.Fail(ReasonHookPanic, fmt.Errorf("a %s panicked: %v", hook, v))
-		return
-	}
-	e.Msg("a hook panicked (a bug to report); this session goes on as plain pass-through")
-}
-
-// afterPanic is what becomes of the packet an interceptor panicked on: it
-// is forwarded, unless the session ends (Hooks.EndOnPanic) and it must not
-// reach the other peer unhandled.
-func (s *Session) afterPanic(f *Frame) Action {
-	if s.hooks.EndOnPanic {
-		f.Origin = Synthetic
-		return Consume
-	}
-	return Forward
-}
-
-// lifecycle calls fn, recovering a panic (counted and logged).
-func (s *Session) lifecycle(fn func()) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.hookPanicked(hookLifecycle, v, nil)
-		}
-	}()
-	fn()
-}
-
-func (s *Session) hooksOn() bool { return len(s.hooks.Interceptors) > 0 && !s.hooksOff.Load() }
-
-// relayDebuggerToVM reads the debugger's packets until it fails.
-func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
-	f := &s.dbgFrame
-	for {
-		if err := s.waitOutstanding(ToVM); err != nil {
-			return err
-		}
-		p, err := r.Next()
-		if err != nil {
-			return err
-		}
-		if s.closed.Load() {
-			return ErrSessionClosed // read while the session ends: not relayed, not observed
-		}
-		*f = Frame{Dir: ToVM, Packet: p, ID: p.ID(), Time: time.Now()}
-		if p.IsReply() {
-			f.Kind = KindDebuggerReply
-			s.pendingMu.Lock()
-			pc, ok := s.dbgPending[p.ID()]
-			delete(s.dbgPending, p.ID())
-			s.pendingMu.Unlock()
-			if ok {
-				f.Cmd, f.data = pc.cmd, pc.data
-				s.settled(ToDebugger)
-			}
-		} else {
-			f.Kind = KindCommand
-			f.Cmd = p.Cmd()
-			if f.Cmd == jdwp.CmdVirtualMachineDispose || f.Cmd == jdwp.CmdVirtualMachineExit {
-				s.ending.Store(true)
-			}
-		}
-		// A command whose ID is in the proxy's range goes to the VM
-		// under a fresh proxy ID (in the packet; f.ID keeps the
-		// debugger's).
-		wire, remapped := f.ID, false
-		if f.Kind == KindCommand && s.ownIDs {
-			wire, remapped = s.ids.FromDebugger(p)
-		}
-		if e := s.log.Trace(); e.Enabled() {
-			e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Int(LogLength, len(p)).Msg("from debugger")
-		}
-		if !s.turnOn {
-			s.observe(f)
-			// A big packet's buffer is the reader's no more: queue it
-			// as it is, rather than hold a copy too.
-			if err := s.queueToVM(f, r.Owned(f.Packet)); err != nil {
-				return writeFailed(peerVM, err)
-			}
-			if err := s.toVM.waitRoom(s.done); err != nil {
-				return writeFailed(peerVM, err)
-			}
-			continue
-		}
-		s.holdDebugger()
-		s.beginTurn()
-		action, err := s.debuggerTurn(f, wire, remapped, r)
-		s.endTurn()
-		if err != nil {
-			return err
-		}
-		if action == Forward {
-			if err := s.toVM.waitRoom(s.done); err != nil {
-				return writeFailed(peerVM, err)
-			}
-		} else if f.Answer != nil {
-			if err := s.toDbg.waitRoom(s.done); err != nil {
-				return writeFailed(peerDebugger, err)
-			}
-		}
-	}
-}
-
-// debuggerTurn handles a debugger's packet f in the session's turn: the
-// interceptors, then what they sent, then the observers, then the packet
-// is queued for the VM or answered; answers to it that the interceptors
-// sent go last.
-func (s *Session) debuggerTurn(f *Frame, wire uint32, remapped bool, r *jdwp.Reader) (Action, error) {
-	f.out = &s.out
-	action := Forward
-	if s.hooksOn() {
-		action = s.interceptFromDebugger(f, wire)
-		if action == Consume && remapped {
-			s.ids.Forget(wire) // answered by the proxy: no reply will come
-		}
-	}
-	if f.Kind == KindCommand {
-		s.markAnswers(f.ID)
-	}
-	s.applyOut(true)
-	s.observe(f)
-	if action == Consume && f.Kind == KindCommand && f.Answer == nil {
-		// After observers gave it their data; before an answer sent
-		// meanwhile is applied.
-		s.pendingMu.Lock()
-		_, dup := s.awaiting[f.ID]
-		s.awaiting[f.ID] = pending{cmd: f.Cmd, sent: f.Time, data: f.data}
-		s.pendingMu.Unlock()
-		if !dup {
-			s.outstanding[ToVM].Add(1)
-		}
-	}
-	s.applyOut(false)
-	if action == Forward {
-		// A big packet's buffer is the reader's no more: queue it as it
-		// is, rather than hold a copy too.
-		if err := s.queueToVM(f, r.Owned(f.Packet)); err != nil {
-			return action, writeFailed(peerVM, err)
-		}
-	} else if f.Answer != nil {
-		if err := s.sendAnswer(f); err != nil {
-			return action, writeFailed(peerDebugger, err)
-		}
-	}
-	return action, nil
-}
-
-// holdDebugger calls the gates (Gate) before a debugger's packet's turn.
-func (s *Session) holdDebugger() {
-	if len(s.gates) == 0 || s.hooksOff.Load() {
-		return
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			s.hookPanicked(hookInterceptor, v, nil)
-		}
-	}()
-	for _, g := range s.gates {
-		g.HoldDebugger(s)
-	}
-}
-
-// relayVMToDebugger reads the VM's packets until it fails.
-func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
-	f := &s.vmFrame
-	for {
-		if err := s.waitOutstanding(ToDebugger); err != nil {
-			return err
-		}
-		p, err := r.Next()
-		if err != nil {
-			if p = s.replaceOversizedReply(err); p == nil {
-				return err
-			}
-		}
-		if s.closed.Load() {
-			return ErrSessionClosed // read while the session ends: not relayed, not observed
-		}
-		*f = Frame{Dir: ToDebugger, Packet: p, Time: time.Now()}
-		synthetic := false
-		var cmd retag.Command
-		owner := retag.NotOurs
-		if p.IsReply() {
-			f.Kind = KindReply
-			var ok bool
-			cmd, owner, ok = s.ids.Take(p.ID())
-			if ok {
-				if owner != retag.Synthetic {
-					s.settled(ToVM)
-				}
-				f.Cmd = cmd.Cmd
-				f.data = cmd.Data
-				f.Latency = f.Time.Sub(cmd.Sent)
-				if cmd.Cmd == jdwp.CmdIDSizes && p.ErrorCode() == 0 {
-					s.learnIDSizes(p.Body())
-				}
-			}
-			// A reply to a command of the proxy's own (sent through the
-			// session or before it, see VMConn.IDs), or in its range
-			// when the proxy may have sent it.
-			synthetic = owner == retag.Synthetic && (ok || s.ownIDs)
-			if synthetic {
-				f.Origin = Synthetic
-			}
-		} else {
-			f.Cmd = p.Cmd()
-			f.Kind = vmCommandKind(f.Cmd)
-			if f.Kind == KindEvent && announcesVMDeath(p.Body()) {
-				s.ending.Store(true)
-			}
-		}
-		if s.turnOn {
-			s.beginTurn()
-		}
-		action, err := s.vmTurn(f, synthetic, owner, cmd.Debugger, r)
-		if s.turnOn {
-			s.endTurn()
-		}
-		if err != nil {
-			return err
-		}
-		if action == Forward {
-			if err := s.toDbg.waitRoom(s.done); err != nil {
-				return writeFailed(peerDebugger, err)
-			}
-		}
-	}
-}
-
-// vmTurn handles a VM's packet f, in the session's turn if it has hooks:
-// the interceptors, then what they sent, then the observers, then the
-// packet is queued for the debugger. synthetic says f replies to a
-// command of the proxy's own; owner is the table's owner of its command,
-// and dbgID the ID the debugger gave it.
-func (s *Session) vmTurn(f *Frame, synthetic bool, owner retag.Owner, dbgID uint32, r *jdwp.Reader) (Action, error) {
-	p := f.Packet
-	f.out = &s.out
-	action := Forward
-	if s.hooksOn() {
-		action = s.interceptFromVM(f)
-	}
-	if f.Kind == KindReply {
-		if owner == retag.Remapped {
-			p.SetID(dbgID) // the debugger's ID back
-		}
-		if synthetic {
-			// The debugger never sent that command, whether or not an
-			// interceptor took the reply (the one that sent it may be
-			// gone: it panicked, or expired the command).
-			f.Origin = Synthetic
-			action = Consume
-		}
-	}
-	f.ID = p.ID() // after any rewrite: the ID the debugger receives
-	if e := s.log.Trace(); e.Enabled() {
-		e.Uint32(LogPacketID, f.ID).Stringer(LogCmd, f.Cmd).Stringer(LogKind, f.Kind).Int(LogLength, len(p)).Msg("from VM")
-	}
-	s.applyOut(false)
-	s.observe(f)
-	if f.Kind == KindVMCommand && action == Forward {
-		// Awaits the debugger's reply, with the data observers gave it;
-		// a command an interceptor consumed (one the proxy's peer sent
-		// the proxy) awaits none.
-		s.pendingMu.Lock()
-		_, dup := s.dbgPending[p.ID()]
-		s.dbgPending[p.ID()] = pending{cmd: f.Cmd, sent: f.Time, data: f.data}
-		s.pendingMu.Unlock()
-		if !dup {
-			s.outstanding[ToDebugger].Add(1)
-		}
-	}
-	if action == Forward {
-		enqueue := s.toDbg.enqueue
-		if r.Owned(p) {
-			enqueue = s.toDbg.enqueueOwned // as in relayDebuggerToVM
-		}
-		if err := enqueue(p); err != nil {
-			return action, writeFailed(peerDebugger, err)
-		}
-	}
-	return action, nil
-}
-
-// oversizedReplyError is the JDWP error a debugger gets instead of a
-// reply above the maximum packet size. INTERNAL (113) says the failure is
-// the debugging machinery's, which is true of the proxy's limit; JDI
-// raises it as an InternalException for that one request and goes on.
-// OUT_OF_MEMORY (110) would be read as the debuggee running out of memory
-// (JDI's VMOutOfMemoryException), which it did not.
-const oversizedReplyError = jdwp.ErrorInternal
-
-// replaceOversizedReply returns, for a *jdwp.TooLargeError about a reply,
-// an error reply with the same ID that stands in for it (the reader skips
-// the reply's bytes), or nil for any other error. The substitute lives in
-// s.substitute, owned by the VM reader.
-func (s *Session) replaceOversizedReply(err error) jdwp.Packet {
-	var tl *jdwp.TooLargeError
-	if !errors.As(err, &tl) || !tl.Packet().IsReply() {
+// readDebugger and readVM are named so that stack dumps say which side a
+// goroutine serves. An error caused by the session closing is no error.
+func (s *Session) readDebugger(r *jdwp.Reader) error {
+	err := s.relayDebuggerToVM(r)
+	if classify(err) == "" || s.closed.Load() {
 		return nil
 	}
-	h := tl.Packet()
-	s.metrics.oversizedReply()
-	s.log.Warn().Uint32(LogPacketID, h.ID()).Uint32(LogLength, h.Length()).Int(LogMax, tl.Max).
-		Stringer(LogErrorCode, oversizedReplyError).
-		Msg("VM reply above the maximum packet size skipped; the debugger gets an error reply instead (raise the maximum packet size to let such replies through)")
-	return jdwp.AppendReply(s.substitute[:0], h.ID(), oversizedReplyError, nil)
+	return fmt.Errorf("from debugger: %w", err)
 }
 
-// announcesVMDeath reports whether an Event.Composite body starts with a
-// VM_DEATH event (suspendPolicy byte, event count, then each event's kind).
-func announcesVMDeath(body []byte) bool {
-	return len(body) > 5 && jdwp.EventKind(body[5]) == jdwp.EventVMDeath
-}
-
-func (s *Session) learnIDSizes(body []byte) {
-	sz, err := jdwp.ParseIDSizes(body)
-	if err != nil {
-		s.log.Warn().Err(err).Msg("VM sent an IDSizes reply that does not parse")
-		return
+func (s *Session) readVM(r *jdwp.Reader) error {
+	err := s.relayVMToDebugger(r)
+	if classify(err) == "" || s.closed.Load() {
+		return nil
 	}
-	s.idSizes.Store(&sz)
-	s.log.Debug().Int("object_id_size", sz.ObjectID).Int("reference_type_id_size", sz.ReferenceTypeID).
-		Int("method_id_size", sz.MethodID).Int("field_id_size", sz.FieldID).Int("frame_id_size", sz.FrameID).
-		Msg("learned ID sizes")
+	return fmt.Errorf("from VM: %w", err)
 }
 
-// Peers whose connection ends a session, the values of the closed_by log
-// field: the debugger's or the VM's (its reader or writer returned first),
-// or the proxy's own shutdown (the session was closed before either did).
-const (
-	peerDebugger = "debugger"
-	peerVM       = "vm"
-	peerProxy    = "proxy"
-)
-
-// writeError is a failure to write to a peer's connection. Whichever
-// goroutine meets it (the other side's reader, waiting for room, or the
-// writer itself), the session ends by that peer.
-type writeError struct {
-	peer string
-	err  error
-}
-
-func writeFailed(peer string, err error) error { return &writeError{peer: peer, err: err} }
-
-func (e *writeError) Error() string {
-	name := "VM"
-	if e.peer == peerDebugger {
-		name = "debugger"
+// writeDebugger and writeVM run the writers; like the readers they are
+// named for stack dumps.
+func (s *Session) writeDebugger() error {
+	if err := s.toDbg.run(s.done); err != nil && !s.closed.Load() {
+		return writeFailed(peerDebugger, err)
 	}
-	return "write to " + name + ": " + e.err.Error()
+	return nil
 }
 
-func (e *writeError) Unwrap() error { return e.err }
-
-// end records the first result of a reader or writer, and the peer whose
-// connection it serves (or, for a failed write, the peer written to), and
-// starts the session's shutdown.
-func (s *Session) end(peer string, err error) {
-	s.endOnce.Do(func() {
-		var we *writeError
-		switch {
-		case s.closed.Load():
-			peer = peerProxy
-		case errors.As(err, &we):
-			peer = we.peer
-		}
-		s.endErr, s.endedBy = err, peer
-		close(s.ended)
-	})
-}
-
-// lingerTimeout bounds how long a session's end waits for a peer to close
-// its side after the proxy closed its own (closeWrites).
-const lingerTimeout = 500 * time.Millisecond
-
-// release marks the session closed once: Send* fail, and readers and
-// writers blocked on room or data return.
-func (s *Session) release() {
-	s.releaseOnce.Do(func() {
-		s.closed.Store(true)
-		close(s.done)
-	})
-}
-
-// closeWrites ends the session gracefully: each connection gets an end of
-// stream after the bytes already written, and its reader, which stops
-// relaying, reads and drops what the peer still sends until the peer
-// closes or lingerTimeout passes. A connection that cannot half-close is
-// closed at once.
-func (s *Session) closeWrites() {
-	s.release()
-	deadline := time.Now().Add(lingerTimeout)
-	for _, c := range []net.Conn{s.debugger, s.vm} {
-		cw, ok := c.(interface{ CloseWrite() error })
-		if !ok || cw.CloseWrite() != nil {
-			c.Close()
-			continue
-		}
-		c.SetReadDeadline(deadline)
+func (s *Session) writeVM() error {
+	if err := s.toVM.run(s.done); err != nil && !s.closed.Load() {
+		return writeFailed(peerVM, err)
 	}
-}
-
-// close closes both connections once; readers and writers then return.
-func (s *Session) close() {
-	s.release()
-	s.closeOnce.Do(func() {
-		s.debugger.Close()
-		s.vm.Close()
-	})
-}
-
-// discard reads and drops what c still delivers, until its peer closes,
-// the read deadline set by closeWrites passes, or c is closed. A reader
-// calls it once it stopped relaying, so the proxy never closes c with
-// bytes left unread.
-func discard(c net.Conn) {
-	var buf [4096]byte
-	for {
-		if _, err := c.Read(buf[:]); err != nil {
-			return
-		}
-	}
-}
-
-// classify maps an error that ended a session to a protocol error reason,
-// or "" for an orderly end.
-func classify(err error) Reason {
-	var fe *failError
-	switch {
-	case errors.As(err, &fe):
-		return fe.reason
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, ErrSessionClosed):
-		return ""
-	case errors.Is(err, jdwp.ErrShortPacket):
-		return ReasonShortPacket
-	case errors.Is(err, jdwp.ErrPacketTooLarge):
-		return ReasonOversizedPacket
-	case errors.Is(err, jdwp.ErrTruncated):
-		return ReasonTruncated
-	case errors.Is(err, jdwp.ErrBadHandshake):
-		return ReasonBadHandshake
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return ReasonWriteTimeout
-	}
-	return ReasonIO
-}
-
-// peerGone reports whether err is a peer closing or resetting its
-// connection (rather than breaking the protocol).
-func peerGone(err error) bool {
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, jdwp.ErrTruncated) || errors.Is(err, io.ErrUnexpectedEOF)
+	return nil
 }

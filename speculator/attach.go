@@ -6,6 +6,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/trigger"
 )
 
 // The attach: from the debugger's attach to the end of its first stop at
@@ -55,89 +56,74 @@ const maxAttachCmds = 512
 // Identity of the debugger: its first command, with the VM's Version
 // reply, keys the profile (profileKey).
 
-// attach is the session's attach state. Part of session, guarded by
-// session.mu.
+// attach is the attach part (parts.go): it reacts to the debugger's first
+// command (identify, called by the router before any phase) and to a
+// suspend=y VM's VM_START (vmStart), to what the debugger asks during its
+// attach (asked: recorded), to its ClassesBySignature (command: served
+// from the attach's own lookups, lookup.go), to replies that name the VM,
+// classes and methods (replied), and to CLASS_PREPARE events (its
+// subscription). It owns the profile's key and the profile an earlier
+// session left, which it hands to every part once found (importProfile,
+// an input: the router's), and the profile this session leaves (profile,
+// at Close). Its own commands are counted in the core (ownSpecs).
+// Guarded by session.mu.
 type attach struct {
-	rs         *relay.Session
-	started    bool               // the prefetch was sent (see attachStart)
-	canSend    bool               // the relay session has a VM connection to send on
-	identified bool               // first is known
-	first      jdwp.Cmd           // the debugger's first command: its identity
-	version    []byte             // the VM's Version reply body, nil until known
-	caps       string             // hash of the VM's CapabilitiesNew reply body, "" until known
-	lookups    map[string]*lookup // the attach's ClassesBySignature, by signature (lookup.go)
-	lookupsOff bool               // lookups serve no more (lookupCommand)
-	key        string             // the profile's key, "" until the Version reply
-	prof       *profile           // learned at an earlier attach, nil if none
-	rec        profile            // this attach, being recorded
-	specs      []*spec            // sent by the attach replay and prefetch
-	expanded   bool               // the second wave (after IDSizes) was sent
+	*core
+	rs            *relay.Session
+	importProfile func(p *profile, sizes jdwp.IDSizes) // hands the profile to every part
+	started       bool                                 // the prefetch was sent (see start)
+	identified    bool                                 // first is known
+	first         jdwp.Cmd                             // the debugger's first command: its identity
+	version       []byte                               // the VM's Version reply body, nil until known
+	lookups       map[string]*lookup                   // the attach's ClassesBySignature, by signature (lookup.go)
+	lookupsOff    bool                                 // lookups serve no more (lookupCommand)
+	key           string                               // the profile's key, "" until the Version reply
+	prof          *profile                             // learned at an earlier attach, nil if none
+	rec           profile                              // this attach, being recorded
+	expanded      bool                                 // the second wave (after IDSizes) was sent
+	ansBuf        []byte                               // lookups' answers (handed to the relay)
 }
 
-// attachStart sends the first prefetch wave, on the debugger's first
+// start sends the first prefetch wave, on the debugger's first
 // command (not yet forwarded) or on a suspend=y VM's VM_START: IDSizes
 // first, so that a debugger asking it first is belayed on it.
-func (ss *session) attachStart(rs *relay.Session) {
-	a := &ss.att
-	a.started, a.rs = true, rs
-	a.canSend = rs.IDs() != nil // a relay session without a VM connection (a unit test's) has none
-	if !ss.attachAllowed() {
+func (a *attach) start() {
+	a.started = true
+	if !a.attachAllowed() {
 		return
 	}
 	for _, c := range defaultPrefetch {
-		ss.specAttach(jdwp.IDSizes{}, c, nil)
+		a.specAttach(jdwp.IDSizes{}, c, nil)
 	}
 }
 
-// attachIdentify notes the debugger's first command c.
-func (ss *session) attachIdentify(rs *relay.Session, c jdwp.Cmd, sizes jdwp.IDSizes) {
-	if !ss.att.started {
-		ss.attachStart(rs)
+// identify notes the debugger's first command c.
+func (a *attach) identify(c jdwp.Cmd, sizes jdwp.IDSizes) {
+	if !a.started {
+		a.start()
 	}
-	ss.att.identified, ss.att.first = true, c
-	ss.attachProfile(sizes)
+	a.identified, a.first = true, c
+	a.attachProfile(sizes)
 }
 
 // attachProfile looks up the profile once the debugger and the VM are
 // known, and sends the second wave.
-func (ss *session) attachProfile(sizes jdwp.IDSizes) {
-	a := &ss.att
+func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 	if a.key != "" || !a.identified || a.version == nil {
 		return
 	}
 	a.key = profileKey(a.version, a.first)
-	a.prof = ss.sp.profiles.get(a.key)
+	a.prof = a.sp.profiles.get(a.key)
 	if a.prof != nil {
-		a.prof.applyTo(&ss.learn, sizes)
-		ss.prep.importFrom(a.prof)
-		ss.learn.shapesImport(a.prof)
-		ss.wbImport()
+		a.hasPrev, a.prevUse = true, a.prof.AttachUse
+		a.importProfile(a.prof, sizes)
 	}
-	ss.attachSecondWave(sizes)
-}
-
-// recording says whether the debugger's commands are part of its attach:
-// until its first stop at a location ended.
-func (ss *session) recording() bool { return ss.learn.serial <= 1 }
-
-// attachAllowed reports whether the attach may send commands of its own:
-// not in a session that sends nothing of its own (ModeNever; ModeNear
-// does at attach), not with a floor on the RTT (unknown yet at attach),
-// and on a fast link only while the profile's replay was mostly used.
-func (ss *session) attachAllowed() bool {
-	if spec, forced := ss.forcedSpeculation(); ss.closed || forced && !spec && ss.push.mode != ModeNear || ss.sp.cfg.MinRTT > 0 {
-		return false
-	}
-	if p := ss.att.prof; p != nil && p.AttachUse < maxWaste && ss.disp.rtt.min() < LowRTT {
-		return false
-	}
-	return true
+	a.attachSecondWave(sizes)
 }
 
 // specAttach sends command c with params as attach speculation.
-func (ss *session) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
-	a := &ss.att
-	if !a.canSend || len(a.specs) >= maxAttachCmds {
+func (a *attach) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
+	if !a.canSend || len(a.ownSpecs) >= maxAttachCmds {
 		return
 	}
 	s := &spec{kind: kAttach}
@@ -146,53 +132,33 @@ func (ss *session) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 		return
 	}
 	s.info, s.subj = info, s.key.Subject(info, sizes)
-	if ss.facts.scopeOK(info, s.subj) && ss.sendOwn(s, sizes) {
-		a.specs = append(a.specs, s)
+	if a.facts.scopeOK(info, s.subj) && a.sendOwn(s, sizes) {
+		a.ownSpecs = append(a.ownSpecs, s)
 	}
 }
 
-// sendOwn sends speculation s that belongs to no stop (the attach's, the
-// prepare rule's; its key, info and subject filled) unless its reply is
-// cached or in flight or its IDs are not shown safe, and reports whether
-// it was sent.
-func (ss *session) sendOwn(s *spec, sizes jdwp.IDSizes) bool {
-	if ss.cache.has(&s.key) {
-		return false
-	}
-	if old := ss.disp.pending(&s.key); old != nil && !old.cancelled {
-		return false
-	}
-	if !ss.facts.safeToSend(s, nil, sizes) {
-		ss.sp.countSpec(outcomeWithheld, 1)
-		return false
-	}
-	s.gen = ss.facts.gen
-	ss.disp.submit(ss.out, s)
-	return true
-}
-
-// attachVMStart notes a VM_START event read before the ID sizes are known
+// vmStart notes a VM_START event read before the ID sizes are known
 // (the composite's header needs none): with SUSPEND_ALL the VM is
 // suspended (libjdwp suspends before it sends the event) and waits for
 // this debugger, so the prefetch starts.
-func (ss *session) attachVMStart(rs *relay.Session, body []byte) {
-	if len(body) > 5 && jdwp.SuspendPolicy(body[0]) == jdwp.SuspendAll && jdwp.EventKind(body[5]) == jdwp.EventVMStart &&
-		ss.facts.resumesInFlight == 0 {
-		ss.facts.allSuspended = true
-		ss.facts.suspChanges++
-		if !ss.att.started {
-			ss.attachStart(rs)
+func (a *attach) vmStart(body []byte) {
+	if policy, first, ok := jdwp.CompositeHead(body); ok && policy == jdwp.SuspendAll && first == jdwp.EventVMStart &&
+		a.facts.resumesInFlight == 0 {
+		a.facts.allSuspended = true
+		a.facts.suspChanges++
+		if !a.started {
+			a.start()
 		}
 	}
 }
 
-// attachReply learns from a successful reply to command c with params
-// (the debugger's or the proxy's) what the attach needs: the profile once
-// the Version is known, the second wave once the ID sizes are, class and
-// method IDs with their names.
-func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Packet, sizes jdwp.IDSizes) {
-	a := &ss.att
-	if !a.started || p.ErrorCode() != jdwp.ErrorNone {
+// replied learns from a successful reply to command c with params
+// (the debugger's or the proxy's, not one fetched elsewhere) what the
+// attach needs: the profile once the Version is known, the second wave
+// once the ID sizes are, class and method IDs with their names.
+func (a *attach) replied(x *reply) {
+	c, params, sig, p, sizes := x.c, x.params, x.sig, x.p, x.sizes
+	if !a.started || x.offered || !x.ok {
 		return
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
@@ -200,22 +166,20 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 	case jdwp.CmdVirtualMachineVersion:
 		if a.version == nil {
 			a.version = append([]byte{}, p.Body()...)
-			ss.attachProfile(sizes)
+			a.attachProfile(sizes)
 		}
-	case jdwp.CmdVirtualMachineCapabilitiesNew:
-		ss.wbCaps(p)
 	case jdwp.CmdVirtualMachineAllThreads:
 		n := r.Count(sizes.ObjectID)
-		ss.learn.threads = ss.learn.threads[:0]
+		a.learn.threads = a.learn.threads[:0]
 		for i := 0; i < n && r.Err() == nil && i < maxSpecPerStop; i++ {
-			ss.learn.threads = append(ss.learn.threads, r.Thread())
+			a.learn.threads = append(a.learn.threads, r.Thread())
 		}
 	case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
 		s := r.StringBytes()
 		if r.Err() == nil && len(params) > 0 {
 			id := jdwp.NewBodyReader(params, sizes).Class()
-			if _, known := ss.facts.seen.sigOf[id]; !known { // (a string only for a new class)
-				ss.attachClass(sizes, id, string(s))
+			if _, known := a.facts.seen.sigOf[id]; !known { // (a string only for a new class)
+				a.attachClass(sizes, id, string(s))
 			}
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
@@ -225,21 +189,19 @@ func (ss *session) attachReply(c jdwp.Cmd, params []byte, sig string, p jdwp.Pac
 			id := r.Class()
 			r.Int32()
 			if r.Err() == nil {
-				ss.attachClass(sizes, id, sig)
+				a.attachClass(sizes, id, sig)
 			}
 		}
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
-		ss.attachMethods(c, params, r, sizes)
-		ss.prepareMethods(c, params, p, sizes)
+		a.attachMethods(c, params, r, sizes)
 	}
 }
 
 // attachSecondWave sends, once both the ID sizes and the profile are
 // known, the VM-wide commands the debugger asked at its last attach (or
 // the default ones).
-func (ss *session) attachSecondWave(sizes jdwp.IDSizes) {
-	a := &ss.att
-	if a.expanded || a.key == "" || !ss.attachAllowed() {
+func (a *attach) attachSecondWave(sizes jdwp.IDSizes) {
+	if a.expanded || a.key == "" || !a.attachAllowed() {
 		return
 	}
 	a.expanded = true
@@ -248,11 +210,11 @@ func (ss *session) attachSecondWave(sizes jdwp.IDSizes) {
 		cmds = a.prof.vmCmds()
 	}
 	for _, c := range cmds {
-		ss.specAttach(sizes, c, nil)
+		a.specAttach(sizes, c, nil)
 	}
 	if a.prof != nil && a.canSend {
 		for _, sig := range a.prof.signatures() {
-			ss.attachLookup(sig)
+			a.attachLookup(sig)
 		}
 	}
 }
@@ -261,69 +223,68 @@ func (ss *session) attachSecondWave(sizes jdwp.IDSizes) {
 // no ID. The reply is the session's alone (it hands out class IDs for the
 // replay) and is not cached: classes of that signature may be loaded
 // later.
-func (ss *session) attachLookup(sig string) {
-	for _, s := range ss.facts.seen.sigOf {
+func (a *attach) attachLookup(sig string) {
+	for _, s := range a.facts.seen.sigOf {
 		if s == sig {
 			return // already handed out
 		}
 	}
-	w := jdwp.BodyWriter{Buf: ss.pbuf[:0]}
+	w := jdwp.BodyWriter{Buf: a.pbuf[:0]}
 	w.String(sig)
-	ss.pbuf = w.Buf
-	id := ss.disp.ids.NewSynthetic()
-	ss.disp.sendBuf = jdwp.AppendCommand(ss.disp.sendBuf[:0], id, jdwp.CmdVirtualMachineClassesBySignature, ss.pbuf)
-	ss.out.SendToVMData(ss.disp.sendBuf, relay.Synthetic, slot, ss.data.get(&cmdData{sig: sig, lookup: true}))
-	ss.lookupSent(sig)
-	if time.Since(ss.began) < logOwnFor {
-		ss.log.Debug().Stringer("command", jdwp.CmdVirtualMachineClassesBySignature).Uint32("id", id).Msg("sent to the VM on the proxy's own behalf")
+	a.pbuf = w.Buf
+	id := a.disp.ids.NewSynthetic()
+	a.disp.sendBuf = jdwp.AppendCommand(a.disp.sendBuf[:0], id, jdwp.CmdVirtualMachineClassesBySignature, a.pbuf)
+	a.out.SendToVMData(a.disp.sendBuf, relay.Synthetic, slot, a.data.get(&cmdData{sig: sig, lookup: true}))
+	a.lookupSent(sig)
+	if time.Since(a.began) < logOwnFor {
+		a.log.Debug().Stringer("command", jdwp.CmdVirtualMachineClassesBySignature).Uint32("id", id).Msg("sent to the VM on the proxy's own behalf")
 	}
 }
 
 // attachClass notes that this connection handed out class id with
 // signature sig, and replays the profile's commands for it.
-func (ss *session) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string) {
+func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string) {
 	if id == 0 || sig == "" {
 		return
 	}
-	if _, known := ss.facts.seen.sigOf[id]; known {
+	if _, known := a.facts.seen.sigOf[id]; known {
 		return
 	}
-	ss.facts.addSignature([]byte(sig), id)
-	ss.facts.seen.class(id, sig)
-	p := ss.att.prof
-	if p == nil || !ss.attachAllowed() {
+	a.facts.addSignature([]byte(sig), id)
+	a.facts.seen.class(id, sig)
+	p := a.prof
+	if p == nil || !a.attachAllowed() {
 		return
 	}
-	w := jdwp.BodyWriter{Buf: ss.pbuf[:0], Sizes: sizes}
+	w := jdwp.BodyWriter{Buf: a.pbuf[:0], Sizes: sizes}
 	w.Class(id)
-	ss.pbuf = w.Buf
+	a.pbuf = w.Buf
 	for _, e := range p.Class {
 		if e.Sig == sig {
-			ss.specAttach(sizes, jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}, ss.pbuf)
+			a.specAttach(sizes, jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}, a.pbuf)
 		}
 	}
 }
 
+// subscribe takes the class IDs CLASS_PREPARE events hand out.
+func (a *attach) subscribe(t *trigger.Manager) { t.OnEvent(jdwp.EventClassPrepare, a.onClassPrepare) }
+
 // onClassPrepare is the CLASS_PREPARE handler: the event hands out the
 // class's ID.
-func (ss *session) onClassPrepare(_ jdwp.SuspendPolicy, e *jdwp.Event) {
-	if sizes, ok := ss.att.sizes(); ok {
-		ss.attachClass(sizes, e.ClassID(), string(e.Signature))
+func (a *attach) onClassPrepare(_ jdwp.SuspendPolicy, e *jdwp.Event) {
+	if !a.started {
+		return
 	}
-}
-
-func (a *attach) sizes() (jdwp.IDSizes, bool) {
-	if a.rs == nil {
-		return jdwp.IDSizes{}, false
+	if sizes, ok := a.rs.IDSizes(); ok {
+		a.attachClass(sizes, e.ClassID(), string(e.Signature))
 	}
-	return a.rs.IDSizes()
 }
 
 // attachMethods records the methods of a Methods reply for a class this
 // connection handed out, and replays the profile's method commands.
-func (ss *session) attachMethods(c jdwp.Cmd, params []byte, r *jdwp.BodyReader, sizes jdwp.IDSizes) {
+func (a *attach) attachMethods(c jdwp.Cmd, params []byte, r *jdwp.BodyReader, sizes jdwp.IDSizes) {
 	class := jdwp.NewBodyReader(params, sizes).Class()
-	sig, ok := ss.facts.seen.sigOf[class]
+	sig, ok := a.facts.seen.sigOf[class]
 	if !ok {
 		return
 	}
@@ -340,33 +301,32 @@ func (ss *session) attachMethods(c jdwp.Cmd, params []byte, r *jdwp.BodyReader, 
 			ms[id] = m
 		}
 	}
-	ss.facts.seen.methods[class] = ms
-	p := ss.att.prof
+	a.facts.seen.methods[class] = ms
+	p := a.prof
 	if p == nil {
 		return
 	}
-	p.slotsTo(&ss.learn, class, sig, ms)
-	if !ss.attachAllowed() {
+	a.learn.importSlots(p, class, sig, ms)
+	if !a.attachAllowed() {
 		return
 	}
 	for id, m := range ms {
 		for _, e := range p.Method {
 			if e.Sig == sig && e.Name == m.name && e.MSig == m.sig {
-				w := jdwp.BodyWriter{Buf: ss.pbuf[:0], Sizes: sizes}
+				w := jdwp.BodyWriter{Buf: a.pbuf[:0], Sizes: sizes}
 				w.Class(class)
 				w.Method(id)
-				ss.pbuf = w.Buf
-				ss.specAttach(sizes, jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}, ss.pbuf)
+				a.pbuf = w.Buf
+				a.specAttach(sizes, jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}, a.pbuf)
 			}
 		}
 	}
 }
 
-// attachRecord records a debugger's cacheable command during the attach,
+// asked records a debugger's cacheable command during the attach,
 // by signature and name.
-func (ss *session) attachRecord(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
-	a := &ss.att
-	if !ss.recording() || a.rec.size() >= maxAttachCmds {
+func (a *attach) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
+	if !a.recording() || a.rec.size() >= maxAttachCmds {
 		return
 	}
 	c, params := key.Cmd(), key.Params()
@@ -379,7 +339,7 @@ func (ss *session) attachRecord(key *keyable.Key, info keyable.Info, sizes jdwp.
 	}
 	r := jdwp.NewBodyReader(params, sizes)
 	class := r.Class()
-	sig, ok := ss.facts.seen.sigOf[class]
+	sig, ok := a.facts.seen.sigOf[class]
 	if !ok || r.Err() != nil {
 		return
 	}
@@ -387,21 +347,22 @@ func (ss *session) attachRecord(key *keyable.Key, info keyable.Info, sizes jdwp.
 		a.rec.addClass(classCmd{Sig: sig, Set: c.Set, Cmd: c.Cmd})
 		return
 	}
-	m, ok := ss.facts.seen.methods[class][r.Method()]
+	m, ok := a.facts.seen.methods[class][r.Method()]
 	if ok && r.Err() == nil && r.Remaining() == 0 {
 		a.rec.addMethod(methodCmd{Sig: sig, Name: m.name, MSig: m.sig, Set: c.Set, Cmd: c.Cmd})
 	}
 }
 
-// attachClose stores what the session learned for the next attach of the
-// same debugger to the same kind of VM.
-func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
-	a := &ss.att
-	if a.key == "" || !known {
-		return
+// profile is what this session leaves for the next attach of the same
+// debugger to the same kind of VM (its key and the profile, which the
+// other parts add their shares to), and the profile it found (old); nil
+// if the debugger or the VM was never known.
+func (a *attach) profile() (key string, p, old *profile) {
+	if a.key == "" {
+		return "", nil, nil
 	}
 	sent, used := 0, 0
-	for _, s := range a.specs {
+	for _, s := range a.ownSpecs {
 		if s.sent {
 			sent++
 			if s.used {
@@ -409,22 +370,15 @@ func (ss *session) attachClose(sizes jdwp.IDSizes, known bool) {
 			}
 		}
 	}
-	p := a.rec
-	p.AttachUse = 1
+	rec := a.rec
+	rec.AttachUse = 1
 	if sent > 0 {
-		p.AttachUse = float64(used) / float64(sent)
+		rec.AttachUse = float64(used) / float64(sent)
 	}
-	if ss.recording() && a.prof != nil {
+	if a.recording() && a.prof != nil {
 		// The session ended before its first stop ended: keep what was
 		// learned.
-		p.merge(a.prof)
+		rec.merge(a.prof)
 	}
-	p.learnFrom(&ss.learn, sizes)
-	ss.prep.exportTo(&p)
-	p.slotsFrom(&ss.learn, &ss.facts.seen)
-	p.Shapes = ss.shapesExport(a.prof, sizes)
-	if p.WB = ss.wbExport(); p.WB == nil && a.prof != nil {
-		p.WB = a.prof.WB
-	}
-	ss.sp.profiles.put(a.key, &p)
+	return a.key, &rec, a.prof
 }

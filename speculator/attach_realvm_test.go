@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,24 +23,6 @@ type sessionEnded chan struct{}
 func (sessionEnded) Observe(*relay.Session, *relay.Frame) {}
 func (sessionEnded) SessionStart(*relay.Session)          {}
 func (e sessionEnded) SessionEnd(*relay.Session, error)   { close(e) }
-
-// lockedBuffer is the journal's output, read once the journal is closed.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Bytes()
-}
 
 // firstStopOf sums the serial round trips of the steps up to the first
 // stop at a breakpoint, and its inspection; bp is that stop's step.
@@ -72,7 +53,7 @@ func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculat
 		t.Fatal(err)
 	}
 	defer lk.Close()
-	var buf lockedBuffer
+	var buf jdwptest.Buffer
 	j, err := journaltest.New(t, &buf, journal.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +117,7 @@ func TestRealVMSecondAttachCostsFewerRoundTrips(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sp := New(Config{Enabled: true}, zerolog.Nop(), nil)
+	sp := New(Config{}, zerolog.Nop(), nil)
 	first, firstBP := attachOnce(t, ctx, b, sp)
 	second, secondBP := attachOnce(t, ctx, b, sp)
 	t.Logf("serial round trips to the first stop: first attach %d, second %d", first, second)

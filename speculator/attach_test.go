@@ -187,27 +187,20 @@ func FuzzParseProfiles(f *testing.F) {
 		if len(m) > maxProfiles {
 			t.Fatalf("%d profiles", len(m))
 		}
-		l := newLearner()
+		c := &core{learn: newLearner()}
 		for _, p := range m {
 			if !p.valid() {
 				t.Fatalf("invalid profile kept: %+v", p)
 			}
-			p.applyTo(&l, sizes8) // must not panic
-			l.shapesImport(p)
+			c.learn.importFrom(p, sizes8) // must not panic
+			(&shapeRules{core: c}).importFrom(p, sizes8)
 			cf := shapeClasses()
-			for _, refs := range l.shapes {
+			for _, refs := range c.learn.shapes {
 				w := jdwp.BodyWriter{Sizes: sizes8}
 				cf.fieldTail(&w, 10, refs) // must not panic
 			}
 		}
 	})
-}
-
-// commands is every command the VM received so far.
-func (vm *fakeVM) commands() []jdwp.Packet {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	return append([]jdwp.Packet(nil), vm.log...)
 }
 
 // TestAttachSendsNothingBeforeTheDebuggerUnlessTheVMWaits: a VM's first

@@ -13,7 +13,7 @@ import (
 func hitRig(tb testing.TB) (*session, *relay.Session, *relay.Frame) {
 	rs := &relay.Session{}
 	rs.SetIDSizes(sizes8)
-	ss := newSession(New(Config{Enabled: true}, zerolog.Nop(), nil), rs)
+	ss := newSession(New(Config{}, zerolog.Nop(), nil), rs)
 	ss.att.started = true // no VM behind this rig: no attach prefetch
 	cmd := jdwp.AppendCommand(nil, 7, jdwp.CmdMethodIsObsolete, isObsoleteBody(0x70, 0x71))
 	k, info, ok := keyOf(cmd, sizes8)

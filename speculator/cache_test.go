@@ -12,7 +12,7 @@ import (
 
 func testCache(t *testing.T, limit int64) *replyCache {
 	t.Helper()
-	sp := New(Config{Enabled: true, CacheBytes: limit}, zerolog.Nop(), nil)
+	sp := New(Config{CacheBytes: limit}, zerolog.Nop(), nil)
 	f := newFacts(sp)
 	return newReplyCache(sp, &f)
 }

@@ -62,3 +62,23 @@ func (d *Diag) WriteTo(w io.Writer) (int64, error) {
 	n, err := w.Write(b)
 	return int64(n), err
 }
+
+// specTracer, when set (by Diagnose or a test, before any session starts), is
+// told each speculation's outcome and each miss, with the stop's serial
+// (999 for speculation wasted at eviction).
+var specTracer interface {
+	spec(s *spec, o specOutcome, serial uint64)
+	miss(c jdwp.Cmd, serial uint64)
+}
+
+func traceSpec(s *spec, o specOutcome, serial uint64) {
+	if specTracer != nil {
+		specTracer.spec(s, o, serial)
+	}
+}
+
+func traceMiss(c jdwp.Cmd, serial uint64) {
+	if specTracer != nil {
+		specTracer.miss(c, serial)
+	}
+}

@@ -37,7 +37,7 @@ func TestEffectsFollowTheTable(t *testing.T) {
 		}
 		rs := &relay.Session{}
 		rs.SetIDSizes(sizes8)
-		sp := New(Config{Enabled: true}, zerolog.Nop(), nil)
+		sp := New(Config{}, zerolog.Nop(), nil)
 		ss := newSession(sp, rs)
 		f := &relay.Frame{Kind: relay.KindCommand, Packet: jdwp.AppendCommand(nil, uint32(i+1), row.Cmd, nil), ID: uint32(i + 1)}
 		if ss.FromDebugger(rs, f) != relay.Forward {

@@ -1,47 +1,38 @@
 package speculator
 
-// Events: what the VM's composite events tell the session's parts (the
-// suspension, the stop that begins an episode, the speculation it starts).
+// Events: the router's path of a composite event (session.event). The
+// subscribed handlers (facts, the attach, the prepare rule) fire as it is
+// read, the compositors see it, then the session takes in the suspension
+// it brings (facts), and at a suspending stop the stoppers and, at a
+// location, the wavers speculate; the tap is told where the stops stand.
 
 import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
-// locatable reports whether an event kind stops a thread at a location the
-// debugger will inspect.
-func locatable(k jdwp.EventKind) bool {
-	switch k {
-	case jdwp.EventSingleStep, jdwp.EventBreakpoint, jdwp.EventMethodEntry, jdwp.EventMethodExit,
-		jdwp.EventMethodExitWithReturnValue, jdwp.EventException, jdwp.EventFieldAccess,
-		jdwp.EventFieldModification, jdwp.EventMonitorContendedEnter, jdwp.EventMonitorContendedEntered,
-		jdwp.EventMonitorWait, jdwp.EventMonitorWaited:
-		return true
-	}
-	return false
-}
-
 func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	sizes, known := rs.IDSizes()
 	ss.lock(f.Out())
 	defer ss.unlock()
+	ss.push.evented = true // the tap is told where the stops stand (tell)
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.
-		ss.attachVMStart(rs, f.Packet.Body())
+		ss.att.vmStart(f.Packet.Body())
 		return
 	}
-	ss.prep.pending = ss.prep.pending[:0]
 	comp, err := ss.trig.Events(f.Packet.Body(), sizes)
+	for _, c := range ss.on.compositors {
+		c.seen(comp, err)
+		defer c.taken(comp) // once the suspension below is taken in
+	}
 	if err != nil {
 		// A composite we cannot read may hide anything: forget it all.
-		ss.wb.forgetIDs()
 		ss.endEpisode()
 		ss.facts.invalidateAll(reasonUnknownCommand)
 		return
 	}
-	ss.wb.event(comp)
-	defer ss.wb.learnEvent(comp, &ss.facts) // once the suspension below is taken in
 	var thread jdwp.ThreadID
 	var loc jdwp.Location
 	stop := false
@@ -50,7 +41,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		if thread == 0 && e.Thread != 0 {
 			thread = e.ThreadID()
 		}
-		if locatable(e.Kind) {
+		if e.Kind.Locatable() {
 			stop = true
 			thread, loc = e.ThreadID(), e.Location
 			break
@@ -81,12 +72,19 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		ss.facts.suspended[thread] = true
 	}
 	ss.facts.suspChanges++
-	ss.prepareStop(sizes)
+	ss.push.stop++ // a suspending stop taken (pushSeams.stop)
+	for _, x := range ss.on.stoppers {
+		x.stopped(sizes)
+	}
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread, loc)
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
-			ss.speculateStop(sizes)
+			for w := range waves {
+				for _, x := range ss.on.wavers {
+					x.wave(w, sizes)
+				}
+			}
 		}
 	}
 }

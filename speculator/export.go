@@ -52,15 +52,39 @@ type SpecReply struct {
 	Score float64
 }
 
-// A Tap is told of a tapped session's speculation. Its methods are called
-// with the session's lock held, in the relay's turn (out is the turn's
-// outbox): they must not block and must not call the Session back.
+// StopInfo is where a tapped session's stops stand, as its tap is told.
+type StopInfo struct {
+	// Serial numbers the suspending stops the session took, located or
+	// not, from 1; 0 is the attach, before the first.
+	Serial uint64
+	// Active says stop Serial is in progress: a stop at a location, from
+	// its event until the next resume or anything else that ends it, or
+	// a suspending CLASS_PREPARE, until the next resume.
+	Active bool
+	// Idle says no speculation is in flight or queued.
+	Idle bool
+	// Mark is the session's mark when told: after a stop's event, it
+	// stands for "fetched during this stop".
+	Mark Mark
+}
+
+// A Tap is told of a tapped session's stops and speculation: stop n began
+// (Event), ended (Ended), its speculation is idle (Idle), a speculative
+// reply was stored (Stored). Its methods are called with the session's
+// lock held, in the relay's turn (out is the turn's outbox): they must not
+// block and must not call the Session back.
 type Tap interface {
+	// Event: the session handled a VM event; st is where its stops stand
+	// after it (stop st.Serial began with it if Serial grew).
+	Event(out *relay.Outbox, st StopInfo)
+	// Ended: stop serial, active when last told, has ended (the debugger
+	// resumed, or its thread was found running).
+	Ended(out *relay.Outbox, serial uint64)
 	// Stored: a speculative reply was stored in the cache, valid at the
 	// time of the call.
 	Stored(out *relay.Outbox, r *SpecReply)
 	// Idle: the session has no speculation in flight or queued (after a
-	// reply), during stop serial stop.
+	// reply, or the attach's prefetch), during stop serial stop.
 	Idle(out *relay.Outbox, stop uint64)
 }
 
@@ -73,9 +97,11 @@ type pushSeams struct {
 	tap      Tap // nil: untapped
 	rep      SpecReply
 	// stop numbers the suspending stops the session took, located or
-	// not (pushStop), from 1; 0 is the attach, before any stop. It is the
-	// serial Stop reports and the tap is told.
+	// not, from 1; 0 is the attach, before any stop (StopInfo.Serial).
 	stop uint64
+	// evented: the turn handled a VM event (the tap is told, tell);
+	// active: the tap was last told a stop is active.
+	evented, active bool
 	// prepare: the current stop prepared a class (a suspending
 	// CLASS_PREPARE) and the debugger has not resumed since.
 	prepare bool
@@ -98,42 +124,48 @@ func (sp *Speculator) NewTapped(rs *relay.Session, mode Mode, tap Tap) *Session 
 // Interceptor is the session's relay interceptor.
 func (s *Session) Interceptor() relay.Interceptor { return s.ss }
 
-// Stop is the serial of the current stop, and whether a stop is active:
-// a stop at a location (from its event until the next resume or anything
-// else that ends its episode) or a suspending CLASS_PREPARE (until the
-// next resume). Serials count every suspending stop, located or not, from
-// 1; 0 is the attach, before the first.
-func (s *Session) Stop() (serial uint64, active bool) {
-	s.ss.mu.Lock()
-	defer s.ss.mu.Unlock()
-	return s.ss.push.stop, s.ss.learn.ep.active || s.ss.push.prepare
-}
-
-// pushStop numbers a suspending stop as it begins (prepareStop runs at
-// every suspending event the session takes for a stop); prepared says it
-// prepared a class.
-func (ss *session) pushStop(prepared bool) {
-	ss.push.stop++
-	ss.push.prepare = prepared
-}
-
-// Idle reports whether no speculation is in flight or queued.
-func (s *Session) Idle() bool {
-	s.ss.mu.Lock()
-	defer s.ss.mu.Unlock()
-	return s.ss.disp.nInFlight == 0 && len(s.ss.disp.queue) == 0
-}
-
 // A Mark is a point in a session's invalidation history: a reply fetched
 // at a mark is valid while nothing invalidated it since (see facts.valid).
-type Mark struct{ gen generation }
+// A tap is told the mark of each stop (StopInfo.Mark); MarkNow stands
+// for the session's mark at the time of the Offer.
+type Mark struct {
+	gen generation
+	now bool
+}
 
-// Mark is the session's current mark. Taken right after a stop's event was
-// handled, it stands for "fetched during this stop".
-func (s *Session) Mark() Mark {
-	s.ss.mu.Lock()
-	defer s.ss.mu.Unlock()
-	return Mark{gen: s.ss.facts.gen}
+// MarkNow stands for the session's mark when the reply is offered: for a
+// reply fetched now.
+func MarkNow() Mark { return Mark{now: true} }
+
+// stopInfo is where the session's stops stand.
+func (ss *session) stopInfo() StopInfo {
+	return StopInfo{Serial: ss.push.stop, Active: ss.stopActive(), Idle: ss.idle(), Mark: Mark{gen: ss.facts.gen}}
+}
+
+// stopActive says whether the current stop is in progress (StopInfo.Active).
+func (ss *session) stopActive() bool { return ss.learn.ep.active || ss.push.prepare }
+
+// idle says whether no speculation is in flight or queued.
+func (ss *session) idle() bool { return ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 }
+
+// tell tells the tap, at the end of a turn, where the stops stand: after
+// a VM event, always (Event); otherwise when the stop it was told active
+// has ended (Ended).
+func (ss *session) tell() {
+	t := ss.push.tap
+	if t == nil {
+		return
+	}
+	evented := ss.push.evented
+	ss.push.evented = false
+	switch active := ss.stopActive(); {
+	case evented:
+		ss.push.active = active
+		t.Event(ss.out, ss.stopInfo())
+	case ss.push.active && !active:
+		ss.push.active = false
+		t.Ended(ss.out, ss.push.stop)
+	}
 }
 
 // OfferResult is what Offer did with a reply.
@@ -169,6 +201,9 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	if !ok || !storable(reply, info) || ss.closed {
 		return OfferInvalid
 	}
+	if m.now {
+		m.gen = ss.facts.gen
+	}
 	d.info, d.keyed, d.gen = info, true, m.gen
 	d.subj = d.key.Subject(info, sizes)
 	if !ss.facts.valid(info, d.subj, m.gen) {
@@ -180,10 +215,15 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	if reply.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnReply(c, &d, reply, sizes)
 		ss.facts.classes.learn(c, d.key.Params(), reply, sizes)
-		ss.wb.read(c, d.key.Params(), reply, sizes, &ss.facts) // valid: checked above
+		ss.replied(offeredReply(c, d.key.Params(), reply, sizes)) // valid: checked above
 	}
 	ss.cache.store(&d.key, info, d.subj, m.gen, reply, nil)
 	return OfferStored
+}
+
+// offeredReply is a reply fetched elsewhere, valid, for the reply phase.
+func offeredReply(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) *reply {
+	return &reply{ok: true, c: c, params: params, p: p, sizes: sizes, valid: true, offered: true}
 }
 
 // Asked tells the session that the debugger sent command c with params and
@@ -202,15 +242,13 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 	if !ok || ss.closed {
 		return
 	}
-	if a := &ss.att; !a.identified && a.rs != nil {
+	if a := &ss.att; !a.identified && a.started {
 		// The first command the debugger sent, answered elsewhere (from
 		// the attach's replies pushed there): it identifies the debugger
 		// (attach.go), as if it had come here.
-		ss.attachIdentify(a.rs, c, sizes)
+		a.identify(c, sizes)
 	}
-	ss.learn.learnCommand(&key, info, key.Subject(info, sizes), sizes, ss.facts.objType)
-	ss.attachRecord(&key, info, sizes)
-	ss.prepareAsked(&key, info, sizes)
+	ss.asked(&key, info, sizes)
 	if e := ss.cache.lookup(&key); e != nil {
 		ss.markUsed(e.rec)
 	}
@@ -236,26 +274,9 @@ func (ss *session) tapStored(s *spec, p jdwp.Packet) {
 
 // tapIdle tells the tap when nothing is in flight or queued.
 func (ss *session) tapIdle() {
-	if t := ss.push.tap; t != nil && ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 {
+	if t := ss.push.tap; t != nil && ss.idle() {
 		t.Idle(ss.out, ss.push.stop)
 	}
-}
-
-// forcedSpeculation is the mode's answer to whether to speculate, and
-// whether the mode decides it (ModeAdaptive leaves it to the gates).
-func (ss *session) forcedSpeculation() (speculate, forced bool) {
-	switch ss.push.mode {
-	case ModeAlways:
-		return !ss.closed, true
-	case ModeNear:
-		if ss.push.unpushed {
-			return false, false
-		}
-		return false, true
-	case ModeNever:
-		return false, true
-	}
-	return false, false
 }
 
 // Unpushed says, before a ModeNear session sees a stop event, whether that
@@ -271,19 +292,21 @@ func (s *Session) Unpushed(on bool) {
 // Prefetch starts the attach's prefetch now (attach.go), rather than on
 // the debugger's first command: for a far end that pushes the replies to
 // the near end before the debugger asks (package push's attach bundle).
-// Its commands go to out, the outbox of the relay's turn (rs.Do).
-func (s *Session) Prefetch(rs *relay.Session, out *relay.Outbox) {
+// Its commands go to out, the outbox of the relay's turn (rs.Do); if it
+// sent none (all cached, or nothing allowed), the tap is told Idle.
+func (s *Session) Prefetch(out *relay.Outbox) {
 	ss := s.ss
 	ss.lock(out)
 	defer ss.unlock()
 	if !ss.att.started && !ss.closed {
-		ss.attachStart(rs)
+		ss.att.start()
 	}
+	ss.tapIdle()
 }
 
 // Attached starts the attach of a session whose prefetch's replies were
 // offered before the debugger's first command (Offer; package push's
-// attach bundle, with the ID sizes already set on rs): the prefetch sends
+// attach bundle, with the ID sizes already set on the relay session): the prefetch sends
 // only what the cache lacks, and the attach learns from the cached
 // replies what it learns from its own (the VM's version, which keys the
 // profile, and its capabilities). The pushed replies count in the
@@ -291,15 +314,15 @@ func (s *Session) Prefetch(rs *relay.Session, out *relay.Outbox) {
 // they serve the debugger (but not in the speculation counts: this
 // session sent nothing). Its commands go to out, the outbox of the
 // relay's turn.
-func (s *Session) Attached(rs *relay.Session, out *relay.Outbox) {
+func (s *Session) Attached(out *relay.Outbox) {
 	ss := s.ss
-	sizes, _ := rs.IDSizes()
+	sizes, _ := ss.att.rs.IDSizes()
 	ss.lock(out)
 	defer ss.unlock()
 	if ss.att.started || ss.closed {
 		return
 	}
-	ss.attachStart(rs)
+	ss.att.start()
 	for _, c := range defaultPrefetch {
 		pushed := &spec{kind: kAttach, sent: true, done: true}
 		info, ok := keyable.Fill(&pushed.key, c, nil, sizes)
@@ -310,13 +333,13 @@ func (s *Session) Attached(rs *relay.Session, out *relay.Outbox) {
 		if e == nil {
 			continue
 		}
-		if e.rec == nil && len(ss.att.specs) < maxAttachCmds {
+		if e.rec == nil && len(ss.ownSpecs) < maxAttachCmds {
 			pushed.info, pushed.subj, pushed.gen = info, e.subj, e.gen
 			ss.cache.adopt(e, pushed)
-			ss.att.specs = append(ss.att.specs, pushed)
+			ss.ownSpecs = append(ss.ownSpecs, pushed)
 		}
 		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
-			ss.attachReply(c, nil, "", p, sizes)
+			ss.replied(&reply{rs: ss.att.rs, ok: true, c: c, p: p, sizes: sizes})
 		}
 	}
 }

@@ -3,6 +3,7 @@ package speculator
 import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/trigger"
 )
 
 // generation counts invalidations in one session. Every command records
@@ -273,6 +274,15 @@ func (f *facts) dispose(body []byte, sizes jdwp.IDSizes) {
 }
 
 // ---- events ----------------------------------------------------------------
+
+// subscribe subscribes facts to the events that change them.
+func (f *facts) subscribe(t *trigger.Manager) {
+	t.OnEvent(jdwp.EventClassPrepare, f.onClassPrepare)
+	t.OnEvent(jdwp.EventClassUnload, f.onClassUnload)
+	t.OnEvent(jdwp.EventThreadStart, f.onThreadLifecycle)
+	t.OnEvent(jdwp.EventThreadDeath, f.onThreadLifecycle)
+	t.OnEvent(jdwp.EventVMDeath, f.onVMDeath)
+}
 
 func (f *facts) onClassPrepare(_ jdwp.SuspendPolicy, e *jdwp.Event) {
 	f.addSignature(e.Signature, e.ClassID())

@@ -1,7 +1,6 @@
 package speculator
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -21,29 +20,40 @@ import (
 
 var sizes8 = jdwp.IDSizes{FieldID: 8, MethodID: 8, ObjectID: 8, ReferenceTypeID: 8, FrameID: 8}
 
-// fakeVM is a scripted JDWP agent: it answers commands one at a time in
-// arrival order (like libjdwp), with answers from handle, and can be held
-// so that commands queue up unanswered.
+// fakeVM is the kit's scripted VM (jdwptest.VM: it answers commands in
+// arrival order, like libjdwp, and can be held so that commands queue up
+// unanswered) with what the speculator's tests add: IDSizes answered with
+// sizes8, a handler a test can change, and waits on the commands received.
 type fakeVM struct {
-	t      *testing.T
-	conn   net.Conn
-	wmu    sync.Mutex // guards writes to conn
-	cmds   chan jdwp.Packet
-	seen   chan jdwp.Packet // every command received, for assertions
-	mu     sync.Mutex       // guards held, handle, log
-	cond   *sync.Cond
-	held   bool
+	t  *testing.T
+	vm *jdwptest.VM
+
+	mu     sync.Mutex // guards handle and next
 	handle func(p jdwp.Packet) (jdwp.ErrorCode, []byte)
-	log    []jdwp.Packet
+	next   int // the commands before it were consumed by waitFor and waitCount
 }
 
-func (vm *fakeVM) hold() { vm.mu.Lock(); vm.held = true; vm.mu.Unlock() }
-func (vm *fakeVM) release() {
-	vm.mu.Lock()
-	vm.held = false
-	vm.cond.Broadcast()
-	vm.mu.Unlock()
+func newFakeVM(t *testing.T, h func(p jdwp.Packet) (jdwp.ErrorCode, []byte)) *fakeVM {
+	vm := &fakeVM{t: t, handle: h}
+	vm.vm = jdwptest.StartVM(t, jdwptest.Script{Default: vm.reply})
+	return vm
 }
+
+func (vm *fakeVM) reply(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	if p.Cmd() == jdwp.CmdIDSizes {
+		return 0, jdwp.AppendIDSizes(nil, sizes8)
+	}
+	vm.mu.Lock()
+	h := vm.handle
+	vm.mu.Unlock()
+	if h == nil {
+		return 0, nil
+	}
+	return h(p)
+}
+
+func (vm *fakeVM) hold()    { vm.vm.Hold() }
+func (vm *fakeVM) release() { vm.vm.Release() }
 
 func (vm *fakeVM) setHandler(h func(p jdwp.Packet) (jdwp.ErrorCode, []byte)) {
 	vm.mu.Lock()
@@ -52,115 +62,59 @@ func (vm *fakeVM) setHandler(h func(p jdwp.Packet) (jdwp.ErrorCode, []byte)) {
 }
 
 // count is how many commands c the VM received so far.
-func (vm *fakeVM) count(c jdwp.Cmd) int {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	n := 0
-	for _, p := range vm.log {
-		if p.Cmd() == c {
-			n++
-		}
-	}
-	return n
-}
+func (vm *fakeVM) count(c jdwp.Cmd) int { return vm.vm.Count(c) }
 
-// waitFor waits until the VM received a command c (after the ones already
-// consumed from seen).
+// commands is every command the VM received so far.
+func (vm *fakeVM) commands() []jdwp.Packet { return vm.vm.Commands() }
+
+// waitFor waits until the VM received a command c after the ones already
+// consumed, and consumes it and those before it.
 func (vm *fakeVM) waitFor(c jdwp.Cmd) jdwp.Packet {
 	vm.t.Helper()
-	timeout := time.After(5 * time.Second)
-	for {
-		select {
-		case p := <-vm.seen:
-			if p.Cmd() == c {
-				return p
+	var got jdwp.Packet
+	jdwptest.Await(vm.t, "the VM to receive "+c.String(), vm.vm.Changed, func() (bool, string) {
+		cmds := vm.vm.Commands()
+		vm.mu.Lock()
+		defer vm.mu.Unlock()
+		for i := vm.next; i < len(cmds); i++ {
+			if cmds[i].Cmd() == c {
+				vm.next, got = i+1, cmds[i]
+				return true, ""
 			}
-		case <-timeout:
-			vm.t.Fatalf("VM never received %v", c)
-			return nil
 		}
-	}
+		vm.next = len(cmds)
+		return false, fmt.Sprintf("%d commands", len(cmds))
+	})
+	return got
 }
 
 // waitCount waits until the VM received command c at least n times (as
-// commands reach it: speculation is counted sent as it goes out).
+// commands reach it: speculation is counted sent as it goes out), and
+// consumes the commands up to the nth.
 func (vm *fakeVM) waitCount(c jdwp.Cmd, n int) {
 	vm.t.Helper()
-	timeout := time.After(5 * time.Second)
-	for vm.count(c) < n {
-		select {
-		case <-vm.seen:
-		case <-timeout:
-			vm.t.Fatalf("VM received %v %d times, want %d", c, vm.count(c), n)
+	jdwptest.Await(vm.t, fmt.Sprintf("the VM to receive %v %d times", c, n), vm.vm.Changed, func() (bool, string) {
+		cmds := vm.vm.Commands()
+		seen := 0
+		for i, p := range cmds {
+			if p.Cmd() != c {
+				continue
+			}
+			if seen++; seen == n {
+				vm.mu.Lock()
+				vm.next = max(vm.next, i+1)
+				vm.mu.Unlock()
+				return true, ""
+			}
 		}
-	}
+		return false, fmt.Sprintf("%d times", seen)
+	})
 }
 
+// write sends p (an event, a stray reply) to the debugger's connection.
 func (vm *fakeVM) write(p jdwp.Packet) {
-	vm.wmu.Lock()
-	defer vm.wmu.Unlock()
-	if _, err := vm.conn.Write(p); err != nil && !errors.Is(err, net.ErrClosed) {
+	if err := vm.vm.Send(p); err != nil && !errors.Is(err, net.ErrClosed) {
 		vm.t.Logf("fake VM write: %v", err)
-	}
-}
-
-func (vm *fakeVM) serve() {
-	br := bufio.NewReader(vm.conn)
-	if err := jdwp.ReadHandshake(br); err != nil {
-		return
-	}
-	if err := jdwp.WriteHandshake(vm.conn); err != nil {
-		return
-	}
-	go func() {
-		// Replies to every command already queued go out in one write, as
-		// a busy agent's would share TCP segments.
-		for p := range vm.cmds {
-			batch := []jdwp.Packet{p}
-		more:
-			for {
-				select {
-				case q, ok := <-vm.cmds:
-					if !ok {
-						break more
-					}
-					batch = append(batch, q)
-				default:
-					break more
-				}
-			}
-			vm.mu.Lock()
-			for vm.held {
-				vm.cond.Wait()
-			}
-			h := vm.handle
-			vm.mu.Unlock()
-			var out []byte
-			for _, p := range batch {
-				code, body := jdwp.ErrorCode(0), []byte(nil)
-				if p.Cmd() == jdwp.CmdIDSizes {
-					body = jdwp.AppendIDSizes(nil, sizes8)
-				} else if h != nil {
-					code, body = h(p)
-				}
-				out = jdwp.AppendReply(out, p.ID(), code, body)
-			}
-			vm.write(out)
-		}
-	}()
-	r := jdwp.NewReader(br, 0)
-	defer close(vm.cmds)
-	for {
-		p, err := r.Next()
-		if err != nil {
-			return
-		}
-		c := p.Clone()
-		vm.mu.Lock()
-		vm.log = append(vm.log, c)
-		vm.mu.Unlock()
-		vm.seen <- c
-		vm.cmds <- c
 	}
 }
 
@@ -242,7 +196,6 @@ func newRigWith(t *testing.T, cfg Config, h func(p jdwp.Packet) (jdwp.ErrorCode,
 }
 
 func newTestSpeculator(cfg Config) *Speculator {
-	cfg.Enabled = true
 	if cfg.MinRTT == 0 {
 		cfg.MinRTT = -1 // always speculate in unit tests
 	}
@@ -267,23 +220,9 @@ func startRig(t *testing.T, sp *Speculator) *rig {
 func startRigWith(t *testing.T, sp *Speculator, h func(p jdwp.Packet) (jdwp.ErrorCode, []byte)) *rig {
 	t.Helper()
 	log := testLog()
-	vmLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm := &fakeVM{t: t, cmds: make(chan jdwp.Packet, 1024), seen: make(chan jdwp.Packet, 4096), handle: h}
-	vm.cond = sync.NewCond(&vm.mu)
-	go func() {
-		c, err := vmLn.Accept()
-		vmLn.Close()
-		if err != nil {
-			return
-		}
-		vm.conn = c
-		vm.serve()
-	}()
+	vm := newFakeVM(t, h)
 	srv := relay.NewServer(relay.Config{
-		DialVM:   relay.DialTCP(vmLn.Addr().String()),
+		DialVM:   relay.DialTCP(vm.vm.Addr()),
 		Logger:   log,
 		NewHooks: rigHooks(sp),
 	})
@@ -308,9 +247,7 @@ func startRigWith(t *testing.T, sp *Speculator, h func(p jdwp.Packet) (jdwp.Erro
 			jd.Close()
 			cancel()
 			<-done
-			if vm.conn != nil {
-				vm.conn.Close()
-			}
+			vm.vm.Close()
 		})
 	}
 	t.Cleanup(stop)
@@ -412,12 +349,12 @@ func newStopRig(t *testing.T) (*rig, *frameState) {
 	return r, fs
 }
 
-// waitStats polls the speculator's counters until cond holds: the
-// counters are the only signal that the relay has processed a debugger
-// command the speculator consumed.
+// waitStats waits until the speculator's counters satisfy cond: they are
+// the only sign that the relay has processed a debugger command the
+// speculator consumed.
 func (r *rig) waitStats(cond func(Stats) bool) {
 	r.dbg.t.Helper()
-	jdwptest.Eventually(r.dbg.t, "the speculator's stats", func() (bool, string) {
+	jdwptest.Await(r.dbg.t, "the speculator's stats", r.sp.Changed, func() (bool, string) {
 		st := r.sp.Stats()
 		return cond(st), fmt.Sprintf("%+v", st)
 	})

@@ -230,17 +230,32 @@ func (fp *framePredictor) refuted(thread jdwp.ThreadID) {
 	}
 }
 
-// specPredicted speculates, at a stop, ThisObject and GetValues of the
-// stopped thread's frames at the depths the debugger asked them at the
-// previous stops, on the frame IDs predicted for this stop.
-func (ss *session) specPredicted(sizes jdwp.IDSizes) {
-	ep := &ss.learn.ep
-	tg, base, ok := ss.facts.frames.predict(ep.thread, sizes)
+// framePrediction is the rule that speculates StackFrame reads on the
+// frame IDs predicted for a stop (the predictor, framePredictor, is part
+// of facts): it reacts to a stop's wave 1 (right behind the replayed
+// Frames that will confirm them), to each frame of a Frames reply of the
+// stop (confirming or refuting its predictions, releasing the replies
+// held for them) and to the replies to its speculation (held until
+// confirmed). It keeps no state of its own: the stop's predictions are
+// the learner's (episode.predicted).
+type framePrediction struct{ *core }
+
+// wave speculates, at a stop, ThisObject and GetValues of the stopped
+// thread's frames at the depths the debugger asked them at the previous
+// stops, on the frame IDs predicted for this stop: in wave 1, behind the
+// replayed templates' Frames (at a first stop, with no template, nothing
+// confirms a prediction).
+func (fp *framePrediction) wave(w int, sizes jdwp.IDSizes) {
+	ep := &fp.learn.ep
+	if w != 1 || len(fp.learn.templates) == 0 {
+		return
+	}
+	tg, base, ok := fp.facts.frames.predict(ep.thread, sizes)
 	if !ok {
 		return
 	}
 	for d := 0; d < maxDepth; d++ {
-		this, vals := ss.learn.thisDepth&(1<<d) != 0, ss.learn.valueDepth&(1<<d) != 0
+		this, vals := fp.learn.thisDepth&(1<<d) != 0, fp.learn.valueDepth&(1<<d) != 0
 		if !this && !vals {
 			continue
 		}
@@ -252,65 +267,67 @@ func (ss *session) specPredicted(sizes jdwp.IDSizes) {
 			p.loc = tg.locs[d]
 		}
 		if this {
-			w := ss.writer(sizes)
+			w := fp.writer(sizes)
 			w.Thread(p.thread)
 			w.Frame(p.frame)
-			ss.pbuf = w.Buf
+			fp.pbuf = w.Buf
 			pc := p
-			ss.submitSpec(sizes, &spec{kind: kPredThis, pred: &pc}, jdwp.CmdStackFrameThisObject, ss.pbuf)
+			fp.submitSpec(sizes, &spec{kind: kPredThis, pred: &pc}, jdwp.CmdStackFrameThisObject, fp.pbuf)
 		}
 		if !vals || !known {
 			continue
 		}
 		mk := methodOf(p.loc)
 		mk.index, mk.exact = p.loc.Index, true
-		tail, ok := ss.learn.slots[mk]
+		tail, ok := fp.learn.slots[mk]
 		if !ok {
-			tail, ok = ss.learn.slots[methodOf(p.loc)]
+			tail, ok = fp.learn.slots[methodOf(p.loc)]
 		}
 		if !ok {
 			continue
 		}
-		w := ss.writer(sizes)
+		w := fp.writer(sizes)
 		w.Thread(p.thread)
 		w.Frame(p.frame)
 		w.Buf = append(w.Buf, tail...)
-		ss.pbuf = w.Buf
+		fp.pbuf = w.Buf
 		pc := p
-		ss.submitSpec(sizes, &spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, ss.pbuf)
+		fp.submitSpec(sizes, &spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, fp.pbuf)
 	}
 }
 
-// confirmFrame settles the predictions on depth d of thread now that a
-// Frames reply of this stop lists frame fr there, at loc: confirmed when
-// the ID is the predicted one and (GetValues) every slot asked is live
-// with its tag at loc, refuted otherwise. A reply held for the
-// confirmation is then stored (and chained), or dropped as wasted.
-func (ss *session) confirmFrame(sizes jdwp.IDSizes, thread jdwp.ThreadID, d int, fr jdwp.FrameID, loc jdwp.Location, first bool) {
-	ep := &ss.learn.ep
-	if thread != ep.thread {
+// frame settles the predictions on depth x.depth of the stopped thread
+// now that a Frames reply of this stop lists frame x.frame there, at
+// x.loc: confirmed when the ID is the predicted one and (GetValues) every
+// slot asked is live with its tag at loc, refuted otherwise. A reply held
+// for the confirmation is then released (x.released: the router stores
+// and chains on it), or dropped as wasted.
+func (fp *framePrediction) frame(x *frameSeen) {
+	ep := &fp.learn.ep
+	if !x.speculating || x.thread != ep.thread {
 		return
 	}
-	ss.facts.frames.observe(thread, d, fr, loc, ep.serial, first)
+	thread, d, fr, loc := x.thread, x.depth, x.frame, x.loc
+	fp.facts.frames.observe(thread, d, fr, loc, ep.serial, x.first)
 	confirmed, refuted := 0, 0
 	for _, s := range ep.predicted {
 		p := s.pred
-		if p.state != predPending || p.thread != thread || p.depth != d || !ss.facts.valid(s.info, s.subj, s.gen) {
+		if p.state != predPending || p.thread != thread || p.depth != d || !fp.facts.valid(s.info, s.subj, s.gen) {
 			// Settled, another frame, or invalidated since it was sent
 			// (an invoke moves the generation): left to be wasted.
 			continue
 		}
-		if p.frame != fr || !ss.facts.predictedSlotsLive(s, loc, sizes) {
+		if p.frame != fr || !fp.facts.predictedSlotsLive(s, loc, x.sizes) {
 			p.state = predRefuted
 			refuted++
 			if s.sent {
-				ss.disp.forget(s)
+				fp.disp.forget(s)
 			} else {
-				ss.disp.cancel(s)
+				fp.disp.cancel(s)
 			}
 			if p.held != nil {
 				p.held = nil
-				ss.wasted(s)
+				fp.wasted(s)
 			}
 			continue
 		}
@@ -318,51 +335,32 @@ func (ss *session) confirmFrame(sizes jdwp.IDSizes, thread jdwp.ThreadID, d int,
 		confirmed++
 		if held := p.held; held != nil {
 			p.held = nil
-			ss.storeSpec(s, held, sizes)
+			x.released = append(x.released, heldReply{s: s, p: held})
 		}
 	}
 	if refuted > 0 {
-		ss.facts.frames.refuted(thread)
+		fp.facts.frames.refuted(thread)
 	}
-	ss.sp.countFramePredictions(confirmed, refuted)
+	fp.sp.countFramePredictions(confirmed, refuted)
 }
 
-// holdPredicted handles the VM's reply to a speculation on a predicted
-// frame before it is stored: it reports whether the reply was taken (held
-// until the Frames reply confirms the prediction, or dropped because it
-// was refuted) rather than left to the usual path (confirmed).
-func (ss *session) holdPredicted(s *spec, p jdwp.Packet) bool {
+// hold takes the VM's reply to a speculation on a predicted frame before
+// it is stored: it reports whether the reply was taken (held until the
+// Frames reply confirms the prediction, or dropped because it was
+// refuted) rather than left to the usual path (confirmed).
+func (fp *framePrediction) hold(s *spec, p jdwp.Packet) bool {
+	if s.pred == nil {
+		return false
+	}
 	switch s.pred.state {
 	case predConfirmed:
 		return false
 	case predRefuted:
-		ss.wasted(s)
+		fp.wasted(s)
 	default:
 		s.pred.held = append(jdwp.Packet(nil), p...)
 	}
 	return true
-}
-
-// storeSpec stores the reply p to speculation s, valid in the stop, and
-// chains on it; a reply that cannot be stored is wasted.
-func (ss *session) storeSpec(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
-	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
-		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
-		if p.ErrorCode() == jdwp.ErrorNone {
-			ss.chain(&s.key, s.gen, p, sizes, s.level)
-		}
-		return
-	}
-	ss.wasted(s)
-}
-
-// wasted counts s as wasted, once.
-func (ss *session) wasted(s *spec) {
-	if !s.used && !s.done {
-		s.done = true
-		traceSpec(s, outcomeWasted, ss.learn.ep.serial)
-		ss.sp.countSpec(outcomeWasted, 1)
-	}
 }
 
 // servable says whether a debugger command may be answered from

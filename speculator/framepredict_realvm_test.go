@@ -116,7 +116,7 @@ func TestPredictedFramesRealVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lk.Close()
-	sp := New(Config{Enabled: true}, zerolog.Nop(), nil)
+	sp := New(Config{}, zerolog.Nop(), nil)
 	watch := &frameWatch{params: map[[2]uint32][]byte{}, listed: map[jdwp.FrameID]bool{}, predicted: map[jdwp.FrameID]bool{},
 		vmReplies: map[string][]byte{}, debugger: map[string][]byte{}, origin: map[string]relay.Origin{}, frameOf: map[string]jdwp.FrameID{}}
 	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(lk.Addr().String()), Logger: zerolog.Nop(),

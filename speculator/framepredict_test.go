@@ -2,10 +2,11 @@ package speculator
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/retag"
 )
@@ -258,36 +259,34 @@ func newFramesRig(t *testing.T, m *hotspotVM) *fpDebugger {
 	return &fpDebugger{t: t, r: r, m: m, id: 100}
 }
 
-// forget drops the commands received so far from seen (all the
-// debugger's commands answered so far were received).
+// forget consumes the commands received so far (all the debugger's
+// commands answered so far were received).
 func (vm *fakeVM) forget() {
-	for {
-		select {
-		case <-vm.seen:
-		default:
-			return
-		}
-	}
+	n := len(vm.vm.Commands())
+	vm.mu.Lock()
+	vm.next = max(vm.next, n)
+	vm.mu.Unlock()
 }
 
-// until returns the commands the VM receives up to the first c, that one
-// included.
+// until returns the commands the VM receives after those consumed, up to
+// the first c, that one included, and consumes them.
 func (vm *fakeVM) until(c jdwp.Cmd) []jdwp.Packet {
 	vm.t.Helper()
 	var got []jdwp.Packet
-	timeout := time.After(5 * time.Second)
-	for {
-		select {
-		case p := <-vm.seen:
-			got = append(got, p)
-			if p.Cmd() == c {
-				return got
+	jdwptest.Await(vm.t, "the VM to receive "+c.String(), vm.vm.Changed, func() (bool, string) {
+		cmds := vm.vm.Commands()
+		vm.mu.Lock()
+		defer vm.mu.Unlock()
+		for i := vm.next; i < len(cmds); i++ {
+			if cmds[i].Cmd() == c {
+				got = cmds[vm.next : i+1]
+				vm.next = i + 1
+				return true, ""
 			}
-		case <-timeout:
-			vm.t.Fatalf("VM never received %v (got %d commands)", c, len(got))
-			return nil
 		}
-	}
+		return false, fmt.Sprintf("%d commands after the consumed ones", len(cmds)-vm.next)
+	})
+	return got
 }
 
 // stackFrameCmds are the StackFrame commands in ps, as (command, frame).

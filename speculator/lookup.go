@@ -29,90 +29,83 @@ type lookup struct {
 var lookupFacts = keyable.Info{Effect: keyable.EffectReadOnly, Tier: keyable.TierStop, Scope: keyable.ScopeVM}
 
 // lookupSent records a lookup of sig sent now.
-func (ss *session) lookupSent(sig string) {
-	a := &ss.att
+func (a *attach) lookupSent(sig string) {
 	if a.lookups == nil {
 		a.lookups = map[string]*lookup{}
 	}
-	a.lookups[sig] = &lookup{gen: ss.facts.gen}
+	a.lookups[sig] = &lookup{gen: a.facts.gen}
 }
 
 // lookupReplied answers the debugger commands belayed on the lookup of
 // sig, and keeps the reply while it may serve.
-func (ss *session) lookupReplied(sig string, p jdwp.Packet) {
-	l := ss.att.lookups[sig]
+func (a *attach) lookupReplied(sig string, p jdwp.Packet) {
+	l := a.lookups[sig]
 	if l == nil {
 		return
 	}
 	for _, id := range l.waiters {
-		ss.belayBuf = retag.Retag(ss.belayBuf[:0], p, id)
-		ss.out.SendToDebugger(ss.belayBuf, relay.Belay, jdwp.CmdVirtualMachineClassesBySignature)
+		a.belayBuf = retag.Retag(a.belayBuf[:0], p, id)
+		a.out.SendToDebugger(a.belayBuf, relay.Belay, jdwp.CmdVirtualMachineClassesBySignature)
 	}
 	l.waiters = nil
-	if p.ErrorCode() == jdwp.ErrorNone && ss.lookupValid(l) {
+	if p.ErrorCode() == jdwp.ErrorNone && a.lookupValid(l) {
 		l.reply = append([]byte(nil), p...)
 	} else {
-		delete(ss.att.lookups, sig)
+		delete(a.lookups, sig)
 	}
 }
 
-func (ss *session) lookupValid(l *lookup) bool {
-	return !ss.att.lookupsOff && ss.facts.valid(lookupFacts, keyable.Subject{}, l.gen)
+func (a *attach) lookupValid(l *lookup) bool {
+	return !a.lookupsOff && a.facts.valid(lookupFacts, keyable.Subject{}, l.gen)
 }
 
 // lookupServe answers the debugger's ClassesBySignature f from a valid
 // lookup of the same signature (a hit, or a belay while it is in flight),
 // and reports whether it did.
-func (ss *session) lookupServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
+func (a *attach) lookupServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 	r := jdwp.NewBodyReader(f.Packet.Body(), sizes)
 	sig := r.String()
-	if r.Err() == nil && ss.recording() && ss.att.rec.size() < maxAttachCmds {
-		ss.att.rec.addSig(sig)
+	if r.Err() == nil && a.recording() && a.rec.size() < maxAttachCmds {
+		a.rec.addSig(sig)
 	}
-	l := ss.att.lookups[sig]
+	l := a.lookups[sig]
 	if l == nil || r.Err() != nil || r.Remaining() != 0 {
 		return false
 	}
-	if !ss.lookupValid(l) {
-		delete(ss.att.lookups, sig)
+	if !a.lookupValid(l) {
+		delete(a.lookups, sig)
 		return false
 	}
 	if l.reply == nil {
 		l.waiters = append(l.waiters, f.ID)
 		f.Origin = relay.Belay
-		ss.sp.countRequest(resultBelay)
+		a.sp.countRequest(resultBelay)
 		return true
 	}
-	f.Answer = retag.Retag(ss.ansBuf[:0], l.reply, f.ID)
-	ss.ansBuf = f.Answer[:0]
+	f.Answer = retag.Retag(a.ansBuf[:0], l.reply, f.ID)
+	a.ansBuf = f.Answer[:0]
 	f.Origin = relay.CacheHit
-	ss.sp.countRequest(resultHit)
+	a.sp.countRequest(resultHit)
 	return true
 }
 
 // lookupCommand sees a debugger command that is not cacheable: anything
 // but an event request or a lookup ends serving lookups.
-func (ss *session) lookupCommand(c jdwp.Cmd) {
+func (a *attach) lookupCommand(c jdwp.Cmd) {
 	switch c {
 	case jdwp.CmdEventRequestSet, jdwp.CmdEventRequestClear, jdwp.CmdVirtualMachineClassesBySignature:
 	default:
-		ss.att.lookupsOff = true
+		a.lookupsOff = true
 	}
 }
 
-// lookupUnkeyed sees a debugger command that is not cacheable, answering
+// command sees a debugger command that is not cacheable, answering
 // it from a lookup if it can; true if it did (the command is consumed).
-func (ss *session) lookupUnkeyed(f *relay.Frame, sizes jdwp.IDSizes) bool {
-	c := f.Packet.Cmd()
-	if c == jdwp.CmdVirtualMachineClassesBySignature && ss.lookupServe(f, sizes) {
+func (a *attach) command(x *command) bool {
+	c := x.f.Packet.Cmd()
+	if c == jdwp.CmdVirtualMachineClassesBySignature && a.lookupServe(x.f, x.sizes) {
 		return true
 	}
-	ss.lookupCommand(c)
+	a.lookupCommand(c)
 	return false
-}
-
-// lookupReply handles the reply to the attach's lookup of sig.
-func (ss *session) lookupReply(sig string, p jdwp.Packet, sizes jdwp.IDSizes) {
-	ss.lookupReplied(sig, p)
-	ss.attachReply(jdwp.CmdVirtualMachineClassesBySignature, nil, sig, p, sizes)
 }

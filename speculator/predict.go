@@ -1,51 +1,61 @@
 package speculator
 
 import (
+	"slices"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
 
-// The prediction rules: at a stop (speculateStop) and from each reply
-// valid in the stop (chain), decide what the debugger will ask next, and
-// hand it to the dispatcher through specParams, which applies the gates
-// every speculation passes. The rules read the learner and the replies;
-// they hold no state of their own. They run under session.mu.
+// stopRules are the rules of a stop at a location: its first waves (the
+// replayed templates, or at a first stop the default guesses), the names
+// and statuses of the VM's threads, the frame count's Frames, and what
+// the debugger asks of each frame of the stopped thread (IsObsolete, the
+// class and method metadata, ThisObject and GetValues at learned
+// depths). They react to the stop's waves 0 and 2 (wave 1: the known
+// threads), to each frame of a Frames reply, to AllThreads and FrameCount
+// replies (chain), and to a miss that shows a rule no prediction covered
+// (missed: expandSiblings). They read the learner and emit speculation
+// through the core's gates (submitSpec); they hold no state of their own.
+type stopRules struct{ *core }
 
-// speculateStop sends the first wave at a suspending event: the commands
-// whose replies feed later waves first, then the replayed templates.
-func (ss *session) speculateStop(sizes jdwp.IDSizes) {
-	t := ss.learn.ep.thread
-	if len(ss.learn.templates) == 0 {
-		ss.specThread(sizes, jdwp.CmdThreadReferenceFrameCount, t, kDefault)
-		ss.specFrames(sizes, t, 0, -1, kDefault)
-		ss.specParams(sizes, jdwp.CmdVirtualMachineAllThreads, nil, kDefault, nil, 0)
-		ss.specThread(sizes, jdwp.CmdThreadReferenceName, t, kDefault)
-		ss.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kDefault)
+// wave sends a stop's waves: in wave 0 the commands whose replies feed
+// later waves (the Frames, FrameCount and AllThreads templates, or at a
+// first stop the default guesses), in wave 1 the known threads' names and
+// statuses (behind the predicted frames' reads), in wave 2 the other
+// replayed templates.
+func (sr *stopRules) wave(w int, sizes jdwp.IDSizes) {
+	t := sr.learn.ep.thread
+	if len(sr.learn.templates) == 0 {
+		if w == 0 {
+			sr.specThread(sizes, jdwp.CmdThreadReferenceFrameCount, t, kDefault)
+			sr.specFrames(sizes, t, 0, -1, kDefault)
+			sr.specParams(sizes, jdwp.CmdVirtualMachineAllThreads, nil, kDefault, nil, 0)
+			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kDefault)
+			sr.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kDefault)
+		}
 		return
 	}
-	for pass := 0; pass < 2; pass++ {
-		for _, tp := range ss.learn.templates {
-			if tp.removed {
-				continue
-			}
-			c := tp.key.Cmd()
-			feeds := c == jdwp.CmdThreadReferenceFrames || c == jdwp.CmdThreadReferenceFrameCount ||
-				c == jdwp.CmdVirtualMachineAllThreads
-			if feeds != (pass == 0) {
-				continue
-			}
-			params := tp.key.Params()
-			if tp.rel {
-				ss.pbuf = replaceThread(ss.pbuf[:0], params, t, sizes)
-				params = ss.pbuf
-			}
-			ss.specParams(sizes, c, params, kTemplate, tp, 0)
+	if w == 1 {
+		sr.specKnownThreads(sizes)
+		return
+	}
+	for _, tp := range sr.learn.templates {
+		if tp.removed {
+			continue
 		}
-		if pass == 0 {
-			// Right behind the Frames that will confirm them.
-			ss.specPredicted(sizes)
-			ss.specKnownThreads(sizes)
+		c := tp.key.Cmd()
+		feeds := c == jdwp.CmdThreadReferenceFrames || c == jdwp.CmdThreadReferenceFrameCount ||
+			c == jdwp.CmdVirtualMachineAllThreads
+		if feeds != (w == 0) {
+			continue
 		}
+		params := tp.key.Params()
+		if tp.rel {
+			sr.pbuf = replaceThread(sr.pbuf[:0], params, t, sizes)
+			params = sr.pbuf
+		}
+		sr.specParams(sizes, c, params, kTemplate, tp, 0)
 	}
 }
 
@@ -54,96 +64,40 @@ func (ss *session) speculateStop(sizes jdwp.IDSizes) {
 // chained on its reply: at the first stop no template names them yet.
 // (A thread that ended since answers with an error, which is what the
 // debugger would get; the chained rule covers threads started since.)
-func (ss *session) specKnownThreads(sizes jdwp.IDSizes) {
-	for _, t := range ss.learn.threads {
-		if t != ss.learn.ep.thread {
-			ss.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
-			ss.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
+func (sr *stopRules) specKnownThreads(sizes jdwp.IDSizes) {
+	for _, t := range sr.learn.threads {
+		if t != sr.learn.ep.thread {
+			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
+			sr.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
 		}
 	}
 }
 
-// writer returns a BodyWriter over the session's parameter scratch.
-func (ss *session) writer(sizes jdwp.IDSizes) jdwp.BodyWriter {
-	return jdwp.BodyWriter{Buf: ss.pbuf[:0], Sizes: sizes}
-}
-
-func (ss *session) specThread(sizes jdwp.IDSizes, c jdwp.Cmd, thread jdwp.ThreadID, k kind) {
-	w := ss.writer(sizes)
+func (sr *stopRules) specThread(sizes jdwp.IDSizes, c jdwp.Cmd, thread jdwp.ThreadID, k kind) {
+	w := sr.writer(sizes)
 	w.Thread(thread)
-	ss.pbuf = w.Buf
-	ss.specParams(sizes, c, ss.pbuf, k, nil, 0)
+	sr.pbuf = w.Buf
+	sr.specParams(sizes, c, sr.pbuf, k, nil, 0)
 }
 
-func (ss *session) specFrames(sizes jdwp.IDSizes, thread jdwp.ThreadID, start, n int32, k kind) {
-	w := ss.writer(sizes)
+func (sr *stopRules) specFrames(sizes jdwp.IDSizes, thread jdwp.ThreadID, start, n int32, k kind) {
+	w := sr.writer(sizes)
 	w.Thread(thread)
 	w.Int32(start)
 	w.Int32(n)
-	ss.pbuf = w.Buf
-	ss.specParams(sizes, jdwp.CmdThreadReferenceFrames, ss.pbuf, k, nil, 0)
+	sr.pbuf = w.Buf
+	sr.specParams(sizes, jdwp.CmdThreadReferenceFrames, sr.pbuf, k, nil, 0)
 }
 
-// specParams speculates command c with the given parameters unless the
-// answer is cached or in flight, the rule is gated, the scope is not
-// suspended, the IDs are not shown safe, or the stop's budget is spent.
-func (ss *session) specParams(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
-	ss.submitSpec(sizes, &spec{kind: k, tmpl: tp, level: level}, c, params)
-}
-
-// submitSpec is specParams for a speculation s already described (kind,
-// template, level, predicted frame).
-func (ss *session) submitSpec(sizes jdwp.IDSizes, s *spec, c jdwp.Cmd, params []byte) {
-	ep := &ss.learn.ep
-	if !ep.active || len(ep.specs) >= maxSpecPerStop || !ss.learn.kindAllowed(s.kind, c) {
-		return
-	}
-	info, ok := keyable.Fill(&s.key, c, params, sizes)
-	if !ok {
-		return
-	}
-	s.info = info
-	s.subj = s.key.Subject(info, sizes)
-	if !ss.facts.scopeOK(info, s.subj) {
-		return
-	}
-	if ss.cache.has(&s.key) {
-		return
-	}
-	if old := ss.disp.pending(&s.key); old != nil && !old.cancelled && ss.facts.valid(old.info, old.subj, old.gen) {
-		return
-	}
-	if ss.learn.shadowed(s.kind, &s.key) {
-		return
-	}
-	if !ss.facts.safeToSend(s, ep.frames, sizes) {
-		ss.sp.countSpec(outcomeWithheld, 1)
-		return
-	}
-	s.gen = ss.facts.gen
-	ep.specs = append(ep.specs, s)
-	if s.pred != nil {
-		ep.predicted = append(ep.predicted, s)
-	}
-	ss.disp.submit(ss.out, s)
-}
-
-// chain speculates the next wave from a reply (speculative or organic)
-// valid in the current stop.
-func (ss *session) chain(key *keyable.Key, gen generation, p jdwp.Packet, sizes jdwp.IDSizes, level uint8) {
-	ep := &ss.learn.ep
-	if !ep.active || gen < ss.facts.stopInval {
-		return
-	}
-	r := jdwp.NewBodyReader(p.Body(), sizes)
-	params := jdwp.NewBodyReader(key.Params(), sizes)
-	if !ss.speculating() {
-		if key.Cmd() == jdwp.CmdThreadReferenceFrames {
-			ss.recordFrames(r, params, sizes) // what the debugger asks of them is learned by depth
-		}
-		return
-	}
-	switch key.Cmd() {
+// chain speculates from an AllThreads reply (every thread's name and
+// status) and from the stopped thread's FrameCount (its Frames, sized by
+// the learned rule).
+func (sr *stopRules) chain(x *chained) {
+	ep := &sr.learn.ep
+	sizes := x.sizes
+	r := jdwp.NewBodyReader(x.p.Body(), sizes)
+	params := jdwp.NewBodyReader(x.key.Params(), sizes)
+	switch x.key.Cmd() {
 	case jdwp.CmdVirtualMachineAllThreads:
 		n := r.Count(sizes.ObjectID)
 		ep.threads = ep.threads[:0]
@@ -152,20 +106,8 @@ func (ss *session) chain(key *keyable.Key, gen generation, p jdwp.Packet, sizes 
 			if len(ep.threads) < maxSpecPerStop {
 				ep.threads = append(ep.threads, t)
 			}
-			ss.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
-			ss.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
-		}
-	case jdwp.CmdThreadReferenceFrames:
-		thread, start := params.Thread(), int(params.Int32())
-		n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
-		for i := 0; i < n && r.Err() == nil; i++ {
-			fr := r.Frame()
-			loc := r.Location()
-			if r.Err() != nil {
-				break
-			}
-			ss.confirmFrame(sizes, thread, start+i, fr, loc, i == 0)
-			ss.chainFrame(sizes, thread, fr, loc, start+i)
+			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
+			sr.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
 		}
 	case jdwp.CmdThreadReferenceFrameCount:
 		// The debugger sizes its frames request by the count: when the
@@ -177,124 +119,160 @@ func (ss *session) chain(key *keyable.Key, gen generation, p jdwp.Packet, sizes 
 			return
 		}
 		ep.frameCount = n
-		if rule := ss.learn.framesRule; rule != 0 {
+		if rule := sr.learn.framesRule; rule != 0 {
 			if rule > 0 {
 				n = min(n, rule)
 			}
-			ss.specFrames(sizes, thread, 0, n, kFrames)
-		}
-	case jdwp.CmdStackFrameThisObject:
-		v := r.TaggedObjectID()
-		if r.Err() == nil {
-			ss.values(sizes, 0, v)
-		}
-	case jdwp.CmdStackFrameGetValues, jdwp.CmdObjectReferenceGetValues:
-		lvl := uint8(0)
-		if key.Cmd() == jdwp.CmdObjectReferenceGetValues {
-			lvl = level + 1
-		}
-		n := r.Count(1)
-		for i := 0; i < n && r.Err() == nil; i++ {
-			v := r.Value()
-			if r.Err() == nil {
-				ss.values(sizes, lvl, v)
-			}
-		}
-	case jdwp.CmdArrayReferenceGetValues:
-		tag := jdwp.Tag(r.Uint8())
-		if !tag.IsObject() {
-			return
-		}
-		n := r.Count(1)
-		for i := 0; i < n && r.Err() == nil; i++ {
-			v := r.Value()
-			if r.Err() == nil {
-				ss.values(sizes, level+1, v)
-			}
-		}
-	case jdwp.CmdObjectReferenceReferenceType:
-		obj := params.Object()
-		r.Uint8()
-		t := r.Class()
-		if r.Err() != nil {
-			return
-		}
-		ss.facts.setObjType(obj, t)
-		ss.specTypeSig(sizes, t)
-		ss.specTypeInfo(sizes, t)
-		if lvl, ok := ep.wantFields[obj]; ok {
-			delete(ep.wantFields, obj)
-			ss.specFields(sizes, obj, t, lvl)
-		}
-	case jdwp.CmdClassTypeSuperclass:
-		sup := r.Class()
-		if r.Err() == nil {
-			ss.specTypeInfo(sizes, sup)
-			ss.retryFields(sizes)
-		}
-	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
-		ss.retryFields(sizes)
-	case jdwp.CmdArrayReferenceLength:
-		arr := params.Object()
-		n := r.Int32()
-		if r.Err() == nil && ep.wantArray[arr] {
-			delete(ep.wantArray, arr)
-			ss.specArrayValues(sizes, arr, n, level)
+			sr.specFrames(sizes, thread, 0, n, kFrames)
 		}
 	}
 }
 
-// recordFrames records the frames of a Frames reply (r) for the stop
-// without speculating on them.
-func (ss *session) recordFrames(r, params *jdwp.BodyReader, sizes jdwp.IDSizes) {
-	thread, start := params.Thread(), int(params.Int32())
-	n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
-	for i := 0; i < n && r.Err() == nil && len(ss.learn.ep.frames) < maxSpecPerStop; i++ {
-		fr, loc := r.Frame(), r.Location()
-		if r.Err() == nil {
-			ss.learn.ep.frames[fr] = frameInfo{depth: start + i, thread: thread, loc: loc}
-		}
-	}
-}
-
-// chainFrame records one frame of a Frames reply for the stop and, for
+// frame records one frame of a Frames reply for the stop (what the
+// debugger asks of it is learned by depth) and, while speculating, for
 // the stopped thread, speculates what the debugger asks of a frame.
-func (ss *session) chainFrame(sizes jdwp.IDSizes, thread jdwp.ThreadID, fr jdwp.FrameID, loc jdwp.Location, d int) {
-	ep := &ss.learn.ep
+func (sr *stopRules) frame(x *frameSeen) {
+	ep := &sr.learn.ep
+	sizes, thread, fr, loc, d := x.sizes, x.thread, x.frame, x.loc, x.depth
+	if !x.speculating {
+		if len(ep.frames) < maxSpecPerStop {
+			ep.frames[fr] = frameInfo{depth: d, thread: thread, loc: loc}
+		}
+		return
+	}
 	ep.frames[fr] = frameInfo{depth: d, thread: thread, loc: loc}
 	if thread != ep.thread {
 		return
 	}
-	w := ss.writer(sizes)
+	w := sr.writer(sizes)
 	w.Class(loc.ClassID())
 	w.Method(loc.MethodID())
-	ss.pbuf = w.Buf
-	ss.specParams(sizes, jdwp.CmdMethodIsObsolete, ss.pbuf, kObsolete, nil, 0)
-	ss.specClassMeta(sizes, loc, d)
+	sr.pbuf = w.Buf
+	sr.specParams(sizes, jdwp.CmdMethodIsObsolete, sr.pbuf, kObsolete, nil, 0)
+	sr.specClassMeta(sizes, loc, d)
 	if d >= maxDepth {
 		return
 	}
-	if ss.learn.thisDepth&(1<<d) != 0 {
-		w := ss.writer(sizes)
+	if sr.learn.thisDepth&(1<<d) != 0 {
+		w := sr.writer(sizes)
 		w.Thread(thread)
 		w.Frame(fr)
-		ss.pbuf = w.Buf
-		ss.specParams(sizes, jdwp.CmdStackFrameThisObject, ss.pbuf, kThis, nil, 0)
+		sr.pbuf = w.Buf
+		sr.specParams(sizes, jdwp.CmdStackFrameThisObject, sr.pbuf, kThis, nil, 0)
 	}
-	if ss.learn.valueDepth&(1<<d) != 0 {
+	if sr.learn.valueDepth&(1<<d) != 0 {
 		mk := methodOf(loc)
 		mk.index, mk.exact = loc.Index, true
-		tail, ok := ss.learn.slots[mk]
+		tail, ok := sr.learn.slots[mk]
 		if !ok {
-			tail, ok = ss.learn.slots[methodOf(loc)]
+			tail, ok = sr.learn.slots[methodOf(loc)]
 		}
 		if ok {
-			w := ss.writer(sizes)
+			w := sr.writer(sizes)
 			w.Thread(thread)
 			w.Frame(fr)
 			w.Buf = append(w.Buf, tail...)
-			ss.pbuf = w.Buf
-			ss.specParams(sizes, jdwp.CmdStackFrameGetValues, ss.pbuf, kFrameValues, nil, 0)
+			sr.pbuf = w.Buf
+			sr.specParams(sizes, jdwp.CmdStackFrameGetValues, sr.pbuf, kFrameValues, nil, 0)
+		}
+	}
+}
+
+// missed widens a miss (expandSiblings): the debugger asked a thread's name or
+// status, or a frame method's IsObsolete, that no rule predicted (the
+// first time it asks it, typically at the first stop); it will ask the
+// same of every thread listed, or every frame, so those are speculated now
+// (sent ahead of the debugger's own command).
+func (sr *stopRules) missed(key *keyable.Key, sizes jdwp.IDSizes) {
+	ep := &sr.learn.ep
+	if !ep.active || !sr.speculating() {
+		return
+	}
+	c := key.Cmd()
+	params := jdwp.NewBodyReader(key.Params(), sizes)
+	switch c {
+	case jdwp.CmdThreadReferenceName, jdwp.CmdThreadReferenceStatus:
+		k := kThreadName
+		if c == jdwp.CmdThreadReferenceStatus {
+			k = kThreadStatus
+		}
+		own := params.Thread()
+		if ep.expanded[k] || !slices.Contains(ep.threads, own) {
+			return
+		}
+		ep.expanded[k] = true
+		for _, t := range ep.threads {
+			if t != own {
+				sr.specThread(sizes, c, t, k)
+			}
+		}
+	case jdwp.CmdMethodIsObsolete:
+		m := methodKey{class: params.Class(), method: params.Method()}
+		if ep.expanded[kObsolete] {
+			return
+		}
+		found := false
+		for _, fi := range ep.frames {
+			if methodOf(fi.loc) == m {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return
+		}
+		ep.expanded[kObsolete] = true
+		for _, fi := range ep.frames {
+			if methodOf(fi.loc) == m {
+				continue
+			}
+			w := sr.writer(sizes)
+			w.Class(fi.loc.ClassID())
+			w.Method(fi.loc.MethodID())
+			sr.pbuf = w.Buf
+			sr.specParams(sizes, c, sr.pbuf, kObsolete, nil, 0)
+		}
+	}
+}
+
+// classMetaCmds are the class-lifetime facts the debugger may ask about a
+// frame's class when it first meets it, with the rule that predicts each.
+var classMetaCmds = [...]struct {
+	c jdwp.Cmd
+	k kind
+}{
+	{jdwp.CmdReferenceTypeSourceFile, kClassSource},
+	{jdwp.CmdReferenceTypeSourceDebugExtension, kClassSource},
+	{jdwp.CmdReferenceTypeMethodsWithGeneric, kClassMembers},
+	{jdwp.CmdReferenceTypeMethods, kClassMembers},
+}
+
+// specClassMeta speculates the class metadata of a frame's class and
+// method that the debugger asked for classes before (already cached for a
+// class seen before, so this sends nothing for it): class-lifetime facts,
+// valid until the class is unloaded or redefined.
+func (sr *stopRules) specClassMeta(sizes jdwp.IDSizes, loc jdwp.Location, depth int) {
+	for _, m := range classMetaCmds {
+		if sr.learn.asked[m.c] == 0 {
+			continue
+		}
+		w := sr.writer(sizes)
+		w.Class(loc.ClassID())
+		sr.pbuf = w.Buf
+		sr.specParams(sizes, m.c, sr.pbuf, m.k, nil, 0)
+	}
+	w := sr.writer(sizes)
+	w.Class(loc.ClassID())
+	w.Method(loc.MethodID())
+	sr.pbuf = w.Buf
+	if sr.learn.asked[jdwp.CmdMethodLineTable] != 0 {
+		sr.specParams(sizes, jdwp.CmdMethodLineTable, sr.pbuf, kLineTable, nil, 0)
+	}
+	if depth < maxDepth && sr.learn.valueDepth&(1<<depth) != 0 {
+		for _, c := range [...]jdwp.Cmd{jdwp.CmdMethodVariableTableWithGeneric, jdwp.CmdMethodVariableTable} {
+			if sr.learn.asked[c] != 0 {
+				sr.specParams(sizes, c, sr.pbuf, kVarTable, nil, 0)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/trigger"
 )
 
 // The prepare rule: a suspending CLASS_PREPARE stop (not a stop at a
@@ -46,9 +47,14 @@ const (
 	maxPreparePattern = 256
 )
 
-// prepareRule is the prepare rule's state. Part of session, guarded by
-// session.mu.
+// prepareRule is the prepare rule: a part (parts.go) that reacts to the
+// debugger's CLASS_PREPARE requests (command), to the classes a
+// suspending composite prepares (its CLASS_PREPARE subscription, then
+// stopped), to Methods replies for those classes (replied), to what the
+// debugger asks of them (asked) and to its resume (command); it takes and
+// leaves its share of the profile. Guarded by session.mu.
 type prepareRule struct {
+	*core
 	patterns   [][]byte              // ClassMatch patterns of the debugger's suspending CLASS_PREPARE requests
 	pending    []preparedClass       // classes of the composite event being read
 	stop       map[jdwp.ClassID]bool // classes of the current prepare stop -> matched a request
@@ -62,26 +68,37 @@ type preparedClass struct {
 	sig string
 }
 
-// prepareRequest notes the ClassMatch patterns of a debugger's suspending
-// EventRequest.Set for CLASS_PREPARE.
-func (ss *session) prepareRequest(p jdwp.Packet, sizes jdwp.IDSizes) {
-	if p.Cmd() != jdwp.CmdEventRequestSet {
-		return
+// command notes the ClassMatch patterns of a debugger's suspending
+// EventRequest.Set for CLASS_PREPARE, and ends the prepare stop at the
+// debugger's resume (endStop).
+func (pr *prepareRule) command(x *command) bool {
+	if x.eff == keyable.EffectResume {
+		pr.endStop()
+		return false
 	}
-	r := jdwp.NewBodyReader(p.Body(), sizes)
-	k, policy := jdwp.EventKind(r.Uint8()), jdwp.SuspendPolicy(r.Uint8())
-	if k != jdwp.EventClassPrepare || policy == jdwp.SuspendNone {
-		return
+	set := &x.set
+	if !set.is || set.kind != jdwp.EventClassPrepare || set.policy == jdwp.SuspendNone {
+		return false
 	}
-	n := r.Count(1)
-	for i := 0; i < n && r.Err() == nil; i++ {
-		m := r.Modifier()
-		if r.Err() == nil && m.Kind == jdwp.ModClassMatch && len(bytes.Trim(m.Pattern, "*")) > 0 &&
-			len(ss.prep.patterns) < maxPreparePattern {
-			ss.prep.patterns = append(ss.prep.patterns, bytes.Clone(m.Pattern))
+	for i := range set.mods {
+		m := &set.mods[i]
+		if m.Kind == jdwp.ModClassMatch && len(bytes.Trim(m.Pattern, "*")) > 0 && len(pr.patterns) < maxPreparePattern {
+			pr.patterns = append(pr.patterns, bytes.Clone(m.Pattern))
 		}
 	}
+	return false
 }
+
+// subscribe notes the classes of suspending CLASS_PREPARE events.
+func (pr *prepareRule) subscribe(t *trigger.Manager) {
+	t.OnEvent(jdwp.EventClassPrepare, pr.onPrepareEvent)
+}
+
+// seen does nothing: the classes come by subscription (compositor).
+func (pr *prepareRule) seen(*jdwp.Composite, error) {}
+
+// taken forgets the composite's classes, speculated on or not.
+func (pr *prepareRule) taken(*jdwp.Composite) { pr.pending = pr.pending[:0] }
 
 // matches says whether a pattern of the debugger's requests matches the
 // class of signature sig ("Lp/q/C;" is named p.q.C; a pattern may start
@@ -109,19 +126,18 @@ func (pr *prepareRule) matches(sig string) bool {
 
 // onPrepareEvent notes a class prepared by a suspending event; it is
 // speculated on once the whole composite is read (prepareStop).
-func (ss *session) onPrepareEvent(policy jdwp.SuspendPolicy, e *jdwp.Event) {
-	if policy != jdwp.SuspendNone && len(ss.prep.pending) < maxPrepareMethods {
-		ss.prep.pending = append(ss.prep.pending, preparedClass{id: e.ClassID(), sig: string(e.Signature)})
+func (pr *prepareRule) onPrepareEvent(policy jdwp.SuspendPolicy, e *jdwp.Event) {
+	if policy != jdwp.SuspendNone && len(pr.pending) < maxPrepareMethods {
+		pr.pending = append(pr.pending, preparedClass{id: e.ClassID(), sig: string(e.Signature)})
 	}
 }
 
-// prepareStop speculates, at a suspending event, the class reads for the
-// classes it prepared.
-func (ss *session) prepareStop(sizes jdwp.IDSizes) {
-	pr := &ss.prep
-	defer func() { pr.pending = pr.pending[:0] }()
-	ss.pushStop(len(pr.pending) > 0)
-	if len(pr.pending) == 0 || !ss.speculating() {
+// stopped speculates, at a suspending event, the class reads for the
+// classes it prepared; such a stop is active until the debugger resumes
+// (pushSeams.prepare).
+func (pr *prepareRule) stopped(sizes jdwp.IDSizes) {
+	pr.push.prepare = len(pr.pending) > 0
+	if len(pr.pending) == 0 || !pr.speculating() {
 		return
 	}
 	if pr.stop == nil {
@@ -130,35 +146,38 @@ func (ss *session) prepareStop(sizes jdwp.IDSizes) {
 	for _, pc := range pr.pending {
 		matched := pr.matches(pc.sig)
 		pr.stop[pc.id] = matched
-		w := ss.writer(sizes)
+		w := pr.writer(sizes)
 		w.Class(pc.id)
-		ss.pbuf = w.Buf
+		pr.pbuf = w.Buf
 		if matched {
-			ss.specPrepare(sizes, ss.membersCmd(), ss.pbuf)
-			ss.specPrepare(sizes, jdwp.CmdReferenceTypeSourceDebugExtension, ss.pbuf)
+			pr.specPrepare(sizes, pr.membersCmd(), pr.pbuf)
+			pr.specPrepare(sizes, jdwp.CmdReferenceTypeSourceDebugExtension, pr.pbuf)
 		}
 		for c := range pr.classCmds {
-			ss.specPrepare(sizes, c, ss.pbuf)
+			pr.specPrepare(sizes, c, pr.pbuf)
 		}
 	}
 }
 
 // membersCmd is the methods command this debugger asks: MethodsWithGeneric
 // (JDI, on any VM of JDWP 1.5 or later) unless it asked only Methods.
-func (ss *session) membersCmd() jdwp.Cmd {
-	if ss.learn.asked[jdwp.CmdReferenceTypeMethods] != 0 && ss.learn.asked[jdwp.CmdReferenceTypeMethodsWithGeneric] == 0 {
+func (pr *prepareRule) membersCmd() jdwp.Cmd {
+	if pr.learn.asked[jdwp.CmdReferenceTypeMethods] != 0 && pr.learn.asked[jdwp.CmdReferenceTypeMethodsWithGeneric] == 0 {
 		return jdwp.CmdReferenceTypeMethods
 	}
 	return jdwp.CmdReferenceTypeMethodsWithGeneric
 }
 
-// prepareMethods chains, from a Methods reply for a class of the current
+// replied chains, from a Methods reply for a class of the current
 // prepare stop, the method reads for its methods (in the reply's order).
-func (ss *session) prepareMethods(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
-	pr := &ss.prep
+func (pr *prepareRule) replied(x *reply) {
+	c, params, p, sizes := x.c, x.params, x.p, x.sizes
+	if x.offered || !x.ok || c != jdwp.CmdReferenceTypeMethods && c != jdwp.CmdReferenceTypeMethodsWithGeneric {
+		return
+	}
 	class := jdwp.NewBodyReader(params, sizes).Class()
 	matched, ok := pr.stop[class]
-	if !ok || !ss.att.canSend || !ss.speculating() || !matched && len(pr.methodCmds) == 0 {
+	if !ok || !pr.canSend || !pr.speculating() || !matched && len(pr.methodCmds) == 0 {
 		return
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
@@ -174,15 +193,15 @@ func (ss *session) prepareMethods(c jdwp.Cmd, params []byte, p jdwp.Packet, size
 		if r.Err() != nil {
 			return
 		}
-		w := ss.writer(sizes)
+		w := pr.writer(sizes)
 		w.Class(class)
 		w.Method(id)
-		ss.pbuf = w.Buf
+		pr.pbuf = w.Buf
 		if matched {
-			ss.specPrepare(sizes, jdwp.CmdMethodLineTable, ss.pbuf)
+			pr.specPrepare(sizes, jdwp.CmdMethodLineTable, pr.pbuf)
 		}
 		for mc := range pr.methodCmds {
-			ss.specPrepare(sizes, mc, ss.pbuf)
+			pr.specPrepare(sizes, mc, pr.pbuf)
 		}
 	}
 }
@@ -190,9 +209,8 @@ func (ss *session) prepareMethods(c jdwp.Cmd, params []byte, p jdwp.Packet, size
 // specPrepare sends the class-lifetime read c with params as the prepare
 // rule's speculation, unless cached or in flight or its IDs were not
 // handed out by this connection.
-func (ss *session) specPrepare(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
-	pr := &ss.prep
-	if len(pr.specs) >= maxPrepareSpecs || ss.recording() && !ss.attachAllowed() {
+func (pr *prepareRule) specPrepare(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
+	if len(pr.specs) >= maxPrepareSpecs || pr.recording() && !pr.attachAllowed() {
 		return
 	}
 	s := &spec{kind: prepareKind(c), prep: true}
@@ -201,12 +219,12 @@ func (ss *session) specPrepare(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
 		return
 	}
 	s.info, s.subj = info, s.key.Subject(info, sizes)
-	if !ss.sendOwn(s, sizes) {
+	if !pr.sendOwn(s, sizes) {
 		return
 	}
 	pr.specs = append(pr.specs, s)
-	if a := &ss.att; ss.recording() && len(a.specs) < maxAttachCmds {
-		a.specs = append(a.specs, s) // part of the attach's use (AttachUse)
+	if pr.recording() && len(pr.ownSpecs) < maxAttachCmds {
+		pr.ownSpecs = append(pr.ownSpecs, s) // part of the attach's use (AttachUse)
 	}
 }
 
@@ -224,10 +242,9 @@ func prepareKind(c jdwp.Cmd) kind {
 	return kClassInfo
 }
 
-// prepareAsked learns what the debugger asks of a class prepared at the
+// asked learns what the debugger asks of a class prepared at the
 // current prepare stop.
-func (ss *session) prepareAsked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
-	pr := &ss.prep
+func (pr *prepareRule) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
 	if len(pr.stop) == 0 || info.Tier != keyable.TierClass {
 		return
 	}
@@ -242,27 +259,26 @@ func (ss *session) prepareAsked(key *keyable.Key, info keyable.Info, sizes jdwp.
 		}
 		learned = &pr.methodCmds
 	}
-	pr.learn(learned, key.Cmd())
+	pr.note(learned, key.Cmd())
 }
 
-// endPrepare ends the prepare stop at the debugger's resume: what it sent
+// endStop ends the prepare stop at the debugger's resume: what it sent
 // and the debugger did not use is wasted.
-func (ss *session) endPrepare() {
-	pr := &ss.prep
-	ss.push.prepare = false
+func (pr *prepareRule) endStop() {
+	pr.push.prepare = false
 	wasted := 0
 	for _, s := range pr.specs {
 		switch {
 		case !s.sent:
-			ss.disp.forget(s)
+			pr.disp.forget(s)
 			s.cancelled = true
 		case !s.used && !s.done:
 			s.done = true
-			traceSpec(s, outcomeWasted, ss.learn.serial)
+			traceSpec(s, outcomeWasted, pr.learn.serial)
 			wasted++
 		}
 	}
-	ss.sp.countSpec(outcomeWasted, wasted)
+	pr.sp.countSpec(outcomeWasted, wasted)
 	pr.specs = pr.specs[:0]
 	clear(pr.stop)
 }
@@ -272,22 +288,22 @@ const maxPrepareCmds = 16
 
 // exportTo keeps in profile p what the debugger asks at CLASS_PREPARE stops
 // (ID-free: commands only).
-func (pr *prepareRule) exportTo(p *profile) {
+func (pr *prepareRule) exportTo(p, _ *profile, _ jdwp.IDSizes) {
 	p.PrepClass, p.PrepMethod = sortedCmds(pr.classCmds), sortedCmds(pr.methodCmds)
 }
 
 // importFrom starts the session knowing what an earlier session of the same
 // debugger saw asked at CLASS_PREPARE stops.
-func (pr *prepareRule) importFrom(p *profile) {
+func (pr *prepareRule) importFrom(p *profile, _ jdwp.IDSizes) {
 	for _, c := range p.PrepClass {
-		pr.learn(&pr.classCmds, c)
+		pr.note(&pr.classCmds, c)
 	}
 	for _, c := range p.PrepMethod {
-		pr.learn(&pr.methodCmds, c)
+		pr.note(&pr.methodCmds, c)
 	}
 }
 
-func (pr *prepareRule) learn(m *map[jdwp.Cmd]bool, c jdwp.Cmd) {
+func (pr *prepareRule) note(m *map[jdwp.Cmd]bool, c jdwp.Cmd) {
 	if *m == nil {
 		*m = map[jdwp.Cmd]bool{}
 	}

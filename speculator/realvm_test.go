@@ -41,7 +41,6 @@ func startProxy(t testing.TB, vmAddr string, rtt time.Duration, cfg Config) *pro
 		}
 		target = lk.Addr().String()
 	}
-	cfg.Enabled = true
 	log := zerolog.Nop()
 	if os.Getenv("SPEC_DEBUG") != "" {
 		log = zerolog.New(&debugLog).Level(zerolog.TraceLevel)

@@ -10,75 +10,64 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/jdwpaccel/jdwpaccel/trigger"
-	"github.com/rs/zerolog"
 )
 
-// session is the speculator's interceptor for one relay session: the glue
-// between the relay's hooks and the session's parts, each with its own
-// type and invariants:
-//
-//   - facts (facts.go, safety.go): what the VM's state is known to be,
-//     and so which cached facts are valid and which IDs are safe to send;
-//   - cache (cache.go): the replies, by key, within a byte budget;
-//   - learn (learner.go): what the debugger asks, stop after stop, and
-//     which prediction rules pay off;
-//   - disp (dispatch.go): speculation in flight or queued, and the
-//     output to the VM.
-//
-// The prediction rules (predict.go, predict_values.go) read replies and
-// the learner, and hand speculation to the dispatcher.
+// session is the speculator's interceptor for one relay session: the
+// router between the relay's hooks and the session's parts (parts.go, the
+// table in the package doc). It owns the path of each packet through
+// them: it applies what a packet does to the core's facts, cache, learner
+// and dispatcher itself, and hands the packet to each part that reacts to
+// it, once, in table order.
 type session struct {
-	sp  *Speculator
-	log zerolog.Logger
+	core
 
-	// mu guards every field below and the parts: the relay calls the hooks
-	// from its debugger and VM reader goroutines, and one lock keeps the
-	// parts consistent with each other (a reply's effect on facts, cache
-	// and learner is one step).
-	mu    sync.Mutex
-	facts facts
-	cache *replyCache
-	learn learner
-	disp  dispatcher
-	att   attach                    // the attach's prefetch, recording and replay (attach.go)
-	trig  *trigger.Manager[cmdData] // command, reply and event subscriptions
-	data  dataPool                  // cmdData kept with commands in flight (slot)
-	push  pushSeams                 // mode and tap (export.go)
-	wb    writeBehind               // state-setting commands answered at once (writebehind.go)
-	prep  prepareRule               // speculation at CLASS_PREPARE stops (predict_prepare.go)
+	// mu guards the core, the parts and every field below. The relay
+	// calls the hooks one at a time, in its turn; the lock keeps the seams
+	// of export.go safe for a caller outside a turn, and each entry one
+	// step (a reply's effect on facts, cache, learner and parts).
+	mu sync.Mutex
 
-	// out is the outbox of the relay's turn in progress (relay.Frame.Out,
-	// or relay.Session.Do's), set by each entry point for its duration
-	// (lock): whatever the session sends goes there.
-	out *relay.Outbox
+	trig *trigger.Manager // event subscriptions (facts, attach, prepare)
+	on   parts            // the parts table, by phase
 
-	ansBuf   []byte // cache-hit answers (debugger goroutine, handed to the relay)
-	belayBuf []byte // belayed answers
-	pbuf     []byte // speculative command parameters
-	closed   bool
-	began    time.Time // when the session started (first seconds are logged)
+	// The parts, in table order.
+	att    attach          // the attach's prefetch, recording and replay; lookups (attach.go, lookup.go)
+	wb     writeBehind     // state-setting commands answered at once (writebehind.go)
+	prep   prepareRule     // speculation at CLASS_PREPARE stops (predict_prepare.go)
+	fp     framePrediction // speculation on predicted frame IDs (framepredict.go)
+	stops  stopRules       // a stop's first waves and the frames' reads (predict.go)
+	vals   valueRules      // the values found: strings, arrays, objects' types (predict_values.go)
+	shapes shapeRules      // the fields read of objects (shapes.go)
+
+	ansBuf []byte // cache-hit answers (handed to the relay)
+
+	// The phases' contexts, reused from packet to packet (a context
+	// handed to a part through an interface would escape to the heap).
+	d   cmdData   // the debugger command being routed (copied into the slot's)
+	cmd command   // the command phase's
+	rep reply     // the reply phase's
+	ch  chained   // the chain phase's
+	fr  frameSeen // the frame phase's
 }
 
 func newSession(sp *Speculator, rs *relay.Session) *session {
-	ss := &session{
-		sp:    sp,
-		log:   rs.Logger().With().Str(relay.LogComponent, "speculator").Logger(),
-		trig:  trigger.New[cmdData](),
-		learn: newLearner(),
-		wb:    newWriteBehind(sp.cfg.WriteBehind),
-		began: time.Now(),
-	}
-	ss.facts = newFacts(sp)
-	ss.cache = newReplyCache(sp, &ss.facts)
-	ss.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: rs.IDs(), data: &ss.data, facts: &ss.facts,
-		inflight: map[keyable.Key]*spec{}, onSend: ss.sent, log: ss.log}
-	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.facts.onClassPrepare)
-	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.onClassPrepare)
-	ss.trig.OnEvent(jdwp.EventClassPrepare, ss.onPrepareEvent)
-	ss.trig.OnEvent(jdwp.EventClassUnload, ss.facts.onClassUnload)
-	ss.trig.OnEvent(jdwp.EventThreadStart, ss.facts.onThreadLifecycle)
-	ss.trig.OnEvent(jdwp.EventThreadDeath, ss.facts.onThreadLifecycle)
-	ss.trig.OnEvent(jdwp.EventVMDeath, ss.facts.onVMDeath)
+	ss := &session{trig: trigger.New()}
+	c := &ss.core
+	*c = core{sp: sp, log: rs.Logger().With().Str(relay.LogComponent, "speculator").Logger(),
+		learn: newLearner(), canSend: rs.IDs() != nil, began: time.Now()}
+	c.facts = newFacts(sp)
+	c.cache = newReplyCache(sp, &c.facts)
+	c.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: rs.IDs(), data: &c.data, facts: &c.facts,
+		inflight: map[keyable.Key]*spec{}, onSend: c.sent, log: c.log}
+	ss.att = attach{core: c, rs: rs, importProfile: ss.importProfile}
+	ss.wb = newWriteBehind(c, sp.cfg.WriteBehind)
+	ss.prep = prepareRule{core: c}
+	ss.fp = framePrediction{core: c}
+	ss.stops = stopRules{core: c}
+	ss.vals = valueRules{core: c, shapes: &ss.shapes}
+	ss.shapes = shapeRules{core: c}
+	ss.facts.subscribe(ss.trig)
+	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes)
 	return ss
 }
 
@@ -101,16 +90,15 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	// its JDWP agent and then answers DDM requests it left unanswered
 	// before (ddmtap's rule: nothing but DDM for a DDM client).
 	if !ss.att.identified && p.Cmd() != jdwp.CmdDDMChunk {
-		ss.attachIdentify(rs, p.Cmd(), sizes)
+		ss.att.identify(p.Cmd(), sizes)
 	}
-	var d cmdData
+	d := &ss.d
+	*d = cmdData{}
 	if info, ok := keyable.Fill(&d.key, p.Cmd(), p.Body(), sizes); ok {
 		d.info, d.keyed = info, true
 		d.subj = d.key.Subject(info, sizes)
 		if !ss.peerSpeculation(f.ID) {
-			ss.learn.learnCommand(&d.key, info, d.subj, sizes, ss.facts.objType)
-			ss.attachRecord(&d.key, info, sizes)
-			ss.prepareAsked(&d.key, info, sizes)
+			ss.asked(&d.key, info, sizes)
 		}
 		if e := ss.cache.lookup(&d.key); e != nil {
 			ss.markUsed(e.rec)
@@ -134,40 +122,63 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 		traceMiss(d.key.Cmd(), ss.learn.ep.serial)
 		ss.sp.countRequest(resultMiss)
-		ss.expandSiblings(sizes, &d.key)
-	} else if ss.lookupUnkeyed(f, sizes) {
-		return relay.Consume
+		for _, x := range ss.on.missers {
+			x.missed(&d.key, sizes)
+		}
 	} else {
-		d.wb = ss.wb.command(p, sizes, &ss.facts) // before the effect: it reads the suspension
-		ss.prepareRequest(p, sizes)
-		ss.applyEffect(p, sizes, &d)
+		x := &ss.cmd
+		x.f, x.sizes, x.d, x.set.is, x.eff = f, sizes, d, false, effectOf(p)
+		if p.Cmd() == jdwp.CmdEventRequestSet {
+			x.set.read(p.Body(), sizes)
+		}
+		for _, c := range ss.on.commanders {
+			if c.command(x) {
+				x.f, x.d = nil, nil
+				return relay.Consume
+			}
+		}
+		x.f, x.d = nil, nil
+		d.eff = x.eff
+		ss.applyEffect(p, sizes, d)
 	}
 	d.gen = ss.facts.gen
-	ss.trig.Command(p)
 	if d.wb != nil && d.wb.written {
-		return ss.writeBehind(f, &d)
+		return ss.wb.answer(f, d)
 	}
-	f.SetData(slot, ss.data.get(&d)) // back with the reply (relay.Frame.Data)
+	f.SetData(slot, ss.data.get(d)) // back with the reply (relay.Frame.Data)
 	return relay.Forward
 }
 
-// applyEffect applies the effect of a command that is not answered from
-// the cache (keyable's table), when the command is seen, before the VM can
-// act on it.
-func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
+// asked hands the parts a cacheable command the debugger asked, once the
+// learner learned it.
+func (ss *session) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
+	ss.learn.learnCommand(key, info, key.Subject(info, sizes), sizes, ss.facts.objType)
+	for _, x := range ss.on.askers {
+		x.asked(key, info, sizes)
+	}
+}
+
+// effectOf is the effect of a command that is not answered from the
+// cache, from keyable's table.
+func effectOf(p jdwp.Packet) keyable.Effect {
 	info, _ := keyable.Describe(p.Cmd())
-	d.eff = info.Effect
 	if info.Cacheable() {
 		// A cacheable command whose body does not fit its layout (or
 		// MaxParams) is treated as a mutation, conservatively.
-		d.eff = keyable.EffectMutate
+		return keyable.EffectMutate
 	}
+	return info.Effect
+}
+
+// applyEffect applies the effect (d.eff) of a command that is not
+// answered from the cache, when the command is seen, before the VM can
+// act on it.
+func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 	switch d.eff {
 	case keyable.EffectReadOnly:
 		d.sig = signatureQueried(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectResume:
 		ss.endEpisode()
-		ss.endPrepare()
 		ss.facts.resumeSent()
 		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectInvoke:
@@ -215,7 +226,6 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	d, tracked := f.Data(slot).(*cmdData) // kept with the command (FromDebugger, dispatcher.send)
 	if tracked {
 		defer ss.data.put(d)
-		ss.trig.Reply(c, p, d)
 	}
 	if f.Origin == relay.Synthetic && !(tracked && d.wb != nil) {
 		// The relay tells replies to the proxy's own commands (the
@@ -225,16 +235,17 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
 			ss.specReply(d.spec, p, sizes)
 		} else if tracked && d.lookup {
-			ss.lookupReply(d.sig, p, sizes)
+			ss.att.lookupReplied(d.sig, p)
+			if p.ErrorCode() == jdwp.ErrorNone {
+				ss.rep = reply{rs: rs, ok: true, c: jdwp.CmdVirtualMachineClassesBySignature, sig: d.sig, p: p, sizes: sizes}
+				ss.replied(&ss.rep)
+			}
 		}
 		return relay.Consume
 	}
 	ss.disp.rtt.sample(f.Latency)
 	if !tracked {
 		return relay.Forward
-	}
-	if d.wb != nil {
-		ss.wbReplied(rs, d.wb, p) // a written-behind one's reply is absorbed below
 	}
 	ok := p.ErrorCode() == jdwp.ErrorNone
 	switch d.eff {
@@ -251,14 +262,16 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 			ss.facts.suspendReplied(false, d.thread)
 		}
 	}
+	r := &ss.rep
+	*r = reply{rs: rs, d: d, ok: ok, c: c, sig: d.sig, p: p, sizes: sizes}
 	if ok {
 		ss.facts.learnReply(c, d, p, sizes)
 		if d.keyed {
 			ss.facts.learnFromVM(c, d.key.Params(), p, sizes)
-			ss.wbRead(c, d.key.Params(), p, sizes, d.info, d.subj, d.gen)
+			r.params, r.valid = d.key.Params(), ss.facts.valid(d.info, d.subj, d.gen)
 		}
-		ss.attachReply(c, d.key.Params(), d.sig, p, sizes)
 	}
+	ss.replied(r) // a written-behind one's reply is checked there and absorbed below
 	if d.keyed && storable(p, d.info) && ss.facts.valid(d.info, d.subj, d.gen) {
 		ss.cache.store(&d.key, d.info, d.subj, d.gen, p, nil)
 		if ok {
@@ -271,10 +284,18 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	return relay.Forward
 }
 
+// replied hands the parts a successful reply.
+func (ss *session) replied(r *reply) {
+	for _, x := range ss.on.repliers {
+		x.replied(r)
+	}
+	*r = reply{}
+}
+
 // specReply handles the VM's reply to a speculative command.
 func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	ss.disp.replied(s)
-	if s.pred != nil && ss.holdPredicted(s, p) || // no waiters: unconfirmed, it served none
+	if s.pred != nil && ss.hold(s, p) || // no waiters: unconfirmed, it served none
 		p.ErrorCode() == jdwp.ErrorThreadNotSuspended && ss.notSuspended(s) {
 		ss.disp.drain(ss.out)
 		return
@@ -286,8 +307,9 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnFromVM(s.key.Cmd(), s.key.Params(), p, sizes)
-		ss.wbRead(s.key.Cmd(), s.key.Params(), p, sizes, s.info, s.subj, s.gen)
-		ss.attachReply(s.key.Cmd(), s.key.Params(), "", p, sizes)
+		ss.rep = reply{ok: true, c: s.key.Cmd(), params: s.key.Params(), p: p, sizes: sizes,
+			valid: ss.facts.valid(s.info, s.subj, s.gen)}
+		ss.replied(&ss.rep)
 	}
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
 		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
@@ -295,13 +317,86 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 		if p.ErrorCode() == jdwp.ErrorNone {
 			ss.chain(&s.key, s.gen, p, sizes, s.level)
 		}
-	} else if !s.used && !s.done {
-		s.done = true
-		traceSpec(s, outcomeWasted, ss.learn.ep.serial)
-		ss.sp.countSpec(outcomeWasted, 1)
+	} else {
+		ss.wasted(s)
 	}
 	ss.disp.drain(ss.out)
 	ss.tapIdle()
+}
+
+// hold offers the reply to speculation s to the holders; true if one took it.
+func (ss *session) hold(s *spec, p jdwp.Packet) bool {
+	for _, x := range ss.on.holders {
+		if x.hold(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// storeSpec stores the reply p to speculation s, valid in the stop, and
+// chains on it; a reply that cannot be stored is wasted.
+func (ss *session) storeSpec(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
+	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
+		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
+		if p.ErrorCode() == jdwp.ErrorNone {
+			ss.chain(&s.key, s.gen, p, sizes, s.level)
+		}
+		return
+	}
+	ss.wasted(s)
+}
+
+// chain hands a reply (speculative or organic) valid in the current stop
+// to the parts that speculate the next wave from it: a Frames reply frame
+// by frame (framer), any other to the chainers.
+func (ss *session) chain(key *keyable.Key, gen generation, p jdwp.Packet, sizes jdwp.IDSizes, level uint8) {
+	ep := &ss.learn.ep
+	if !ep.active || gen < ss.facts.stopInval {
+		return
+	}
+	speculating := ss.speculating()
+	if key.Cmd() == jdwp.CmdThreadReferenceFrames {
+		// What the debugger asks of the frames is learned by depth even
+		// when nothing is speculated.
+		ss.frames(key, p, sizes, speculating)
+		return
+	}
+	if !speculating {
+		return
+	}
+	x := &ss.ch
+	*x = chained{key: key, p: p, sizes: sizes, level: level}
+	for _, c := range ss.on.chainers {
+		c.chain(x)
+	}
+	*x = chained{}
+}
+
+// frames hands each frame of a Frames reply to the framers, storing what
+// each releases before the next sees the frame.
+func (ss *session) frames(key *keyable.Key, p jdwp.Packet, sizes jdwp.IDSizes, speculating bool) {
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	params := jdwp.NewBodyReader(key.Params(), sizes)
+	thread, start := params.Thread(), int(params.Int32())
+	n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
+	x := &ss.fr
+	*x = frameSeen{sizes: sizes, thread: thread, speculating: speculating, released: x.released[:0]}
+	for i := 0; i < n && r.Err() == nil; i++ {
+		x.frame, x.loc = r.Frame(), r.Location()
+		if r.Err() != nil {
+			break
+		}
+		x.depth, x.first = start+i, i == 0
+		for _, f := range ss.on.framers {
+			f.frame(x)
+			for i, h := range x.released {
+				x.released[i] = heldReply{}
+				ss.storeSpec(h.s, h.p, sizes)
+			}
+			x.released = x.released[:0]
+		}
+	}
 }
 
 // notSuspended handles THREAD_NOT_SUSPENDED in reply to speculation s,
@@ -329,6 +424,15 @@ func (ss *session) notSuspended(s *spec) bool {
 	return true
 }
 
+// importProfile hands the parts the profile an earlier session left
+// (the attach found it).
+func (ss *session) importProfile(p *profile, sizes jdwp.IDSizes) {
+	ss.learn.importFrom(p, sizes)
+	for _, x := range ss.on.profilers {
+		x.importFrom(p, sizes)
+	}
+}
+
 // lock takes mu for a call of the relay's turn whose outbox is out (nil
 // for a call that sends nothing).
 func (ss *session) lock(out *relay.Outbox) {
@@ -336,40 +440,12 @@ func (ss *session) lock(out *relay.Outbox) {
 	ss.out = out
 }
 
-// unlock ends what lock began.
+// unlock ends what lock began, telling the tap where the stops stand
+// (tell).
 func (ss *session) unlock() {
+	ss.tell()
 	ss.out = nil
 	ss.mu.Unlock()
-}
-
-// markUsed records that a speculation served the debugger.
-func (ss *session) markUsed(s *spec) {
-	if s == nil || s.used {
-		return
-	}
-	s.used = true
-	if !s.done {
-		traceSpec(s, outcomeUsed, ss.learn.ep.serial)
-		ss.sp.countSpec(outcomeUsed, 1)
-	}
-}
-
-// sent is the dispatcher's onSend: a speculation goes to the VM.
-func (ss *session) sent(s *spec) {
-	if s.reask {
-		return // the debugger's own command, asked again: no speculation
-	}
-	ss.learn.ep.sentKind[s.kind]++
-	traceSpec(s, outcomeSent, ss.learn.ep.serial)
-	ss.sp.countSpec(outcomeSent, 1)
-	if time.Since(ss.began) < logOwnFor {
-		ss.log.Debug().Stringer("command", s.key.Cmd()).Uint32("id", s.id).Msg("sent to the VM on the proxy's own behalf")
-	}
-}
-
-// endEpisode ends the current stop, counting its wasted speculation.
-func (ss *session) endEpisode() {
-	ss.sp.countSpec(outcomeWasted, ss.learn.endEpisode(&ss.disp))
 }
 
 // returnMemoryAbove is the cache peak above which a session's end returns
@@ -385,7 +461,15 @@ func (ss *session) Close(rs *relay.Session) {
 	}
 	ss.closed = true
 	ss.endEpisode()
-	ss.attachClose(rs.IDSizes())
+	if sizes, known := rs.IDSizes(); known {
+		if key, p, old := ss.att.profile(); p != nil {
+			ss.learn.exportTo(p, &ss.facts.seen, sizes)
+			for _, x := range ss.on.profilers {
+				x.exportTo(p, old, sizes)
+			}
+			ss.sp.profiles.put(key, p)
+		}
+	}
 	big := ss.cache.peak >= returnMemoryAbove
 	ss.cache.purge()
 	if big {
@@ -395,47 +479,4 @@ func (ss *session) Close(rs *relay.Session) {
 	}
 	ss.sp.lastRTT.Store(int64(ss.disp.rtt.min()))
 	ss.sp.lastService.Store(int64(ss.disp.rtt.service))
-}
-
-// LowRTT is the round trip under which wasted speculation costs about as
-// much VM time as used speculation saves; there, speculation pauses while
-// more than maxWaste of it goes unused (probing again every 8th stop).
-const (
-	LowRTT   = 2 * time.Millisecond
-	maxWaste = 0.3
-)
-
-// speculating reports whether speculative commands are worth sending now.
-func (ss *session) speculating() bool {
-	if spec, forced := ss.forcedSpeculation(); forced || ss.closed {
-		return spec && !ss.closed
-	}
-	rtt := ss.disp.rtt.min()
-	if floor := ss.sp.cfg.MinRTT; floor > 0 && rtt < floor {
-		return false
-	}
-	if ss.learn.waste > maxWaste && rtt < LowRTT && ss.learn.ep.serial%8 != 0 {
-		return false
-	}
-	return true
-}
-
-// specTracer, when set (by Diagnose or a test, before any session starts), is
-// told each speculation's outcome and each miss, with the stop's serial
-// (999 for speculation wasted at eviction).
-var specTracer interface {
-	spec(s *spec, o specOutcome, serial uint64)
-	miss(c jdwp.Cmd, serial uint64)
-}
-
-func traceSpec(s *spec, o specOutcome, serial uint64) {
-	if specTracer != nil {
-		specTracer.spec(s, o, serial)
-	}
-}
-
-func traceMiss(c jdwp.Cmd, serial uint64) {
-	if specTracer != nil {
-		specTracer.miss(c, serial)
-	}
 }

@@ -102,37 +102,77 @@ func (cf *classFacts) fieldTail(w *jdwp.BodyWriter, t jdwp.ClassID, refs []field
 	return true
 }
 
-// shapesExport is what the session learned of the fields the debugger
-// reads, by signature, followed by old's shapes of types it did not meet.
-func (ss *session) shapesExport(old *profile, sizes jdwp.IDSizes) []objShape {
+// shapeRules are the rules of the fields the debugger reads of objects:
+// learned in the session by class ID (learner.fields) or carried across
+// sessions by type signature and field name (learner.shapes, from the
+// profile). They react to the values rules finding an object (specFields,
+// called by valueRules, whose input they are), to an object's type
+// (ReferenceType), and to the Fields and Superclass replies an object
+// waiting for its fields needs (chain); they take and leave their share
+// of the profile (importFrom, exportTo). What waits is the stop's
+// (episode.wantFields).
+type shapeRules struct{ *core }
+
+// chain speculates the fields of an object waiting for its type, and of
+// the objects waiting for their type's field IDs.
+func (sh *shapeRules) chain(x *chained) {
+	ep := &sh.learn.ep
+	switch x.key.Cmd() {
+	case jdwp.CmdObjectReferenceReferenceType:
+		obj := jdwp.NewBodyReader(x.key.Params(), x.sizes).Object()
+		r := jdwp.NewBodyReader(x.p.Body(), x.sizes)
+		r.Uint8()
+		t := r.Class()
+		if r.Err() != nil {
+			return
+		}
+		if lvl, ok := ep.wantFields[obj]; ok {
+			delete(ep.wantFields, obj)
+			sh.specFields(x.sizes, obj, t, lvl)
+		}
+	case jdwp.CmdClassTypeSuperclass:
+		r := jdwp.NewBodyReader(x.p.Body(), x.sizes)
+		if r.Class(); r.Err() == nil {
+			sh.retryFields(x.sizes)
+		}
+	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
+		sh.retryFields(x.sizes)
+	}
+}
+
+// exportTo leaves in p what the session learned of the fields the
+// debugger reads, by signature, followed by old's shapes of types it did
+// not meet.
+func (sh *shapeRules) exportTo(p, old *profile, sizes jdwp.IDSizes) {
 	var out []objShape
 	seen := map[string]bool{}
-	for t, tail := range ss.learn.fields {
-		sig, ok := ss.facts.idSig[t]
+	for t, tail := range sh.learn.fields {
+		sig, ok := sh.facts.idSig[t]
 		if !ok || seen[sig] || len(out) >= maxShapes {
 			continue
 		}
-		if refs, ok := ss.facts.classes.nameFields(t, tail, sizes); ok {
+		if refs, ok := sh.facts.classes.nameFields(t, tail, sizes); ok {
 			seen[sig] = true
 			out = append(out, objShape{Sig: sig, Fields: refs})
 		}
 	}
 	if old != nil {
-		for _, sh := range old.Shapes {
-			if !seen[sh.Sig] && len(out) < maxShapes {
-				seen[sh.Sig] = true
-				out = append(out, sh)
+		for _, s := range old.Shapes {
+			if !seen[s.Sig] && len(out) < maxShapes {
+				seen[s.Sig] = true
+				out = append(out, s)
 			}
 		}
 	}
-	return out
+	p.Shapes = out
 }
 
-// shapesImport gives the learner a profile's shapes by signature.
-func (l *learner) shapesImport(p *profile) {
+// importFrom gives the learner a profile's shapes by signature.
+func (sh *shapeRules) importFrom(p *profile, _ jdwp.IDSizes) {
+	l := &sh.learn
 	l.shapes = make(map[string][]fieldRef, len(p.Shapes))
-	for _, sh := range p.Shapes {
-		l.shapes[sh.Sig] = sh.Fields
+	for _, s := range p.Shapes {
+		l.shapes[s.Sig] = s.Fields
 	}
 }
 
@@ -159,39 +199,39 @@ func shapesValid(shapes []objShape) bool {
 // whose shape cannot be resolved yet (its type's or a superclass's fields
 // not known) waits in the stop's wantFields for the Fields and Superclass
 // replies (retryFields).
-func (ss *session) specFields(sizes jdwp.IDSizes, obj jdwp.ObjectID, t jdwp.ClassID, level uint8) {
-	w := ss.writer(sizes)
+func (sh *shapeRules) specFields(sizes jdwp.IDSizes, obj jdwp.ObjectID, t jdwp.ClassID, level uint8) {
+	w := sh.writer(sizes)
 	w.Object(obj)
-	if tail, ok := ss.learn.fields[t]; ok {
+	if tail, ok := sh.learn.fields[t]; ok {
 		w.Buf = append(w.Buf, tail...)
 	} else {
-		refs, ok := ss.learn.shapes[ss.facts.idSig[t]]
+		refs, ok := sh.learn.shapes[sh.facts.idSig[t]]
 		if !ok {
 			return
 		}
-		if !ss.facts.classes.fieldTail(&w, t, refs) {
-			ss.learn.ep.wantFields[obj] = level
-			ss.pbuf = w.Buf
+		if !sh.facts.classes.fieldTail(&w, t, refs) {
+			sh.learn.ep.wantFields[obj] = level
+			sh.pbuf = w.Buf
 			return
 		}
 	}
-	ss.pbuf = w.Buf
-	ss.specParams(sizes, jdwp.CmdObjectReferenceGetValues, ss.pbuf, kFields, nil, level)
+	sh.pbuf = w.Buf
+	sh.specParams(sizes, jdwp.CmdObjectReferenceGetValues, sh.pbuf, kFields, nil, level)
 }
 
 // retryFields speculates the fields of the objects waiting for their
 // type's field IDs, after a Fields or Superclass reply.
-func (ss *session) retryFields(sizes jdwp.IDSizes) {
-	ep := &ss.learn.ep
+func (sh *shapeRules) retryFields(sizes jdwp.IDSizes) {
+	ep := &sh.learn.ep
 	var ready []jdwp.ObjectID
 	for obj := range ep.wantFields {
-		if _, ok := ss.facts.objType[obj]; ok {
+		if _, ok := sh.facts.objType[obj]; ok {
 			ready = append(ready, obj)
 		}
 	}
 	for _, obj := range ready {
 		lvl := ep.wantFields[obj]
 		delete(ep.wantFields, obj)
-		ss.specFields(sizes, obj, ss.facts.objType[obj], lvl) // may wait again
+		sh.specFields(sizes, obj, sh.facts.objType[obj], lvl) // may wait again
 	}
 }

@@ -90,10 +90,10 @@ func TestShapesInProfile(t *testing.T) {
 	if err != nil || m["k"] == nil || len(m["k"].Shapes) != 1 || !slices.Equal(m["k"].Shapes[0].Fields, p.Shapes[0].Fields) {
 		t.Fatalf("read back %v, %v", m, err)
 	}
-	var l learner
-	l.shapesImport(m["k"])
-	if !slices.Equal(l.shapes["LNode;"], p.Shapes[0].Fields) {
-		t.Fatalf("imported %v", l.shapes)
+	sh := shapeRules{core: &core{}}
+	sh.importFrom(m["k"], sizes8)
+	if !slices.Equal(sh.learn.shapes["LNode;"], p.Shapes[0].Fields) {
+		t.Fatalf("imported %v", sh.learn.shapes)
 	}
 	for _, bad := range []objShape{{Sig: "LA;"}, {Sig: "LA;", Fields: []fieldRef{{maxHops, "x"}}}} {
 		b, _ := json.Marshal(map[string]*profile{"k": {Shapes: []objShape{bad}}})

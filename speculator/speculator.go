@@ -1,76 +1,7 @@
-// Package speculator owns jdwpaccel's speculative reply cache: a
-// relay.Interceptor per session that answers the debugger's read-only
-// commands from a cache of the VM's replies, sends predicted commands to
-// the VM ahead of the debugger (speculation), holds a debugger command
-// whose prediction is in flight until its reply arrives (belay), and
-// invalidates exactly when the VM's state may have changed.
-//
-// Validity (see keyable.Tier): VM-lifetime facts are kept for the session;
-// class-lifetime facts until the class is unloaded or redefined;
-// object-lifetime facts until the debugger disposes the object's ID;
-// stop-state facts only while nothing can have changed them — any resume,
-// invoke, mutation, redefinition or suspension change invalidates them,
-// and a fact about one thread is kept only while that thread is suspended,
-// a fact about anything else only while the whole VM is. Every command
-// records the invalidation generation when it is sent; its reply is stored
-// only if nothing invalidated it since, so a reply the VM computed before
-// a resume is never served after it.
-//
-// State-setting commands (EventRequest.Set and Clear, resumes) whose reply
-// can be proven from what the VM did before in the session are answered at
-// once and sent on pipelined: write-behind (writebehind.go,
-// Config.WriteBehind); a VM that answers otherwise ends the session.
-//
-// Speculation starts from each suspending event and chains through the
-// replies (frames, then frame values and this, then the objects found),
-// replaying what the debugger asked at the previous stop ("templates") and
-// dropping predictions the debugger does not use. It runs only when the
-// measured round trip makes it worth the VM time it costs. On HotSpot,
-// frame values and this are sent with the frames, on frame IDs predicted
-// from the thread's frame generation (framepredict.go), and served only
-// once the stop's Frames reply confirms them.
-//
-// At a suspending CLASS_PREPARE of a class the debugger asked to be told
-// of by name, or once it was seen resolving a prepared class, the reads
-// it resolves breakpoints with (methods, strata, line tables) are sent
-// with the event and chained on the methods reply (predict_prepare.go).
-//
-// At attach (attach.go) the session prefetches what every debugger asks
-// first, and replays the attach sequence an earlier session of the same
-// debugger on the same kind of VM recorded, by class signature and method
-// name, with this connection's IDs; that profile, with the learner's
-// ID-free state, is kept across sessions and optionally in a file
-// (persist.go, Config.LearnFile). Among that state are the fields the
-// debugger reads of objects, by type signature and field name (shapes.go),
-// so that the first stop's object level is read ahead too.
-//
-// Never harm the VM: everything the speculator sends is a read-only command
-// a careful debugger could send in that state, with IDs the VM handed out
-// in this session and valid for that command (field IDs of the object's own
-// class or its superclasses, frames of the current stop, live slots). The
-// rule is written out, and enforced just before sending, in safety.go.
-//
-// Shape: a session (session.go) is the relay.Interceptor glue over four
-// parts, each with its own type, invariants and file, all guarded by the
-// session's one lock: facts (facts.go, safety.go: invalidation
-// generations, suspension, class signatures, object types, the class facts
-// that speculative IDs are checked against, the threads' frame
-// generations), replyCache (cache.go: the
-// LRU within its byte budget), learner (learner.go: stops, templates,
-// learned parameters, usage gates) and dispatcher (dispatch.go: the
-// in-flight budget, the queue and the output to the VM). The prediction
-// rules (predict.go, predict_values.go, framepredict.go) connect them. What each command
-// does to cached facts comes from keyable's table (keyable.Effect), and IDs
-// are typed (jdwp.ThreadID, jdwp.ClassID, ...; keyable.Subject).
-//
-// Split mode (package push) uses the seams of export.go: a session whose
-// mode forces speculation on (far end) or off (near end), changed by
-// SetMode (a far end gone quiet on a fast link), a Tap told of each
-// speculative reply stored and of idle moments, and Offer, which stores a
-// reply fetched elsewhere under the same validity rules.
 package speculator
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,9 +11,6 @@ import (
 
 // Config configures the speculator.
 type Config struct {
-	// Enabled says whether to install the speculator at all; with false
-	// the caller installs nothing and the relay is pure pass-through.
-	Enabled bool
 	// CacheBytes bounds the reply bytes cached per session
 	// (DefaultCacheBytes when zero).
 	CacheBytes int64
@@ -199,7 +127,43 @@ type Speculator struct {
 	inval                [numReasons]atomic.Int64
 	bytes, entries       atomic.Int64
 	lastRTT, lastService atomic.Int64
+	changed              signal // the counters above changed (Changed)
 }
+
+// signal is a change signal that costs one atomic load per change while
+// nobody waits: wait returns a channel, closed at the next notify.
+type signal struct {
+	waiting atomic.Bool   // ch is not nil
+	mu      sync.Mutex    // guards ch
+	ch      chan struct{} // closed by notify; nil while nobody waits
+}
+
+func (s *signal) notify() {
+	if !s.waiting.Load() {
+		return
+	}
+	s.mu.Lock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+		s.waiting.Store(false)
+	}
+	s.mu.Unlock()
+}
+
+func (s *signal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+		s.waiting.Store(true)
+	}
+	return s.ch
+}
+
+// Changed is closed when a counter of Stats next changes: a signal to wait
+// on (then read Stats) instead of polling.
+func (sp *Speculator) Changed() <-chan struct{} { return sp.changed.wait() }
 
 // New returns a Speculator; metrics may be nil.
 func New(cfg Config, log zerolog.Logger, metrics *Metrics) *Speculator {
@@ -252,6 +216,7 @@ func (sp *Speculator) countRequest(r requestResult) {
 		sp.belays.Add(1)
 	}
 	sp.metrics.request(r)
+	sp.changed.notify()
 }
 
 func (sp *Speculator) countSpec(o specOutcome, n int) {
@@ -269,23 +234,27 @@ func (sp *Speculator) countSpec(o specOutcome, n int) {
 		sp.withheld.Add(int64(n))
 	}
 	sp.metrics.spec(o, n)
+	sp.changed.notify()
 }
 
 func (sp *Speculator) countFramePredictions(confirmed, refuted int) {
 	sp.confirmed.Add(int64(confirmed))
 	sp.refuted.Add(int64(refuted))
 	sp.metrics.framePredictions(confirmed, refuted)
+	sp.changed.notify()
 }
 
 func (sp *Speculator) countInvalidation(r reason) {
 	sp.inval[r].Add(1)
 	sp.metrics.invalidation(r)
+	sp.changed.notify()
 }
 
 func (sp *Speculator) addCache(bytes, entries int64) {
 	sp.bytes.Add(bytes)
 	sp.entries.Add(entries)
 	sp.metrics.cache(bytes, entries)
+	sp.changed.notify()
 }
 
 // countWriteBehind counts a command answered at once, or (failed) one the
@@ -297,4 +266,5 @@ func (sp *Speculator) countWriteBehind(failed bool) {
 		sp.wbAnswered.Add(1)
 	}
 	sp.metrics.writeBehind(failed)
+	sp.changed.notify()
 }

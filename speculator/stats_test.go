@@ -15,7 +15,7 @@ import (
 func TestStatsAndMetricsAgree(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	sp := New(Config{Enabled: true}, zerolog.Nop(), m)
+	sp := New(Config{}, zerolog.Nop(), m)
 	sp.countRequest(resultHit)
 	sp.countRequest(resultHit)
 	sp.countRequest(resultMiss)
@@ -71,5 +71,34 @@ func TestStatsSince(t *testing.T) {
 	}
 	if inv["stop"] != 3 || inv["resume"] != 2 || cur.Invalidations["stop"] != 4 {
 		t.Fatalf("invalidations since = %v (cur %v)", inv, cur.Invalidations)
+	}
+}
+
+// TestChangedSignalsCounters: Changed is closed by the next counter change
+// and not before.
+func TestChangedSignalsCounters(t *testing.T) {
+	sp := New(Config{}, zerolog.Nop(), nil)
+	ch := sp.Changed()
+	select {
+	case <-ch:
+		t.Fatal("Changed closed before any counter changed")
+	default:
+	}
+	if sp.Changed() != ch {
+		t.Error("two waits before a change got different channels")
+	}
+	sp.countRequest(resultBelay)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("a belay did not close Changed")
+	}
+	if next := sp.Changed(); next == ch {
+		t.Error("Changed after a change returned the closed channel")
+	}
+	sp.countSpec(outcomeSent, 0) // counts nothing
+	sp.countSpec(outcomeSent, 2)
+	if st := sp.Stats(); st.Belays != 1 || st.SpecSent != 2 {
+		t.Errorf("stats %+v", st)
 	}
 }

@@ -107,7 +107,12 @@ type fieldKey struct {
 	field jdwp.FieldID
 }
 
-// writeBehind is the session's write-behind state. Guarded by session.mu.
+// writeBehind is the write-behind part (parts.go): it reacts to the
+// debugger's state-setting commands (command: decides; answer: answers
+// the ones it proved, after their effect), to the replies to them
+// (settle), to the replies that prove IDs and code ranges and to the
+// VM's capabilities (replied), to each composite event (seen, taken), and
+// takes and leaves its share of the profile. Guarded by session.mu.
 //
 // Invariants: last is the VM's latest request ID (predictions included)
 // while seqExact; steps counts, per thread, the step requests the VM may
@@ -118,6 +123,7 @@ type fieldKey struct {
 // unloadWatch is 0, classes, locations, ranges, fields and excClasses
 // only what was learned while the whole VM was suspended in that epoch.
 type writeBehind struct {
+	*core
 	on      bool // Config.WriteBehind, until stopped
 	stopped bool // VM death or a failure: nothing more is written behind
 
@@ -135,22 +141,25 @@ type writeBehind struct {
 	vmResumeOK  bool
 	thResumeOK  bool
 	last        int32
-	seqExact    bool // last is exact: no Set failed since
-	seqBack     bool // two Sets' replies were consecutive, back to back
-	seqStop     bool // ... with events in between
-	sinceEvents bool // events arrived since the last Set's reply
-	seqKind     bool // the profile says this kind of VM numbers Sets back to back (writebehind_profile.go)
-	seqWrong    bool // a Set's reply in this session was not numbered last+1
-	imported    bool // the profile was looked at
-	setsFwd     int  // forwarded Sets awaiting replies
+	seqExact    bool       // last is exact: no Set failed since
+	seqBack     bool       // two Sets' replies were consecutive, back to back
+	seqStop     bool       // ... with events in between
+	sinceEvents bool       // events arrived since the last Set's reply
+	seqKind     bool       // the profile says this kind of VM numbers Sets back to back (writebehind_profile.go)
+	seqWrong    bool       // a Set's reply in this session was not numbered last+1
+	imported    bool       // the profile was looked at
+	setsFwd     int        // forwarded Sets awaiting replies
+	caps        string     // hash of the VM's CapabilitiesNew reply body, "" until known
+	prof        *wbProfile // the profile's, until imported (importFrom)
+	bad         bool       // the composite being read could not be (seen)
 
 	free    []*wbCmd
 	ansBuf  []byte
 	sendBuf []byte
 }
 
-func newWriteBehind(on bool) writeBehind {
-	return writeBehind{on: on, shapes: map[shape]struct{}{}, requests: map[int32]request{},
+func newWriteBehind(c *core, on bool) writeBehind {
+	return writeBehind{core: c, on: on, shapes: map[shape]struct{}{}, requests: map[int32]request{},
 		steps: map[jdwp.ThreadID]int{}, threads: map[jdwp.ThreadID]struct{}{},
 		classes: map[jdwp.ClassID]struct{}{}, locations: map[jdwp.Location]struct{}{},
 		fields: map[fieldKey]struct{}{}, ranges: map[methodKey]codeRange{}, excClasses: map[jdwp.ClassID]struct{}{}}
@@ -174,19 +183,27 @@ func (w *writeBehind) put(c *wbCmd) {
 	}
 }
 
-// command looks at a debugger command that is not answered from the cache,
-// before its effects are applied: it keeps write-behind's state current
-// and returns, for a state-setting command, what to remember until its
-// reply, with written set when it is to be answered at once.
-func (w *writeBehind) command(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) *wbCmd {
+// command looks at a debugger command that is not answered from the
+// cache, before its effects are applied (they read the suspension): it
+// keeps write-behind's state current and keeps, for a state-setting
+// command, what to remember until its reply (x.d.wb), with written set
+// when it is to be answered at once (answer).
+func (w *writeBehind) command(x *command) bool {
+	x.d.wb = w.decide(x, &w.facts)
+	return false
+}
+
+// decide is command's decision.
+func (w *writeBehind) decide(x *command, f *facts) *wbCmd {
 	if !w.on {
 		return nil
 	}
 	w.sync(f)
+	p, sizes := x.f.Packet, x.sizes
 	body := p.Body()
 	switch p.Cmd() {
 	case jdwp.CmdEventRequestSet:
-		c := w.set(body, sizes, f)
+		c := w.set(&x.set, f)
 		if !c.written {
 			w.setsFwd++ // its request ID is unknown until the reply
 		}
@@ -246,27 +263,20 @@ func (w *writeBehind) command(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) *wbCm
 	return nil
 }
 
-// set parses an EventRequest.Set and decides whether its reply is proven.
-func (w *writeBehind) set(body []byte, sizes jdwp.IDSizes, f *facts) *wbCmd {
+// set decides whether the reply to an EventRequest.Set (read once, for
+// every part) is proven.
+func (w *writeBehind) set(set *eventRequest, f *facts) *wbCmd {
 	c := w.get(wbSet)
-	r := jdwp.NewBodyReader(body, sizes)
-	c.kind = jdwp.EventKind(r.Uint8())
-	policy := r.Uint8()
-	n := int(r.Int32())
-	if r.Err() != nil || n < 0 || n > maxShapeMods {
+	c.kind = set.kind
+	if set.n < 0 || set.n > maxShapeMods || !set.whole {
 		c.shape.n = malformed
 		return c
 	}
-	c.shape.b[0], c.shape.b[1], c.shape.n = byte(c.kind), policy, uint8(n)
-	for i := 0; i < n && r.Err() == nil; i++ {
-		m := r.Modifier()
+	c.shape.b[0], c.shape.b[1], c.shape.n = byte(c.kind), byte(set.policy), uint8(set.n)
+	for i, m := range set.mods {
 		m.Pattern = nil
 		c.mods = append(c.mods, m)
 		c.shape.b[2+i] = byte(m.Kind)
-	}
-	if r.Err() != nil || r.Remaining() != 0 {
-		c.shape.n = malformed
-		return c
 	}
 	if w.stopped || !w.proven(c, f) {
 		return c

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
-	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
@@ -109,8 +108,8 @@ func (w *writeBehind) forgetClasses() {
 	clear(w.excClasses)
 }
 
-// replied learns from the VM's reply to a forwarded state-setting command.
-func (w *writeBehind) replied(c *wbCmd, p jdwp.Packet) {
+// forwarded learns from the VM's reply to a forwarded state-setting command.
+func (w *writeBehind) forwarded(c *wbCmd, p jdwp.Packet) {
 	ok := p.ErrorCode() == jdwp.ErrorNone
 	switch c.op {
 	case wbSet:
@@ -168,6 +167,25 @@ func (w *writeBehind) check(c *wbCmd, p jdwp.Packet) error {
 }
 
 var errRequestID = errors.New("request ID differs from the answer")
+
+// seen learns from an Event.Composite the VM sent (event), or forgets
+// every ID known valid if it could not be read: it may hide anything.
+func (w *writeBehind) seen(comp *jdwp.Composite, err error) {
+	w.bad = err != nil
+	if w.bad {
+		w.forgetIDs()
+		return
+	}
+	w.event(comp)
+}
+
+// taken learns from a composite read whole once the session has taken in
+// the suspension it brings (learnEvent).
+func (w *writeBehind) taken(comp *jdwp.Composite) {
+	if !w.bad {
+		w.learnEvent(comp, &w.facts)
+	}
+}
 
 // event learns from an Event.Composite the VM sent: threads and classes it
 // names, threads that died, classes unloaded, count-filtered requests the
@@ -227,15 +245,15 @@ func (w *writeBehind) learnEvent(comp *jdwp.Composite, f *facts) {
 
 // ---- session glue -----------------------------------------------------------
 
-// writeBehind answers the debugger's command f at once and sends it to the
-// VM as the proxy's own, with d (and its wbCmd) kept until the reply.
-func (ss *session) writeBehind(f *relay.Frame, d *cmdData) relay.Action {
-	w := &ss.wb
+// answer answers the debugger's command f, which command proved (d.wb
+// written), at once and sends it to the VM as the proxy's own, with d
+// (and its wbCmd) kept until the reply.
+func (w *writeBehind) answer(f *relay.Frame, d *cmdData) relay.Action {
 	c := d.wb
-	id := ss.disp.ids.NewSynthetic()
+	id := w.disp.ids.NewSynthetic()
 	w.sendBuf = append(w.sendBuf[:0], f.Packet...)
 	jdwp.Packet(w.sendBuf).SetID(id)
-	ss.out.SendToVMData(w.sendBuf, relay.Synthetic, slot, ss.data.get(d))
+	w.out.SendToVMData(w.sendBuf, relay.Synthetic, slot, w.data.get(d))
 	var body []byte
 	if c.op == wbSet {
 		body = []byte{byte(c.id >> 24), byte(c.id >> 16), byte(c.id >> 8), byte(c.id)}
@@ -243,28 +261,28 @@ func (ss *session) writeBehind(f *relay.Frame, d *cmdData) relay.Action {
 	f.Answer = jdwp.AppendReply(w.ansBuf[:0], f.ID, jdwp.ErrorNone, body)
 	w.ansBuf = f.Answer[:0]
 	f.Origin = relay.WriteBehind
-	ss.sp.countWriteBehind(false)
+	w.sp.countWriteBehind(false)
 	return relay.Consume
 }
 
-// wbReplied handles the VM's reply to a state-setting command: it learns
-// from a forwarded one and checks a written-behind one, ending the session
-// if the VM's answer differs from the debugger's.
-func (ss *session) wbReplied(rs *relay.Session, c *wbCmd, p jdwp.Packet) {
-	defer ss.wb.put(c)
+// settle handles the VM's reply to a state-setting command (c): it
+// learns from a forwarded one and checks a written-behind one, ending the
+// session if the VM's answer differs from the debugger's.
+func (w *writeBehind) settle(rs *relay.Session, c *wbCmd, p jdwp.Packet) {
+	defer w.put(c)
 	if !c.written {
-		ss.wb.replied(c, p)
+		w.forwarded(c, p)
 		return
 	}
-	err := ss.wb.check(c, p)
+	err := w.check(c, p)
 	if err == nil {
 		return
 	}
-	ss.wb.stopped = true
-	ss.sp.countWriteBehind(true)
+	w.stopped = true
+	w.sp.countWriteBehind(true)
 	var code jdwp.ErrorCode
 	errors.As(err, &code)
-	ss.log.Error().Stringer(relay.LogCmd, wbOpCmds[c.op]).Stringer(relay.LogErrorCode, code).Err(err).
+	w.log.Error().Stringer(relay.LogCmd, wbOpCmds[c.op]).Stringer(relay.LogErrorCode, code).Err(err).
 		Msg("the VM did not confirm a command the proxy had already answered (write-behind); ending the debugger's session")
 	rs.Fail(relay.ReasonWriteBehindFailed, fmt.Errorf("write-behind %v: %w", wbOpCmds[c.op], err))
 }
@@ -325,10 +343,21 @@ func (w *writeBehind) inRange(l jdwp.Location) bool {
 	return ok && l.Index <= 1<<63-1 && int64(l.Index) >= cr.start && int64(l.Index) <= cr.end
 }
 
-// wbRead hands write-behind a successful reply to read-only command c that
-// is still valid (info, subj, gen: the command's facts).
-func (ss *session) wbRead(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes, info keyable.Info, subj keyable.Subject, gen generation) {
-	if ss.facts.valid(info, subj, gen) {
-		ss.wb.read(c, params, p, sizes, &ss.facts)
+// replied takes the reply to a state-setting command (settle) and, from
+// a successful reply, the VM's capabilities (which the profile's shapes
+// are taken under, writebehind_profile.go), and what a reply still valid
+// proves (read).
+func (w *writeBehind) replied(r *reply) {
+	if r.d != nil && r.d.wb != nil {
+		w.settle(r.rs, r.d.wb, r.p)
+	}
+	if !r.ok {
+		return
+	}
+	if r.c == jdwp.CmdVirtualMachineCapabilitiesNew && !r.offered {
+		w.capsKnown(r.p)
+	}
+	if r.valid {
+		w.read(r.c, r.params, r.p, r.sizes, &w.facts)
 	}
 }

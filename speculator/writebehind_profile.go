@@ -81,16 +81,20 @@ func capsHash(body []byte) string {
 	return hex.EncodeToString(h[:12])
 }
 
-// wbImport takes write-behind's rules from the attach's profile once both
-// it and this session's capabilities are known (see above).
-func (ss *session) wbImport() {
-	w, a := &ss.wb, &ss.att
-	if !w.on || w.imported || a.prof == nil || a.prof.WB == nil || a.caps == "" {
+// importFrom takes write-behind's rules from the attach's profile once
+// both it and this session's capabilities are known (see above).
+func (w *writeBehind) importFrom(p *profile, _ jdwp.IDSizes) {
+	w.prof = p.WB
+	w.takeProfile()
+}
+
+func (w *writeBehind) takeProfile() {
+	if !w.on || w.imported || w.prof == nil || w.caps == "" {
 		return
 	}
 	w.imported = true
-	p := a.prof.WB
-	if p.Caps != a.caps {
+	p := w.prof
+	if p.Caps != w.caps {
 		return
 	}
 	for _, b := range p.Shapes {
@@ -101,14 +105,19 @@ func (ss *session) wbImport() {
 	w.seqKind = p.Seq && !w.seqWrong
 }
 
-// wbExport is write-behind's part of the profile this session leaves, nil
-// when it learned nothing to keep.
-func (ss *session) wbExport() *wbProfile {
-	w, a := &ss.wb, &ss.att
-	if !w.on || a.caps == "" || len(w.shapes) == 0 {
+// exportTo leaves write-behind's part of the profile, or old's when this
+// session learned nothing to keep.
+func (w *writeBehind) exportTo(p, old *profile, _ jdwp.IDSizes) {
+	if p.WB = w.export(); p.WB == nil && old != nil {
+		p.WB = old.WB
+	}
+}
+
+func (w *writeBehind) export() *wbProfile {
+	if !w.on || w.caps == "" || len(w.shapes) == 0 {
 		return nil
 	}
-	p := &wbProfile{Caps: a.caps, Seq: (w.seqBack || w.seqKind) && !w.seqWrong}
+	p := &wbProfile{Caps: w.caps, Seq: (w.seqBack || w.seqKind) && !w.seqWrong}
 	for s := range w.shapes {
 		if s.n == malformed || len(p.Shapes) >= maxProfileShapes {
 			continue
@@ -118,10 +127,10 @@ func (ss *session) wbExport() *wbProfile {
 	return p
 }
 
-// wbCaps notes this session's CapabilitiesNew reply.
-func (ss *session) wbCaps(p jdwp.Packet) {
-	if ss.att.caps == "" {
-		ss.att.caps = capsHash(p.Body())
-		ss.wbImport()
+// capsKnown notes this session's CapabilitiesNew reply.
+func (w *writeBehind) capsKnown(p jdwp.Packet) {
+	if w.caps == "" {
+		w.caps = capsHash(p.Body())
+		w.takeProfile()
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
 
@@ -168,10 +169,8 @@ func (r *rig) barrier() {
 
 // stateCmds are the state-setting commands the VM received, in order.
 func (vm *fakeVM) stateCmds() []jdwp.Cmd {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
 	var out []jdwp.Cmd
-	for _, p := range vm.log {
+	for _, p := range vm.commands() {
 		switch c := p.Cmd(); c {
 		case jdwp.CmdEventRequestSet, jdwp.CmdEventRequestClear, jdwp.CmdVirtualMachineResume:
 			out = append(out, c)
@@ -483,16 +482,23 @@ func FuzzWriteBehindCommand(f *testing.F) {
 	reply := func(id int32) jdwp.Packet {
 		return jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.Int32(id) }))
 	}
+	decide := func(w *writeBehind, p jdwp.Packet, fa *facts) *wbCmd {
+		x := command{f: &relay.Frame{Packet: p}, sizes: sizes8}
+		if p.Cmd() == jdwp.CmdEventRequestSet {
+			x.set.read(p.Body(), sizes8) // as the session reads it, once
+		}
+		return w.decide(&x, fa)
+	}
 	f.Fuzz(func(t *testing.T, op uint8, b []byte) {
-		w := newWriteBehind(true)
+		w := newWriteBehind(&core{}, true)
 		fa := newFacts(New(Config{}, zerolog.Nop(), nil))
 		set := jdwp.AppendCommand(nil, 1, jdwp.CmdEventRequestSet, stepSet(thread1, true))
-		w.replied(w.command(set, sizes8, &fa), reply(41))
+		w.forwarded(decide(&w, set, &fa), reply(41))
 		w.event(&jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{stepEvent(41)}})
-		w.replied(w.command(set, sizes8, &fa), reply(42))
+		w.forwarded(decide(&w, set, &fa), reply(42))
 		w.event(&jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{stepEvent(42)}})
 		fa.allSuspended = true
-		c := w.command(jdwp.AppendCommand(nil, 2, cmds[int(op)%len(cmds)], b), sizes8, &fa)
+		c := decide(&w, jdwp.AppendCommand(nil, 2, cmds[int(op)%len(cmds)], b), &fa)
 		if c == nil || !c.written || c.op != wbSet {
 			return
 		}

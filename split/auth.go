@@ -13,7 +13,7 @@ import (
 	"net"
 	"os"
 
-	"github.com/rs/zerolog"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 )
 
 // MinTokenBytes is the shortest token accepted.
@@ -43,13 +43,6 @@ func ReadTokenFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("token file %s holds %d bytes, more than %d", path, len(tok), maxToken)
 	}
 	return tok, nil
-}
-
-// tokenOK compares a presented token with the expected one in constant
-// time (of their hashes, so that not even the length leaks).
-func tokenOK(got, want []byte) bool {
-	g, w := sha256.Sum256(got), sha256.Sum256(want)
-	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
 // ReadCertificate reads the first PEM certificate of path, as DER, for
@@ -126,7 +119,7 @@ func ClientTLS(farPin []byte, cert *tls.Certificate) *tls.Config {
 // LogUser is the log field naming the user whose token (or certificate) a
 // near end presented, on the far end; absent for the unnamed token of
 // --token-file.
-const LogUser = "user"
+const LogUser = logkey.User
 
 // maxUserName bounds a user's name in a users file.
 const maxUserName = 64
@@ -337,14 +330,10 @@ func validUserName(b []byte) bool {
 // logs' rate: once per remote host per minute, with the number of
 // refusals not recorded since); accepted sessions are recorded by the
 // auditor's own session hooks, which find the user in
-// relay.Session.DebuggerInfo (an Agreed).
+// relay.Session.DebuggerInfo().User.
 type Auditor interface {
 	Refused(from, reason string, suppressed int)
 }
-
-// UserName is the name of the user whose credentials the near end
-// presented ("" for the unnamed token, or a far end without users).
-func (a Agreed) UserName() string { return a.User }
 
 // farUsers is cfg's users with its Token as the unnamed user.
 func farUsers(cfg FarConfig) *Users {
@@ -357,13 +346,4 @@ func farUsers(cfg FarConfig) *Users {
 		u.AddToken("", cfg.Token) //nolint:errcheck // a token also in Users names its user
 	}
 	return u
-}
-
-// LogFields adds the session's user to its log lines on the far end
-// (relay.LogFields).
-func (a Agreed) LogFields(c zerolog.Context) zerolog.Context {
-	if a.User == "" {
-		return c
-	}
-	return c.Str(LogUser, a.User)
 }

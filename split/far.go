@@ -125,7 +125,7 @@ type Far struct {
 	cfg  FarConfig
 	srv  *relay.Server
 	page *pageServer    // nil without FarConfig.Page
-	wg   sync.WaitGroup // counts ServeConn calls started by Serve
+	wg   sync.WaitGroup // counts the connections Serve is serving
 	// preambles holds a token per connection Serve accepted whose TLS
 	// handshake and preamble are not done; its capacity is
 	// Relay.MaxHandshakes.
@@ -241,15 +241,10 @@ func (f *Far) refused(c net.Conn, log zerolog.Logger, o Outcome, err error, msg 
 	}
 }
 
-// ServeConn serves one link connection: TLS (if configured), the
-// preamble, then the session, until it ends. It returns the error that
-// ended it.
-func (f *Far) ServeConn(ctx context.Context, c net.Conn) error {
-	return f.serve(ctx, c, func() {})
-}
-
-// serve is ServeConn; preambleDone is called once the preamble was read
-// and checked, or failed.
+// serve serves one link connection: TLS (if configured), the preamble,
+// then the session, until it ends, and returns the error that ended it;
+// preambleDone is called once the preamble was read and checked, or
+// failed.
 func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error {
 	var once sync.Once
 	done := func() { once.Do(preambleDone) }
@@ -382,7 +377,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 		conn = &liveConn{Conn: conn, timeout: timeout}
 	}
 	if !agreed.Resumable() {
-		return f.srv.ServeConnInfo(ctx, conn, agreed)
+		return f.srv.ServeConnInfo(ctx, conn, agreed.Link())
 	}
 	st := newStream(streamConfig{end: EndFar, within: f.cfg.ResumeWithin, buffer: f.cfg.ResumeBuffer, linkTimeout: timeout, log: log},
 		resume.Session, resume.Secret, conn)
@@ -398,7 +393,7 @@ func (f *Far) serve(ctx context.Context, c net.Conn, preambleDone func()) error 
 	// The near end sent the JDWP handshake before it knew the stream
 	// would be framed: it comes unframed, then frames do.
 	st.start(&leg{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), rawIn: len(jdwp.Handshake)})
-	return f.srv.ServeConnInfo(ctx, st, agreed)
+	return f.srv.ServeConnInfo(ctx, st, agreed.Link())
 }
 
 // heldSession is a resumable session the far end holds, and the user who

@@ -112,13 +112,13 @@ func setUserTimeout(c syscall.Conn, d time.Duration) error {
 }
 
 // NearHeartbeat returns the near end's heartbeat hooks, first in its
-// chain: in a session that agreed on it (Agreed.Heartbeat), a CmdHeartbeat
+// chain: in a session that agreed on it (relay.LinkInfo.Heartbeat), a CmdHeartbeat
 // every third of timeout (DefaultLinkTimeout when zero), and its replies
 // absorbed before any other hook sees them.
 func NearHeartbeat(timeout time.Duration) func(*relay.Session) relay.Hooks {
 	every := linkTimeout(timeout) / 3
 	return func(rs *relay.Session) relay.Hooks {
-		if a, ok := rs.VMInfo().(Agreed); !ok || !a.Heartbeat() {
+		if !rs.VMInfo().Heartbeat {
 			return relay.Hooks{}
 		}
 		h := &nearBeat{done: make(chan struct{})}
@@ -169,7 +169,7 @@ func (h *nearBeat) Close(*relay.Session) { h.once.Do(func() { close(h.done) }) }
 // farHeartbeat is the far end's heartbeat hook, first in its chain: in a
 // session that agreed on it, it answers each CmdHeartbeat at once.
 func farHeartbeat(rs *relay.Session) relay.Hooks {
-	if a, ok := rs.DebuggerInfo().(Agreed); !ok || !a.Heartbeat() {
+	if !rs.DebuggerInfo().Heartbeat {
 		return relay.Hooks{}
 	}
 	return relay.Hooks{Interceptors: []relay.Interceptor{&farBeat{}}}

@@ -54,7 +54,7 @@ func TestFarDownBehindTunnel(t *testing.T) {
 		t.Fatal("attached through a tunnel to nothing")
 	}
 	// The relay's line ends the attach: any line of each try is before it.
-	jdwptest.Eventually(t, "the near end's refusal", func() (bool, string) {
+	jdwptest.Await(t, "the near end's refusal", log.Changed, func() (bool, string) {
 		return strings.Contains(log.String(), "refused the debugger"), log.String()
 	})
 	if !strings.Contains(log.String(), "or the tunnel to it, closed the connection") {
@@ -82,7 +82,7 @@ func TestPlainToTLSOnceEach(t *testing.T) {
 			t.Fatal("attached without TLS to a TLS far end")
 		}
 	}
-	jdwptest.Eventually(t, "the near end's refusals", func() (bool, string) {
+	jdwptest.Await(t, "the near end's refusals", log.Changed, func() (bool, string) {
 		return strings.Count(log.String(), "refused the debugger") == 2, log.String()
 	})
 	if n := strings.Count(log.String(), "\n"); n != 2 {
@@ -122,8 +122,8 @@ func TestLinkLostAtWarn(t *testing.T) {
 	ended := func(l *jdwptest.Buffer) func() (bool, string) {
 		return func() (bool, string) { return strings.Contains(l.String(), "ended"), l.String() }
 	}
-	jdwptest.Eventually(t, "the near end's session end", ended(&log))
-	jdwptest.Eventually(t, "the far end's session end", ended(f.log))
+	jdwptest.Await(t, "the near end's session end", log.Changed, ended(&log))
+	jdwptest.Await(t, "the far end's session end", f.log.Changed, ended(f.log))
 	for end, l := range map[string]string{"near": log.String(), "far": f.log.String()} {
 		if strings.Contains(l, "debugger session ended") || !strings.Contains(l, `"level":"warn"`) {
 			t.Errorf("the %s end logged a lost link as an ordinary end, or not at warn:\n%s", end, l)

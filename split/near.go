@@ -119,13 +119,13 @@ func Dialer(cfg NearConfig) relay.Dialer {
 			c.timeout = linkTimeout(cfg.LinkTimeout) // the far end answers NearHeartbeat's beats
 		}
 		if !agreed.Resumable() {
-			return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: agreed}, nil
+			return relay.VMConn{Conn: c, Handshaken: true, Reader: br, Info: agreed.Link()}, nil
 		}
 		st, err := nearStream(ctx, cfg, c, br, rep.Resume)
 		if err != nil {
 			return relay.VMConn{}, err
 		}
-		return relay.VMConn{Conn: st, Handshaken: true, Info: agreed}, nil
+		return relay.VMConn{Conn: st, Handshaken: true, Info: agreed.Link()}, nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // ProtocolVersion is the version of the split stream this build speaks. A
@@ -158,9 +159,9 @@ type Reply struct {
 	Resume   Resume // with ReplyResume
 }
 
-// Agreed is what the two ends of a session agreed in the preamble, as the
-// far end's relay session has it (relay.Session.DebuggerInfo) and the
-// near end's (relay.Session.VMInfo): the Reply's flags.
+// Agreed is what the two ends of a session agreed in the preamble: the
+// Reply's flags, and on the far end the user. The relay's sessions get it
+// as a relay.LinkInfo (Link).
 type Agreed struct {
 	Flags uint16
 	// User is, on the far end, the name of the user whose token or
@@ -178,6 +179,12 @@ func (a Agreed) Heartbeat() bool { return a.Flags&ReplyHeartbeat != 0 }
 
 // Resumable says the session's stream outlives its link (ReplyResume).
 func (a Agreed) Resumable() bool { return a.Flags&ReplyResume != 0 }
+
+// Link is the agreement as the relay session's hooks read it
+// (relay.Session.DebuggerInfo on the far end, VMInfo on the near end).
+func (a Agreed) Link() relay.LinkInfo {
+	return relay.LinkInfo{Split: true, AttachBundle: a.AttachBundle(), Heartbeat: a.Heartbeat(), Resumable: a.Resumable(), User: a.User}
+}
 
 // ErrNotSplit is wrapped by the errors for a stream that does not start
 // with Magic.

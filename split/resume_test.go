@@ -107,7 +107,7 @@ func (r *resumeRig) waitLost(t *testing.T, losses int) {
 		name string
 		log  *jdwptest.Buffer
 	}{{"near", r.nearLog}, {"far", r.f.log}} {
-		jdwptest.Eventually(t, "the "+end.name+" end to notice the link loss", func() (bool, string) {
+		jdwptest.Await(t, "the "+end.name+" end to notice the link loss", end.log.Changed, func() (bool, string) {
 			n := strings.Count(end.log.String(), "the link to the other end was lost")
 			return n >= losses, fmt.Sprintf("%d losses logged", n)
 		})
@@ -267,7 +267,7 @@ func TestResumeExpires(t *testing.T) {
 		t.Fatalf("the far end kept its VM connection past the grace; log:\n%s", r.f.log)
 	}
 	for name, log := range map[string]*jdwptest.Buffer{"near": r.nearLog, "far": r.f.log} {
-		jdwptest.Eventually(t, "the "+name+" end to log why the session ended", func() (bool, string) {
+		jdwptest.Await(t, "the "+name+" end to log why the session ended", log.Changed, func() (bool, string) {
 			return strings.Contains(log.String(), "did not come back within the grace period"), log.String()
 		})
 	}
@@ -367,7 +367,7 @@ func TestResumeFarRestarted(t *testing.T) {
 	if err := r.d.WaitClosed(); err != nil {
 		t.Errorf("the debugger's connection: %v", err)
 	}
-	jdwptest.Eventually(t, "the near end to say why", func() (bool, string) {
+	jdwptest.Await(t, "the near end to say why", r.nearLog.Changed, func() (bool, string) {
 		return strings.Contains(r.nearLog.String(), "does not hold the session"), r.nearLog.String()
 	})
 	r.attachAgain(t)
@@ -408,8 +408,8 @@ func TestResumeNotAgreed(t *testing.T) {
 			}
 			defer c.Conn.Close()
 			_, framed := c.Conn.(*stream)
-			if framed != tc.wantFramed || c.Info.(Agreed).Resumable() != tc.wantFramed {
-				t.Errorf("framed %v, agreed %v; want %v", framed, c.Info.(Agreed).Resumable(), tc.wantFramed)
+			if framed != tc.wantFramed || c.Info.Resumable != tc.wantFramed {
+				t.Errorf("framed %v, agreed %v; want %v", framed, c.Info.Resumable, tc.wantFramed)
 			}
 		})
 	}
@@ -469,7 +469,7 @@ func TestResumeFarewell(t *testing.T) {
 	r.hop.drop()
 	r.waitLost(t, 1)
 	r.d.Close()
-	jdwptest.Eventually(t, "the near end to end the session", func() (bool, string) {
+	jdwptest.Await(t, "the near end to end the session", r.nearLog.Changed, func() (bool, string) {
 		return strings.Contains(r.nearLog.String(), "telling the far end once the link is back"), r.nearLog.String()
 	})
 	select {

@@ -94,7 +94,7 @@ func TestFarCertUsers(t *testing.T) {
 	users.RequestCerts(tc)
 	seen := make(chan string, 4)
 	f := startFar(t, v, "127.0.0.1:0", FarConfig{TLS: tc, Users: &users, Hooks: func(rs *relay.Session) relay.Hooks {
-		seen <- rs.DebuggerInfo().(Agreed).User
+		seen <- rs.DebuggerInfo().User
 		return relay.Hooks{}
 	}})
 	versionThrough(t, startNear(t, NearConfig{Addr: f.addr, TLS: ClientTLS(farDER, &carolCert)}))
@@ -144,7 +144,7 @@ func TestFarUsers(t *testing.T) {
 	seen := make(chan string, 4)
 	f := startFar(t, v, "127.0.0.1:0", FarConfig{Users: &users, Token: unnamed, Audit: &audit,
 		Hooks: func(rs *relay.Session) relay.Hooks {
-			seen <- rs.DebuggerInfo().(interface{ UserName() string }).UserName()
+			seen <- rs.DebuggerInfo().User
 			return relay.Hooks{}
 		}})
 

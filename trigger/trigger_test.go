@@ -9,33 +9,8 @@ import (
 
 var sizes = jdwp.IDSizes{FieldID: 8, MethodID: 8, ObjectID: 8, ReferenceTypeID: 8, FrameID: 8}
 
-func TestHandlers(t *testing.T) {
-	m := New[int]()
-	var cmds, replies int
-	m.OnCommand(jdwp.CmdThreadReferenceFrames, func(p jdwp.Packet) { cmds++ })
-	m.OnReply(jdwp.CmdThreadReferenceFrames, func(c jdwp.Cmd, r jdwp.Packet, d *int) {
-		if c != jdwp.CmdThreadReferenceFrames || *d != 42 || r.ID() != 3 {
-			t.Errorf("reply handler got %v %d %d", c, *d, r.ID())
-		}
-		replies++
-	})
-	m.Command(jdwp.AppendCommand(nil, 3, jdwp.CmdThreadReferenceFrames, nil))
-	m.Command(jdwp.AppendCommand(nil, 4, jdwp.CmdThreadReferenceName, nil))
-	if cmds != 1 {
-		t.Fatalf("cmds %d", cmds)
-	}
-	d := 42
-	m.Reply(jdwp.CmdThreadReferenceFrames, jdwp.AppendReply(nil, 3, 0, nil), &d)
-	// Error replies fire too; other commands' handlers do not.
-	m.Reply(jdwp.CmdThreadReferenceFrames, jdwp.AppendReply(nil, 3, jdwp.ErrorInvalidThread, nil), &d)
-	m.Reply(jdwp.CmdThreadReferenceName, jdwp.AppendReply(nil, 4, 0, nil), &d)
-	if replies != 2 {
-		t.Fatalf("reply handler ran %d times, want 2", replies)
-	}
-}
-
 func TestEvents(t *testing.T) {
-	m := New[int]()
+	m := New()
 	var got []jdwp.EventKind
 	var pol jdwp.SuspendPolicy
 	h := func(p jdwp.SuspendPolicy, e *jdwp.Event) { got = append(got, e.Kind); pol = p }
@@ -64,7 +39,7 @@ func FuzzEvents(f *testing.F) {
 	f.Add(jdwptest.AppendComposite(nil, sizes, &c))
 	f.Add([]byte{2, 0, 0, 0, 1, 9})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		m := New[int]()
+		m := New()
 		m.OnEvent(jdwp.EventSingleStep, func(jdwp.SuspendPolicy, *jdwp.Event) {})
 		m.Events(body, sizes) //nolint:errcheck // only panics matter
 	})

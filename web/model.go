@@ -262,8 +262,12 @@ type AccelStats struct {
 	// Hits are debugger commands answered from the cache; Misses went to
 	// the VM.
 	Hits, Misses uint64
-	// Belays are speculative answers held back or withdrawn because the VM
-	// state changed under them.
+	// Belays are debugger commands that arrived while the proxy's own,
+	// identical speculative command was still on its way to the VM: the
+	// proxy held the debugger's command back (belayed it) instead of
+	// sending it again, and answered it with that speculation's reply when
+	// it came. The debugger waits for the rest of that round trip only, so
+	// each counts as a round trip saved, like a hit.
 	Belays uint64
 	// RoundTripsSaved are VM round trips the debugger did not wait for.
 	RoundTripsSaved uint64

@@ -9,7 +9,6 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
-	"github.com/jdwpaccel/jdwpaccel/web/convo"
 )
 
 // DefaultStepIdle is how long the debugger must stay quiet after a stop
@@ -29,9 +28,9 @@ const (
 // debugger steps.
 //
 // A step starts when the debugger resumes the VM or a thread, goes on
-// through a stop event (convo.IsStop: a suspending breakpoint, single
-// step, method entry or exit, exception or watchpoint; thread starts and
-// class prepares are not stops) and ends with the last answer the debugger
+// through a stop event (jdwp.Composite.Stop: a suspending breakpoint,
+// single step, method entry or exit, exception, watchpoint or monitor
+// event; thread starts and class prepares are not stops) and ends with the last answer the debugger
 // gets before it resumes again or stays quiet for the idle time. Its time
 // is what the user waits for, from the resume to a refreshed view, which
 // is what speculation shortens. Resumes followed by no stop are not steps.
@@ -243,25 +242,22 @@ func (t *SessionTracker) Observe(s *relay.Session, f *relay.Frame) {
 	}
 }
 
-// stopEvent says whether an Event.Composite body is a stop (convo.IsStop),
-// and of which kind. Without the session's ID sizes it reads the suspend
-// policy and the first event's kind alone.
+// stopEvent says whether an Event.Composite body is a stop
+// (jdwp.Composite.Stop), and of which kind. Without the session's ID sizes
+// it reads the suspend policy and the first event's kind alone.
 func stopEvent(s *relay.Session, body []byte, c *jdwp.Composite) (jdwp.EventKind, bool) {
 	if sz, ok := s.IDSizes(); ok {
 		c.Decode(body, sz) //nolint:errcheck // the events decoded before any failure count
-		if !convo.IsStop(c) {
-			return 0, false
+		if e, ok := c.Stop(); ok {
+			return e.Kind, true
 		}
-		for _, e := range c.Events {
-			if convo.IsStopKind(e.Kind) {
-				return e.Kind, true
-			}
-		}
-	}
-	if len(body) < 6 || body[0] == byte(jdwp.SuspendNone) || !convo.IsStopKind(jdwp.EventKind(body[5])) {
 		return 0, false
 	}
-	return jdwp.EventKind(body[5]), true
+	policy, first, ok := jdwp.CompositeHead(body)
+	if !ok || policy == jdwp.SuspendNone || !first.Locatable() {
+		return 0, false
+	}
+	return first, true
 }
 
 // settle finishes ts's step if the debugger has been quiet for the idle

@@ -39,7 +39,7 @@ func testSessionTracker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeConn(ctx, dbgProxy) }()
+	go func() { done <- srv.ServeConnInfo(ctx, dbgProxy, relay.LinkInfo{}) }()
 
 	// The VM: answer every command after vmDelay; after the first resume,
 	// send a thread start and a breakpoint, after later ones a class

@@ -58,7 +58,7 @@ func TestObserversPairProxyAnswers(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	go srv.ServeConn(ctx, dbgProxy) //nolint:errcheck
+	go srv.ServeConnInfo(ctx, dbgProxy, relay.LinkInfo{}) //nolint:errcheck
 	vm := jdwptest.NewVM(jdwptest.Script{
 		Default: jdwptest.Body([]byte{0, 0, 0, 0}),
 		Replies: map[jdwp.Cmd]jdwptest.ReplyFunc{

@@ -13,7 +13,6 @@ import (
 
 // Log field names used by this package.
 const (
-	logListen   = "listen"
 	logTo       = "to"
 	logConn     = "conn"
 	logRemote   = "remote"

@@ -32,6 +32,9 @@ import com.android.ddmlib.*;
 
 public class DdmlibClients {
     public static void main(String[] args) throws Exception {
+        // No "selected client" debugger port (8700 by default, which
+        // another program may hold): read before init.
+        DdmPreferences.setSelectedDebugPort(-1);
         AndroidDebugBridge.initIfNeeded(true);
         AndroidDebugBridge bridge = AndroidDebugBridge.createBridge();
         long deadline = System.currentTimeMillis() + 60000;

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/adbfront"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
@@ -53,7 +53,7 @@ func dialADBStreamVia(t *testing.T, port int, transport string, pid int) net.Con
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
 	for _, req := range []string{transport, "jdwp:" + strconv.Itoa(pid)} {
-		c.Write(adbfront.AppendRequest(nil, req))
+		c.Write(adbwire.AppendMessage(nil, req))
 		n := 4
 		if strings.HasPrefix(req, "host:tport:") {
 			n += 8

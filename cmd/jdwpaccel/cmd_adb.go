@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jdwpaccel/jdwpaccel/adbfront"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
@@ -39,7 +35,7 @@ func (a *adbFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&p.speculate, "speculate", true, "answer the debugger from a speculative cache; false is pure pass-through")
 	fs.Int64Var(&p.cacheBytes, "cache-bytes", speculator.DefaultCacheBytes, "bound on cached reply `bytes` per session")
 	fs.StringVar(&p.learnFile, "learn-file", "", "keep what sessions learned about each debugger's attach and stops in this `PATH` (mode 0600) across restarts; empty: in memory only")
-	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts")
+	fs.DurationVar(&p.minRTT, "speculate-min-rtt", 0, "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts")
 	fs.Var(&p.journalList, "journal", "write a journal of every JDWP stream to `PATH` (.jsonl, .perfetto.json, .pcapng); repeatable")
 	fs.StringVar(&p.journalFmt, "journal-format", "", "journal `format`: jsonl, perfetto or pcapng (default: from the extension)")
 	fs.Int64Var(&p.journalMax, "journal-max-bytes", 0, "rotate the journal at this many `bytes` (0: never)")
@@ -108,10 +104,15 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
 		return exitError
 	}
-	fr := newFrontRelay(st, af.ddm)
+	var dm *ddmtap.Metrics
+	if af.ddm {
+		dm = ddmtap.NewMetrics(st.reg)
+	}
+	st.tracker.VMOf = nil // each of the relay's servers names its VM (relay.Config.VM)
+	fr := adbfront.NewRelay(st.cfg, dm)
 	if pf.httpAddr != "" {
 		src := &web.DDMSource{
-			Monitors:     fr.mons.List,
+			Monitors:     fr.Monitors().List,
 			AccelFunc:    st.accel,
 			SessionsFunc: st.tracker.Sessions,
 		}
@@ -142,10 +143,10 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 	}
 	front := adbfront.New(adbfront.Config{
 		Upstream: af.upstream,
-		JDWP:     fr.serve,
+		JDWP:     fr.Serve,
 		Logger:   log.With().Str(relay.LogComponent, "adbfront").Logger(),
 	})
-	fr.dialJDWP = front.DialJDWP
+	fr.SetRedial(front.DialJDWP)
 	log.Info().Str(relay.LogListen, ln.Addr().String()).Str(adbfront.LogUpstream, af.upstream).Bool("speculate", pf.speculate).
 		Msg("adb front listening; point adb clients here")
 	if err := front.Serve(ctx, ln); err != nil {
@@ -154,149 +155,4 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 	}
 	log.Info().Msg("adb front shut down")
 	return exitOK
-}
-
-// frontRelay runs the front's JDWP streams: one relay.Server per device
-// process (so that its logs carry the device and pid, and its sessions
-// the VM key adb:SERIAL:PID on the page), with the stack's hooks, and a
-// passive DDM monitor per process (ddmtap.Passive). A process's server
-// lives while it has streams; its monitor stays on the page after the last
-// stream ends (what the app was doing when the IDE left), for the
-// keptEnded most recently ended processes only, so a front that outlives
-// many app restarts does not grow.
-type frontRelay struct {
-	st   *stack
-	ddm  bool
-	mons *ddmtap.Monitors
-	dm   *ddmtap.Metrics
-
-	// dialJDWP opens another JDWP stream to a process (the front's
-	// DialJDWP), set before the front serves; nil: none.
-	dialJDWP func(ctx context.Context, t adbfront.Target) (net.Conn, error)
-
-	mu      sync.Mutex // guards servers, each entry's streams, and ended
-	servers map[adbfront.Target]*frontServer
-	ended   []endedMonitor // oldest first, at most keptEnded
-}
-
-// keptEnded bounds the monitors of processes without streams kept on the
-// page.
-const keptEnded = 16
-
-type endedMonitor struct {
-	key string
-	mon *ddmtap.Monitor
-}
-
-// frontServer is one device process's relay server and monitor, with
-// the number of its streams running.
-type frontServer struct {
-	srv     *relay.Server
-	mon     *ddmtap.Monitor // nil without DDM decoding
-	streams int
-}
-
-func newFrontRelay(st *stack, ddm bool) *frontRelay {
-	fr := &frontRelay{st: st, ddm: ddm, mons: ddmtap.NewMonitors(), servers: map[adbfront.Target]*frontServer{}}
-	if ddm {
-		fr.dm = ddmtap.NewMetrics(st.reg)
-	}
-	st.tracker.VMOf = nil // each server names its VM (relay.Config.VM)
-	return fr
-}
-
-// vmConnKey carries a stream's VM connection (a *streamVM) to the
-// relay's DialVM.
-type vmConnKey struct{}
-
-// streamVM is the VM side of one adb JDWP stream: the stream the client
-// opened, dialled first; then, while the relay retries (the VM closed the
-// stream before its handshake: the app or the device just restarted), a
-// new stream to the same process each time, when redial is set.
-type streamVM struct {
-	conn   net.Conn
-	used   atomic.Bool
-	redial func(ctx context.Context) (net.Conn, error) // nil: the stream is dialled once
-}
-
-func withStreamVM(ctx context.Context, vm net.Conn, redial func(ctx context.Context) (net.Conn, error)) context.Context {
-	return context.WithValue(ctx, vmConnKey{}, &streamVM{conn: vm, redial: redial})
-}
-
-func dialStreamVM(ctx context.Context) (relay.VMConn, error) {
-	s, ok := ctx.Value(vmConnKey{}).(*streamVM)
-	if !ok {
-		return relay.VMConn{}, errors.New("no VM connection for this stream")
-	}
-	if !s.used.Swap(true) {
-		return relay.VMConn{Conn: s.conn}, nil
-	}
-	if s.redial == nil {
-		return relay.VMConn{}, errors.New("this stream's VM connection was used already")
-	}
-	c, err := s.redial(ctx)
-	return relay.VMConn{Conn: c}, err
-}
-
-// acquire returns t's server, making it (and its monitor) for t's first
-// stream; each acquire is paired with a release when the stream ends.
-func (fr *frontRelay) acquire(t adbfront.Target) *relay.Server {
-	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	if fs := fr.servers[t]; fs != nil {
-		fs.streams++
-		return fs.srv
-	}
-	key := t.String()
-	cfg := fr.st.cfg
-	cfg.VM = key
-	cfg.DialVM = dialStreamVM
-	// The relay retries for DialRetry a stream whose VM closed before its
-	// handshake, on new streams to the same process (streamVM).
-	cfg.Logger = cfg.Logger.With().Str(adbfront.LogDevice, t.Serial).Int(adbfront.LogPID, t.PID).Logger()
-	fs := &frontServer{streams: 1}
-	if fr.ddm {
-		fs.mon = ddmtap.NewMonitor(key, cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger(), fr.dm)
-		fr.mons.Add(key, fs.mon)
-		tap := ddmtap.Passive(fs.mon)
-		cfg.NewHooks = relay.ChainHooks(cfg.NewHooks, func(*relay.Session) relay.Hooks {
-			return relay.Hooks{Observers: []relay.Observer{tap}}
-		})
-	}
-	fs.srv = relay.NewServer(cfg)
-	fr.servers[t] = fs
-	return fs.srv
-}
-
-// release ends one of t's streams; the last one removes t's server and
-// keeps its monitor among the ended ones.
-func (fr *frontRelay) release(t adbfront.Target) {
-	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	fs := fr.servers[t]
-	if fs.streams--; fs.streams > 0 {
-		return
-	}
-	delete(fr.servers, t)
-	if fs.mon == nil {
-		return
-	}
-	fr.ended = append(fr.ended, endedMonitor{t.String(), fs.mon})
-	if len(fr.ended) > keptEnded {
-		fr.mons.Remove(fr.ended[0].key, fr.ended[0].mon) // no-op if a newer stream replaced it
-		fr.ended = slices.Delete(fr.ended, 0, 1)
-	}
-}
-
-// serve is the front's adbfront.JDWPFunc.
-func (fr *frontRelay) serve(ctx context.Context, client, vm net.Conn, t adbfront.Target) error {
-	defer vm.Close()
-	defer client.Close()
-	srv := fr.acquire(t)
-	defer fr.release(t)
-	var redial func(context.Context) (net.Conn, error)
-	if fr.dialJDWP != nil && t.Serial != "" {
-		redial = func(ctx context.Context) (net.Conn, error) { return fr.dialJDWP(ctx, t) }
-	}
-	return srv.ServeConn(withStreamVM(ctx, vm, redial), client)
 }

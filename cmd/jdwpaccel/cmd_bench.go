@@ -273,7 +273,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		}
 		if err == nil {
 			var closeJournal func() error
-			spec := speculator.Config{Enabled: true, CacheBytes: *cacheBytes, MinRTT: *minRTT, WriteBehind: *writeBehind}
+			spec := speculator.Config{CacheBytes: *cacheBytes, MinRTT: *minRTT, WriteBehind: *writeBehind}
 			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, spec, log)
 			defer func() {
 				if err := closeJournal(); err != nil {
@@ -395,7 +395,7 @@ func benchSoak(ctx context.Context, e *env, log zerolog.Logger, o soakOptions) i
 		fmt.Fprintf(e.stderr, "jdwpaccel bench: building the Java workloads: %v\n", err)
 		return exitError
 	}
-	sp := speculator.New(speculator.Config{Enabled: true, CacheBytes: o.cacheBytes}, log, nil)
+	sp := speculator.New(speculator.Config{CacheBytes: o.cacheBytes}, log, nil)
 	// The soak's sessions follow each other: the process holds one at a
 	// time, under the limit the proxy sets for one (memory.go).
 	if mem := newMemoryLimiter(o.cacheBytes); mem != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/adbfront"
 	"github.com/jdwpaccel/jdwpaccel/bench"
 	"github.com/jdwpaccel/jdwpaccel/internal/adbserver"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
@@ -46,7 +47,7 @@ func adbBenchModes(log zerolog.Logger) map[string]func() (bench.Mode, error) {
 			if _, err := exec.LookPath("adb"); err != nil {
 				return bench.Mode{}, errNoADB
 			}
-			sp := speculator.New(speculator.Config{Enabled: true}, log, nil)
+			sp := speculator.New(speculator.Config{}, log, nil)
 			return bench.Mode{Name: "adb-front", Stats: sp.Stats, Via: func(ctx context.Context, vmAddr string) (string, error) {
 				port, _, err := startBenchADB(ctx, vmAddr, log)
 				if err != nil {
@@ -98,9 +99,19 @@ func startBenchADB(ctx context.Context, vmAddr string, log zerolog.Logger) (int,
 	port := srv.Port
 	context.AfterFunc(ctx, func() {
 		if err := srv.Stop(); err != nil {
-			log.Warn().Err(err).Int("port", port).Msg("cannot stop the bench's adb server")
+			log.Warn().Err(err).Str(logkey.Listen, srv.Addr()).Msg("cannot stop the bench's adb server")
 		}
 	})
+	// failed adds what the adb server printed to err when the server has
+	// died: the likely cause.
+	failed := func(err error) (int, string, error) {
+		select {
+		case <-srv.Exited():
+			return 0, "", fmt.Errorf("%w (the adb server at %s exited; its output:\n%s)", err, srv.Addr(), srv.Output())
+		default:
+			return 0, "", err
+		}
+	}
 	dln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, "", err
@@ -109,12 +120,12 @@ func startBenchADB(ctx context.Context, vmAddr string, log zerolog.Logger) (int,
 	go dev.Serve(ctx, dln) //nolint:errcheck // ends with ctx
 	serial := dln.Addr().String()
 	if _, err := runADBClient(ctx, port, "connect", serial); err != nil {
-		return 0, "", err
+		return failed(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := runADBClient(wctx, port, "-s", serial, "wait-for-device"); err != nil {
-		return 0, "", err
+		return failed(err)
 	}
 	return port, serial, nil
 }
@@ -126,13 +137,12 @@ func startBenchFront(ctx context.Context, upstream int, hooks func(*relay.Sessio
 	if err != nil {
 		return 0, err
 	}
-	srv := relay.NewServer(relay.Config{DialVM: dialStreamVM, DialRetry: -1, NewHooks: hooks, Logger: log})
+	srv := relay.NewServer(relay.Config{NewHooks: hooks, Logger: log})
 	front := adbfront.New(adbfront.Config{
 		Upstream: "127.0.0.1:" + strconv.Itoa(upstream),
 		JDWP: func(ctx context.Context, client, vm net.Conn, _ adbfront.Target) error {
-			defer vm.Close()
 			defer client.Close()
-			return srv.ServeConn(withStreamVM(ctx, vm, nil), client)
+			return srv.ServeWithVM(ctx, client, relay.VMConn{Conn: vm}, nil)
 		},
 		Logger: log,
 	})

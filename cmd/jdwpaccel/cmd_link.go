@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 )
 
 const linkExamples = `
@@ -110,10 +111,10 @@ func cmdLink(ctx context.Context, e *env, args []string) int {
 
 	l, err := link.Listen(ctx, lf.listen, lf.to, lf.cfg, log)
 	if err != nil {
-		log.Error().Err(err).Str("listen", lf.listen).Msg("cannot listen")
+		log.Error().Err(err).Str(logkey.Listen, lf.listen).Msg("cannot listen")
 		return exitError
 	}
-	log.Info().Str("listen", l.Addr().String()).Str("to", lf.to).
+	log.Info().Str(logkey.Listen, l.Addr().String()).Str("to", lf.to).
 		Dur("rtt", lf.cfg.RTT).Dur("jitter", lf.cfg.Jitter).Int64("bandwidth", lf.cfg.Bandwidth).Dur("drop_every", lf.cfg.DropEvery).
 		Msg("link listening")
 	<-ctx.Done()

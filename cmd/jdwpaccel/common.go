@@ -238,11 +238,3 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log zerolog.Log
 func metricsHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 }
-
-func parseDurationFlag(name, v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("bad %s %q: %v", name, v, err)
-	}
-	return d, nil
-}

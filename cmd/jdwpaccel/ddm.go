@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
@@ -68,13 +69,16 @@ func (f *ddmFlags) register(fs *flag.FlagSet) {
 }
 
 // setupDDM starts the DDM holder for the VM at vmAddr and wires it into cfg
-// (cfg.DialVM dials through it). The holder runs until ctx ends. With DDM disabled it
-// changes nothing and returns nil.
-func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) *ddmtap.Holder {
+// (cfg.DialVM dials through it). The holder runs until ctx ends or stop is
+// called; stop ends it (disabling what it enabled on a held connection and
+// closing it) and waits for it: call it once the relay server has
+// returned. With DDM disabled it changes nothing and returns nil and a
+// no-op stop.
+func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) (h *ddmtap.Holder, stop func()) {
 	if f.mode == ddmOff {
-		return nil
+		return nil, func() {}
 	}
-	h := ddmtap.NewHolder(ddmtap.HolderConfig{
+	h = ddmtap.NewHolder(ddmtap.HolderConfig{
 		Addr:             vmAddr,
 		KnownDDM:         f.mode == ddmForce,
 		Logger:           log,
@@ -84,8 +88,16 @@ func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
 	cfg.DialVM = h.Dial // the held connection, with the DDM tap as its hooks
-	go h.Run(ctx)       //nolint:errcheck // Run returns nil when ctx ends
-	return h
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Run(hctx) //nolint:errcheck // Run returns nil when hctx ends
+	}()
+	return h, func() {
+		cancel()
+		<-done
+	}
 }
 
 // ddmVMs gives each VM discovery finds its own DDM holder and monitor.
@@ -187,8 +199,17 @@ func cmdFakeVM(ctx context.Context, e *env, args []string) int {
 		log.Error().Err(err).Str(relay.LogListen, listen).Msg("cannot listen")
 		return exitError
 	}
-	fmt.Fprintf(e.stdout, "fake %s VM listening on %s\n", p, vm.Addr())
-	if err := vm.Serve(ctx); err != nil {
+	ths := vm.Threads()
+	names := make([]string, len(ths))
+	for i, th := range ths {
+		names[i] = th.Name
+	}
+	fmt.Fprintf(e.stdout, "fake %s VM listening on %s, with %d threads (%s)\n", p, vm.Addr(), len(ths), strings.Join(names, ", "))
+	err = vm.Serve(ctx)
+	st := vm.Stats()
+	log.Info().Int("connections", st.Connections).Int("non_ddm_packets", st.NonDDMPackets).Int("gcs", st.GCs).
+		Int("live_threads", st.LiveThreads).Msg("fake VM served")
+	if err != nil {
 		log.Error().Err(err).Msg("fake VM stopped")
 		return exitError
 	}

@@ -4,52 +4,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/demo"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/web"
 )
-
-// TestSelfCommand: the by-hand instructions name a command that works as
-// printed: go run under go run, the bare name when PATH finds this very
-// executable, else its path.
-func TestSelfCommand(t *testing.T) {
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "jdwpaccel")
-	other := filepath.Join(dir, "other")
-	for _, p := range []string{exe, other} {
-		if err := os.WriteFile(p, []byte("x"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	found := func(p string) func(string) (string, error) {
-		return func(string) (string, error) { return p, nil }
-	}
-	notFound := func(string) (string, error) { return "", errors.New("not found") }
-	for _, tc := range []struct {
-		name, exe string
-		look      func(string) (string, error)
-		want      string
-	}{
-		{"go run", "/tmp/go-build123/b001/exe/jdwpaccel", found(exe), "go run ./cmd/jdwpaccel"},
-		{"installed", exe, found(exe), "jdwpaccel"},
-		{"another on PATH", other, found(exe), other},
-		{"not on PATH", exe, notFound, exe},
-	} {
-		if got := selfCommandFor(tc.exe, tc.look); got != tc.want {
-			t.Errorf("%s: selfCommandFor(%q) = %q, want %q", tc.name, tc.exe, got, tc.want)
-		}
-	}
-}
 
 func getSnapshot(t *testing.T, url string) web.Snapshot {
 	t.Helper()
@@ -108,7 +74,7 @@ func TestDemoKeepTwoDebuggers(t *testing.T) {
 	}
 
 	s := getSnapshot(t, url)
-	if len(s.VMs) != 2 || s.VMs[0].ID != demoJVMID || !strings.Contains(s.VMs[1].App, "simulated (fake DDM VM)") {
+	if len(s.VMs) != 2 || s.VMs[0].ID != demo.JVMID || !strings.Contains(s.VMs[1].App, "simulated (fake DDM VM)") {
 		t.Errorf("page VMs %+v: want the demo's JVM first, then the simulated VM", s.VMs)
 	}
 	if !strings.Contains(s.VMs[0].App, "kept") {
@@ -148,8 +114,8 @@ func TestDemoKeepTwoDebuggers(t *testing.T) {
 		t.Errorf("the kept run's figures show no hits after two debuggers: %+v", s.Accel)
 	}
 	// The JVM's threads come from the latest debugger's conversation.
-	if s.VMs[0].Threads != web.ThreadsJDWP || len(s.Threads[demoJVMID]) < 20 {
-		t.Errorf("the demo JVM's threads: %q, %d rows", s.VMs[0].Threads, len(s.Threads[demoJVMID]))
+	if s.VMs[0].Threads != web.ThreadsJDWP || len(s.Threads[demo.JVMID]) < 20 {
+		t.Errorf("the demo JVM's threads: %q, %d rows", s.VMs[0].Threads, len(s.Threads[demo.JVMID]))
 	}
 }
 

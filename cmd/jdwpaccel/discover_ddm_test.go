@@ -11,10 +11,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/discover"
-	"github.com/jdwpaccel/jdwpaccel/discover/adbtest"
+	"github.com/jdwpaccel/jdwpaccel/internal/adbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -265,5 +267,32 @@ func TestDDMVMsStart(t *testing.T) {
 		if n := len(d.mons.List()); n != 0 {
 			t.Errorf("%s: %d monitors after stop", c.kind, n)
 		}
+	}
+}
+
+// TestSetupDDMStopJoinsHolder: the single-VM DDM holder's stop ends its
+// monitoring and returns only once the holder has shut down (its DDM
+// connection closed), so an exiting proxy does not cut the shutdown off.
+func TestSetupDDMStopJoinsHolder(t *testing.T) {
+	vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: fakevm.Dalvik, Threads: 2, Logger: zerolog.Nop()})
+	var cfg relay.Config
+	f := ddmFlags{mode: ddmForce, poll: time.Hour, timeout: 5 * time.Second, reconnect: time.Second}
+	h, stop := setupDDM(context.Background(), zerolog.Nop(), prometheus.NewRegistry(), vm.Addr(), f, &cfg)
+	if h == nil || cfg.DialVM == nil {
+		t.Fatalf("holder %v, dialling through it %v", h, cfg.DialVM != nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jdwptest.Timeout)
+	defer cancel()
+	if _, err := h.Monitor().Wait(ctx, func(s ddmtap.Snapshot) bool { return s.Connected }); err != nil {
+		t.Fatalf("the holder never connected: %v", err)
+	}
+	stop()
+	if h.Monitor().Snapshot().Connected {
+		t.Error("stop returned while the holder's DDM connection was still up")
+	}
+	if _, stopOff := setupDDM(context.Background(), zerolog.Nop(), prometheus.NewRegistry(), vm.Addr(), ddmFlags{mode: ddmOff}, &cfg); stopOff == nil {
+		t.Error("setupDDM without DDM returned a nil stop")
+	} else {
+		stopOff()
 	}
 }

@@ -65,3 +65,21 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestFakeVMCommand: "jdwpaccel fakevm" says where it listens and which
+// threads it starts with, and logs what it served when it stops.
+func TestFakeVMCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // serve nothing: stop at once
+	var o, e bytes.Buffer
+	code := run(ctx, []string{"fakevm", "--listen", "127.0.0.1:0", "--threads", "2", "--churn", "0", "--gc", "0"}, &env{stdout: &o, stderr: &e})
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, e.String())
+	}
+	if !strings.Contains(o.String(), "with 3 threads (main, ") {
+		t.Errorf("stdout %q does not list main and 2 more threads", o.String())
+	}
+	if !strings.Contains(e.String(), "fake VM served") || !strings.Contains(e.String(), `"connections":0`) {
+		t.Errorf("stderr %q lacks the served counters", e.String())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/discover"
@@ -38,7 +39,7 @@ type proxyFlags struct {
 	speculate   bool
 	writeBehind bool
 	cacheBytes  int64
-	minRTT      string
+	minRTT      time.Duration
 	learnFile   string
 	journalList stringList
 	journalFmt  string
@@ -59,7 +60,7 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	p.link.registerNear(fs)
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:8700", "where debuggers connect, `ADDR` (port 0 picks a free port and logs it)")
 	p.registerRelay(fs, vmsDefaultHTTPAddr, "serve the live monitor page, JSON API (also used by \"jdwpaccel vms\" and \"select\") and /metrics at http://`ADDR`/ (loopback unless --allow-remote; empty: off)")
-	fs.StringVar(&p.minRTT, "speculate-min-rtt", "0s", "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
+	fs.DurationVar(&p.minRTT, "speculate-min-rtt", 0, "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
 	fs.BoolVar(&p.writeBehind, "write-behind", true, "with --speculate, answer EventRequest.Set/Clear and resumes at once when the VM's reply is proven, and send them on pipelined; a VM that answers otherwise ends the session")
 	p.vms.register(fs)
 }
@@ -67,7 +68,6 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 // registerRelay registers the flags the proxy and the far end share: the
 // relay, its speculator, journal, DDM monitor, HTTP servers and logs.
 func (p *proxyFlags) registerRelay(fs *flag.FlagSet, httpDefault, httpHelp string) {
-	p.minRTT = "0s"
 	fs.BoolVar(&p.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (anyone who connects controls the VM)")
 	fs.StringVar(&p.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (loopback unless --allow-remote)")
 	fs.StringVar(&p.httpAddr, "http-addr", httpDefault, httpHelp)
@@ -113,18 +113,20 @@ Examples:
 
 // stack is a relay configuration with every feature the flags ask for.
 type stack struct {
-	cfg     relay.Config
-	reg     *prometheus.Registry
-	spec    *speculator.Speculator // nil with --speculate=false
-	holder  *ddmtap.Holder         // nil with --ddm=false or discovery
-	vmDDM   *ddmVMs                // with discovery: per-VM holders; nil with --ddm=false
-	journal *journal.Journal       // nil without --journal
-	tracker *web.SessionTracker
-	convo   *convo.Watcher    // threads and stacks from the debuggers' conversations
-	vmSpec  string            // --vm
-	manager *discover.Manager // with discovery, once runProxy made it; before serve
-	near    *split.NearConfig // with --far: how the near end reaches the far end
-	tunnel  *tunnel.Tunnel    // with --far-tunnel: the tunnel to the far end, run by runProxy
+	cfg    relay.Config
+	reg    *prometheus.Registry
+	spec   *speculator.Speculator // nil with --speculate=false
+	holder *ddmtap.Holder         // nil with --ddm=false or discovery
+	// stopHolder ends holder and waits for it (setupDDM); nil without one.
+	stopHolder func()
+	vmDDM      *ddmVMs          // with discovery: per-VM holders; nil with --ddm=false
+	journal    *journal.Journal // nil without --journal
+	tracker    *web.SessionTracker
+	convo      *convo.Watcher    // threads and stacks from the debuggers' conversations
+	vmSpec     string            // --vm
+	manager    *discover.Manager // with discovery, once runProxy made it; before serve
+	near       *split.NearConfig // with --far: how the near end reaches the far end
+	tunnel     *tunnel.Tunnel    // with --far-tunnel: the tunnel to the far end, run by runProxy
 	// observers makes the hooks of a session but its speculator's.
 	observers    func(*relay.Session) relay.Hooks
 	pushMetrics  *push.Metrics  // registered by pushConfig
@@ -164,11 +166,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		Metrics:       relay.NewMetrics(st.reg),
 	}
 	if pf.speculate {
-		minRTT, err := parseDurationFlag("--speculate-min-rtt", pf.minRTT)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		st.spec = speculator.New(speculator.Config{Enabled: true, CacheBytes: pf.cacheBytes, MinRTT: minRTT, LearnFile: pf.learnFile, WriteBehind: pf.writeBehind},
+		st.spec = speculator.New(speculator.Config{CacheBytes: pf.cacheBytes, MinRTT: pf.minRTT, LearnFile: pf.learnFile, WriteBehind: pf.writeBehind},
 			log.With().Str(relay.LogComponent, "speculator").Logger(), speculator.NewMetrics(st.reg))
 	}
 	j, err := pf.openJournal(log, st.reg)
@@ -227,7 +225,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		}
 		return st, nil
 	}
-	st.holder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
+	st.holder, st.stopHolder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
 	st.cfg.DialVM = explainDial(st.cfg.DialVM, pf.vm)
 	return st, nil
 }
@@ -386,6 +384,9 @@ func withStack(ctx context.Context, e *env, name string, pf *proxyFlags, log zer
 		return exitError
 	}
 	code := run(ctx, st)
+	if st.stopHolder != nil {
+		st.stopHolder() // the relay server has returned: the holder's clean shutdown
+	}
 	if st.journal != nil {
 		if err := st.journal.Close(); err != nil {
 			log.Error().Err(err).Msg("journal not written completely")

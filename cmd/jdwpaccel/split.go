@@ -57,7 +57,7 @@ func nearChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Sessi
 // its speculation figures both ends' (what the VM was asked on the
 // proxies' own behalf), and the bytes the far end pushed.
 func splitMode(name string, spec speculator.Config, log zerolog.Logger) bench.Mode {
-	far := speculator.New(speculator.Config{Enabled: true, CacheBytes: spec.CacheBytes}, log, nil)
+	far := speculator.New(speculator.Config{CacheBytes: spec.CacheBytes}, log, nil)
 	near := speculator.New(spec, log, nil)
 	pc := push.Config{Counters: new(push.Counters)}
 	stats := func() speculator.Stats {

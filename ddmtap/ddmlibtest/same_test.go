@@ -67,7 +67,7 @@ func TestDdmlibSameThroughProxy(t *testing.T) {
 			dLogs, dState := ddmlibSession(t, direct.Addr(), direct)
 
 			behind := jdwptest.StartDDMVM(t, vmConfig(prof))
-			spec := speculator.New(speculator.Config{Enabled: true}, zerolog.Nop(), nil)
+			spec := speculator.New(speculator.Config{}, zerolog.Nop(), nil)
 			mon, addr := startProxyHooks(t, behind.Addr(), spec.Hooks)
 			waitMon(t, mon, "identity", func(s ddmtap.Snapshot) bool { return s.Identity.DDM == ddmtap.DDMYes })
 			pLogs, pState := ddmlibSession(t, addr, behind)

@@ -14,7 +14,7 @@ import (
 )
 
 // These tests check the fake VM's bytes against fixtures written by hand
-// from the reference's layout tables (ddm-protocol.md §1.1, §2, §4), not
+// from the reference's layout tables (ddm/PROTOCOL.md §1.1, §2, §4), not
 // through the ddm codec.
 
 func unhex(t *testing.T, s string) []byte {

@@ -23,16 +23,33 @@ import (
 const Timeout = 15 * time.Second
 
 // Buffer is a bytes.Buffer safe for concurrent use: a command's output
-// written by one goroutine and read by the test.
+// written by one goroutine and read by the test, which can wait for what
+// it expects with Await(t, what, buf.Changed, cond).
 type Buffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
+	mu      sync.Mutex // guards b and changed
+	b       bytes.Buffer
+	changed chan struct{} // closed by the next Write; nil until asked for
 }
 
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
 	return b.b.Write(p)
+}
+
+// Changed returns a channel closed by the next Write: the change signal
+// for Await.
+func (b *Buffer) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
 }
 
 // Bytes returns a copy of what was written so far.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
@@ -168,5 +169,49 @@ func TestAwait(t *testing.T) {
 	})
 	if checks > 4 {
 		t.Fatalf("cond checked %d times for 3 changes: polled", checks)
+	}
+}
+
+// TestVMHoldRelease: a held VM records commands (Count, Changed) but
+// answers none; Release answers them in order, and later commands as they
+// come.
+func TestVMHoldRelease(t *testing.T) {
+	vm := StartVM(t, Script{Default: Body([]byte("x"))})
+	d, err := Attach(vm.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
+		t.Fatal(err)
+	}
+	vm.Hold()
+	var ids []uint32
+	for range 3 {
+		id, err := d.Send(jdwp.CmdVirtualMachineAllThreads, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	Await(t, "3 AllThreads recorded", vm.Changed, func() (bool, string) {
+		n := vm.Count(jdwp.CmdVirtualMachineAllThreads)
+		return n == 3, fmt.Sprint(n)
+	})
+	if p, err := d.NextWithin(100 * time.Millisecond); err == nil {
+		t.Fatalf("a held VM answered: %v", p)
+	}
+	vm.Release()
+	for _, id := range ids {
+		p, err := d.Next()
+		if err != nil || !p.IsReply() || p.ID() != id {
+			t.Fatalf("after Release: %v, %v; want the reply to %d", p, err, id)
+		}
+	}
+	if p, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil || string(p.Body()) != "x" {
+		t.Fatalf("after Release: %v, %v", p, err)
+	}
+	if n := vm.Count(jdwp.CmdVirtualMachineVersion); n != 2 {
+		t.Errorf("Count(Version) = %d, want 2", n)
 	}
 }

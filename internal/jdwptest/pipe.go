@@ -1,10 +1,7 @@
 package jdwptest
 
 import (
-	"fmt"
 	"net"
-	"os"
-	"syscall"
 	"testing"
 )
 
@@ -39,28 +36,4 @@ func Pipe(t testing.TB, name string) (a, b net.Conn) {
 	}
 	t.Cleanup(func() { a.Close(); b.Close() })
 	return a, b
-}
-
-func pipe(name string) (a, b net.Conn, err error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("socketpair: %w", err)
-	}
-	conns := [2]net.Conn{}
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), name)
-		c, err := net.FileConn(f) // dups fd
-		f.Close()
-		if err != nil {
-			if i == 1 {
-				conns[0].Close()
-			} else {
-				syscall.Close(fds[1])
-			}
-			return nil, nil, fmt.Errorf("socketpair: %w", err)
-		}
-		conns[i] = c
-	}
-	an, bn := pipeAddr(name+"-a"), pipeAddr(name+"-b")
-	return &pipeConn{conns[0].(*net.UnixConn), an, bn}, &pipeConn{conns[1].(*net.UnixConn), bn, an}, nil
 }

@@ -30,9 +30,10 @@ type Script struct {
 	Default ReplyFunc
 	// Delay is how long the VM takes to answer each command.
 	Delay time.Duration
-	// After, when set, runs after each reply is written, on the
-	// connection's goroutine: to send events after a resume, say. An
-	// error ends the connection.
+	// After, when set, runs after each reply is written, on the goroutine
+	// that answered (the connection's, or Release's for commands that
+	// arrived while the VM was held): to send events after a resume, say.
+	// An error ends the connection.
 	After func(c *Conn, cmd jdwp.Packet) error
 	// Unrecorded keeps no commands (Commands returns none) and makes the
 	// VM allocate nothing per command, for benchmarks that count
@@ -41,15 +42,19 @@ type Script struct {
 }
 
 // VM is a scripted JDWP VM: it accepts the handshake, answers commands
-// from its Script and records them, and can send events.
+// from its Script and records them, and can send events. Held (Hold), it
+// goes on reading and recording commands but answers none until Release,
+// as a VM busy elsewhere would; then it answers them in order.
 type VM struct {
 	script Script
 	ln     net.Listener // nil unless started with StartVM
 
-	mu    sync.Mutex // guards conns and cmds
-	conns map[*Conn]bool
-	cmds  []jdwp.Packet
-	wg    sync.WaitGroup // the accept loop and the connections
+	mu      sync.Mutex // guards conns, cmds, held, changed and each Conn's pend and draining
+	conns   map[*Conn]bool
+	cmds    []jdwp.Packet
+	held    bool
+	changed chan struct{}  // closed and replaced when a command is recorded
+	wg      sync.WaitGroup // the accept loop and the connections
 }
 
 // Conn is one debugger connection of a VM. Its writes do not interleave.
@@ -57,6 +62,12 @@ type Conn struct {
 	c      net.Conn
 	mu     sync.Mutex // serialises writes and guards queued
 	queued []byte     // replies held back while more commands are buffered (queue)
+
+	// pend are the commands read while the VM was held (or while earlier
+	// ones were being answered after a Release), in order; draining says
+	// Release is answering them. Both guarded by the VM's mu.
+	pend     []jdwp.Packet
+	draining bool
 }
 
 // Write writes one packet, after the replies queued before it.
@@ -96,7 +107,7 @@ func (c *Conn) flushLocked() error {
 
 // NewVM returns a VM following s; serve connections with Serve.
 func NewVM(s Script) *VM {
-	return &VM{script: s, conns: map[*Conn]bool{}}
+	return &VM{script: s, conns: map[*Conn]bool{}, changed: make(chan struct{})}
 }
 
 // StartVM returns a VM following s, listening on a loopback port, closed
@@ -165,35 +176,128 @@ func (vm *VM) Serve(nc net.Conn) error {
 			p = p.Clone()
 			vm.mu.Lock()
 			vm.cmds = append(vm.cmds, p)
+			vm.notifyLocked()
+			if vm.held || c.draining || len(c.pend) > 0 {
+				c.pend = append(c.pend, p) // answered by Release, in order
+				vm.mu.Unlock()
+				continue
+			}
 			vm.mu.Unlock()
-		}
-		if vm.script.Delay > 0 {
-			time.Sleep(vm.script.Delay)
-		}
-		f := vm.script.Replies[p.Cmd()]
-		if f == nil {
-			f = vm.script.Default
-		}
-		var code jdwp.ErrorCode
-		var body []byte
-		if f != nil {
-			code, body = f(p)
 		}
 		// The replies to the commands already here go out in one write,
 		// as a busy agent's share TCP segments.
-		out = jdwp.AppendReply(out[:0], p.ID(), code, body)
-		c.queue(out)
-		if !r.HasPacket() {
-			if err := c.flush(); err != nil {
-				return err
-			}
-		}
-		if vm.script.After != nil {
-			if err := vm.script.After(c, p); err != nil {
-				return err
-			}
+		if out, err = vm.answer(c, p, out, !r.HasPacket()); err != nil {
+			return err
 		}
 	}
+}
+
+// answer replies to p on c (with the replies queued before it, when
+// flush), then runs the script's After. out is scratch space, returned.
+func (vm *VM) answer(c *Conn, p jdwp.Packet, out []byte, flush bool) ([]byte, error) {
+	if vm.script.Delay > 0 {
+		time.Sleep(vm.script.Delay)
+	}
+	f := vm.script.Replies[p.Cmd()]
+	if f == nil {
+		f = vm.script.Default
+	}
+	var code jdwp.ErrorCode
+	var body []byte
+	if f != nil {
+		code, body = f(p)
+	}
+	out = jdwp.AppendReply(out[:0], p.ID(), code, body)
+	c.queue(out)
+	if flush {
+		if err := c.flush(); err != nil {
+			return out, err
+		}
+	}
+	if vm.script.After != nil {
+		if err := vm.script.After(c, p); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (vm *VM) notifyLocked() {
+	close(vm.changed)
+	vm.changed = make(chan struct{})
+}
+
+// Hold makes the VM answer no command until Release; it still reads and
+// records them (Commands, Count). Not for an Unrecorded VM.
+func (vm *VM) Hold() {
+	vm.mu.Lock()
+	vm.held = true
+	vm.mu.Unlock()
+}
+
+// Release answers, in order, the commands that arrived while the VM was
+// held, then lets it answer as they come again. A connection whose
+// answer fails is closed.
+func (vm *VM) Release() {
+	vm.mu.Lock()
+	vm.held = false
+	conns := make([]*Conn, 0, len(vm.conns))
+	for c := range vm.conns {
+		if len(c.pend) > 0 && !c.draining {
+			c.draining = true
+			conns = append(conns, c)
+		}
+	}
+	vm.mu.Unlock()
+	for _, c := range conns {
+		vm.drain(c)
+	}
+}
+
+// drain answers c's pending commands; c.draining is set.
+func (vm *VM) drain(c *Conn) {
+	var out []byte
+	for {
+		vm.mu.Lock()
+		if len(c.pend) == 0 || vm.held {
+			c.draining = false
+			vm.mu.Unlock()
+			return
+		}
+		p := c.pend[0]
+		c.pend = c.pend[1:]
+		last := len(c.pend) == 0
+		vm.mu.Unlock()
+		var err error
+		if out, err = vm.answer(c, p, out, last); err != nil {
+			c.c.Close()
+			vm.mu.Lock()
+			c.pend, c.draining = nil, false
+			vm.mu.Unlock()
+			return
+		}
+	}
+}
+
+// Count is how many commands c the VM received so far.
+func (vm *VM) Count(c jdwp.Cmd) int {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	n := 0
+	for _, p := range vm.cmds {
+		if p.Cmd() == c {
+			n++
+		}
+	}
+	return n
+}
+
+// Changed is closed when the VM next records a command: a signal to
+// Await on, then read Commands or Count.
+func (vm *VM) Changed() <-chan struct{} {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.changed
 }
 
 // Send writes p (an event, say) to every open connection.

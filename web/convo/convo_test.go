@@ -115,30 +115,6 @@ func TestConversation(t *testing.T) {
 	}
 }
 
-func TestIsStop(t *testing.T) {
-	for _, tc := range []struct {
-		kind   jdwp.EventKind
-		policy jdwp.SuspendPolicy
-		want   bool
-	}{
-		{jdwp.EventBreakpoint, jdwp.SuspendAll, true},
-		{jdwp.EventSingleStep, jdwp.SuspendEventThread, true},
-		{jdwp.EventMethodEntry, jdwp.SuspendAll, true},
-		{jdwp.EventMethodExitWithReturnValue, jdwp.SuspendAll, true},
-		{jdwp.EventException, jdwp.SuspendAll, true},
-		{jdwp.EventFieldModification, jdwp.SuspendAll, true},
-		{jdwp.EventBreakpoint, jdwp.SuspendNone, false},
-		{jdwp.EventThreadStart, jdwp.SuspendAll, false},
-		{jdwp.EventClassPrepare, jdwp.SuspendAll, false},
-		{jdwp.EventVMStart, jdwp.SuspendAll, false},
-	} {
-		c := jdwp.Composite{SuspendPolicy: tc.policy, Events: []jdwp.Event{{Kind: tc.kind}}}
-		if got := IsStop(&c); got != tc.want {
-			t.Errorf("IsStop(%v, %v) = %v", tc.kind, tc.policy, got)
-		}
-	}
-}
-
 func TestClassName(t *testing.T) {
 	for sig, want := range map[string]string{"Lcom/x/Main;": "com.x.Main", "[I": "int[]", "[[Ljava/lang/String;": "java.lang.String[][]", "": ""} {
 		if got := ClassName(sig); got != want {

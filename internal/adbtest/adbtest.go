@@ -1,6 +1,6 @@
 // Package adbtest owns a test adb server: it speaks the adb host protocol
-// (4 hex digits of length, then the request; OKAY, or FAIL and a
-// length-prefixed message) for the requests jdwpaccel's adb client makes
+// (framed by adbwire: 4 hex digits of length, then the request; OKAY, or
+// FAIL and a length-prefixed message) for the requests jdwpaccel's adb client makes
 // (host:version, host:devices, host:track-devices, host:transport:SERIAL,
 // host:transport-any, and on a device track-jdwp, jdwp:PID and
 // shell:cat /proc/PID/cmdline), with fake devices whose processes' JDWP
@@ -10,6 +10,7 @@
 package adbtest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 )
 
 // Proc is a debuggable process of a fake device.
@@ -161,45 +164,32 @@ func (s *Server) accept() {
 	}
 }
 
-// readRequest reads one request, checking its framing: exactly 4 hex
-// digits, a non-zero length, and the whole payload.
+// readRequest reads one request, checking its framing (adbwire's: 4 hex
+// digits, a non-zero length, and the whole payload); a violation is
+// recorded.
 func (s *Server) readRequest(c net.Conn) (string, error) {
-	var h [4]byte
-	if _, err := io.ReadFull(c, h[:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			return "", err
+	var raw bytes.Buffer
+	req, err := adbwire.ReadRequest(io.TeeReader(c, &raw))
+	if err != nil {
+		if raw.Len() > 0 || !errors.Is(err, io.EOF) {
+			s.fail(fmt.Errorf("request %q: %w", raw.Bytes(), err))
 		}
-		s.fail(fmt.Errorf("short length prefix: %w", err))
-		return "", err
-	}
-	n, err := strconv.ParseUint(string(h[:]), 16, 16)
-	if err != nil || strings.ContainsAny(string(h[:]), "+-xX") {
-		s.fail(fmt.Errorf("length prefix %q is not 4 hex digits", h[:]))
-		return "", errors.New("bad prefix")
-	}
-	if n == 0 {
-		s.fail(errors.New("empty request"))
-		return "", errors.New("empty request")
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(c, b); err != nil {
-		s.fail(fmt.Errorf("request shorter than its prefix %q says: %w", h[:], err))
 		return "", err
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, string(h[:])+string(b))
+	s.requests = append(s.requests, raw.String())
 	s.mu.Unlock()
-	return string(b), nil
+	return req, nil
 }
 
-func okay(c net.Conn) error { _, err := io.WriteString(c, "OKAY"); return err }
+func okay(c net.Conn) error { _, err := io.WriteString(c, adbwire.Okay); return err }
 
 func failMsg(c net.Conn, msg string) {
-	fmt.Fprintf(c, "FAIL%04x%s", len(msg), msg)
+	c.Write(adbwire.AppendFail(nil, msg)) //nolint:errcheck // the client may be gone
 }
 
 func message(c net.Conn, payload string) error {
-	_, err := fmt.Fprintf(c, "%04x%s", len(payload), payload)
+	_, err := c.Write(adbwire.AppendMessage(nil, payload))
 	return err
 }
 

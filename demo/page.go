@@ -1,4 +1,10 @@
-package main
+// Package demo owns what "jdwpaccel demo" shows besides the benchmark's
+// comparison: the live page's source (Page: the demo's real JVM, a
+// simulated DDM VM, each run's sessions and figures), the fake Android VM
+// that feeds the page's DDM views, the kept setup for the user's IDE
+// (Keep) and the instructions to attach one (PrintAttachHelp). The command
+// in cmd/jdwpaccel wires them to its proxy stack.
+package demo
 
 import (
 	"slices"
@@ -10,30 +16,30 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/web/convo"
 )
 
-// demoJVMID is the page's ID of the demo's real debuggee JVM.
-const demoJVMID = "deep-jvm"
+// JVMID is the page's ID of the demo's real debuggee JVM.
+const JVMID = "deep-jvm"
 
-// demoFakeAppName names the fake DDM VM that feeds the page's thread and
-// heap views: it is not the demo's debuggee, and says so.
-const demoFakeAppName = "simulated (fake DDM VM) com.example.demo"
+// FakeAppName names the fake DDM VM that feeds the page's thread and heap
+// views: it is not the demo's debuggee, and says so.
+const FakeAppName = "simulated (fake DDM VM) com.example.demo"
 
-// demoPage is the live page's source for the demo. The demo runs twice
+// Page is the live page's source for the demo. The demo runs twice
 // through one speculator: the comparison, then (with --keep) the VM kept
 // for the user's IDE. The page shows the demo's real JVM first, then the
 // simulated DDM VM; the accelerator's figures of the current run only; and
 // every run's sessions, numbered across runs (each run has its own relay
 // server, which numbers its sessions from 1).
-type demoPage struct {
+type Page struct {
 	*web.DDMSource // the VMs, threads, stacks and heap (its Served is p.served)
 	spec           *speculator.Speculator
 	convo          *convo.Watcher // the debuggee's threads, from the runs' conversations
 
 	mu   sync.Mutex // guards runs
-	runs []*demoRun // the current run last
+	runs []*run     // the current run last
 }
 
-// demoRun is one run's figures.
-type demoRun struct {
+// run is one run's figures.
+type run struct {
 	label   string
 	tracker *web.SessionTracker
 	base    speculator.Stats // the speculator's counters when the run started
@@ -43,18 +49,21 @@ type demoRun struct {
 	vmAddr string     // where the run's latest session reached the VM
 }
 
-func newDemoPage(ddm *web.DDMSource, spec *speculator.Speculator) *demoPage {
-	p := &demoPage{DDMSource: ddm, spec: spec, convo: convo.NewWatcher(func(*relay.Session) string { return demoJVMID })}
+// NewPage returns the page's source over ddm (the simulated VM's
+// monitors), whose Served, Conversation and SessionsFunc it sets, and spec
+// (nil: no accelerator figures).
+func NewPage(ddm *web.DDMSource, spec *speculator.Speculator) *Page {
+	p := &Page{DDMSource: ddm, spec: spec, convo: convo.NewWatcher(func(*relay.Session) string { return JVMID })}
 	ddm.Served = p.served
 	ddm.Conversation = p.convo
 	ddm.SessionsFunc = p.Sessions
 	return p
 }
 
-// startRun begins a run labelled label and returns the relay hooks for its
+// StartRun begins a run labelled label and returns the relay hooks for its
 // sessions: the speculator and the run's session tracker.
-func (p *demoPage) startRun(label string) func(*relay.Session) relay.Hooks {
-	r := &demoRun{label: label, tracker: web.NewSessionTracker()}
+func (p *Page) StartRun(label string) func(*relay.Session) relay.Hooks {
+	r := &run{label: label, tracker: web.NewSessionTracker()}
 	if p.spec != nil {
 		r.base = p.spec.Stats()
 	}
@@ -64,7 +73,7 @@ func (p *demoPage) startRun(label string) func(*relay.Session) relay.Hooks {
 			r.vmAddr = a.String()
 			r.mu.Unlock()
 		}
-		return demoJVMID
+		return JVMID
 	}
 	p.mu.Lock()
 	for _, prev := range p.runs {
@@ -83,7 +92,7 @@ func (p *demoPage) startRun(label string) func(*relay.Session) relay.Hooks {
 	}
 }
 
-func (p *demoPage) current() *demoRun {
+func (p *Page) current() *run {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.runs) == 0 {
@@ -93,9 +102,9 @@ func (p *demoPage) current() *demoRun {
 }
 
 // served lists the demo's JVM, then the simulated VM (DDMSource.Served).
-func (p *demoPage) served() []web.VM {
+func (p *Page) served() []web.VM {
 	jvm := web.VM{
-		ID: demoJVMID, App: "Deep (OpenJDK), the demo's debuggee", Kind: "demo",
+		ID: JVMID, App: "Deep (OpenJDK), the demo's debuggee", Kind: "demo",
 		Status: "HotSpot speaks no DDM: its threads come from the debugger's own conversation; the simulated VM (in the VM menu) shows the DDM thread and heap views",
 	}
 	if r := p.current(); r != nil {
@@ -114,7 +123,7 @@ func (p *demoPage) served() []web.VM {
 }
 
 // Accel implements web.Source: the current run's figures.
-func (p *demoPage) Accel() web.AccelStats {
+func (p *Page) Accel() web.AccelStats {
 	r := p.current()
 	var a web.AccelStats
 	if p.spec != nil {
@@ -134,7 +143,7 @@ func (p *demoPage) Accel() web.AccelStats {
 
 // Sessions implements web.Source: the current run's sessions first, each
 // numbered across runs.
-func (p *demoPage) Sessions() []web.Session {
+func (p *Page) Sessions() []web.Session {
 	p.mu.Lock()
 	runs := slices.Clone(p.runs)
 	p.mu.Unlock()

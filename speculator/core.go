@@ -1,0 +1,213 @@
+package speculator
+
+import (
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// core is what a session's parts share: the explicit inputs every part is
+// built with (see the package doc). Each piece has one owner type with its
+// own invariants; core adds only the gates every speculation passes
+// (submitSpec, sendOwn) and the accounting of speculation's use. Guarded
+// by session.mu, like everything the parts hold.
+type core struct {
+	sp    *Speculator
+	log   zerolog.Logger
+	facts facts       // the VM's state as known: validity, suspension, safe IDs
+	cache *replyCache // the replies, by key
+	learn learner     // what the debugger asks, stop after stop; the current stop
+	disp  dispatcher  // speculation in flight or queued; the output to the VM
+	data  dataPool    // cmdData kept with commands in flight (slot)
+	push  pushSeams   // mode and tap (export.go)
+
+	// canSend says the relay session has a VM connection to send on (a
+	// unit test's may have none).
+	canSend bool
+	// ownSpecs are the attach's own commands (prefetch, replay, and the
+	// prepare rule's while recording): their use is the attach's
+	// (AttachUse). prevUse is the last attach's, from the profile (hasPrev).
+	ownSpecs []*spec
+	prevUse  float64
+	hasPrev  bool
+
+	// out is the outbox of the relay's turn in progress (relay.Frame.Out,
+	// or relay.Session.Do's), set by each entry point for its duration
+	// (session.lock): whatever a part sends goes there.
+	out *relay.Outbox
+
+	pbuf     []byte // speculative command parameters
+	belayBuf []byte // belayed answers
+	closed   bool
+	began    time.Time // when the session started (first seconds are logged)
+}
+
+// LowRTT is the round trip under which wasted speculation costs about as
+// much VM time as used speculation saves; there, speculation pauses while
+// more than maxWaste of it goes unused (probing again every 8th stop).
+const (
+	LowRTT   = 2 * time.Millisecond
+	maxWaste = 0.3
+)
+
+// speculating reports whether speculative commands are worth sending now.
+func (c *core) speculating() bool {
+	if spec, forced := c.forcedSpeculation(); forced || c.closed {
+		return spec && !c.closed
+	}
+	rtt := c.disp.rtt.min()
+	if floor := c.sp.cfg.MinRTT; floor > 0 && rtt < floor {
+		return false
+	}
+	if c.learn.waste > maxWaste && rtt < LowRTT && c.learn.ep.serial%8 != 0 {
+		return false
+	}
+	return true
+}
+
+// forcedSpeculation is the mode's answer to whether to speculate, and
+// whether the mode decides it (ModeAdaptive leaves it to the gates).
+func (c *core) forcedSpeculation() (speculate, forced bool) {
+	switch c.push.mode {
+	case ModeAlways:
+		return !c.closed, true
+	case ModeNear:
+		if c.push.unpushed {
+			return false, false
+		}
+		return false, true
+	case ModeNever:
+		return false, true
+	}
+	return false, false
+}
+
+// recording says whether the debugger's commands are part of its attach:
+// until its first stop at a location ended.
+func (c *core) recording() bool { return c.learn.serial <= 1 }
+
+// attachAllowed reports whether the attach may send commands of its own:
+// not in a session that sends nothing of its own (ModeNever; ModeNear
+// does at attach), not with a floor on the RTT (unknown yet at attach),
+// and on a fast link only while the profile's replay was mostly used.
+func (c *core) attachAllowed() bool {
+	if spec, forced := c.forcedSpeculation(); c.closed || forced && !spec && c.push.mode != ModeNear || c.sp.cfg.MinRTT > 0 {
+		return false
+	}
+	if c.hasPrev && c.prevUse < maxWaste && c.disp.rtt.min() < LowRTT {
+		return false
+	}
+	return true
+}
+
+// writer returns a BodyWriter over the parameter scratch.
+func (c *core) writer(sizes jdwp.IDSizes) jdwp.BodyWriter {
+	return jdwp.BodyWriter{Buf: c.pbuf[:0], Sizes: sizes}
+}
+
+// specParams speculates command cmd with the given parameters unless the
+// answer is cached or in flight, the rule is gated, the scope is not
+// suspended, the IDs are not shown safe, or the stop's budget is spent.
+func (c *core) specParams(sizes jdwp.IDSizes, cmd jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
+	c.submitSpec(sizes, &spec{kind: k, tmpl: tp, level: level}, cmd, params)
+}
+
+// submitSpec is specParams for a speculation s already described (kind,
+// template, level, predicted frame): the gates every stop's speculation
+// passes.
+func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []byte) {
+	ep := &c.learn.ep
+	if !ep.active || len(ep.specs) >= maxSpecPerStop || !c.learn.kindAllowed(s.kind, cmd) {
+		return
+	}
+	info, ok := keyable.Fill(&s.key, cmd, params, sizes)
+	if !ok {
+		return
+	}
+	s.info = info
+	s.subj = s.key.Subject(info, sizes)
+	if !c.facts.scopeOK(info, s.subj) {
+		return
+	}
+	if c.cache.has(&s.key) {
+		return
+	}
+	if old := c.disp.pending(&s.key); old != nil && !old.cancelled && c.facts.valid(old.info, old.subj, old.gen) {
+		return
+	}
+	if c.learn.shadowed(s.kind, &s.key) {
+		return
+	}
+	if !c.facts.safeToSend(s, ep.frames, sizes) {
+		c.sp.countSpec(outcomeWithheld, 1)
+		return
+	}
+	s.gen = c.facts.gen
+	ep.specs = append(ep.specs, s)
+	if s.pred != nil {
+		ep.predicted = append(ep.predicted, s)
+	}
+	c.disp.submit(c.out, s)
+}
+
+// sendOwn sends speculation s that belongs to no stop (the attach's, the
+// prepare rule's; its key, info and subject filled) unless its reply is
+// cached or in flight or its IDs are not shown safe, and reports whether
+// it was sent.
+func (c *core) sendOwn(s *spec, sizes jdwp.IDSizes) bool {
+	if c.cache.has(&s.key) {
+		return false
+	}
+	if old := c.disp.pending(&s.key); old != nil && !old.cancelled {
+		return false
+	}
+	if !c.facts.safeToSend(s, nil, sizes) {
+		c.sp.countSpec(outcomeWithheld, 1)
+		return false
+	}
+	s.gen = c.facts.gen
+	c.disp.submit(c.out, s)
+	return true
+}
+
+// markUsed records that a speculation served the debugger.
+func (c *core) markUsed(s *spec) {
+	if s == nil || s.used {
+		return
+	}
+	s.used = true
+	if !s.done {
+		traceSpec(s, outcomeUsed, c.learn.ep.serial)
+		c.sp.countSpec(outcomeUsed, 1)
+	}
+}
+
+// wasted counts s as wasted, once.
+func (c *core) wasted(s *spec) {
+	if !s.used && !s.done {
+		s.done = true
+		traceSpec(s, outcomeWasted, c.learn.ep.serial)
+		c.sp.countSpec(outcomeWasted, 1)
+	}
+}
+
+// sent is the dispatcher's onSend: a speculation goes to the VM.
+func (c *core) sent(s *spec) {
+	if s.reask {
+		return // the debugger's own command, asked again: no speculation
+	}
+	c.learn.ep.sentKind[s.kind]++
+	traceSpec(s, outcomeSent, c.learn.ep.serial)
+	c.sp.countSpec(outcomeSent, 1)
+	if time.Since(c.began) < logOwnFor {
+		c.log.Debug().Stringer("command", s.key.Cmd()).Uint32("id", s.id).Msg("sent to the VM on the proxy's own behalf")
+	}
+}
+
+// endEpisode ends the current stop, counting its wasted speculation.
+func (c *core) endEpisode() {
+	c.sp.countSpec(outcomeWasted, c.learn.endEpisode(&c.disp))
+}

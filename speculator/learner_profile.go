@@ -1,0 +1,103 @@
+package speculator
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// The learner's share of the profile (persist.go): what it learned that
+// holds no ID, and the slots asked of methods by name.
+
+// exportTo leaves in p the learner's ID-free state, and the slots of
+// methods whose class and name this connection handed out (h).
+func (l *learner) exportTo(p *profile, h *handedOut, sizes jdwp.IDSizes) {
+	l.exportState(p, sizes)
+	l.exportSlots(p, h)
+}
+
+// exportSlots records the learner's slots of methods whose class and name
+// this connection handed out.
+func (l *learner) exportSlots(p *profile, h *handedOut) {
+	for mk, tail := range l.slots {
+		sig, ok := h.sigOf[mk.class]
+		m, known := h.methods[mk.class][mk.method]
+		if !ok || !known || len(p.Slots) >= maxLearned {
+			continue
+		}
+		p.Slots = append(p.Slots, slotsOf{Sig: sig, Name: m.name, MSig: m.sig, Index: mk.index, Exact: mk.exact,
+			Tail: append([]byte(nil), tail...)})
+	}
+}
+
+// importSlots takes the profile's slots of the methods ms of class
+// (signature sig), with this connection's IDs.
+func (l *learner) importSlots(p *profile, class jdwp.ClassID, sig string, ms map[jdwp.MethodID]methodName) {
+	for _, e := range p.Slots {
+		if e.Sig != sig {
+			continue
+		}
+		for id, m := range ms {
+			if m.name == e.Name && m.sig == e.MSig && len(l.slots) < maxLearned {
+				l.slots[methodKey{class: class, method: id, index: e.Index, exact: e.Exact}] = e.Tail
+			}
+		}
+	}
+}
+
+// exportState copies the learner's ID-free state into p.
+func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
+	for c := range l.asked {
+		p.Asked = append(p.Asked, c)
+	}
+	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
+	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
+	p.ArrFirst, p.ArrLen, p.ArrKnown = l.arrFirst, l.arrLen, l.arrKnown
+	for _, t := range l.templates {
+		if t.removed || len(p.Templates) >= maxTemplates {
+			continue
+		}
+		c, params := t.key.Cmd(), t.key.Params()
+		rt := relTmpl{Set: c.Set, Cmd: c.Cmd, Rel: t.rel}
+		switch {
+		case len(params) == 0:
+		case t.rel && len(params) == sizes.ObjectID:
+		case t.rel && c == jdwp.CmdThreadReferenceFrames && len(params) == sizes.ObjectID+8:
+			r := jdwp.NewBodyReader(params[sizes.ObjectID:], sizes)
+			rt.Ints = []int32{r.Int32(), r.Int32()}
+		default:
+			continue // names other IDs
+		}
+		p.Templates = append(p.Templates, rt)
+	}
+}
+
+// importFrom seeds a new session's learner with p.
+func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
+	for _, c := range p.Asked {
+		if l.asked[c] == 0 {
+			l.asked[c] = 1
+		}
+	}
+	copy(l.ratio[:], p.Ratio) // a file from before a rule was added has fewer
+
+	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
+	l.arrFirst, l.arrLen, l.arrKnown = p.ArrFirst, p.ArrLen, p.ArrKnown
+	if sizes.ObjectID == 0 || len(l.templates) > 0 {
+		return
+	}
+	for _, rt := range p.Templates {
+		w := jdwp.BodyWriter{Sizes: sizes}
+		if rt.Rel {
+			w.Thread(0)
+			for _, n := range rt.Ints {
+				w.Int32(n)
+			}
+		}
+		t := &template{rel: rt.Rel}
+		if _, ok := keyable.Fill(&t.key, jdwp.Cmd{Set: rt.Set, Cmd: rt.Cmd}, w.Buf, sizes); !ok || l.byKey[t.key] != nil {
+			continue
+		}
+		l.byKey[t.key] = t
+		l.templates = append(l.templates, t)
+	}
+}
