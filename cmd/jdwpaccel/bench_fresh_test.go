@@ -16,7 +16,7 @@ import (
 // a mode made after the run has learned nothing from it.
 func TestBenchFreshModes(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	modes, closeAll, err := benchModes("direct,speculate-fresh,split-fresh", "", speculator.Config{Enabled: true}, zerolog.Nop())
+	modes, closeAll, err := benchModes("direct,speculate-fresh,split-fresh", "", speculator.Config{}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
