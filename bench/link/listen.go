@@ -40,8 +40,9 @@ type Link struct {
 	mu    sync.Mutex            // guards conns
 	conns map[net.Conn]struct{} // both sides of every connection carried, for DropEvery
 	drops atomic.Int64
-	up    atomic.Int64 // bytes the ended connections carried client -> target
-	down  atomic.Int64 // and target -> client
+	// up and down count the bytes delivered to the target and back to the
+	// clients, over every session so far.
+	up, down atomic.Int64
 }
 
 // dialTimeout bounds each dial to the target.
@@ -112,10 +113,6 @@ func (l *Link) dropLoop() {
 	}
 }
 
-// Bytes is what the link's ended connections delivered, client to target
-// (up) and target to client (down); after Close, all of them.
-func (l *Link) Bytes() (up, down int64) { return l.up.Load(), l.down.Load() }
-
 // Drops is how many times DropEvery closed the link's connections (ticks
 // with none open are not counted).
 func (l *Link) Drops() int64 { return l.drops.Load() }
@@ -133,6 +130,11 @@ func (l *Link) track(c net.Conn, on bool) {
 		delete(l.conns, c)
 	}
 }
+
+// Bytes returns the bytes the link has delivered so far, over all its
+// sessions: AToB from clients to the target, BToA back. Bytes still queued
+// in the link are not counted yet.
+func (l *Link) Bytes() Stats { return Stats{AToB: l.up.Load(), BToA: l.down.Load()} }
 
 // Addr is the address the link accepts clients on.
 func (l *Link) Addr() net.Addr { return l.ln.Addr() }
@@ -191,9 +193,7 @@ func (l *Link) serveConn(c net.Conn, id uint64) {
 	log.Debug().Msg("link connection opened")
 	l.track(c, true)
 	l.track(t, true)
-	st, err := pipe(l.ctx, c, t, l.cfg, id)
-	l.up.Add(st.AToB)
-	l.down.Add(st.BToA)
+	st, err := pipe(l.ctx, c, t, l.cfg, id, &l.up, &l.down)
 	l.track(c, false)
 	l.track(t, false)
 	ev := log.Debug()
