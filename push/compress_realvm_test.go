@@ -67,7 +67,8 @@ func runSplitLink(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.D
 		t.Fatal("the near end's session did not end after the driver exited")
 	}
 	lk.Close()
-	run.up, run.down = lk.Bytes()
+	st := lk.Bytes()
+	run.up, run.down = st.AToB, st.BToA
 	return run
 }
 

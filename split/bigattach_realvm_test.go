@@ -188,7 +188,7 @@ func TestCompressedBigAttachRealVM(t *testing.T) {
 		lk.Close()
 		stopFar()
 		<-farDone
-		_, dn := lk.Bytes()
+		dn := lk.Bytes().BToA
 		t.Logf("compress %v: AllClassesWithGeneric, %d bytes, in %v; the link carried %d bytes far → near", compress, len(p), took.Round(time.Millisecond), dn)
 		replies = append(replies, bytes.Clone(p.Body()))
 		down = append(down, dn)
