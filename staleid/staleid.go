@@ -1,0 +1,187 @@
+// Package staleid owns one transparency rule of the proxy: a debugger
+// command naming an object or reference type ID this debugger was never
+// sent in its session gets the error the VM would have given it directly.
+//
+// On HotSpot an ID is valid only once the VM has sent it over the
+// connection (its ID table starts empty at each attach), so a debugger
+// talking to the VM directly can only use IDs it was sent. Through the
+// proxy the VM has also handed IDs to the proxy's own commands (attach
+// prefetch, speculation), and an ID the debugger kept from an earlier
+// session may now name a live object. A Guard records every object and
+// reference type ID in the replies and events the debugger receives, and
+// answers a command whose first parameter is an ID outside that set with
+// the VM's own error for that command (errorFor, established against a
+// real VM by TestErrorsOfRealVM). What it cannot prove it forwards: a
+// command whose code is not established, a short body, null (0), and
+// everything once a reply or event it cannot decode has reached the
+// debugger, or the set outgrew its bound.
+package staleid
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+)
+
+// maxIDs bounds a session's set; beyond it the guard stops checking.
+const maxIDs = 1 << 21
+
+// idSet is the IDs sent to the debugger; nil map until the first.
+type idSet struct {
+	m    map[uint64]struct{}
+	full bool
+}
+
+func (s *idSet) add(id uint64) {
+	if id == 0 || s.full {
+		return
+	}
+	if s.m == nil {
+		s.m = make(map[uint64]struct{}, 1024)
+	}
+	if len(s.m) >= maxIDs {
+		s.full = true
+		s.m = nil
+		return
+	}
+	s.m[id] = struct{}{}
+}
+
+// firstParam says where the first parameter of a command is an ID to
+// check, and the error the VM gives when it names no object this
+// connection was sent (errorFor); ok false: forward unchecked.
+func firstParam(c jdwp.Cmd, sizes jdwp.IDSizes) (size int, code jdwp.ErrorCode, ok bool) {
+	code, ok = errorFor[c]
+	if !ok {
+		return 0, 0, false
+	}
+	switch c.Set {
+	case jdwp.SetReferenceType, jdwp.SetClassType, jdwp.SetArrayType, jdwp.SetInterfaceType, jdwp.SetMethod:
+		return sizes.ReferenceTypeID, code, true
+	}
+	return sizes.ObjectID, code, true
+}
+
+// Guard is one session's interceptor and observer (install it with
+// Hooks, before any interceptor that may answer the debugger). All its
+// state is touched only in the relay's turn.
+type Guard struct {
+	ids idSet
+	// off: checking stopped (an undecodable packet reached the debugger,
+	// or the set is full); everything is forwarded.
+	off  bool
+	w    walker
+	comp jdwp.Composite // decodes events, its array reused
+	ans  []byte         // the answer buffer, reused (the relay copies it)
+}
+
+// Hooks returns a new Guard's hooks for a session: to be chained before
+// the speculator (relay.ChainHooks).
+func Hooks(*relay.Session) relay.Hooks {
+	g := &Guard{}
+	return relay.Hooks{Interceptors: []relay.Interceptor{g}, Observers: []relay.Observer{g}}
+}
+
+// FromDebugger answers a command whose first ID this debugger was never
+// sent, with the VM's error for it.
+func (g *Guard) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
+	if g.off || f.Kind != relay.KindCommand {
+		return relay.Forward
+	}
+	sizes, known := s.IDSizes()
+	if !known {
+		return relay.Forward
+	}
+	size, code, ok := firstParam(f.Cmd, sizes)
+	body := f.Packet.Body()
+	if !ok || size < 1 || size > 8 || len(body) < size {
+		return relay.Forward
+	}
+	var id uint64
+	for _, c := range body[:size] {
+		id = id<<8 | uint64(c)
+	}
+	if id == 0 || g.known(id) {
+		return relay.Forward
+	}
+	g.ans = jdwp.AppendReply(g.ans[:0], f.ID, code, nil)
+	f.Answer = g.ans
+	f.Origin = relay.Synthetic
+	return relay.Consume
+}
+
+func (g *Guard) known(id uint64) bool {
+	_, ok := g.ids.m[id]
+	return ok
+}
+
+// FromVM forwards everything: IDs are recorded when observed, which
+// covers the proxy's own answers too.
+func (g *Guard) FromVM(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+
+// Close releases nothing: the guard holds nothing outside the session.
+func (g *Guard) Close(*relay.Session) {}
+
+// Observe records the IDs of each packet the debugger receives: a reply
+// (the VM's, or the proxy's from its cache) or an event. A packet towards
+// the debugger with Origin Synthetic is one it does not receive (a reply
+// to the proxy's own command, a packet an interceptor consumed).
+func (g *Guard) Observe(s *relay.Session, f *relay.Frame) {
+	if g.off || f.Dir != relay.ToDebugger || f.Origin == relay.Synthetic {
+		return
+	}
+	g.record(s, f)
+	if g.ids.full {
+		g.off = true
+	}
+}
+
+func (g *Guard) record(s *relay.Session, f *relay.Frame) {
+	p := f.Packet
+	switch f.Kind {
+	case relay.KindReply:
+		if p.ErrorCode() != jdwp.ErrorNone {
+			return
+		}
+		l, ok := replyLayouts[f.Cmd]
+		if !ok {
+			g.off = true // an answer to a command we do not know
+			return
+		}
+		if l == "" {
+			return
+		}
+		sizes, known := s.IDSizes()
+		if !known {
+			g.off = true
+			return
+		}
+		g.w = walker{b: p.Body(), sizes: sizes, ids: &g.ids}
+		if !g.w.walk(l) {
+			g.off = true
+		}
+	case relay.KindEvent:
+		sizes, known := s.IDSizes()
+		if !known || g.comp.Decode(p.Body(), sizes) != nil {
+			g.off = true
+			return
+		}
+		for i := range g.comp.Events {
+			e := &g.comp.Events[i]
+			g.ids.add(e.Thread)
+			g.ids.add(e.Location.Class)
+			g.ids.add(e.CatchLocation.Class)
+			g.ids.add(e.TypeID)
+			if e.Object.IsObject() {
+				g.ids.add(e.Object.Bits)
+			}
+			if e.Value.IsObject() {
+				g.ids.add(e.Value.Bits)
+			}
+		}
+	case relay.KindDDM:
+	default:
+		if !p.IsReply() { // another VM command: unknown layout
+			g.off = true
+		}
+	}
+}
