@@ -60,7 +60,7 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 		"tcp-copy": func() (bench.Mode, error) { return bench.Mode{Name: "tcp-copy", Copy: true}, nil },
 		"speculate": func() (bench.Mode, error) {
 			sp := speculator.New(spec, log, nil)
-			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: sp.Stats}, nil
+			return bench.Mode{Name: "speculate", NewHooks: guarded(sp.Hooks), Stats: sp.Stats}, nil
 		},
 		// split is split mode: the far end (speculating at zero RTT) next
 		// to the VM, the link between it and the near end (speculating as
@@ -92,8 +92,9 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 			}
 		}
 		sp := speculator.New(spec, log, nil)
+		spHooks := guarded(sp.Hooks)
 		return bench.Mode{Name: "speculate-journal", Stats: sp.Stats, NewHooks: func(s *relay.Session) relay.Hooks {
-			h := sp.Hooks(s)
+			h := spHooks(s)
 			h.Observers = append(h.Observers, jr)
 			return h
 		}}, nil
