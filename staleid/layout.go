@@ -53,7 +53,7 @@ var replyLayouts = map[jdwp.Cmd]layout{
 	{Set: 6, Cmd: 4}: "", {Set: 6, Cmd: 5}: "",
 	// ObjectReference
 	{Set: 9, Cmd: 1}: "br", {Set: 9, Cmd: 2}: "*(v)", {Set: 9, Cmd: 3}: "",
-	{Set: 9, Cmd: 5}: "oii*(o)", {Set: 9, Cmd: 6}: "vT", {Set: 9, Cmd: 7}: "",
+	{Set: 9, Cmd: 5}: "oi*(o)", {Set: 9, Cmd: 6}: "vT", {Set: 9, Cmd: 7}: "",
 	{Set: 9, Cmd: 8}: "", {Set: 9, Cmd: 9}: "", {Set: 9, Cmd: 10}: "*(T)",
 	// StringReference
 	{Set: 10, Cmd: 1}: "",

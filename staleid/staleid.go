@@ -72,7 +72,24 @@ type Guard struct {
 	w    walker
 	comp jdwp.Composite // decodes events, its array reused
 	ans  []byte         // the answer buffer, reused (the relay copies it)
+	// answered counts the commands answered (for tests).
+	answered int
+	// early holds the packets the debugger received before the ID sizes
+	// were known (a VM_START event), decoded once they are: whole frames
+	// appended, their kind and command in earlyAt.
+	early   []byte
+	earlyAt []earlyPacket
 }
+
+// earlyPacket is one packet of Guard.early.
+type earlyPacket struct {
+	kind relay.Kind
+	cmd  jdwp.Cmd
+	n    int
+}
+
+// maxEarly bounds Guard.early; beyond it the guard stops checking.
+const maxEarly = 64 << 10
 
 // Hooks returns a new Guard's hooks for a session: to be chained before
 // the speculator (relay.ChainHooks).
@@ -84,12 +101,20 @@ func Hooks(*relay.Session) relay.Hooks {
 // FromDebugger answers a command whose first ID this debugger was never
 // sent, with the VM's error for it.
 func (g *Guard) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
-	if g.off || f.Kind != relay.KindCommand {
+	sizes, known := s.IDSizes()
+	return g.command(f, sizes, known)
+}
+
+// command is FromDebugger with the session's ID sizes.
+func (g *Guard) command(f *relay.Frame, sizes jdwp.IDSizes, known bool) relay.Action {
+	if g.off || !known || f.Kind != relay.KindCommand {
 		return relay.Forward
 	}
-	sizes, known := s.IDSizes()
-	if !known {
-		return relay.Forward
+	if g.earlyAt != nil {
+		g.decodeEarly(sizes)
+		if g.off {
+			return relay.Forward
+		}
 	}
 	size, code, ok := firstParam(f.Cmd, sizes)
 	body := f.Packet.Body()
@@ -103,6 +128,7 @@ func (g *Guard) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
 	if id == 0 || g.known(id) {
 		return relay.Forward
 	}
+	g.answered++
 	g.ans = jdwp.AppendReply(g.ans[:0], f.ID, code, nil)
 	f.Answer = g.ans
 	f.Origin = relay.Synthetic
@@ -126,43 +152,84 @@ func (g *Guard) Close(*relay.Session) {}
 // the debugger with Origin Synthetic is one it does not receive (a reply
 // to the proxy's own command, a packet an interceptor consumed).
 func (g *Guard) Observe(s *relay.Session, f *relay.Frame) {
+	sizes, known := s.IDSizes()
+	g.observe(f, sizes, known)
+}
+
+// observe is Observe with the session's ID sizes.
+func (g *Guard) observe(f *relay.Frame, sizes jdwp.IDSizes, known bool) {
 	if g.off || f.Dir != relay.ToDebugger || f.Origin == relay.Synthetic {
 		return
 	}
-	g.record(s, f)
+	if known && g.earlyAt != nil {
+		g.decodeEarly(sizes)
+	}
+	if !known && needsSizes(f) {
+		if len(g.early)+len(f.Packet) > maxEarly {
+			g.stop()
+			return
+		}
+		g.early = append(g.early, f.Packet...)
+		g.earlyAt = append(g.earlyAt, earlyPacket{f.Kind, f.Cmd, len(f.Packet)})
+		return
+	}
+	g.record(f.Kind, f.Cmd, f.Packet, sizes)
 	if g.ids.full {
-		g.off = true
+		g.stop()
 	}
 }
 
-func (g *Guard) record(s *relay.Session, f *relay.Frame) {
-	p := f.Packet
+// needsSizes says whether decoding f takes the ID sizes.
+func needsSizes(f *relay.Frame) bool {
 	switch f.Kind {
+	case relay.KindEvent:
+		return true
+	case relay.KindReply:
+		return f.Packet.ErrorCode() == jdwp.ErrorNone && replyLayouts[f.Cmd] != ""
+	}
+	return false
+}
+
+// decodeEarly records the packets kept before the sizes were known.
+func (g *Guard) decodeEarly(sizes jdwp.IDSizes) {
+	off := 0
+	for _, e := range g.earlyAt {
+		g.record(e.kind, e.cmd, jdwp.Packet(g.early[off:off+e.n]), sizes)
+		off += e.n
+	}
+	g.early, g.earlyAt = nil, nil
+}
+
+// stop makes the guard forward everything from now on.
+func (g *Guard) stop() {
+	g.off = true
+	g.ids = idSet{}
+	g.early, g.earlyAt = nil, nil
+}
+
+// record adds the IDs of p, a packet of kind answering cmd (for a reply)
+// that the debugger receives; one it cannot decode stops the guard.
+func (g *Guard) record(kind relay.Kind, cmd jdwp.Cmd, p jdwp.Packet, sizes jdwp.IDSizes) {
+	switch kind {
 	case relay.KindReply:
 		if p.ErrorCode() != jdwp.ErrorNone {
 			return
 		}
-		l, ok := replyLayouts[f.Cmd]
+		l, ok := replyLayouts[cmd]
 		if !ok {
-			g.off = true // an answer to a command we do not know
+			g.stop() // an answer to a command we do not know
 			return
 		}
 		if l == "" {
 			return
 		}
-		sizes, known := s.IDSizes()
-		if !known {
-			g.off = true
-			return
-		}
 		g.w = walker{b: p.Body(), sizes: sizes, ids: &g.ids}
 		if !g.w.walk(l) {
-			g.off = true
+			g.stop()
 		}
 	case relay.KindEvent:
-		sizes, known := s.IDSizes()
-		if !known || g.comp.Decode(p.Body(), sizes) != nil {
-			g.off = true
+		if g.comp.Decode(p.Body(), sizes) != nil {
+			g.stop()
 			return
 		}
 		for i := range g.comp.Events {
@@ -181,7 +248,7 @@ func (g *Guard) record(s *relay.Session, f *relay.Frame) {
 	case relay.KindDDM:
 	default:
 		if !p.IsReply() { // another VM command: unknown layout
-			g.off = true
+			g.stop()
 		}
 	}
 }
