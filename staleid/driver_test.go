@@ -39,9 +39,13 @@ func (r *recorder) Observe(s *relay.Session, f *relay.Frame) {
 	r.packets = append(r.packets, recorded{f.Dir, f.Kind, f.Origin, f.Cmd, f.Packet.Clone()})
 	r.sizes, _ = s.IDSizes()
 }
-func (r *recorder) SessionStart(*relay.Session)        {}
-func (r *recorder) SessionEnd(*relay.Session, error)   { close(r.ended) }
-func (r *recorder) stream() ([]recorded, jdwp.IDSizes) { r.mu.Lock(); defer r.mu.Unlock(); return r.packets, r.sizes }
+func (r *recorder) SessionStart(*relay.Session)      {}
+func (r *recorder) SessionEnd(*relay.Session, error) { close(r.ended) }
+func (r *recorder) stream() ([]recorded, jdwp.IDSizes) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.packets, r.sizes
+}
 
 // driveThroughGuard runs the JDI driver with profile on a new Deep VM
 // through a relay with a guard in front of a speculator, and returns the
