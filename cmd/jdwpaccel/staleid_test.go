@@ -97,9 +97,9 @@ func staleSessions(t *testing.T, ctx context.Context, vm *javavm.VM, addr string
 }
 
 // TestStaleIDsAsDirect: an ID kept from an earlier session gets the
-// VM's INVALID_OBJECT through a speculating jdwpaccel, as it does
-// directly, though the proxy's attach prefetch made the VM hand it out
-// again (to the proxy) in the new session.
+// VM's INVALID_OBJECT through a speculating jdwpaccel, and in split mode,
+// as it does directly, though the proxy's attach prefetch made the VM
+// hand it out again (to the proxy) in the new session.
 func TestStaleIDsAsDirect(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -121,5 +121,12 @@ func TestStaleIDsAsDirect(t *testing.T) {
 	addr, logs := startProxy(t, vm.Addr(), "--speculate=true")
 	if proxied := staleSessions(t, ctx, vm, addr); proxied != want {
 		t.Fatalf("through jdwpaccel: %+v, want %+v as directly; log:\n%s", proxied, want, logs)
+	}
+	vm = start()
+	far := startFarEnd(t, vm.Addr())
+	near := startNearEnd(t, far.addr)
+	near.logs.wait(t, "of the start probe", 10*time.Second, func(rec map[string]any) bool { return rec["message"] == "far end reached" })
+	if split := staleSessions(t, ctx, vm, near.addr); split != want {
+		t.Fatalf("in split mode: %+v, want %+v as directly; near log:\n%s\nfar log:\n%s", split, want, near.logs, far.logs)
 	}
 }
