@@ -131,7 +131,10 @@ func (g *Guard) command(f *relay.Frame, sizes jdwp.IDSizes, known bool) relay.Ac
 	g.answered++
 	g.ans = jdwp.AppendReply(g.ans[:0], f.ID, code, nil)
 	f.Answer = g.ans
-	f.Origin = relay.Synthetic
+	// Answered by the proxy from what it knows, as a cache hit is (and
+	// shown to the debugger's side of the journal and page as one);
+	// Synthetic would mark the command as the proxy's own.
+	f.Origin = relay.CacheHit
 	return relay.Consume
 }
 
@@ -192,12 +195,19 @@ func needsSizes(f *relay.Frame) bool {
 
 // decodeEarly records the packets kept before the sizes were known.
 func (g *Guard) decodeEarly(sizes jdwp.IDSizes) {
+	early, at := g.early, g.earlyAt
+	g.early, g.earlyAt = nil, nil
 	off := 0
-	for _, e := range g.earlyAt {
-		g.record(e.kind, e.cmd, jdwp.Packet(g.early[off:off+e.n]), sizes)
+	for _, e := range at {
+		if g.off {
+			return
+		}
+		g.record(e.kind, e.cmd, jdwp.Packet(early[off:off+e.n]), sizes)
 		off += e.n
 	}
-	g.early, g.earlyAt = nil, nil
+	if g.ids.full {
+		g.stop()
+	}
 }
 
 // stop makes the guard forward everything from now on.

@@ -196,6 +196,16 @@ func TestEarlyEvent(t *testing.T) {
 	if g.command(command(jdwp.CmdThreadReferenceName, 2), sizes8, true) != relay.Consume {
 		t.Fatal("an unknown thread was not answered")
 	}
+	// An early packet that does not decode turns the guard off once the
+	// sizes are known.
+	g = &Guard{}
+	g.observe(&relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindEvent, Cmd: jdwp.CmdEventComposite,
+		Packet: jdwp.AppendCommand(nil, 1, jdwp.CmdEventComposite, w.Buf[:7])}, jdwp.IDSizes{}, false)
+	g.observe(&relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindEvent, Cmd: jdwp.CmdEventComposite,
+		Packet: jdwp.AppendCommand(nil, 2, jdwp.CmdEventComposite, w.Buf)}, jdwp.IDSizes{}, false)
+	if g.command(command(jdwp.CmdThreadReferenceName, 2), sizes8, true) != relay.Forward || !g.off {
+		t.Fatal("answered after an early packet that does not decode")
+	}
 }
 
 // FuzzRecord: no body, of any command, makes the guard panic; a body it
