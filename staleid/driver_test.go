@@ -97,7 +97,7 @@ func TestRealDebuggersNeverAnswered(t *testing.T) {
 		t.Run(profile, func(t *testing.T) {
 			g, packets, _ := driveThroughGuard(t, b, profile)
 			if g.off || g.answered != 0 || len(g.ids.m) == 0 {
-				t.Fatalf("guard off %v, answered %d, %d IDs known, after %d packets", g.off, g.answered, len(g.ids.m), len(packets))
+				t.Fatalf("guard off %v (%s), answered %d, %d IDs known, after %d packets", g.off, g.why, g.answered, len(g.ids.m), len(packets))
 			}
 			t.Logf("%d packets, %d IDs sent to the debugger", len(packets), len(g.ids.m))
 		})

@@ -67,8 +67,11 @@ func firstParam(c jdwp.Cmd, sizes jdwp.IDSizes) (size int, code jdwp.ErrorCode, 
 type Guard struct {
 	ids idSet
 	// off: checking stopped (an undecodable packet reached the debugger,
-	// or the set is full); everything is forwarded.
-	off  bool
+	// or the set is full); everything is forwarded. why says why, and
+	// logged that it was logged.
+	off    bool
+	why    string
+	logged bool
 	w    walker
 	comp jdwp.Composite // decodes events, its array reused
 	ans  []byte         // the answer buffer, reused (the relay copies it)
@@ -102,7 +105,26 @@ func Hooks(*relay.Session) relay.Hooks {
 // sent, with the VM's error for it.
 func (g *Guard) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
 	sizes, known := s.IDSizes()
-	return g.command(f, sizes, known)
+	a := g.command(f, sizes, known)
+	if a == relay.Consume {
+		if e := s.Logger().Debug(); e.Enabled() {
+			e.Str(relay.LogComponent, "staleid").Stringer(relay.LogCmd, f.Cmd).Uint32(relay.LogPacketID, f.ID).
+				Stringer(relay.LogErrorCode, f.Answer.ErrorCode()).
+				Msg("command names an ID this debugger was never sent; answered with the VM's error")
+		}
+	}
+	g.logOff(s, f)
+	return a
+}
+
+// logOff logs, once, that the guard stopped checking.
+func (g *Guard) logOff(s *relay.Session, f *relay.Frame) {
+	if g.off && !g.logged {
+		g.logged = true
+		s.Logger().Debug().Str(relay.LogComponent, "staleid").Str(relay.LogReason, g.why).
+			Stringer(relay.LogCmd, f.Cmd).Stringer(relay.LogKind, f.Kind).
+			Msg("stale-ID checks off for this session: commands are forwarded unchecked")
+	}
 }
 
 // command is FromDebugger with the session's ID sizes.
@@ -157,6 +179,7 @@ func (g *Guard) Close(*relay.Session) {}
 func (g *Guard) Observe(s *relay.Session, f *relay.Frame) {
 	sizes, known := s.IDSizes()
 	g.observe(f, sizes, known)
+	g.logOff(s, f)
 }
 
 // observe is Observe with the session's ID sizes.
@@ -169,7 +192,7 @@ func (g *Guard) observe(f *relay.Frame, sizes jdwp.IDSizes, known bool) {
 	}
 	if !known && needsSizes(f) {
 		if len(g.early)+len(f.Packet) > maxEarly {
-			g.stop()
+			g.stop("too much received before the ID sizes")
 			return
 		}
 		g.early = append(g.early, f.Packet...)
@@ -178,7 +201,7 @@ func (g *Guard) observe(f *relay.Frame, sizes jdwp.IDSizes, known bool) {
 	}
 	g.record(f.Kind, f.Cmd, f.Packet, sizes)
 	if g.ids.full {
-		g.stop()
+		g.stop("too many IDs")
 	}
 }
 
@@ -206,13 +229,13 @@ func (g *Guard) decodeEarly(sizes jdwp.IDSizes) {
 		off += e.n
 	}
 	if g.ids.full {
-		g.stop()
+		g.stop("too many IDs")
 	}
 }
 
-// stop makes the guard forward everything from now on.
-func (g *Guard) stop() {
-	g.off = true
+// stop makes the guard forward everything from now on, for reason why.
+func (g *Guard) stop(why string) {
+	g.off, g.why = true, why
 	g.ids = idSet{}
 	g.early, g.earlyAt = nil, nil
 }
@@ -227,7 +250,7 @@ func (g *Guard) record(kind relay.Kind, cmd jdwp.Cmd, p jdwp.Packet, sizes jdwp.
 		}
 		l, ok := replyLayouts[cmd]
 		if !ok {
-			g.stop() // an answer to a command we do not know
+			g.stop("a reply to a command of unknown layout")
 			return
 		}
 		if l == "" {
@@ -235,11 +258,11 @@ func (g *Guard) record(kind relay.Kind, cmd jdwp.Cmd, p jdwp.Packet, sizes jdwp.
 		}
 		g.w = walker{b: p.Body(), sizes: sizes, ids: &g.ids}
 		if !g.w.walk(l) {
-			g.stop()
+			g.stop("a reply that does not fit its command's layout")
 		}
 	case relay.KindEvent:
 		if g.comp.Decode(p.Body(), sizes) != nil {
-			g.stop()
+			g.stop("an event that does not decode")
 			return
 		}
 		for i := range g.comp.Events {
@@ -257,8 +280,8 @@ func (g *Guard) record(kind relay.Kind, cmd jdwp.Cmd, p jdwp.Packet, sizes jdwp.
 		}
 	case relay.KindDDM:
 	default:
-		if !p.IsReply() { // another VM command: unknown layout
-			g.stop()
+		if !p.IsReply() {
+			g.stop("a VM command of unknown layout")
 		}
 	}
 }
