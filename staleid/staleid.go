@@ -72,9 +72,9 @@ type Guard struct {
 	off    bool
 	why    string
 	logged bool
-	w    walker
-	comp jdwp.Composite // decodes events, its array reused
-	ans  []byte         // the answer buffer, reused (the relay copies it)
+	w      walker
+	comp   jdwp.Composite // decodes events, its array reused
+	ans    []byte         // the answer buffer, reused (the relay copies it)
 	// answered counts the commands answered (for tests).
 	answered int
 	// early holds the packets the debugger received before the ID sizes
