@@ -18,6 +18,8 @@
 package staleid
 
 import (
+	"strings"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
@@ -72,6 +74,10 @@ type Guard struct {
 	off    bool
 	why    string
 	logged bool
+	// hotspot: a VirtualMachine.Version reply (the debugger's or the
+	// proxy's own) named a HotSpot VM with the reference libjdwp, the VM
+	// errorFor was established against; until then nothing is answered.
+	hotspot bool
 	w      walker
 	comp   jdwp.Composite // decodes events, its array reused
 	ans    []byte         // the answer buffer, reused (the relay copies it)
@@ -129,7 +135,7 @@ func (g *Guard) logOff(s *relay.Session, f *relay.Frame) {
 
 // command is FromDebugger with the session's ID sizes.
 func (g *Guard) command(f *relay.Frame, sizes jdwp.IDSizes, known bool) relay.Action {
-	if g.off || !known || f.Kind != relay.KindCommand {
+	if g.off || !known || !g.hotspot || f.Kind != relay.KindCommand {
 		return relay.Forward
 	}
 	if g.earlyAt != nil {
@@ -184,7 +190,13 @@ func (g *Guard) Observe(s *relay.Session, f *relay.Frame) {
 
 // observe is Observe with the session's ID sizes.
 func (g *Guard) observe(f *relay.Frame, sizes jdwp.IDSizes, known bool) {
-	if g.off || f.Dir != relay.ToDebugger || f.Origin == relay.Synthetic {
+	if g.off || f.Dir != relay.ToDebugger {
+		return
+	}
+	if f.Kind == relay.KindReply && f.Cmd == jdwp.CmdVirtualMachineVersion {
+		g.hotspot = hotSpotVersion(f.Packet)
+	}
+	if f.Origin == relay.Synthetic {
 		return
 	}
 	if known && g.earlyAt != nil {
@@ -284,4 +296,24 @@ func (g *Guard) record(kind relay.Kind, cmd jdwp.Cmd, p jdwp.Packet, sizes jdwp.
 			g.stop("a VM command of unknown layout")
 		}
 	}
+}
+
+// hotSpotVersion says whether a VirtualMachine.Version reply names a
+// HotSpot VM with the reference libjdwp. Android's runtimes and OpenJ9
+// were not asked what they answer for an ID never sent.
+func hotSpotVersion(p jdwp.Packet) bool {
+	if p.ErrorCode() != jdwp.ErrorNone {
+		return false
+	}
+	r := jdwp.NewBodyReader(p.Body(), jdwp.IDSizes{})
+	desc := r.StringBytes()
+	r.Int32()
+	r.Int32()
+	r.StringBytes() // vmVersion
+	name := string(r.StringBytes())
+	if r.Err() != nil || !strings.HasPrefix(string(desc), "Java Debug Wire Protocol (Reference Implementation)") {
+		return false
+	}
+	return strings.Contains(name, "HotSpot") ||
+		strings.HasPrefix(name, "OpenJDK ") && strings.HasSuffix(name, " VM") && !strings.Contains(name, "J9")
 }

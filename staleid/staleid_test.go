@@ -128,6 +128,24 @@ func TestRecordFindsEveryID(t *testing.T) {
 	}
 }
 
+// version is a VirtualMachine.Version reply naming vm.
+func version(vm string) *relay.Frame {
+	w := jdwp.BodyWriter{Sizes: sizes8}
+	w.String("Java Debug Wire Protocol (Reference Implementation) version 17.0")
+	w.Int32(17)
+	w.Int32(0)
+	w.String("17.0.9")
+	w.String(vm)
+	return reply(jdwp.CmdVirtualMachineVersion, w.Buf)
+}
+
+// newHotSpotGuard is a guard that saw a HotSpot VM's Version reply.
+func newHotSpotGuard() *Guard {
+	g := &Guard{}
+	g.observe(version("OpenJDK 64-Bit Server VM"), sizes8, true)
+	return g
+}
+
 func command(cmd jdwp.Cmd, id uint64) *relay.Frame {
 	w := jdwp.BodyWriter{Sizes: sizes8}
 	w.ObjectID(id)
@@ -140,7 +158,7 @@ func command(cmd jdwp.Cmd, id uint64) *relay.Frame {
 func TestGuardAnswers(t *testing.T) {
 	w := jdwp.BodyWriter{Sizes: sizes8}
 	w.ObjectID(5)
-	g := &Guard{}
+	g := newHotSpotGuard()
 	g.observe(reply(jdwp.CmdReferenceTypeClassObject, w.Buf), sizes8, true)
 	for _, tc := range []struct {
 		f    *relay.Frame
@@ -178,6 +196,33 @@ func TestGuardAnswers(t *testing.T) {
 	}
 }
 
+// TestOnlyHotSpot: nothing is answered before a Version reply names a
+// HotSpot VM, nor after one names another VM (Android's, OpenJ9), whose
+// answers were not established; the proxy's own Version reply counts.
+func TestOnlyHotSpot(t *testing.T) {
+	for _, tc := range []struct {
+		vm     string
+		origin relay.Origin
+		want   relay.Action
+	}{
+		{"", relay.Forwarded, relay.Forward}, // no Version seen
+		{"OpenJDK 64-Bit Server VM", relay.Forwarded, relay.Consume},
+		{"Java HotSpot(TM) 64-Bit Server VM", relay.Synthetic, relay.Consume},
+		{"Dalvik", relay.Forwarded, relay.Forward},
+		{"Eclipse OpenJ9 VM", relay.Forwarded, relay.Forward},
+	} {
+		g := &Guard{}
+		if tc.vm != "" {
+			v := version(tc.vm)
+			v.Origin = tc.origin
+			g.observe(v, sizes8, true)
+		}
+		if got := g.command(command(jdwp.CmdObjectReferenceReferenceType, 6), sizes8, true); got != tc.want {
+			t.Errorf("%q: %v, want %v", tc.vm, got, tc.want)
+		}
+	}
+}
+
 // TestEarlyEvent: an event the debugger gets before the ID sizes are
 // known (VM_START) counts once they are.
 func TestEarlyEvent(t *testing.T) {
@@ -187,7 +232,7 @@ func TestEarlyEvent(t *testing.T) {
 	w.Uint8(uint8(jdwp.EventVMStart))
 	w.Int32(0)
 	w.ObjectID(1)
-	g := &Guard{}
+	g := newHotSpotGuard()
 	g.observe(&relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindEvent, Cmd: jdwp.CmdEventComposite,
 		Packet: jdwp.AppendCommand(nil, 1, jdwp.CmdEventComposite, w.Buf)}, jdwp.IDSizes{}, false)
 	if g.command(command(jdwp.CmdThreadReferenceName, 1), sizes8, true) != relay.Forward {
@@ -198,7 +243,7 @@ func TestEarlyEvent(t *testing.T) {
 	}
 	// An early packet that does not decode turns the guard off once the
 	// sizes are known.
-	g = &Guard{}
+	g = newHotSpotGuard()
 	g.observe(&relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindEvent, Cmd: jdwp.CmdEventComposite,
 		Packet: jdwp.AppendCommand(nil, 1, jdwp.CmdEventComposite, w.Buf[:7])}, jdwp.IDSizes{}, false)
 	g.observe(&relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindEvent, Cmd: jdwp.CmdEventComposite,
@@ -220,7 +265,7 @@ func FuzzRecord(f *testing.F) {
 		if c == jdwp.CmdEventComposite {
 			fr = &relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindEvent, Cmd: c, Packet: jdwp.AppendCommand(nil, 1, c, body)}
 		}
-		g := &Guard{}
+		g := newHotSpotGuard()
 		g.observe(fr, sizes8, true)
 		if g.off && len(g.ids.m) != 0 {
 			t.Fatal("off but still holding IDs")
