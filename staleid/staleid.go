@@ -78,9 +78,9 @@ type Guard struct {
 	// proxy's own) named a HotSpot VM with the reference libjdwp, the VM
 	// errorFor was established against; until then nothing is answered.
 	hotspot bool
-	w      walker
-	comp   jdwp.Composite // decodes events, its array reused
-	ans    []byte         // the answer buffer, reused (the relay copies it)
+	w       walker
+	comp    jdwp.Composite // decodes events, its array reused
+	ans     []byte         // the answer buffer, reused (the relay copies it)
 	// answered counts the commands answered (for tests).
 	answered int
 	// early holds the packets the debugger received before the ID sizes
