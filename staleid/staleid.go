@@ -11,10 +11,11 @@
 // reference type ID in the replies and events the debugger receives, and
 // answers a command whose first parameter is an ID outside that set with
 // the VM's own error for that command (errorFor, established against a
-// real VM by TestErrorsOfRealVM). What it cannot prove it forwards: a
-// command whose code is not established, a short body, null (0), and
-// everything once a reply or event it cannot decode has reached the
-// debugger, or the set outgrew its bound.
+// real VM by TestErrorsOfRealVM). What it cannot prove it forwards: every
+// command until a Version reply names a HotSpot VM, a command whose code
+// is not established, a short body, null (0), and everything once a
+// reply or event it cannot decode has reached the debugger, or the set
+// outgrew its bound.
 package staleid
 
 import (
