@@ -2,90 +2,103 @@ package staleid
 
 import "github.com/jdwpaccel/jdwpaccel/jdwp"
 
-// errorFor is, for each command whose first parameter is an object or
-// reference type ID, the error HotSpot answers when that ID was never
-// sent over the connection, whatever follows it (TestErrorsOfRealVM asks
-// a real VM and checks this table). A command not listed is forwarded
-// unchecked: its first parameter is no such ID, or the VM's answer to an
-// unknown one is no error (ObjectReference.IsCollected says true,
-// EnableCollection succeeds: see unanswered).
-var errorFor = map[jdwp.Cmd]jdwp.ErrorCode{}
+// answer is the VM's answer to a command whose first parameter is an ID
+// it never sent over the connection: an error, or (code ErrorNone) a
+// reply body.
+type answer struct {
+	code jdwp.ErrorCode
+	body []byte
+}
 
-// checked lists the commands errorFor covers, each with the VM's error.
+// answerFor is, for each command whose first parameter is an object or
+// reference type ID, what HotSpot answers when that ID was never sent
+// over the connection, whatever follows it (TestAnswersOfRealVM asks a
+// real VM and checks this table). A command not listed is forwarded
+// unchecked.
+var answerFor = map[jdwp.Cmd]answer{}
+
+// checked lists the commands answerFor covers, each with the VM's answer:
+// its error, or no error and the reply's body.
 var checked = [...]struct {
 	cmd  jdwp.Cmd
 	code jdwp.ErrorCode
+	body []byte
 }{
-	{jdwp.CmdReferenceTypeSignature, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeClassLoader, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeModifiers, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeFields, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeMethods, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeGetValues, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeSourceFile, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeNestedTypes, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeStatus, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeInterfaces, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeClassObject, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeSourceDebugExtension, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeFieldsWithGeneric, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeMethodsWithGeneric, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeInstances, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeClassFileVersion, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeConstantPool, jdwp.ErrorInvalidObject},
-	{jdwp.CmdReferenceTypeModule, jdwp.ErrorInvalidObject},
-	{jdwp.CmdClassTypeSuperclass, jdwp.ErrorInvalidObject},
-	{jdwp.CmdClassTypeSetValues, jdwp.ErrorInvalidObject},
-	{jdwp.CmdClassTypeInvokeMethod, jdwp.ErrorInvalidObject},
-	{jdwp.CmdClassTypeNewInstance, jdwp.ErrorInvalidObject},
-	{jdwp.CmdArrayTypeNewInstance, jdwp.ErrorInvalidObject},
-	{jdwp.CmdInterfaceTypeInvokeMethod, jdwp.ErrorInvalidObject},
-	{jdwp.CmdMethodLineTable, jdwp.ErrorInvalidObject},
-	{jdwp.CmdMethodVariableTable, jdwp.ErrorInvalidObject},
-	{jdwp.CmdMethodBytecodes, jdwp.ErrorInvalidObject},
-	{jdwp.CmdMethodIsObsolete, jdwp.ErrorInvalidObject},
-	{jdwp.CmdMethodVariableTableWithGeneric, jdwp.ErrorInvalidObject},
-	{jdwp.CmdObjectReferenceReferenceType, jdwp.ErrorInvalidObject},
-	{jdwp.CmdObjectReferenceGetValues, jdwp.ErrorInvalidObject},
-	{jdwp.CmdObjectReferenceSetValues, jdwp.ErrorInvalidObject},
-	{jdwp.CmdObjectReferenceMonitorInfo, jdwp.ErrorInvalidObject},
-	{jdwp.CmdObjectReferenceInvokeMethod, jdwp.ErrorInvalidObject},
-	{jdwp.CmdObjectReferenceDisableCollection, jdwp.ErrorInvalidObject},
-	{jdwp.CmdObjectReferenceReferringObjects, jdwp.ErrorInvalidObject},
-	{jdwp.CmdStringReferenceValue, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceName, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceSuspend, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceResume, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceStatus, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceThreadGroup, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceFrames, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceFrameCount, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceOwnedMonitors, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceCurrentContendedMonitor, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceStop, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceInterrupt, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceSuspendCount, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceOwnedMonitorsStackDepthInfo, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadReferenceForceEarlyReturn, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadGroupReferenceName, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadGroupReferenceParent, jdwp.ErrorInvalidObject},
-	{jdwp.CmdThreadGroupReferenceChildren, jdwp.ErrorInvalidObject},
-	{jdwp.CmdArrayReferenceLength, jdwp.ErrorInvalidObject},
-	{jdwp.CmdArrayReferenceGetValues, jdwp.ErrorInvalidObject},
-	{jdwp.CmdArrayReferenceSetValues, jdwp.ErrorInvalidObject},
-	{jdwp.CmdClassLoaderReferenceVisibleClasses, jdwp.ErrorInvalidObject},
-	{jdwp.CmdStackFrameGetValues, jdwp.ErrorInvalidObject},
-	{jdwp.CmdStackFrameSetValues, jdwp.ErrorInvalidObject},
-	{jdwp.CmdStackFrameThisObject, jdwp.ErrorInvalidObject},
-	{jdwp.CmdStackFramePopFrames, jdwp.ErrorInvalidObject},
-	{jdwp.CmdClassObjectReferenceReflectedType, jdwp.ErrorInvalidObject},
-	{jdwp.CmdModuleReferenceName, jdwp.ErrorInvalidModule},
-	{jdwp.CmdModuleReferenceClassLoader, jdwp.ErrorInvalidModule},
+	// No error: an unknown object counts as collected, and enabling its
+	// collection does nothing.
+	{jdwp.CmdObjectReferenceIsCollected, jdwp.ErrorNone, []byte{1}},
+	{jdwp.CmdObjectReferenceEnableCollection, jdwp.ErrorNone, []byte{}},
+	// An error.
+	{jdwp.CmdReferenceTypeSignature, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeClassLoader, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeModifiers, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeFields, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeMethods, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeGetValues, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeSourceFile, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeNestedTypes, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeStatus, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeInterfaces, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeClassObject, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeSourceDebugExtension, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeFieldsWithGeneric, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeMethodsWithGeneric, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeInstances, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeClassFileVersion, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeConstantPool, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdReferenceTypeModule, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdClassTypeSuperclass, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdClassTypeSetValues, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdClassTypeInvokeMethod, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdClassTypeNewInstance, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdArrayTypeNewInstance, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdInterfaceTypeInvokeMethod, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdMethodLineTable, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdMethodVariableTable, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdMethodBytecodes, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdMethodIsObsolete, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdMethodVariableTableWithGeneric, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdObjectReferenceReferenceType, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdObjectReferenceGetValues, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdObjectReferenceSetValues, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdObjectReferenceMonitorInfo, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdObjectReferenceInvokeMethod, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdObjectReferenceDisableCollection, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdObjectReferenceReferringObjects, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdStringReferenceValue, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceName, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceSuspend, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceResume, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceStatus, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceThreadGroup, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceFrames, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceFrameCount, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceOwnedMonitors, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceCurrentContendedMonitor, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceStop, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceInterrupt, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceSuspendCount, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceOwnedMonitorsStackDepthInfo, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadReferenceForceEarlyReturn, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadGroupReferenceName, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadGroupReferenceParent, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdThreadGroupReferenceChildren, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdArrayReferenceLength, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdArrayReferenceGetValues, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdArrayReferenceSetValues, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdClassLoaderReferenceVisibleClasses, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdStackFrameGetValues, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdStackFrameSetValues, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdStackFrameThisObject, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdStackFramePopFrames, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdClassObjectReferenceReflectedType, jdwp.ErrorInvalidObject, nil},
+	{jdwp.CmdModuleReferenceName, jdwp.ErrorInvalidModule, nil},
+	{jdwp.CmdModuleReferenceClassLoader, jdwp.ErrorInvalidModule, nil},
 }
 
 func init() {
 	for _, c := range checked {
-		errorFor[c.cmd] = c.code
+		answerFor[c.cmd] = answer{c.code, c.body}
 	}
 }

@@ -1,9 +1,10 @@
 package staleid
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,10 +31,10 @@ var candidateSets = [...]struct {
 // the IDs it hands out from 1 at each attach.
 const neverSent = 0x7fff_0000_0000_0001
 
-// vmErrors asks a real VM, directly, each candidate command with an ID
+// vmAnswers asks a real VM, directly, each candidate command with an ID
 // it never sent, alone and followed by zeros, and returns the VM's
-// answer (an error code, or ErrorNone) per command.
-func vmErrors(t *testing.T) map[jdwp.Cmd]jdwp.ErrorCode {
+// answer per command where both agree.
+func vmAnswers(t *testing.T) map[jdwp.Cmd]answer {
 	b := jdwptest.JavaBuild(t)
 	vm := jdwptest.StartJava(t, b, javavm.Deep)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -48,7 +49,7 @@ func vmErrors(t *testing.T) map[jdwp.Cmd]jdwp.ErrorCode {
 	}
 	defer d.Close()
 	sizes := idSizes(t, d)
-	got := map[jdwp.Cmd]jdwp.ErrorCode{}
+	got := map[jdwp.Cmd]answer{}
 	for _, cs := range candidateSets {
 		for n := uint8(1); n <= cs.n; n++ {
 			cmd := jdwp.Cmd{Set: cs.set, Cmd: n}
@@ -61,23 +62,25 @@ func vmErrors(t *testing.T) map[jdwp.Cmd]jdwp.ErrorCode {
 			}
 			alone := binary.BigEndian.AppendUint64(nil, neverSent)[8-size:]
 			padded := append(append([]byte(nil), alone...), make([]byte, 64)...)
-			var codes [2]jdwp.ErrorCode
+			var answers [2]answer
 			for i, body := range [][]byte{alone, padded} {
 				r, err := d.Call(cmd, body)
 				if err != nil {
 					t.Fatalf("%v: %v", cmd, err)
 				}
-				codes[i] = r.ErrorCode()
+				answers[i] = answer{r.ErrorCode(), slices.Clone(r.Body())}
 			}
-			if codes[0] != codes[1] {
-				t.Logf("%v: %d alone, %d followed by zeros: not checked", cmd, codes[0], codes[1])
+			if !sameAnswer(answers[0], answers[1]) {
+				t.Logf("%v: %v alone, %v followed by zeros: not checked", cmd, answers[0], answers[1])
 				continue
 			}
-			got[cmd] = codes[0]
+			got[cmd] = answers[0]
 		}
 	}
 	return got
 }
+
+func sameAnswer(a, b answer) bool { return a.code == b.code && bytes.Equal(a.body, b.body) }
 
 func isTypeSet(s jdwp.CommandSet) bool {
 	switch s {
@@ -97,27 +100,19 @@ func idSizes(t *testing.T, d *jdwptest.Debugger) jdwp.IDSizes {
 		ReferenceTypeID: int(br.Int32()), FrameID: int(br.Int32())}
 }
 
-// TestErrorsOfRealVM establishes errorFor against a real HotSpot: every
-// command the guard answers gets the very error the VM gives for an ID it
-// never sent, and every command the VM answers with an error for one is
-// in the table.
-func TestErrorsOfRealVM(t *testing.T) {
-	got := vmErrors(t)
-	for cmd, code := range got {
-		want, ok := errorFor[cmd]
-		switch {
-		case code == jdwp.ErrorNone && ok:
-			t.Errorf("%v: the VM answers an unknown ID without error, the table says %d", cmd, want)
-		case code != jdwp.ErrorNone && !ok:
-			t.Errorf("%v: the VM answers %d, not in the table", cmd, code)
-		case ok && code != want:
-			t.Errorf("%v: the VM answers %d, the table says %d", cmd, code, want)
-		}
-		if testing.Verbose() {
-			fmt.Printf("\t{jdwp.Cmd{Set: %d, Cmd: %d}, %d},\n", cmd.Set, cmd.Cmd, code)
+// TestAnswersOfRealVM establishes answerFor against a real HotSpot: each
+// command the VM answers the same for a never-sent ID whatever follows
+// it is in the table with that answer (error code, or reply body), and
+// the table holds nothing else.
+func TestAnswersOfRealVM(t *testing.T) {
+	got := vmAnswers(t)
+	for cmd, a := range got {
+		want, ok := answerFor[cmd]
+		if !ok || !sameAnswer(a, want) {
+			t.Errorf("%v: the VM answers %v, the table says %v (listed %v)", cmd, a, want, ok)
 		}
 	}
-	for cmd := range errorFor {
+	for cmd := range answerFor {
 		if _, ok := got[cmd]; !ok {
 			t.Errorf("%v is in the table but was not established", cmd)
 		}

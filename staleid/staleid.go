@@ -9,9 +9,9 @@
 // prefetch, speculation), and an ID the debugger kept from an earlier
 // session may now name a live object. A Guard records every object and
 // reference type ID in the replies and events the debugger receives, and
-// answers a command whose first parameter is an ID outside that set with
-// the VM's own error for that command (errorFor, established against a
-// real VM by TestErrorsOfRealVM). What it cannot prove it forwards: every
+// answers a command whose first parameter is an ID outside that set as
+// the VM answers it (answerFor: an error, mostly; established against a
+// real VM by TestAnswersOfRealVM). What it cannot prove it forwards: every
 // command until a Version reply names a HotSpot VM, a command whose code
 // is not established, a short body, null (0), and everything once a
 // reply or event it cannot decode has reached the debugger, or the set
@@ -50,18 +50,18 @@ func (s *idSet) add(id uint64) {
 }
 
 // firstParam says where the first parameter of a command is an ID to
-// check, and the error the VM gives when it names no object this
-// connection was sent (errorFor); ok false: forward unchecked.
-func firstParam(c jdwp.Cmd, sizes jdwp.IDSizes) (size int, code jdwp.ErrorCode, ok bool) {
-	code, ok = errorFor[c]
+// check, and what the VM answers when it names no object this connection
+// was sent (answerFor); ok false: forward unchecked.
+func firstParam(c jdwp.Cmd, sizes jdwp.IDSizes) (size int, a answer, ok bool) {
+	a, ok = answerFor[c]
 	if !ok {
-		return 0, 0, false
+		return 0, a, false
 	}
 	switch c.Set {
 	case jdwp.SetReferenceType, jdwp.SetClassType, jdwp.SetArrayType, jdwp.SetInterfaceType, jdwp.SetMethod:
-		return sizes.ReferenceTypeID, code, true
+		return sizes.ReferenceTypeID, a, true
 	}
-	return sizes.ObjectID, code, true
+	return sizes.ObjectID, a, true
 }
 
 // Guard is one session's interceptor and observer (install it with
@@ -77,7 +77,7 @@ type Guard struct {
 	logged bool
 	// hotspot: a VirtualMachine.Version reply (the debugger's or the
 	// proxy's own) named a HotSpot VM with the reference libjdwp, the VM
-	// errorFor was established against; until then nothing is answered.
+	// answerFor was established against; until then nothing is answered.
 	hotspot bool
 	w       walker
 	comp    jdwp.Composite // decodes events, its array reused
@@ -109,7 +109,7 @@ func Hooks(*relay.Session) relay.Hooks {
 }
 
 // FromDebugger answers a command whose first ID this debugger was never
-// sent, with the VM's error for it.
+// sent, as the VM answers it (an error, mostly).
 func (g *Guard) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
 	sizes, known := s.IDSizes()
 	a := g.command(f, sizes, known)
@@ -117,7 +117,7 @@ func (g *Guard) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
 		if e := s.Logger().Debug(); e.Enabled() {
 			e.Str(relay.LogComponent, "staleid").Stringer(relay.LogCmd, f.Cmd).Uint32(relay.LogPacketID, f.ID).
 				Stringer(relay.LogErrorCode, f.Answer.ErrorCode()).
-				Msg("command names an ID this debugger was never sent; answered with the VM's error")
+				Msg("command names an ID this debugger was never sent; answered as the VM answers it")
 		}
 	}
 	g.logOff(s, f)
@@ -145,7 +145,7 @@ func (g *Guard) command(f *relay.Frame, sizes jdwp.IDSizes, known bool) relay.Ac
 			return relay.Forward
 		}
 	}
-	size, code, ok := firstParam(f.Cmd, sizes)
+	size, a, ok := firstParam(f.Cmd, sizes)
 	body := f.Packet.Body()
 	if !ok || size < 1 || size > 8 || len(body) < size {
 		return relay.Forward
@@ -158,7 +158,7 @@ func (g *Guard) command(f *relay.Frame, sizes jdwp.IDSizes, known bool) relay.Ac
 		return relay.Forward
 	}
 	g.answered++
-	g.ans = jdwp.AppendReply(g.ans[:0], f.ID, code, nil)
+	g.ans = jdwp.AppendReply(g.ans[:0], f.ID, a.code, a.body)
 	f.Answer = g.ans
 	// Answered by the proxy from what it knows, as a cache hit is (and
 	// shown to the debugger's side of the journal and page as one);

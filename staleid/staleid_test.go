@@ -168,7 +168,6 @@ func TestGuardAnswers(t *testing.T) {
 		{command(jdwp.CmdObjectReferenceReferenceType, 0), jdwp.ErrorNone},
 		{command(jdwp.CmdObjectReferenceReferenceType, 6), jdwp.ErrorInvalidObject},
 		{command(jdwp.CmdModuleReferenceName, 6), jdwp.ErrorInvalidModule},
-		{command(jdwp.CmdObjectReferenceIsCollected, 6), jdwp.ErrorNone}, // the VM says true: not ours to say
 		{command(jdwp.Cmd{Set: 128, Cmd: 1}, 6), jdwp.ErrorNone},         // a vendor command
 		{command(jdwp.CmdVirtualMachineCreateString, 6), jdwp.ErrorNone}, // no ID first
 		{&relay.Frame{Kind: relay.KindCommand, Cmd: jdwp.CmdThreadReferenceName,
@@ -184,6 +183,11 @@ func TestGuardAnswers(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%v %x: %v, want %v", tc.f.Cmd, tc.f.Packet.Body(), got, tc.want)
 		}
+	}
+	// An unknown object counts as collected, as the VM says.
+	if f := command(jdwp.CmdObjectReferenceIsCollected, 6); g.command(f, sizes8, true) != relay.Consume ||
+		f.Answer.ErrorCode() != jdwp.ErrorNone || string(f.Answer.Body()) != "\x01" {
+		t.Errorf("IsCollected of an unknown object: %v", f.Answer)
 	}
 	// Unknown sizes: nothing is answered.
 	if g.command(command(jdwp.CmdObjectReferenceReferenceType, 6), jdwp.IDSizes{}, false) != relay.Forward {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ type staleIDs struct {
 	objectRefType jdwp.ErrorCode // ObjectReference.ReferenceType(class object)
 	signature     jdwp.ErrorCode // ReferenceType.Signature(class)
 	threadName    jdwp.ErrorCode // ThreadReference.Name(a thread of session 1)
+	isCollected   string         // ObjectReference.IsCollected(class object): error and body
 }
 
 func call(t *testing.T, d *jdwptest.Debugger, cmd jdwp.Cmd, body []byte) jdwp.Packet {
@@ -92,13 +94,17 @@ func staleSessions(t *testing.T, ctx context.Context, vm *javavm.VM, addr string
 	w = jdwp.BodyWriter{Sizes: sizes}
 	w.ObjectID(thread)
 	got.threadName = call(t, d, jdwp.CmdThreadReferenceName, w.Buf).ErrorCode()
+	w = jdwp.BodyWriter{Sizes: sizes}
+	w.ObjectID(classObject)
+	r := call(t, d, jdwp.CmdObjectReferenceIsCollected, w.Buf)
+	got.isCollected = fmt.Sprintf("%v %x", r.ErrorCode(), r.Body())
 	call(t, d, jdwp.CmdVirtualMachineDispose, nil)
 	return got
 }
 
 // TestStaleIDsAsDirect: an ID kept from an earlier session gets the
-// VM's INVALID_OBJECT through a speculating jdwpaccel, and in split mode,
-// as it does directly, though the proxy's attach prefetch made the VM
+// VM's INVALID_OBJECT (and counts as collected) through a speculating
+// jdwpaccel, and in split mode, as it does directly, though the proxy's attach prefetch made the VM
 // hand it out again (to the proxy) in the new session.
 func TestStaleIDsAsDirect(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
@@ -112,7 +118,8 @@ func TestStaleIDsAsDirect(t *testing.T) {
 		t.Cleanup(vm.Stop)
 		return vm
 	}
-	want := staleIDs{jdwp.ErrorInvalidObject, jdwp.ErrorInvalidObject, jdwp.ErrorInvalidObject}
+	want := staleIDs{jdwp.ErrorInvalidObject, jdwp.ErrorInvalidObject, jdwp.ErrorInvalidObject,
+		fmt.Sprintf("%v %x", jdwp.ErrorNone, []byte{1})} // an unknown object counts as collected
 	vm := start()
 	if direct := staleSessions(t, ctx, vm, vm.Addr()); direct != want {
 		t.Fatalf("directly: %+v, want %+v (HotSpot's IDs are per connection)", direct, want)
