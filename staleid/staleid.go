@@ -19,7 +19,7 @@
 package staleid
 
 import (
-	"strings"
+	"bytes"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -306,15 +306,16 @@ func hotSpotVersion(p jdwp.Packet) bool {
 	if p.ErrorCode() != jdwp.ErrorNone {
 		return false
 	}
-	r := jdwp.NewBodyReader(p.Body(), jdwp.IDSizes{})
+	var r jdwp.BodyReader
+	r.Reset(p.Body(), jdwp.IDSizes{})
 	desc := r.StringBytes()
 	r.Int32()
 	r.Int32()
 	r.StringBytes() // vmVersion
-	name := string(r.StringBytes())
-	if r.Err() != nil || !strings.HasPrefix(string(desc), "Java Debug Wire Protocol (Reference Implementation)") {
+	name := r.StringBytes()
+	if r.Err() != nil || !bytes.HasPrefix(desc, []byte("Java Debug Wire Protocol (Reference Implementation)")) {
 		return false
 	}
-	return strings.Contains(name, "HotSpot") ||
-		strings.HasPrefix(name, "OpenJDK ") && strings.HasSuffix(name, " VM") && !strings.Contains(name, "J9")
+	return bytes.Contains(name, []byte("HotSpot")) ||
+		bytes.HasPrefix(name, []byte("OpenJDK ")) && bytes.HasSuffix(name, []byte(" VM")) && !bytes.Contains(name, []byte("J9"))
 }

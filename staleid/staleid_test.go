@@ -277,3 +277,36 @@ func FuzzRecord(f *testing.F) {
 		g.command(command(jdwp.CmdObjectReferenceReferenceType, 6), sizes8, true)
 	})
 }
+
+// TestForwardingAllocatesNothing: checking a command, recording a reply
+// and an event, and answering a stale ID allocate nothing once the
+// session's IDs are known.
+func TestForwardingAllocatesNothing(t *testing.T) {
+	w := jdwp.BodyWriter{Sizes: sizes8}
+	w.Int32(2)
+	w.ObjectID(5)
+	w.ObjectID(6)
+	threads := reply(jdwp.CmdVirtualMachineAllThreads, w.Buf)
+	ev := jdwp.BodyWriter{Sizes: sizes8}
+	ev.Uint8(uint8(jdwp.SuspendAll))
+	ev.Int32(1)
+	ev.Uint8(uint8(jdwp.EventBreakpoint))
+	ev.Int32(3)
+	ev.ObjectID(5)
+	ev.Location(jdwp.Location{TypeTag: 1, Class: 7, Method: 8, Index: 9})
+	event := &relay.Frame{Dir: relay.ToDebugger, Kind: relay.KindEvent, Cmd: jdwp.CmdEventComposite,
+		Packet: jdwp.AppendCommand(nil, 1, jdwp.CmdEventComposite, ev.Buf)}
+	g := newHotSpotGuard()
+	known, stale := command(jdwp.CmdThreadReferenceName, 6), command(jdwp.CmdThreadReferenceName, 60)
+	run := func() {
+		g.observe(threads, sizes8, true)
+		g.observe(event, sizes8, true)
+		if g.command(known, sizes8, true) != relay.Forward || g.command(stale, sizes8, true) != relay.Consume {
+			t.Fatal("wrong decision")
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Fatalf("%v allocations per run", n)
+	}
+}
