@@ -79,12 +79,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeFirstStops(w); err != nil {
+		return err
+	}
 	if len(r.Slopes) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "workload\tmode\tserial round trips/step\tintercept ms\tserial round trips to first stop\tintercept ms\t")
+		fmt.Fprintln(tw, "workload\tmode\tserial round trips/step\tintercept ms\tserial round trips to first stop\tintercept ms\tthe same minus VM run\t")
 		for _, s := range r.Slopes {
-			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", s.Workload, s.Mode, s.RoundTrips, s.InterceptMS, s.FirstStopRoundTrips, s.FirstStopInterceptMS)
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", s.Workload, s.Mode, s.RoundTrips, s.InterceptMS,
+				s.FirstStopRoundTrips, s.FirstStopInterceptMS, s.FirstStopWaitRoundTrips)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -93,6 +97,45 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if noisy {
 		_, err := fmt.Fprintln(w, "\n~: noise. The 95% confidence intervals of this cell's median and the direct cell's overlap,\nso the difference is within the measurement's noise, not a speedup (or slowdown); measure more steps.")
 		return err
+	}
+	return nil
+}
+
+// writeFirstStops writes the time to the first stop per cell: as measured,
+// how much of it the VM ran, minus the VM's own start-up (VMStartupMS) and
+// minus the cell's own VM run, with the speedups over direct, and the
+// link's bytes up to it; then, for
+// workloads whose driver reports them, the classes loaded and the size of
+// the AllClassesWithGeneric reply that lists them.
+func (r *Report) writeFirstStops(w io.Writer) error {
+	fmt.Fprintln(w, "\ntime to the first stop (minus the VM's own start-up: its median run before the first stop at 0 ms):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tfirst stop ms\tspeedup\tVM ran ms\tminus start-up ms\tspeedup\tminus VM run ms\tspeedup\tlink B to VM\tlink B from VM\t")
+	speed := func(v float64) string {
+		if v <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", v)
+	}
+	for _, c := range r.Cells {
+		net := "-"
+		if c.FirstStopNetMS > 0 {
+			net = ms1(c.FirstStopNetMS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%.1f\t%s\t%.1f\t%s\t%s\t%.1f\t%s\t%d\t%d\t\n", c.Workload, c.Mode, c.RTTMS, c.FirstStopMS,
+			speed(c.FirstStopSpeedup), c.VMRunMS, net, speed(c.FirstStopNetSpeedup), c.FirstStopWaitMS, speed(c.FirstStopWaitSpeedup),
+			c.FirstStopUpBytes, c.FirstStopDownBytes)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, c := range r.Cells {
+		if c.LoadedClasses > 0 && !seen[c.Workload] {
+			seen[c.Workload] = true
+			fmt.Fprintf(w, "%s: %d classes loaded; the AllClassesWithGeneric reply listing them is %d bytes\n",
+				c.Workload, c.LoadedClasses, c.AllClassesReplyBytes)
+		}
 	}
 	return nil
 }

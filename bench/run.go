@@ -59,6 +59,11 @@ type Mode struct {
 	// PushedBytes, when set, returns the bytes split mode's far end pushed
 	// so far (push.Stats.BytesSent); the cell reports them per stop.
 	PushedBytes func() int64
+	// Fresh, when set, gives each cell a mode of its own, made anew (its
+	// accelerator has learned nothing): the cell measures a fresh proxy.
+	// Without it, the mode's accelerator lives for the whole run, and its
+	// cells after the first see what the earlier sessions taught it.
+	Fresh func() Mode
 }
 
 // Accel is the accelerator's figures over one cell: the speculator's
@@ -148,6 +153,34 @@ type Cell struct {
 	// sample per cell; FirstStopSpeedup is the direct cell's over it.
 	FirstStopMS      float64 `json:"first_stop_ms"`
 	FirstStopSpeedup float64 `json:"first_stop_speedup_vs_direct,omitempty"`
+	// VMRunMS is how much of FirstStopMS the VM ran (the driver's
+	// javavm.Summary.VMRunMS); at a zero RTT, the VM's own start-up.
+	VMRunMS float64 `json:"vm_run_ms"`
+	// FirstStopNetMS is FirstStopMS minus the VM's own start-up
+	// (Report.VMStartupMS) and FirstStopNetSpeedup the direct cell's over
+	// it: the part of the wait a debugger and its link cause. Zero when
+	// the run had no cell at 0 ms to measure the start-up, or the first
+	// stop took less than it (the start-up varies from VM to VM).
+	FirstStopNetMS      float64 `json:"first_stop_minus_vm_startup_ms,omitempty"`
+	FirstStopNetSpeedup float64 `json:"first_stop_minus_vm_startup_speedup_vs_direct,omitempty"`
+	// FirstStopWaitMS is FirstStopMS minus this cell's own VMRunMS: the
+	// time to the first stop while the VM was not running, which the
+	// debugger, the link and the proxy spent; FirstStopWaitSpeedup is the
+	// direct cell's over it. Unlike FirstStopNetMS it does not carry the
+	// VM's start-up from one VM to another, which varies by as much as a
+	// second on a loaded machine; it leaves out the round trips spent
+	// waiting for the VM's events while it ran (a handful).
+	FirstStopWaitMS      float64 `json:"first_stop_minus_vm_run_ms"`
+	FirstStopWaitSpeedup float64 `json:"first_stop_minus_vm_run_speedup_vs_direct,omitempty"`
+	// FirstStopUpBytes and FirstStopDownBytes are the bytes the link
+	// carried up to the first stop, towards the VM and back.
+	FirstStopUpBytes   int64 `json:"first_stop_link_bytes_up"`
+	FirstStopDownBytes int64 `json:"first_stop_link_bytes_down"`
+	// LoadedClasses and AllClassesReplyBytes are the driver's (BigApp
+	// only): the classes loaded after the last stop and the size of the
+	// AllClassesWithGeneric reply listing them.
+	LoadedClasses        int   `json:"loaded_classes,omitempty"`
+	AllClassesReplyBytes int64 `json:"all_classes_reply_bytes,omitempty"`
 	// Speedup is the direct cell's median over this cell's, and SpeedupCI
 	// its 95% bootstrap confidence interval.
 	Speedup   float64    `json:"speedup_vs_direct,omitempty"`
@@ -174,24 +207,33 @@ type Cell struct {
 // costs. FirstStopRoundTrips and FirstStopInterceptMS are the same fit of
 // the time to the first stop.
 type Slope struct {
-	Workload             string  `json:"workload"`
-	Mode                 string  `json:"mode"`
-	RoundTrips           float64 `json:"serial_round_trips_per_step"`
-	InterceptMS          float64 `json:"intercept_ms"`
-	FirstStopRoundTrips  float64 `json:"serial_round_trips_to_first_stop"`
-	FirstStopInterceptMS float64 `json:"first_stop_intercept_ms"`
+	Workload            string  `json:"workload"`
+	Mode                string  `json:"mode"`
+	RoundTrips          float64 `json:"serial_round_trips_per_step"`
+	InterceptMS         float64 `json:"intercept_ms"`
+	FirstStopRoundTrips float64 `json:"serial_round_trips_to_first_stop"`
+	// FirstStopWaitRoundTrips fits the first stop minus the cell's own VM
+	// run (Cell.FirstStopWaitMS): free of the VM's start-up, which varies
+	// from VM to VM, but without the few round trips spent waiting for the
+	// VM's events while it ran.
+	FirstStopWaitRoundTrips float64 `json:"serial_round_trips_to_first_stop_minus_vm_run"`
+	FirstStopInterceptMS    float64 `json:"first_stop_intercept_ms"`
 }
 
 // Report is the whole matrix.
 type Report struct {
-	Started    time.Time `json:"started"`
-	Machine    string    `json:"machine"`
-	Steps      int       `json:"steps"`
-	Warmup     int       `json:"warmup"`
-	Bandwidth  int64     `json:"bandwidth_bytes_per_s,omitempty"`
-	Cells      []Cell    `json:"cells"`
-	Slopes     []Slope   `json:"slopes"`
-	Mismatches []string  `json:"digest_mismatches"`
+	Started   time.Time `json:"started"`
+	Machine   string    `json:"machine"`
+	Steps     int       `json:"steps"`
+	Warmup    int       `json:"warmup"`
+	Bandwidth int64     `json:"bandwidth_bytes_per_s,omitempty"`
+	Cells     []Cell    `json:"cells"`
+	// VMStartupMS is, per workload, the VM's own start-up: the median over
+	// its cells at 0 ms RTT (every mode's) of how long the VM ran before
+	// the first stop. With no link latency, that is the VM's own time.
+	VMStartupMS map[string]float64 `json:"vm_startup_ms,omitempty"`
+	Slopes      []Slope            `json:"slopes"`
+	Mismatches  []string           `json:"digest_mismatches"`
 }
 
 // ErrDigestMismatch is returned (with the full report) when a proxied run
@@ -212,6 +254,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, rtt := range cfg.RTTs {
 			var direct *Cell
 			for _, m := range cfg.Modes {
+				if m.Fresh != nil {
+					fresh := m.Fresh()
+					fresh.Name = m.Name
+					m = fresh
+				}
 				label := fmt.Sprintf("%s %s rtt=%v", w, m.Name, rtt)
 				if cfg.Progress != nil {
 					cfg.Progress(done, total, label)
@@ -245,6 +292,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					if c.FirstStopMS > 0 {
 						c.FirstStopSpeedup = direct.FirstStopMS / c.FirstStopMS
 					}
+					if c.FirstStopWaitMS > 0 {
+						c.FirstStopWaitSpeedup = direct.FirstStopWaitMS / c.FirstStopWaitMS
+					}
 					if c.MedianMS > 0 {
 						c.Speedup = direct.MedianMS / c.MedianMS
 						c.SpeedupCI = speedupCI(direct.StepMS, c.StepMS)
@@ -260,10 +310,56 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Progress(done, total, "done")
 	}
 	rep.Slopes = slopes(rep.Cells)
+	rep.subtractStartup()
 	if len(rep.Mismatches) > 0 {
 		return rep, ErrDigestMismatch
 	}
 	return rep, nil
+}
+
+// subtractStartup sets VMStartupMS from the cells at 0 ms RTT, and each
+// cell of their workloads' first stop minus it, with its speedup over the
+// direct cell at the same RTT.
+func (r *Report) subtractStartup() {
+	runs := map[string][]float64{}
+	for _, c := range r.Cells {
+		if c.RTTMS == 0 && c.VMRunMS > 0 {
+			runs[c.Workload] = append(runs[c.Workload], c.VMRunMS)
+		}
+	}
+	for w, v := range runs {
+		if r.VMStartupMS == nil {
+			r.VMStartupMS = map[string]float64{}
+		}
+		r.VMStartupMS[w] = spreadOf(v).Median
+	}
+	type key struct {
+		workload string
+		rtt      float64
+	}
+	direct := map[key]float64{}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		vm, ok := r.VMStartupMS[c.Workload]
+		if !ok || c.FirstStopMS <= vm {
+			continue
+		}
+		c.FirstStopNetMS = c.FirstStopMS - vm
+		k := key{c.Workload, c.RTTMS}
+		if c.Mode == r.directMode() {
+			direct[k] = c.FirstStopNetMS
+		} else if d, ok := direct[k]; ok {
+			c.FirstStopNetSpeedup = d / c.FirstStopNetMS
+		}
+	}
+}
+
+// directMode is the name of the run's direct mode: that of its first cell.
+func (r *Report) directMode() string {
+	if len(r.Cells) == 0 {
+		return ""
+	}
+	return r.Cells[0].Mode
 }
 
 func firstDifference(want, got []string) string {
@@ -317,10 +413,12 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	}
 	// The driver counts its stops from the breakpoint stop (stop 0) and
 	// flags the first Warmup of them; the breakpoint stop is warm-up here
-	// too, so Steps steps are measured.
+	// too, so Steps steps are measured. It holds after the first stop
+	// while the link's bytes are taken.
+	var first link.Stats
 	res, err := javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
 		Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps + cfg.Warmup, Warmup: cfg.Warmup + 1,
-		Breakpoints: w.Breakpoints,
+		Breakpoints: w.Breakpoints, AfterFirstStop: func() { first = lk.Bytes() },
 	})
 	if err != nil {
 		select {
@@ -344,6 +442,9 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		Stops: len(steady), MedianMS: sp.Median, MinMS: sp.Min, MaxMS: sp.Max, MedianCI: sp.CI,
 		StepMS: stepMS, P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
 		FirstStopMS: res.Summary.FirstStopMS, Digests: res.Digests(), LinkDrops: lk.Drops(),
+		VMRunMS: res.Summary.VMRunMS, FirstStopWaitMS: res.Summary.FirstStopMS - res.Summary.VMRunMS,
+		FirstStopUpBytes: first.AToB, FirstStopDownBytes: first.BToA,
+		LoadedClasses: res.Summary.LoadedClasses, AllClassesReplyBytes: res.Summary.AllClassesReplyBytes,
 	}, nil
 }
 
@@ -421,6 +522,7 @@ func slopes(cells []Cell) []Slope {
 	type key struct{ w, m string }
 	steps := map[key][][2]float64{}
 	first := map[key][][2]float64{}
+	wait := map[key][][2]float64{}
 	var order []key
 	for _, c := range cells {
 		k := key{c.Workload, c.Mode}
@@ -429,6 +531,7 @@ func slopes(cells []Cell) []Slope {
 		}
 		steps[k] = append(steps[k], [2]float64{c.RTTMS, c.MedianMS})
 		first[k] = append(first[k], [2]float64{c.RTTMS, c.FirstStopMS})
+		wait[k] = append(wait[k], [2]float64{c.RTTMS, c.FirstStopWaitMS})
 	}
 	var out []Slope
 	for _, k := range order {
@@ -438,6 +541,7 @@ func slopes(cells []Cell) []Slope {
 		}
 		s := Slope{Workload: k.w, Mode: k.m, RoundTrips: b, InterceptMS: a}
 		s.FirstStopRoundTrips, s.FirstStopInterceptMS, _ = fitLine(first[k])
+		s.FirstStopWaitRoundTrips, _, _ = fitLine(wait[k])
 		out = append(out, s)
 	}
 	return out

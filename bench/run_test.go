@@ -40,6 +40,7 @@ func TestDigestCheck(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	fresh := 0
 	cfg := Config{
 		RTTs:      []time.Duration{0},
 		Workloads: []Workload{{Profile: javavm.ProfileJDBMin, Debuggee: javavm.Shallow}},
@@ -47,8 +48,11 @@ func TestDigestCheck(t *testing.T) {
 		Modes: []Mode{
 			{Name: "direct", Direct: true},
 			{Name: "proxy"},
-			{Name: "corrupt", NewHooks: func(*relay.Session) relay.Hooks {
-				return relay.Hooks{Interceptors: []relay.Interceptor{corrupter{}}}
+			{Name: "corrupt", Fresh: func() Mode {
+				fresh++
+				return Mode{Name: "made fresh", NewHooks: func(*relay.Session) relay.Hooks {
+					return relay.Hooks{Interceptors: []relay.Interceptor{corrupter{}}}
+				}}
 			}},
 		},
 	}
@@ -68,8 +72,29 @@ func TestDigestCheck(t *testing.T) {
 	if len(rep.Mismatches) != 1 || !strings.Contains(rep.Mismatches[0], "corrupt") {
 		t.Errorf("mismatches %q, want exactly the corrupting mode", rep.Mismatches)
 	}
+	if fresh != 1 || rep.Cells[2].Mode != "corrupt" {
+		t.Errorf("the fresh mode was made %d times for its one cell, named %q", fresh, rep.Cells[2].Mode)
+	}
+	// The first stop's figures: the link's bytes each way, the VM's run,
+	// and the first stop minus the VM's start-up (the median run, at 0 ms).
+	startup, ok := rep.VMStartupMS[rep.Cells[0].Workload]
+	if runs := []float64{rep.Cells[0].VMRunMS, rep.Cells[1].VMRunMS, rep.Cells[2].VMRunMS}; !ok || startup != spreadOf(runs).Median {
+		t.Errorf("VM start-up %v (%v), want the median of the cells' runs %v", startup, ok, runs)
+	}
+	for _, c := range rep.Cells {
+		if c.FirstStopUpBytes <= 0 || c.FirstStopDownBytes <= c.FirstStopUpBytes || c.VMRunMS <= 0 || c.VMRunMS >= c.FirstStopMS {
+			t.Errorf("cell %s: first stop %.1f ms, VM ran %.1f ms, link bytes %d to the VM and %d back",
+				c.Mode, c.FirstStopMS, c.VMRunMS, c.FirstStopUpBytes, c.FirstStopDownBytes)
+		}
+		if math.Abs(c.FirstStopWaitMS-(c.FirstStopMS-c.VMRunMS)) > 1e-9 || c.Mode != "direct" && c.FirstStopWaitSpeedup <= 0 {
+			t.Errorf("cell %s: first stop minus its VM run %.3f ms (speedup %.2f), want %.3f - %.3f", c.Mode, c.FirstStopWaitMS, c.FirstStopWaitSpeedup, c.FirstStopMS, c.VMRunMS)
+		}
+		if c.FirstStopMS > startup && math.Abs(c.FirstStopNetMS-(c.FirstStopMS-startup)) > 1e-9 {
+			t.Errorf("cell %s: first stop minus start-up %.3f ms, want %.3f - %.3f", c.Mode, c.FirstStopNetMS, c.FirstStopMS, startup)
+		}
+	}
 	var table, svg bytes.Buffer
-	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "MISMATCH") {
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "MISMATCH") || !strings.Contains(table.String(), "minus start-up ms") {
 		t.Errorf("table (%v) does not flag the mismatch:\n%s", err, table.String())
 	}
 	if err := rep.WriteSVG(&svg); err != nil || !strings.Contains(svg.String(), "<circle") {
@@ -83,17 +108,35 @@ func TestSlopes(t *testing.T) {
 	var cells []Cell
 	for _, rtt := range []float64{0, 1, 10, 30, 100} {
 		cells = append(cells,
-			Cell{Workload: "w", Mode: "direct", RTTMS: rtt, MedianMS: 5 + 80*rtt, FirstStopMS: 400 + 120*rtt},
-			Cell{Workload: "w", Mode: "fast", RTTMS: rtt, MedianMS: 7 + 4*rtt, FirstStopMS: 410 + 30*rtt})
+			Cell{Workload: "w", Mode: "direct", RTTMS: rtt, MedianMS: 5 + 80*rtt, FirstStopMS: 400 + 120*rtt, FirstStopWaitMS: 100 + 110*rtt},
+			Cell{Workload: "w", Mode: "fast", RTTMS: rtt, MedianMS: 7 + 4*rtt, FirstStopMS: 410 + 30*rtt, FirstStopWaitMS: 90 + 25*rtt})
 	}
 	got := slopes(cells)
 	if len(got) != 2 {
 		t.Fatalf("got %d slopes", len(got))
 	}
-	for i, want := range []struct{ rt, icpt, first, firstIcpt float64 }{{80, 5, 120, 400}, {4, 7, 30, 410}} {
+	for i, want := range []struct{ rt, icpt, first, firstIcpt, wait float64 }{{80, 5, 120, 400, 110}, {4, 7, 30, 410, 25}} {
 		if math.Abs(got[i].RoundTrips-want.rt) > 1e-9 || math.Abs(got[i].InterceptMS-want.icpt) > 1e-9 ||
-			math.Abs(got[i].FirstStopRoundTrips-want.first) > 1e-9 || math.Abs(got[i].FirstStopInterceptMS-want.firstIcpt) > 1e-9 {
-			t.Errorf("slope %d = %+v, want %v round trips, intercept %v; to the first stop %v, %v", i, got[i], want.rt, want.icpt, want.first, want.firstIcpt)
+			math.Abs(got[i].FirstStopRoundTrips-want.first) > 1e-9 || math.Abs(got[i].FirstStopInterceptMS-want.firstIcpt) > 1e-9 ||
+			math.Abs(got[i].FirstStopWaitRoundTrips-want.wait) > 1e-9 {
+			t.Errorf("slope %d = %+v, want %v round trips, intercept %v; to the first stop %v, %v; minus the VM's run %v", i, got[i], want.rt, want.icpt, want.first, want.firstIcpt, want.wait)
+		}
+	}
+	// The VM ran 150 ms (the median of the cells at 0 ms) of the first stop.
+	rep := &Report{Cells: []Cell{
+		{Workload: "w", Mode: "direct", RTTMS: 0, FirstStopMS: 400, VMRunMS: 150},
+		{Workload: "w", Mode: "fast", RTTMS: 0, FirstStopMS: 200, VMRunMS: 140},
+		{Workload: "w", Mode: "fresh", RTTMS: 0, FirstStopMS: 210, VMRunMS: 160},
+		{Workload: "w", Mode: "direct", RTTMS: 30, FirstStopMS: 3750, VMRunMS: 190},
+		{Workload: "w", Mode: "fast", RTTMS: 30, FirstStopMS: 350, VMRunMS: 170},
+	}}
+	rep.subtractStartup()
+	if rep.VMStartupMS["w"] != 150 {
+		t.Errorf("VM start-up %v, want the median of the cells' at 0 ms", rep.VMStartupMS)
+	}
+	for i, want := range [][2]float64{{250, 0}, {50, 5}, {60, 250.0 / 60}, {3600, 0}, {200, 18}} {
+		if c := rep.Cells[i]; math.Abs(c.FirstStopNetMS-want[0]) > 1e-9 || math.Abs(c.FirstStopNetSpeedup-want[1]) > 1e-9 {
+			t.Errorf("cell %d: first stop minus start-up %v ms, speedup %v; want %v, %v", i, c.FirstStopNetMS, c.FirstStopNetSpeedup, want[0], want[1])
 		}
 	}
 	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.5); q != 3 {

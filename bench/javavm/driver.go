@@ -73,6 +73,11 @@ type DriverOptions struct {
 	Dump bool
 	// JVMArgs are extra flags for the driver's own JVM.
 	JVMArgs []string
+	// AfterFirstStop, when set, is called once the driver has reported the
+	// breakpoint stop (stop 0); the driver waits for it to return before
+	// its first step, so what the call measures (bytes on a link, say)
+	// belongs to the first stop alone.
+	AfterFirstStop func()
 	// OnStop, when set, is called with each stop as soon as the driver
 	// reports it (from a goroutine of RunDriver's), for runs that are
 	// watched while they go on, or cut short by cancelling the context.
@@ -108,6 +113,15 @@ type Summary struct {
 	// FirstStopMS is the time to the first stop: from before the attach to
 	// the end of the breakpoint stop's work (its state shown).
 	FirstStopMS float64 `json:"first_stop_ms"`
+	// VMRunMS is how much of FirstStopMS the VM was running: from each
+	// resume the driver sent before the breakpoint to the next event. At a
+	// zero RTT it is the VM's own start-up.
+	VMRunMS float64 `json:"vm_run_ms"`
+	// LoadedClasses and AllClassesReplyBytes (BigApp only) are the classes
+	// loaded after the last stop and the size of the AllClassesWithGeneric
+	// reply listing them, header included.
+	LoadedClasses        int   `json:"loaded_classes,omitempty"`
+	AllClassesReplyBytes int64 `json:"all_classes_reply_bytes,omitempty"`
 }
 
 // DriverResult is a parsed driver run.
@@ -241,6 +255,9 @@ func DriverArgs(b *Build, opts DriverOptions) ([]string, error) {
 	if opts.Dump {
 		args = append(args, "--dump")
 	}
+	if opts.AfterFirstStop != nil {
+		args = append(args, "--hold-first-stop")
+	}
 	return args, nil
 }
 
@@ -256,8 +273,26 @@ func RunDriver(ctx context.Context, b *Build, opts DriverOptions) (*DriverResult
 	cmd := exec.CommandContext(ctx, "java", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
-	if opts.OnStop != nil {
-		cmd.Stdout = io.MultiWriter(&stdout, &stopWriter{onStop: opts.OnStop})
+	onStop := opts.OnStop
+	if opts.AfterFirstStop != nil {
+		// The driver holds after stop 0 until its stdin ends.
+		release, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, fmt.Errorf("javavm: driver: %w", err)
+		}
+		defer release.Close()
+		onStop = func(s Stop) {
+			if opts.OnStop != nil {
+				opts.OnStop(s)
+			}
+			if s.Index == 0 {
+				opts.AfterFirstStop()
+				release.Close()
+			}
+		}
+	}
+	if onStop != nil {
+		cmd.Stdout = io.MultiWriter(&stdout, &stopWriter{onStop: onStop})
 	}
 	cmd.Stderr = &stderr
 	runErr := cmd.Run()

@@ -20,6 +20,12 @@
 //   - Server: a pooled server, 200 worker threads parked on the pool's queue
 //     and the main thread handling requests.
 //   - Transcript: the debuggee of the jdb transcript tests.
+//   - BigApp: an application-sized VM: over 15,000 classes of the JDK's own
+//     modules loaded before its first breakpoint, 40 pool threads, and a
+//     HashMap and arrays in the stop method's locals. The driver attaches
+//     to it as an IDE does to a real application (30 classes watched, most
+//     never loaded) and shows its variables three levels deep. Its start-up
+//     takes seconds: it is not in the default bench.
 //
 // Each has a breakpoint line marked "// @breakpoint" in its source; see
 // BreakpointLine. Some have other breakpoint lines, never hit, marked
@@ -56,13 +62,14 @@ const (
 	HotSwap       = "HotSwap"
 	Transcript    = "Transcript"
 	Server        = "Server"
+	BigApp        = "BigApp"
 	// Layouts: 24 classes with different field layouts take turns in the
 	// same locals (a test of the speculator's field IDs, not a benchmark).
 	Layouts = "Layouts"
 )
 
 // Debuggees lists every debuggee main class.
-var Debuggees = []string{Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Transcript, Server}
+var Debuggees = []string{Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Transcript, Server, BigApp}
 
 // breakpointMarker marks the breakpoint line in a debuggee's source;
 // extraMarker, followed by the class name, the lines of other breakpoints.

@@ -154,7 +154,10 @@ func (s *session) killed() bool {
 	}
 }
 
-func pipe(ctx context.Context, a, b net.Conn, cfg Config, id uint64) (Stats, error) {
+// upTotal and downTotal, when not nil, count the bytes delivered from a to
+// b and from b to a as they are written (by the time the peer has read
+// them), for a caller's running totals.
+func pipe(ctx context.Context, a, b net.Conn, cfg Config, id uint64, upTotal, downTotal *atomic.Int64) (Stats, error) {
 	if err := cfg.Validate(); err != nil {
 		a.Close()
 		b.Close()
@@ -166,6 +169,7 @@ func pipe(ctx context.Context, a, b net.Conn, cfg Config, id uint64) (Stats, err
 
 	ab := newDirection(s, a, b, cfg, 2*id)
 	ba := newDirection(s, b, a, cfg, 2*id+1)
+	ab.total, ba.total = upTotal, downTotal
 	defer ab.release()
 	defer ba.release()
 
@@ -213,7 +217,8 @@ type direction struct {
 	consumed atomic.Uint64 // total bytes the writer has finished with
 	space    chan struct{} // cap 1: writer -> reader, "consumed grew"
 
-	delivered int64 // bytes written to dst; owned by the writer goroutine
+	delivered int64         // bytes written to dst; owned by the writer goroutine
+	total     *atomic.Int64 // when not nil, also counts the bytes written to dst
 }
 
 func newDirection(s *session, src, dst net.Conn, cfg Config, stream uint64) *direction {
@@ -332,8 +337,16 @@ func (d *direction) writeLoop() {
 				break gather
 			}
 		}
+		if d.total != nil {
+			// Counted before the write, so a peer that has read the
+			// bytes finds them counted; corrected below if cut short.
+			d.total.Add(int64(n))
+		}
 		w, err := d.dst.Write(d.ring[off : off+n])
 		d.delivered += int64(w)
+		if d.total != nil && w < n {
+			d.total.Add(int64(w - n))
+		}
 		if err != nil {
 			failed = true
 			d.s.kill(err)

@@ -763,3 +763,27 @@ func TestDropEvery(t *testing.T) {
 		t.Errorf("a negative DropEvery: %v", err)
 	}
 }
+
+// TestLinkBytes checks the link's running byte totals: what each client
+// sent and read back is counted by the time it has been read, over
+// sessions.
+func TestLinkBytes(t *testing.T) {
+	srv := startServer(t, echo)
+	l := startLink(t, Config{RTT: 2 * time.Millisecond}, srv.addr())
+	var up, down int64
+	for _, msg := range []string{"hello, target", "again"} {
+		c := dial(t, l.Addr().String())
+		if _, err := c.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+		up, down = up+int64(len(msg)), down+int64(len(buf))
+		if got := l.Bytes(); got != (Stats{AToB: up, BToA: down}) {
+			t.Errorf("after %q: Bytes() = %+v, want %d up and %d down", msg, got, up, down)
+		}
+		c.Close()
+	}
+}

@@ -40,6 +40,9 @@ type Link struct {
 	mu    sync.Mutex            // guards conns
 	conns map[net.Conn]struct{} // both sides of every connection carried, for DropEvery
 	drops atomic.Int64
+	// up and down count the bytes delivered to the target and back to the
+	// clients, over every session so far.
+	up, down atomic.Int64
 }
 
 // dialTimeout bounds each dial to the target.
@@ -128,6 +131,11 @@ func (l *Link) track(c net.Conn, on bool) {
 	}
 }
 
+// Bytes returns the bytes the link has delivered so far, over all its
+// sessions: AToB from clients to the target, BToA back. Bytes still queued
+// in the link are not counted yet.
+func (l *Link) Bytes() Stats { return Stats{AToB: l.up.Load(), BToA: l.down.Load()} }
+
 // Addr is the address the link accepts clients on.
 func (l *Link) Addr() net.Addr { return l.ln.Addr() }
 
@@ -185,7 +193,7 @@ func (l *Link) serveConn(c net.Conn, id uint64) {
 	log.Debug().Msg("link connection opened")
 	l.track(c, true)
 	l.track(t, true)
-	st, err := pipe(l.ctx, c, t, l.cfg, id)
+	st, err := pipe(l.ctx, c, t, l.cfg, id, &l.up, &l.down)
 	l.track(c, false)
 	l.track(t, false)
 	ev := log.Debug()

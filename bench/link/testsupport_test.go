@@ -17,5 +17,5 @@ import (
 // once. Pipe returns nil after a clean end, ctx.Err() after cancellation, and
 // otherwise the first I/O error.
 func Pipe(ctx context.Context, a, b net.Conn, cfg Config) (Stats, error) {
-	return pipe(ctx, a, b, cfg, 0)
+	return pipe(ctx, a, b, cfg, 0, nil, nil)
 }

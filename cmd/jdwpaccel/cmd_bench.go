@@ -31,6 +31,9 @@ Examples:
   jdwpaccel bench --workloads Deep/idea-like --rtt 30ms --modes direct,speculate --diagnose
   # split mode (jdwpaccel far next to the VM, proxy --far across the link) on a 1 MB/s link
   jdwpaccel bench --workloads Deep/idea-like --rtt 0ms,30ms,100ms --modes direct,speculate,split --bandwidth 1000000
+  # an application-sized VM: the first stop through a fresh proxy and a learned one,
+  # with the link's bytes and the first stop minus the VM's own start-up
+  jdwpaccel bench --workloads BigApp/idea-like,BigApp/vscode-like --rtt 0ms,30ms --modes direct,speculate-fresh,speculate,split-fresh,split --steps 3 --warmup 1
   # split mode surviving a link that drops its connections every 2 s
   jdwpaccel bench --workloads Deep/idea-like --rtt 30ms --modes direct,split --steps 20 --drop-every 2s
   # soak: step Deep/idea-like through the proxy for 10 minutes at 5 ms RTT,
@@ -62,11 +65,24 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 			sp := speculator.New(spec, log, nil)
 			return bench.Mode{Name: "speculate", NewHooks: guarded(sp.Hooks), Stats: sp.Stats}, nil
 		},
+		// speculate-fresh is speculate with a new speculator for each
+		// cell: a fresh proxy, which has learned nothing from the cells
+		// before (speculate keeps one for the whole run).
+		"speculate-fresh": func() (bench.Mode, error) {
+			return bench.Mode{Name: "speculate-fresh", Fresh: func() bench.Mode {
+				sp := speculator.New(spec, log, nil)
+				return bench.Mode{NewHooks: sp.Hooks, Stats: sp.Stats}
+			}}, nil
+		},
 		// split is split mode: the far end (speculating at zero RTT) next
 		// to the VM, the link between it and the near end (speculating as
 		// the speculate mode does); the cell's figures are the near end's.
 		"split": func() (bench.Mode, error) {
 			return splitMode("split", spec, log), nil
+		},
+		// split-fresh is split with both ends made anew for each cell.
+		"split-fresh": func() (bench.Mode, error) {
+			return bench.Mode{Name: "split-fresh", Fresh: func() bench.Mode { return splitMode("split-fresh", spec, log) }}, nil
 		},
 		// journal is the pass-through proxy with the journal on: against
 		// "proxy", what journaling costs the relay.
@@ -198,10 +214,10 @@ func progressBar(w io.Writer) func(done, total int, label string) {
 func cmdBench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
-	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate, speculate-journal (speculate with the journal on), split (split mode: jdwpaccel far next to the VM, the link between it and proxy --far), adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
+	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate (one speculator for the whole run: its cells after the first see what earlier sessions taught it), speculate-fresh (a new speculator per cell: a fresh proxy), speculate-journal (speculate with the journal on), split (split mode: jdwpaccel far next to the VM, the link between it and proxy --far), split-fresh (split with both ends new per cell), adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
-	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Server (200 pooled worker threads); profiles: jdb-min, idea-like, idea-async (idea-like with its reads sent from 8 JDI threads at once, as IntelliJ's async JDI), vscode-like)")
-	breakpoints := fs.Int("breakpoints", 5, "breakpoints the driver sets at attach, as an IDE sets all of its own, up to as many as the debuggee has (Deep: 5, the others 1); the extra ones are never hit")
+	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Server (200 pooled worker threads), BigApp (15,000+ classes loaded before the first stop, 40 pool threads, 30 classes watched at attach, variables three levels deep; its VM takes seconds to start, so it is not in the default list); profiles: jdb-min, idea-like, idea-async (idea-like with its reads sent from 8 JDI threads at once, as IntelliJ's async JDI), vscode-like)")
+	breakpoints := fs.Int("breakpoints", 5, "breakpoints the driver sets at attach, as an IDE sets all of its own, up to as many as the debuggee has (Deep: 5, BigApp: 3, the others 1); the extra ones are never hit")
 	steps := fs.Int("steps", 8, "measured steps per cell (after the breakpoint stop and the warm-up steps)")
 	warmup := fs.Int("warmup", 2, "warm-up steps per cell after the breakpoint stop, not measured")
 	out := fs.String("out", "bench/out", "`directory` for bench.json and bench.svg (soak.json and soak.svg with --soak)")

@@ -1,6 +1,8 @@
 import com.sun.jdi.AbsentInformationException;
 import com.sun.jdi.ArrayReference;
 import com.sun.jdi.Bootstrap;
+import com.sun.jdi.ClassLoaderReference;
+import com.sun.jdi.ClassObjectReference;
 import com.sun.jdi.ClassType;
 import com.sun.jdi.Field;
 import com.sun.jdi.LocalVariable;
@@ -10,6 +12,7 @@ import com.sun.jdi.ObjectReference;
 import com.sun.jdi.ReferenceType;
 import com.sun.jdi.StackFrame;
 import com.sun.jdi.StringReference;
+import com.sun.jdi.ThreadGroupReference;
 import com.sun.jdi.ThreadReference;
 import com.sun.jdi.Value;
 import com.sun.jdi.VirtualMachine;
@@ -36,6 +39,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -52,6 +56,7 @@ import java.util.concurrent.Future;
  * Usage: Driver --port N [--host H] --profile jdb-min|idea-like|idea-async|vscode-like|transcript
  *   --debuggee NAME --bp-line L [--bp-class C] --steps K [--warmup W] [--threads N]
  *   [--breakpoints N --bp-extra C:L,C:L...] [--step over|into] [--hotswap-dir DIR] [--dump]
+ *   [--hold-first-stop]
  *
  * --breakpoints N sets, at attach, the breakpoint at --bp-class:--bp-line and
  * the first N-1 of --bp-extra, as an IDE sets all its breakpoints: in a
@@ -60,7 +65,20 @@ import java.util.concurrent.Future;
  * its per-thread, per-frame and per-object reads sent from --threads JDI
  * threads at once (8 unless given), as IntelliJ's async JDI does. The
  * summary line's first_stop_ms runs from before the attach to the end of
- * the breakpoint stop's work: the time to the first stop shown.
+ * the breakpoint stop's work: the time to the first stop shown; its vm_run_ms
+ * is how much of that the VM ran (from each resume to the next event), which
+ * at a zero RTT is the VM's own start-up. --hold-first-stop waits, after the
+ * breakpoint stop's line, for a line (or the end) on stdin before stepping,
+ * so the caller can take figures of the first stop alone.
+ *
+ * BigApp is attached to as IntelliJ or java-debug attach to a real
+ * application: for each of 30 classes (the breakpoints' classes and
+ * WATCHED), a lookup by name and two class prepare requests, for the class
+ * and for its inner classes ("C$*"), kept for the whole session; most of
+ * the classes never load. Its variables are shown three levels deep
+ * (fields of fields of fields, array elements included), and after the
+ * last stop the summary gives the loaded classes and the size of the
+ * AllClassesWithGeneric reply that lists them.
  *
  * The per-stop digest is the SHA-256 of a canonical text of everything the
  * profile saw, without object IDs or timing, so runs on separate VMs agree.
@@ -80,6 +98,54 @@ public final class Driver {
     private String stepKind;
     private String hotswapDir;
     private boolean dump;
+    private boolean holdFirstStop;
+
+    /** Time the VM ran between the attach and the breakpoint event (awaitBreakpoint). */
+    private long vmRunNanos;
+
+    /**
+     * BigApp's other watched classes, after its breakpoints' own: Store
+     * loads, the rest never do (an IDE's breakpoints in code not reached).
+     */
+    private static final List<String> WATCHED = List.of(
+            "Store",
+            "com.example.shop.Main",
+            "com.example.shop.web.CartController",
+            "com.example.shop.web.CheckoutController",
+            "com.example.shop.web.LoginController",
+            "com.example.shop.service.OrderService",
+            "com.example.shop.service.PaymentService",
+            "com.example.shop.service.InventoryService",
+            "com.example.shop.service.ShippingService",
+            "com.example.shop.service.PricingService",
+            "com.example.shop.service.NotificationService",
+            "com.example.shop.repo.OrderRepository",
+            "com.example.shop.repo.CustomerRepository",
+            "com.example.shop.repo.ProductRepository",
+            "com.example.shop.model.Order",
+            "com.example.shop.model.Customer",
+            "com.example.shop.model.Product",
+            "com.example.shop.model.Invoice",
+            "com.example.shop.util.Money",
+            "com.example.shop.util.Dates",
+            "com.example.shop.util.Json",
+            "com.example.shop.config.AppConfig",
+            "com.example.shop.config.SecurityConfig",
+            "com.example.shop.jobs.NightlyReport",
+            "com.example.shop.jobs.CacheWarmer",
+            "com.example.shop.events.OrderPlaced",
+            "com.example.shop.events.PaymentFailed",
+            "com.example.shop.api.Client",
+            "com.example.shop.api.RateLimiter");
+
+    /** How many classes BigApp's attach watches. */
+    private static final int WATCH = 30;
+
+    /** How deep BigApp's variables are shown (1: fields of the locals). */
+    private static final int BIG_DEPTH = 3;
+
+    /** How many elements of an array are shown below the top level. */
+    private static final int ARRAY_HEAD = 16;
 
     private VirtualMachine vm;
     private ExecutorService pool;
@@ -107,6 +173,10 @@ public final class Driver {
             String a = args[i];
             if (a.equals("--dump")) {
                 dump = true;
+                continue;
+            }
+            if (a.equals("--hold-first-stop")) {
+                holdFirstStop = true;
                 continue;
             }
             if (i + 1 >= args.length) {
@@ -199,7 +269,10 @@ public final class Driver {
         bps.add(new String[] {bpClass, Integer.toString(bpLine)});
         bps.addAll(extraBreakpoints.subList(0, breakpoints - 1));
         Map<String, List<Integer>> pending = new LinkedHashMap<>();
-        for (String[] bp : bps) {
+        if (bigApp()) {
+            watchClasses(erm, bps, pending);
+        }
+        for (String[] bp : bigApp() ? Collections.<String[]>emptyList() : bps) {
             int line = Integer.parseInt(bp[1]);
             List<Integer> waiting = pending.get(bp[0]);
             if (waiting != null) {
@@ -229,6 +302,7 @@ public final class Driver {
         // rest. The others stay, as an IDE's do.
         erm.deleteEventRequest(hit.request());
         double firstStopMS = 0;
+        double vmRunMS = vmRunNanos / 1e6;
 
         List<double[]> timings = new ArrayList<>();
         for (int stop = 0; stop <= steps; stop++) {
@@ -276,6 +350,14 @@ public final class Driver {
             line.append('}');
             System.out.println(line);
             System.out.flush();
+            if (stop == 0 && holdFirstStop) {
+                while (true) {
+                    int c = System.in.read();
+                    if (c < 0 || c == '\n') {
+                        break;
+                    }
+                }
+            }
         }
         double[] ms = new double[timings.size()];
         double[] burst = new double[timings.size()];
@@ -287,13 +369,79 @@ public final class Driver {
                 + ",\"measured\":" + timings.size()
                 + ",\"median_ms\":" + fmt(median(ms))
                 + ",\"median_burst_ms\":" + fmt(median(burst))
-                + ",\"first_stop_ms\":" + fmt(firstStopMS) + "}");
+                + ",\"first_stop_ms\":" + fmt(firstStopMS)
+                + ",\"vm_run_ms\":" + fmt(vmRunMS)
+                + loadedClasses() + "}");
         System.out.flush();
         erm.deleteEventRequests(new ArrayList<>(erm.stepRequests()));
         if (pool != null) {
             pool.shutdownNow();
         }
         vm.dispose();
+    }
+
+    private boolean bigApp() {
+        return debuggee.equals("BigApp");
+    }
+
+    /**
+     * BigApp's attach, as IntelliJ and java-debug do it for each class
+     * holding breakpoints: a lookup by name, the breakpoints in the class if
+     * loaded, and class prepare requests for the class and its inner
+     * classes, kept enabled. Classes not loaded get their breakpoints from
+     * pending when prepared.
+     */
+    private void watchClasses(EventRequestManager erm, List<String[]> bps, Map<String, List<Integer>> pending)
+            throws AbsentInformationException {
+        Map<String, List<Integer>> lines = new LinkedHashMap<>();
+        for (String[] bp : bps) {
+            lines.computeIfAbsent(bp[0], k -> new ArrayList<>()).add(Integer.parseInt(bp[1]));
+        }
+        LinkedHashSet<String> classes = new LinkedHashSet<>(lines.keySet());
+        for (String c : WATCHED) {
+            if (classes.size() >= WATCH) {
+                break;
+            }
+            classes.add(c);
+        }
+        for (String c : classes) {
+            List<Integer> want = lines.getOrDefault(c, Collections.emptyList());
+            List<ReferenceType> loaded = vm.classesByName(c);
+            for (ReferenceType rt : loaded) {
+                for (int line : want) {
+                    setBreakpoint(erm, rt, line);
+                }
+            }
+            if (loaded.isEmpty()) {
+                pending.put(c, new ArrayList<>(want));
+            }
+            for (String pattern : new String[] {c, c + "$*"}) {
+                ClassPrepareRequest cpr = erm.createClassPrepareRequest();
+                cpr.addClassFilter(pattern);
+                cpr.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+                cpr.enable();
+            }
+        }
+    }
+
+    /**
+     * For BigApp, the summary's loaded classes and the size in bytes of
+     * the AllClassesWithGeneric reply (header included) listing them, from
+     * what JDI kept of it: 8-byte reference type IDs, as HotSpot's, and
+     * names taken as UTF-8 (the JDK's are ASCII). Empty for the others.
+     */
+    private String loadedClasses() {
+        if (!bigApp()) {
+            return "";
+        }
+        List<ReferenceType> all = vm.allClasses();
+        long bytes = 11 + 4;
+        for (ReferenceType rt : all) {
+            String generic = rt.genericSignature();
+            bytes += 1 + 8 + 4 + rt.signature().getBytes(StandardCharsets.UTF_8).length
+                    + 4 + (generic == null ? 0 : generic.getBytes(StandardCharsets.UTF_8).length) + 4;
+        }
+        return ",\"loaded_classes\":" + all.size() + ",\"all_classes_reply_bytes\":" + bytes;
     }
 
     private void setBreakpoint(EventRequestManager erm, ReferenceType rt, int line) throws AbsentInformationException {
@@ -312,8 +460,12 @@ public final class Driver {
      * breakpoints set (and its request deleted) first.
      */
     private EventSet awaitBreakpoint(EventRequestManager erm, Map<String, List<Integer>> pending) throws Exception {
+        long resumed = 0;
         while (true) {
             EventSet set = vm.eventQueue().remove();
+            if (resumed != 0) {
+                vmRunNanos += System.nanoTime() - resumed;
+            }
             boolean hit = false;
             for (Event e : set) {
                 if (e instanceof BreakpointEvent) {
@@ -322,7 +474,9 @@ public final class Driver {
                     ReferenceType rt = ((ClassPrepareEvent) e).referenceType();
                     List<Integer> lines = pending.remove(rt.name());
                     if (lines != null) {
-                        erm.deleteEventRequest(e.request());
+                        if (!bigApp()) {
+                            erm.deleteEventRequest(e.request());
+                        }
                         for (int line : lines) {
                             setBreakpoint(erm, rt, line);
                         }
@@ -334,6 +488,7 @@ public final class Driver {
             if (hit) {
                 return set;
             }
+            resumed = System.nanoTime();
             set.resume();
         }
     }
@@ -469,7 +624,8 @@ public final class Driver {
         for (LocalVariable v : vars) {
             Value val = vals.get(v);
             rendered.add(() -> render(val));
-            if (val instanceof ObjectReference && !(val instanceof StringReference) && !(val instanceof ArrayReference)) {
+            if (bigApp() ? expandable(val)
+                    : val instanceof ObjectReference && !(val instanceof StringReference) && !(val instanceof ArrayReference)) {
                 objects.add(val);
                 names.add(prefix + v.name());
             }
@@ -484,6 +640,14 @@ public final class Driver {
         for (int i = 0; i < objects.size(); i++) {
             ObjectReference o = (ObjectReference) objects.get(i);
             String name = names.get(i);
+            if (bigApp()) {
+                children.add(() -> {
+                    StringBuilder sb = new StringBuilder();
+                    expand(o, name, BIG_DEPTH, sb);
+                    return sb.toString();
+                });
+                continue;
+            }
             children.add(() -> {
                 List<Field> fields = new ArrayList<>();
                 for (Field f : o.referenceType().visibleFields()) {
@@ -501,6 +665,50 @@ public final class Driver {
         }
         for (String s : all(children)) {
             out.append(s);
+        }
+    }
+
+    /** Whether an IDE shows a value's children: objects and arrays other than strings, classes, threads and loaders. */
+    private static boolean expandable(Value v) {
+        return v instanceof ObjectReference && !(v instanceof StringReference) && !(v instanceof ClassObjectReference)
+                && !(v instanceof ThreadReference) && !(v instanceof ThreadGroupReference)
+                && !(v instanceof ClassLoaderReference);
+    }
+
+    /**
+     * Shows o's children, an array's first ARRAY_HEAD elements or an
+     * object's fields, and their children down to depth levels.
+     */
+    private static void expand(ObjectReference o, String name, int depth, StringBuilder out) {
+        List<String> names = new ArrayList<>();
+        List<Value> vals = new ArrayList<>();
+        if (o instanceof ArrayReference) {
+            ArrayReference a = (ArrayReference) o;
+            int n = a.length();
+            if (n > 0) {
+                vals.addAll(a.getValues(0, Math.min(ARRAY_HEAD, n)));
+            }
+            for (int i = 0; i < vals.size(); i++) {
+                names.add(name + "[" + i + "]");
+            }
+        } else {
+            List<Field> fields = new ArrayList<>();
+            for (Field f : o.referenceType().visibleFields()) {
+                if (!f.isStatic()) {
+                    fields.add(f);
+                }
+            }
+            Map<Field, Value> fv = o.getValues(fields);
+            for (Field f : fields) {
+                names.add(name + "." + f.name());
+                vals.add(fv.get(f));
+            }
+        }
+        for (int i = 0; i < vals.size(); i++) {
+            out.append(names.get(i)).append(" = ").append(render(vals.get(i))).append('\n');
+            if (depth > 1 && expandable(vals.get(i))) {
+                expand((ObjectReference) vals.get(i), names.get(i), depth - 1, out);
+            }
         }
     }
 
