@@ -63,7 +63,7 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 		"tcp-copy": func() (bench.Mode, error) { return bench.Mode{Name: "tcp-copy", Copy: true}, nil },
 		"speculate": func() (bench.Mode, error) {
 			sp := speculator.New(spec, log, nil)
-			return bench.Mode{Name: "speculate", NewHooks: sp.Hooks, Stats: sp.Stats}, nil
+			return bench.Mode{Name: "speculate", NewHooks: guarded(sp.Hooks), Stats: sp.Stats}, nil
 		},
 		// speculate-fresh is speculate with a new speculator for each
 		// cell: a fresh proxy, which has learned nothing from the cells
@@ -71,7 +71,7 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 		"speculate-fresh": func() (bench.Mode, error) {
 			return bench.Mode{Name: "speculate-fresh", Fresh: func() bench.Mode {
 				sp := speculator.New(spec, log, nil)
-				return bench.Mode{NewHooks: sp.Hooks, Stats: sp.Stats}
+				return bench.Mode{NewHooks: guarded(sp.Hooks), Stats: sp.Stats}
 			}}, nil
 		},
 		// split is split mode: the far end (speculating at zero RTT) next
@@ -108,8 +108,9 @@ func benchModes(list, journalPath string, spec speculator.Config, log zerolog.Lo
 			}
 		}
 		sp := speculator.New(spec, log, nil)
+		spHooks := guarded(sp.Hooks)
 		return bench.Mode{Name: "speculate-journal", Stats: sp.Stats, NewHooks: func(s *relay.Session) relay.Hooks {
-			h := sp.Hooks(s)
+			h := spHooks(s)
 			h.Observers = append(h.Observers, jr)
 			return h
 		}}, nil
@@ -406,7 +407,7 @@ func benchSoak(ctx context.Context, e *env, log zerolog.Logger, o soakOptions) i
 	fmt.Fprintf(e.stderr, "soak: %s through jdwpaccel at %v RTT for %v, a sample every %v\n", wls[0], rtts[0], o.duration, o.interval)
 	rep, runErr := bench.Soak(ctx, bench.SoakConfig{
 		Duration: o.duration, Interval: o.interval, RTT: rtts[0], Workload: wls[0],
-		NewHooks: sp.Hooks, CacheLimit: o.cacheBytes, RSSBound: bound, Build: build, Log: log,
+		NewHooks: guarded(sp.Hooks), CacheLimit: o.cacheBytes, RSSBound: bound, Build: build, Log: log,
 		Cache: func() (int64, int64) { s := sp.Stats(); return s.CacheBytes, s.CacheEntries },
 		Progress: func(s bench.SoakSample) {
 			fmt.Fprintf(e.stderr, "  %5.0f s  RSS %6.1f MiB  goroutines %4d  cache %6.2f MiB  steps %6d\n",

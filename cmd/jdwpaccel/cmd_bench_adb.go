@@ -53,7 +53,7 @@ func adbBenchModes(log zerolog.Logger) map[string]func() (bench.Mode, error) {
 				if err != nil {
 					return "", err
 				}
-				front, err := startBenchFront(ctx, port, sp.Hooks, log)
+				front, err := startBenchFront(ctx, port, guarded(sp.Hooks), log)
 				if err != nil {
 					return "", err
 				}

@@ -194,7 +194,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 	}
 	var specHooks func(*relay.Session) relay.Hooks
 	if st.spec != nil {
-		specHooks = st.spec.Hooks
+		specHooks = guarded(st.spec.Hooks)
 	}
 	st.cfg.NewHooks = relay.ChainHooks(specHooks, st.observers)
 	if pf.far != "" {

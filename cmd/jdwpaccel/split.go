@@ -22,6 +22,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
+	"github.com/jdwpaccel/jdwpaccel/staleid"
 	"github.com/jdwpaccel/jdwpaccel/tunnel"
 	"github.com/jdwpaccel/jdwpaccel/web"
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,8 +38,9 @@ import (
 //	far:  push.FarHooks(sp, pc) (sp's session, speculating at zero RTT and
 //	      pushing what it gathers after each stop), then rest
 //	near: split.NearHeartbeat (the link's heartbeat, in a session that
-//	      agreed on it), push.NearHooks(sp, pc) (sp's session, serving
-//	      pushed replies and sending nothing of its own), then rest
+//	      agreed on it), the stale-ID guard (package staleid: the near end
+//	      is where the debugger is), push.NearHooks(sp, pc) (sp's session,
+//	      serving pushed replies and sending nothing of its own), then rest
 //
 // sp is that end's speculator (nil with --speculate=false: the end is rest
 // alone); rest is the end's chain without a speculator (journal, page). The
@@ -48,7 +50,17 @@ func farChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Sessio
 }
 
 func nearChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
-	return relay.ChainHooks(split.NearHeartbeat(0), push.NearHooks(sp, pc), rest)
+	return relay.ChainHooks(split.NearHeartbeat(0), guarded(push.NearHooks(sp, pc)), rest)
+}
+
+// guarded puts the stale-ID guard (package staleid) in front of a
+// speculating chain, which makes the VM hand out IDs the debugger was
+// never sent; nil stays nil (no speculator, no guard).
+func guarded(spec func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
+	if spec == nil {
+		return nil
+	}
+	return relay.ChainHooks(staleid.Hooks, spec)
 }
 
 // splitMode is split mode for bench and demo: the far end (speculating at
