@@ -81,3 +81,62 @@ func quantileSorted(v []float64, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(v)))) - 1
 	return v[max(0, min(i, len(v)-1))]
 }
+
+// quantile is the q-quantile by nearest rank of v (which it sorts).
+func quantile(v []float64, q float64) float64 {
+	slices.Sort(v)
+	return quantileSorted(v, q)
+}
+
+// slopes fits median step time, and time to the first stop, against RTT
+// for each (workload, mode).
+func slopes(cells []Cell) []Slope {
+	type key struct{ w, m string }
+	steps := map[key][][2]float64{}
+	first := map[key][][2]float64{}
+	wait := map[key][][2]float64{}
+	var order []key
+	for _, c := range cells {
+		k := key{c.Workload, c.Mode}
+		if _, ok := steps[k]; !ok {
+			order = append(order, k)
+		}
+		steps[k] = append(steps[k], [2]float64{c.RTTMS, c.MedianMS})
+		first[k] = append(first[k], [2]float64{c.RTTMS, c.FirstStopMS})
+		wait[k] = append(wait[k], [2]float64{c.RTTMS, c.FirstStopWaitMS})
+	}
+	var out []Slope
+	for _, k := range order {
+		b, a, ok := fitLine(steps[k])
+		if !ok {
+			continue
+		}
+		s := Slope{Workload: k.w, Mode: k.m, RoundTrips: b, InterceptMS: a}
+		s.FirstStopRoundTrips, s.FirstStopInterceptMS, _ = fitLine(first[k])
+		s.FirstStopWaitRoundTrips, _, _ = fitLine(wait[k])
+		out = append(out, s)
+	}
+	return out
+}
+
+// fitLine is the least-squares line y = a + b·x through p; ok is false
+// with fewer than two distinct x.
+func fitLine(p [][2]float64) (b, a float64, ok bool) {
+	if len(p) < 2 {
+		return 0, 0, false
+	}
+	var sx, sy, sxx, sxy float64
+	for _, xy := range p {
+		sx += xy[0]
+		sy += xy[1]
+		sxx += xy[0] * xy[0]
+		sxy += xy[0] * xy[1]
+	}
+	n := float64(len(p))
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0, 0, false
+	}
+	b = (n*sxy - sx*sy) / den
+	return b, (sy - b*sx) / n, true
+}
