@@ -114,6 +114,9 @@ func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 	}
 	a.key = profileKey(a.version, a.first)
 	a.prof = a.sp.profiles.get(a.key)
+	if a.prof == nil && !a.sp.noPrior {
+		a.prof = priorFor(a.first) // prior.go
+	}
 	if a.prof != nil {
 		a.hasPrev, a.prevUse = true, a.prof.AttachUse
 		a.importProfile(a.prof, sizes)

@@ -118,6 +118,7 @@ type Speculator struct {
 	log      zerolog.Logger
 	metrics  *Metrics
 	profiles *profileStore // what earlier sessions learned (persist.go)
+	noPrior  bool          // attach without the built-in prior (prior.go): tests' baseline
 
 	hits, misses, belays atomic.Int64
 	sent, used, wasted   atomic.Int64
