@@ -17,8 +17,9 @@ import (
 // reads of java.lang classes (Thread, ThreadGroup, String, Class) to show
 // threads and values; the frame reads of a stop. The prior holds only
 // such facts: every class and method it names is the JDK's own (java.*,
-// jdk.*, sun.*; genericSignature), never a user program's; no
-// write-behind rule (those are proven per VM build, writebehind_profile.go).
+// jdk.*, sun.*), never a user program's; no write-behind rule (those are
+// proven per VM build, writebehind_profile.go); no usage ratios (how much
+// of its speculation the learning session used is its own).
 //
 // It is generated from a real learning session of the bench's JDI driver
 // (prior_test.go, go generate) and embedded. It is used for a debugger
@@ -67,7 +68,7 @@ func (p *profile) generic() bool {
 			return false
 		}
 	}
-	return p.WB == nil
+	return p.WB == nil && len(p.Ratio) == 0
 }
 
 // stripToGeneric removes from p everything that names a class outside
@@ -79,6 +80,7 @@ func (p *profile) stripToGeneric() {
 	p.Slots = keep(p.Slots, func(e slotsOf) bool { return jdkSignature(e.Sig) })
 	p.Shapes = keep(p.Shapes, func(e objShape) bool { return jdkSignature(e.Sig) })
 	p.WB = nil
+	p.Ratio, p.Waste = nil, 0 // how much of its speculation that session used: its own
 }
 
 func keep[T any](s []T, ok func(T) bool) []T {

@@ -28,7 +28,7 @@ func TestWritePrior(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sp := New(Config{}, zerolog.Nop(), nil)
-	sp.noPrior = true
+	sp.noPrior, sp.snapAll = true, true // a snapshot, for its size
 	attachOnce(t, ctx, b, sp)
 	attachOnce(t, ctx, b, sp)
 	if len(sp.profiles.m) != 1 {
