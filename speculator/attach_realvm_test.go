@@ -89,15 +89,6 @@ func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculat
 	if len(rep.Sessions) != 1 {
 		t.Fatalf("%d sessions in the journal, want 1", len(rep.Sessions))
 	}
-	for _, st := range rep.Sessions[0].Steps {
-		t.Logf("step %d stop %s rt %d", st.Index, st.Stop, st.RoundTrips)
-		for _, l := range st.Path {
-			t.Logf("   %s %s %v", l.Served, l.Name, l.Wait)
-		}
-		if st.Stop == "BREAKPOINT" {
-			break
-		}
-	}
 	n, bp, ok := firstStopOf(rep.Sessions[0].Steps)
 	if !ok {
 		t.Fatalf("no breakpoint stop in the journal's steps: %+v", rep.Sessions[0].Steps)
