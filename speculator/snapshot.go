@@ -44,7 +44,8 @@ import (
 //	expected lookups × RTT > expected snapshot bytes / bandwidth
 //
 // with the lookups and the bytes from the profile (the last attach's,
-// or the prior's; a profile that never saw a snapshot: none), the RTT measured on the attach's first replies, and
+// or the prior's; a profile that never saw a snapshot: none), the RTT
+// measured on the attach's first replies (IDSizes, Version), and
 // the bandwidth Config.Bandwidth (assumedBandwidth when not set: a slow
 // link, so that a large snapshot is not sent on a guess).
 
@@ -107,7 +108,7 @@ func (a *attach) snapPays(p *profile) bool {
 		bw = assumedBandwidth
 	}
 	cost := time.Duration(float64(p.SnapBytes) / float64(bw) * float64(time.Second))
-	return time.Duration(lookups)*a.disp.rtt.min() > cost
+	return time.Duration(lookups)*a.disp.rtt.soFar() > cost
 }
 
 // snapTake sends the snapshot of this suspension if the VM is suspended
