@@ -222,18 +222,23 @@ func (s *snapshot) answer(c jdwp.Cmd, sig string, sizes jdwp.IDSizes) []byte {
 // AllClasses, AllClassesWithGeneric) from the snapshot, or belays it on
 // the snapshot in flight; it reports whether it did.
 func (a *attach) snapServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
-	if !a.snapValid() {
-		return false
-	}
 	c := f.Packet.Cmd()
 	var sig string
-	if c == jdwp.CmdVirtualMachineClassesBySignature {
+	switch c {
+	case jdwp.CmdVirtualMachineClassesBySignature:
 		r := jdwp.NewBodyReader(f.Packet.Body(), sizes)
 		sig = r.String()
 		if r.Err() != nil || r.Remaining() != 0 {
 			return false // the VM's own error
 		}
-	} else if len(f.Packet.Body()) != 0 {
+	case jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
+		if len(f.Packet.Body()) != 0 {
+			return false
+		}
+	default:
+		return false
+	}
+	if !a.snapValid() {
 		return false
 	}
 	s := &a.snap
