@@ -116,7 +116,7 @@ func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 	a.key = profileKey(a.version, a.first)
 	a.prof = a.sp.profiles.get(a.key)
 	if a.prof == nil && !a.sp.noPrior {
-		a.prof = priorFor(a.first) // prior.go
+		a.prof = priorFor(a.first, a.push.mode == ModeAlways) // prior.go
 	}
 	if a.prof != nil {
 		a.hasPrev, a.prevUse = true, a.prof.AttachUse
@@ -162,6 +162,9 @@ func (a *attach) vmStart(body []byte) {
 // once the ID sizes are, class and method IDs with their names.
 func (a *attach) replied(x *reply) {
 	c, params, sig, p, sizes := x.c, x.params, x.sig, x.p, x.sizes
+	if a.started && a.snap.pending && !x.offered {
+		a.snapTake(sizes) // a round trip measured
+	}
 	if !a.started || x.offered || !x.ok {
 		return
 	}

@@ -23,9 +23,10 @@ import (
 //
 // It is generated from a real learning session of the bench's JDI driver
 // (prior_test.go, go generate) and embedded. It is used for a debugger
-// whose first command is the prior's (JDI's) when no learned profile of
-// that debugger on that kind of VM exists; a learned profile, recorded by
-// a session that began from the prior, refines and replaces it.
+// whose first command is the prior's (JDI's: IDSizes), and at a far end,
+// when no learned profile of that debugger on that kind of VM exists; a
+// learned profile, recorded by a session that began from the prior,
+// refines and replaces it.
 
 //go:generate go test -run TestWritePrior -write-prior .
 
@@ -110,9 +111,11 @@ func jdkSignature(sig string) bool {
 }
 
 // priorFor returns a copy of the built-in prior for a debugger whose first
-// command is first, or nil.
-func priorFor(first jdwp.Cmd) *profile {
-	if builtinPrior == nil || builtinPrior.First != first {
+// command is first, or nil. A far end (split mode) takes it whatever its
+// first command: that is whatever its near end forwarded first, not the
+// debugger's (the near end answered that from the attach bundle).
+func priorFor(first jdwp.Cmd, far bool) *profile {
+	if builtinPrior == nil || builtinPrior.First != first && !far {
 		return nil
 	}
 	c := *builtinPrior.Profile

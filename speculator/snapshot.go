@@ -57,6 +57,7 @@ const assumedBandwidth = 1 << 20
 // Guarded by session.mu.
 type snapshot struct {
 	sent    bool       // a snapshot of this suspension is in flight or in
+	pending bool       // to decide at the first reply that measures the RTT (snapTake)
 	gen     generation // when it was sent
 	in      bool       // its reply came: entries hold it
 	off     bool       // it serves no more (snapCommand, an event)
@@ -115,8 +116,17 @@ func (a *attach) snapPays(p *profile) bool {
 // as a whole and the rule says it pays.
 func (a *attach) snapTake(sizes jdwp.IDSizes) {
 	s := &a.snap
-	if s.sent && a.snapValid() || !a.canSend || !a.attachAllowed() || !a.facts.stillAll() ||
-		!snapOK(a.version) || !a.snapPays(a.prof) {
+	s.pending = false
+	if s.sent && a.snapValid() || !a.canSend || !a.attachAllowed() || !a.facts.stillAll() || !snapOK(a.version) {
+		return
+	}
+	if a.disp.rtt.soFar() == 0 && !a.sp.snapAll {
+		// No round trip measured yet (a near end whose attach's replies
+		// were pushed): decide at the first.
+		s.pending = a.prof != nil
+		return
+	}
+	if !a.snapPays(a.prof) {
 		return
 	}
 	a.snapDrop()
