@@ -24,7 +24,8 @@ import (
 // It is generated from a real learning session of the bench's JDI driver
 // (prior_test.go, go generate) and embedded. It is used for a debugger
 // whose first command is the prior's (JDI's: IDSizes), and at a far end,
-// when no learned profile of that debugger on that kind of VM exists; a
+// on a VM of the family it was learned on (HotSpot: its vmName), when no
+// learned profile of that debugger on that kind of VM exists; a
 // learned profile, recorded by a session that began from the prior,
 // refines and replaces it.
 
@@ -33,9 +34,12 @@ import (
 //go:embed prior.json
 var priorJSON []byte
 
-// priorFile is prior.json: the debugger's first command, and the profile.
+// priorFile is prior.json: the debugger's first command, the name of the
+// VM it was learned on (the Version reply's vmName: a VM family, any
+// version), and the profile.
 type priorFile struct {
 	First   jdwp.Cmd `json:"first"`
+	VM      string   `json:"vm"`
 	Profile *profile `json:"profile"`
 }
 
@@ -45,7 +49,7 @@ var builtinPrior = parsePrior(priorJSON)
 
 func parsePrior(b []byte) *priorFile {
 	var f priorFile
-	if err := json.Unmarshal(b, &f); err != nil || f.Profile == nil || !f.Profile.valid() || !f.Profile.generic() {
+	if err := json.Unmarshal(b, &f); err != nil || f.VM == "" || f.Profile == nil || !f.Profile.valid() || !f.Profile.generic() {
 		return nil
 	}
 	return &f
@@ -94,6 +98,20 @@ func keep[T any](s []T, ok func(T) bool) []T {
 	return out
 }
 
+// vmName is the vmName of a Version reply body, "" if it does not parse.
+func vmName(version []byte) string {
+	r := jdwp.NewBodyReader(version, jdwp.IDSizes{})
+	r.StringBytes()
+	r.Int32()
+	r.Int32()
+	r.StringBytes()
+	name := r.String()
+	if r.Err() != nil {
+		return ""
+	}
+	return name
+}
+
 // jdkSignature reports whether a type signature names a primitive, a
 // class of the JDK's own packages (java.*, jdk.*, sun.*), or an array of
 // either.
@@ -111,11 +129,12 @@ func jdkSignature(sig string) bool {
 }
 
 // priorFor returns a copy of the built-in prior for a debugger whose first
-// command is first, or nil. A far end (split mode) takes it whatever its
-// first command: that is whatever its near end forwarded first, not the
-// debugger's (the near end answered that from the attach bundle).
-func priorFor(first jdwp.Cmd, far bool) *profile {
-	if builtinPrior == nil || builtinPrior.First != first && !far {
+// command is first on a VM whose Version reply body is version, or nil. A
+// far end (split mode) takes it whatever its first command: that is
+// whatever its near end forwarded first, not the debugger's (the near end
+// answered that from the attach bundle).
+func priorFor(first jdwp.Cmd, far bool, version []byte) *profile {
+	if builtinPrior == nil || builtinPrior.First != first && !far || vmName(version) != builtinPrior.VM {
 		return nil
 	}
 	c := *builtinPrior.Profile

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/rs/zerolog"
 )
 
@@ -43,6 +45,7 @@ func TestWritePrior(t *testing.T) {
 		}
 	}
 	f.Profile.stripToGeneric()
+	f.VM = vmNameOf(t, ctx, b)
 	out, err := json.MarshalIndent(&f, "", "\t")
 	if err != nil {
 		t.Fatal(err)
@@ -113,4 +116,27 @@ func TestRealVMFirstAttachWithPrior(t *testing.T) {
 	if with > without {
 		t.Fatalf("the first attach with the prior took %d serial round trips to its first stop, without it %d", with, without)
 	}
+}
+
+// vmNameOf asks a new Deep VM its Version: the vmName in it.
+func vmNameOf(t *testing.T, ctx context.Context, b *javavm.Build) string {
+	vm, err := javavm.Start(ctx, b, "Deep", javavm.VMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Stop()
+	d, err := jdwptest.Attach(vm.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.Call(jdwp.CmdVirtualMachineVersion, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := vmName(p.Body())
+	if name == "" {
+		t.Fatalf("Version reply %x names no VM", p.Body())
+	}
+	return name
 }
