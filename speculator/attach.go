@@ -77,6 +77,7 @@ type attach struct {
 	version       []byte                               // the VM's Version reply body, nil until known
 	lookups       map[string]*lookup                   // the attach's ClassesBySignature, by signature (lookup.go)
 	lookupsOff    bool                                 // lookups serve no more (lookupCommand)
+	snap          snapshot                             // the class snapshot of a suspension (snapshot.go)
 	key           string                               // the profile's key, "" until the Version reply
 	prof          *profile                             // learned at an earlier attach, nil if none
 	rec           profile                              // this attach, being recorded
@@ -114,6 +115,9 @@ func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 	}
 	a.key = profileKey(a.version, a.first)
 	a.prof = a.sp.profiles.get(a.key)
+	if a.prof == nil && !a.sp.noPrior {
+		a.prof = priorFor(a.first, a.push.mode == ModeAlways, a.version) // prior.go
+	}
 	if a.prof != nil {
 		a.hasPrev, a.prevUse = true, a.prof.AttachUse
 		a.importProfile(a.prof, sizes)
@@ -158,11 +162,18 @@ func (a *attach) vmStart(body []byte) {
 // once the ID sizes are, class and method IDs with their names.
 func (a *attach) replied(x *reply) {
 	c, params, sig, p, sizes := x.c, x.params, x.sig, x.p, x.sizes
+	if a.started && a.snap.pending && !x.offered {
+		a.snapTake(sizes) // a round trip measured
+	}
 	if !a.started || x.offered || !x.ok {
 		return
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
 	switch c {
+	case jdwp.CmdVirtualMachineSuspend:
+		if x.d != nil {
+			a.snapTake(sizes) // the debugger suspended the VM
+		}
 	case jdwp.CmdVirtualMachineVersion:
 		if a.version == nil {
 			a.version = append([]byte{}, p.Body()...)
@@ -217,6 +228,7 @@ func (a *attach) attachSecondWave(sizes jdwp.IDSizes) {
 			a.attachLookup(sig)
 		}
 	}
+	a.snapTake(sizes)
 }
 
 // attachLookup asks the VM for the classes of signature sig: read-only,
@@ -267,7 +279,10 @@ func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string) {
 }
 
 // subscribe takes the class IDs CLASS_PREPARE events hand out.
-func (a *attach) subscribe(t *trigger.Manager) { t.OnEvent(jdwp.EventClassPrepare, a.onClassPrepare) }
+func (a *attach) subscribe(t *trigger.Manager) {
+	t.OnEvent(jdwp.EventClassPrepare, a.onClassPrepare)
+	a.subscribeSnap(t)
+}
 
 // onClassPrepare is the CLASS_PREPARE handler: the event hands out the
 // class's ID.
@@ -371,6 +386,10 @@ func (a *attach) profile() (key string, p, old *profile) {
 		}
 	}
 	rec := a.rec
+	rec.Lookups, rec.SnapBytes = a.snap.lookups, a.snap.bytes
+	if rec.SnapBytes == 0 && a.prof != nil {
+		rec.SnapBytes = a.prof.SnapBytes
+	}
 	rec.AttachUse = 1
 	if sent > 0 {
 		rec.AttachUse = float64(used) / float64(sent)

@@ -118,6 +118,7 @@ func TestRealVMSecondAttachCostsFewerRoundTrips(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sp := New(Config{}, zerolog.Nop(), nil)
+	sp.noPrior = true // the first attach learns from nothing (the prior's is TestRealVMFirstAttachWithPrior)
 	first, firstBP := attachOnce(t, ctx, b, sp)
 	second, secondBP := attachOnce(t, ctx, b, sp)
 	t.Logf("serial round trips to the first stop: first attach %d, second %d", first, second)

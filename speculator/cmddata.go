@@ -23,6 +23,8 @@ type cmdData struct {
 	mark   uint64         // suspChanges right after an invoke was sent
 	sig    string         // ClassesBySignature's signature
 	lookup bool           // the attach's own ClassesBySignature (attach.go)
+	// snapshot: the attach's own AllClassesWithGeneric (snapshot.go)
+	snapshot bool
 }
 
 // slot is where the speculator keeps a command's cmdData in the relay's

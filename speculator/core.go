@@ -40,6 +40,7 @@ type core struct {
 	out *relay.Outbox
 
 	pbuf     []byte // speculative command parameters
+	slotBuf  []byte // frameSlots' answer
 	belayBuf []byte // belayed answers
 	closed   bool
 	began    time.Time // when the session started (first seconds are logged)
@@ -101,6 +102,26 @@ func (c *core) attachAllowed() bool {
 		return false
 	}
 	return true
+}
+
+// frameSlots is the slots to ask of a frame at loc (StackFrame.GetValues'
+// parameters after the frame): those the debugger asked of the method at
+// that code index, else of the method, else (a method it never showed)
+// those JDI's visibleVariables lists there (classFacts.visibleSlots). The
+// answer is valid until the next call.
+func (c *core) frameSlots(loc jdwp.Location) ([]byte, bool) {
+	mk := methodOf(loc)
+	exact := mk
+	exact.index, exact.exact = loc.Index, true
+	if tail, ok := c.learn.slots[exact]; ok {
+		return tail, true
+	}
+	if tail, ok := c.learn.slots[mk]; ok {
+		return tail, true
+	}
+	var ok bool
+	c.slotBuf, ok = c.facts.classes.visibleSlots(c.slotBuf[:0], loc)
+	return c.slotBuf, ok
 }
 
 // writer returns a BodyWriter over the parameter scratch.

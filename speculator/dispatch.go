@@ -161,6 +161,15 @@ func (r *rttEstimator) min() time.Duration {
 	if r.n < 3 {
 		return 0
 	}
+	return r.soFar()
+}
+
+// soFar is the smallest recent latency, from however few samples (0:
+// none): at the attach, after its first replies.
+func (r *rttEstimator) soFar() time.Duration {
+	if r.n == 0 {
+		return 0
+	}
 	n := min(r.n, len(r.ring))
 	m := r.ring[0]
 	for _, d := range r.ring[1:n] {

@@ -48,7 +48,8 @@
 // part reacts to:
 //
 //	part             file                       reacts to
-//	attach           attach.go, lookup.go       first command, VM_START, asked, command (lookups), replied, CLASS_PREPARE
+//	attach           attach.go, lookup.go,      first command, VM_START, asked, command (lookups), replied,
+//	                 snapshot.go                CLASS_PREPARE, CLASS_UNLOAD
 //	writeBehind      writebehind*.go            command, replied (settle, read), composite (seen, taken), profile
 //	prepareRule      predict_prepare.go         command (requests, resume), asked, replied (Methods), CLASS_PREPARE, stopped, profile
 //	framePrediction  framepredict.go            wave 1, frame, hold
@@ -89,7 +90,13 @@
 // name, with this connection's IDs. That profile (persist.go) is kept
 // across sessions and optionally in a file (Config.LearnFile); the learner
 // and each part take their own share of it and leave their own
-// (importFrom, exportTo): the profile reaches into none of them.
+// (importFrom, exportTo): the profile reaches into none of them. Before
+// any session learned one, a built-in prior (prior.go: what a session
+// learns of a JDI debugger's attach, JDK classes only) stands in for it.
+// While the whole VM is suspended at attach, lookups by name are answered
+// from one class snapshot when it pays (snapshot.go). At a method or type
+// the debugger never showed, the stop rules read what JDI shows there:
+// the visible variables, the visible instance fields.
 //
 // Split mode (package push) uses the seams of export.go: a session whose
 // mode forces speculation on (far end) or off (near end), changed by

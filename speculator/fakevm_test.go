@@ -199,7 +199,9 @@ func newTestSpeculator(cfg Config) *Speculator {
 	if cfg.MinRTT == 0 {
 		cfg.MinRTT = -1 // always speculate in unit tests
 	}
-	return New(cfg, testLog(), nil)
+	sp := New(cfg, testLog(), nil)
+	sp.noPrior = true // the fake VM's attaches learn from nothing but themselves
+	return sp
 }
 
 func testLog() zerolog.Logger {

@@ -277,12 +277,7 @@ func (fp *framePrediction) wave(w int, sizes jdwp.IDSizes) {
 		if !vals || !known {
 			continue
 		}
-		mk := methodOf(p.loc)
-		mk.index, mk.exact = p.loc.Index, true
-		tail, ok := fp.learn.slots[mk]
-		if !ok {
-			tail, ok = fp.learn.slots[methodOf(p.loc)]
-		}
+		tail, ok := fp.frameSlots(p.loc)
 		if !ok {
 			continue
 		}

@@ -103,7 +103,17 @@ func (a *attach) lookupCommand(c jdwp.Cmd) {
 // it from a lookup if it can; true if it did (the command is consumed).
 func (a *attach) command(x *command) bool {
 	c := x.f.Packet.Cmd()
+	switch c {
+	case jdwp.CmdVirtualMachineClassesBySignature, jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
+		if a.recording() {
+			a.snap.lookups++
+		}
+	}
 	if c == jdwp.CmdVirtualMachineClassesBySignature && a.lookupServe(x.f, x.sizes) {
+		return true
+	}
+	a.snapCommand(c)
+	if a.snapServe(x.f, x.sizes) {
 		return true
 	}
 	a.lookupCommand(c)

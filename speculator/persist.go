@@ -43,6 +43,8 @@ type profile struct {
 	PrepClass  []jdwp.Cmd  `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
 	PrepMethod []jdwp.Cmd  `json:"prep_method,omitempty"` // asked of its methods there
 	Shapes     []objShape  `json:"shapes,omitempty"`      // fields read of objects, by type (shapes.go)
+	Lookups    int         `json:"lookups,omitempty"`     // the debugger's lookups by name at attach (snapshot.go)
+	SnapBytes  int         `json:"snap_bytes,omitempty"`  // the size of the VM's class snapshot (snapshot.go)
 }
 
 // slotsOf is the slots the debugger asked of a method's frames (at one
@@ -335,5 +337,5 @@ func (p *profile) valid() bool {
 			return false
 		}
 	}
-	return p.FramesRule >= -1 && len(p.Slots) <= maxLearned
+	return p.FramesRule >= -1 && len(p.Slots) <= maxLearned && p.Lookups >= 0 && p.SnapBytes >= 0
 }

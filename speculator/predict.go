@@ -98,6 +98,15 @@ func (sr *stopRules) chain(x *chained) {
 	r := jdwp.NewBodyReader(x.p.Body(), sizes)
 	params := jdwp.NewBodyReader(x.key.Params(), sizes)
 	switch x.key.Cmd() {
+	case jdwp.CmdMethodVariableTable, jdwp.CmdMethodVariableTableWithGeneric:
+		// A method's table came after its frames: the values of those
+		// frames, by the slots JDI shows there (frameSlots).
+		mk := methodKey{class: params.Class(), method: params.Method()}
+		for fr, fi := range ep.frames {
+			if fi.thread == ep.thread && methodOf(fi.loc) == mk {
+				sr.specFrameValues(sizes, fr, fi)
+			}
+		}
 	case jdwp.CmdVirtualMachineAllThreads:
 		n := r.Count(sizes.ObjectID)
 		ep.threads = ep.threads[:0]
@@ -160,21 +169,22 @@ func (sr *stopRules) frame(x *frameSeen) {
 		sr.pbuf = w.Buf
 		sr.specParams(sizes, jdwp.CmdStackFrameThisObject, sr.pbuf, kThis, nil, 0)
 	}
-	if sr.learn.valueDepth&(1<<d) != 0 {
-		mk := methodOf(loc)
-		mk.index, mk.exact = loc.Index, true
-		tail, ok := sr.learn.slots[mk]
-		if !ok {
-			tail, ok = sr.learn.slots[methodOf(loc)]
-		}
-		if ok {
-			w := sr.writer(sizes)
-			w.Thread(thread)
-			w.Frame(fr)
-			w.Buf = append(w.Buf, tail...)
-			sr.pbuf = w.Buf
-			sr.specParams(sizes, jdwp.CmdStackFrameGetValues, sr.pbuf, kFrameValues, nil, 0)
-		}
+	sr.specFrameValues(sizes, fr, frameInfo{depth: d, thread: thread, loc: loc})
+}
+
+// specFrameValues speculates the values of frame fr (fi) of the stopped
+// thread at a depth whose values the debugger shows, by frameSlots.
+func (sr *stopRules) specFrameValues(sizes jdwp.IDSizes, fr jdwp.FrameID, fi frameInfo) {
+	if fi.depth >= maxDepth || sr.learn.valueDepth&(1<<fi.depth) == 0 {
+		return
+	}
+	if tail, ok := sr.frameSlots(fi.loc); ok {
+		w := sr.writer(sizes)
+		w.Thread(fi.thread)
+		w.Frame(fr)
+		w.Buf = append(w.Buf, tail...)
+		sr.pbuf = w.Buf
+		sr.specParams(sizes, jdwp.CmdStackFrameGetValues, sr.pbuf, kFrameValues, nil, 0)
 	}
 }
 

@@ -1,6 +1,9 @@
 package speculator
 
 import (
+	"bytes"
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -82,8 +85,9 @@ type classFacts struct {
 // field is one declared field of a Fields reply: its ID, and its name
 // (which carries across sessions, where the ID does not: shapes.go).
 type field struct {
-	id   jdwp.FieldID
-	name string
+	id     jdwp.FieldID
+	name   string
+	static bool
 }
 
 // variable is one VariableTable entry.
@@ -92,6 +96,7 @@ type variable struct {
 	length uint32
 	slot   int32
 	tag    jdwp.Tag
+	this   bool // named this or this$…: not a variable to JDI (visibleSlots)
 }
 
 func newClassFacts() classFacts {
@@ -109,6 +114,9 @@ func (cf *classFacts) forget(c jdwp.ClassID) {
 		}
 	}
 }
+
+// accStatic is the static bit of a field's modifiers.
+const accStatic = 0x0008
 
 // reset drops everything (every class may be gone).
 func (cf *classFacts) reset() {
@@ -131,13 +139,13 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 		n := r.Count(sizes.FieldID + 4 + 4 + 4)
 		ids := make([]field, 0, n)
 		for i := 0; i < n && r.Err() == nil; i++ {
-			id := r.Field()
-			ids = append(ids, field{id: id, name: r.String()})
+			f := field{id: r.Field(), name: r.String()}
 			r.StringBytes()
 			if c == jdwp.CmdReferenceTypeFieldsWithGeneric {
 				r.StringBytes()
 			}
-			r.Int32()
+			f.static = r.Int32()&accStatic != 0
+			ids = append(ids, f)
 		}
 		if r.Err() == nil && r.Remaining() == 0 {
 			cf.fields[class] = ids
@@ -155,7 +163,8 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 		vars := make([]variable, 0, n)
 		for i := 0; i < n && r.Err() == nil; i++ {
 			v := variable{start: uint64(r.Int64())}
-			r.StringBytes() // name
+			name := r.StringBytes()
+			v.this = string(name) == "this" || bytes.HasPrefix(name, []byte("this$"))
 			sig := r.StringBytes()
 			if c == jdwp.CmdMethodVariableTableWithGeneric {
 				r.StringBytes()
@@ -304,4 +313,34 @@ func (f *facts) predictedSlotsLive(s *spec, loc jdwp.Location, sizes jdwp.IDSize
 	r.Thread()
 	r.Frame()
 	return f.slotsAskedLive(r, loc)
+}
+
+// visibleSlots appends to dst the slots JDI's StackFrame.visibleVariables
+// lists at loc, as StackFrame.getValues of them asks (GetValues'
+// parameters after the frame: the count, then each slot with its
+// signature's tag, by slot): the variables of the method's table live at
+// the code index, but for this and this$… (JDI does not list them). False
+// if the table is not known or no variable is live there.
+func (cf *classFacts) visibleSlots(dst []byte, loc jdwp.Location) ([]byte, bool) {
+	vars, ok := cf.vars[methodOf(loc)]
+	if !ok {
+		return dst, false
+	}
+	live := make([]variable, 0, len(vars))
+	for _, v := range vars {
+		if !v.this && loc.Index >= v.start && loc.Index < v.start+uint64(v.length) {
+			live = append(live, v)
+		}
+	}
+	if len(live) == 0 {
+		return dst, false
+	}
+	slices.SortStableFunc(live, func(a, b variable) int { return cmp.Compare(a.slot, b.slot) })
+	w := jdwp.BodyWriter{Buf: dst}
+	w.Int32(int32(len(live)))
+	for _, v := range live {
+		w.Int32(v.slot)
+		w.Uint8(uint8(v.tag))
+	}
+	return w.Buf, true
 }

@@ -234,6 +234,8 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		if tracked && d.spec != nil {
 			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
 			ss.specReply(d.spec, p, sizes)
+		} else if tracked && d.snapshot {
+			ss.att.snapReplied(p, d.gen, sizes)
 		} else if tracked && d.lookup {
 			ss.att.lookupReplied(d.sig, p)
 			if p.ErrorCode() == jdwp.ErrorNone {

@@ -77,6 +77,38 @@ func (cf *classFacts) nameFields(t jdwp.ClassID, tail []byte, sizes jdwp.IDSizes
 	return refs, r.Err() == nil && r.Remaining() == 0
 }
 
+// visibleInstanceFields names the fields JDI's ReferenceType.visibleFields
+// lists for class t but the static ones: what a debugger that never read
+// an object of that type shows of it. They are t's own in declaration
+// order, then each superclass's up the chain, but those a field of the
+// same name further down hides (interfaces declare only static fields).
+// ok is false while a class of the chain (its fields, its superclass) is
+// not known, or no field is left.
+func (cf *classFacts) visibleInstanceFields(t jdwp.ClassID) (refs []fieldRef, ok bool) {
+	hidden := map[string]bool{}
+	c := t
+	for hops := uint8(0); hops < maxHops; hops++ {
+		fs, known := cf.fields[c]
+		sup, supKnown := cf.super[c]
+		if !known || !supKnown {
+			return nil, false
+		}
+		for _, f := range fs {
+			if !f.static && !hidden[f.name] {
+				refs = append(refs, fieldRef{Hops: hops, Name: f.name})
+			}
+		}
+		for _, f := range fs {
+			hidden[f.name] = true
+		}
+		if sup == 0 {
+			return refs, len(refs) > 0 && len(refs) <= maxShapeFields
+		}
+		c = sup
+	}
+	return nil, false
+}
+
 // fieldTail writes the GetValues tail (count, field IDs) for refs of type
 // t into w from the known fields of t and its superclasses; ok is false
 // while any is not known yet (or no longer exists: a changed class).
@@ -207,9 +239,10 @@ func (sh *shapeRules) specFields(sizes jdwp.IDSizes, obj jdwp.ObjectID, t jdwp.C
 	} else {
 		refs, ok := sh.learn.shapes[sh.facts.idSig[t]]
 		if !ok {
-			return
+			// A type the debugger never read: what JDI shows of it.
+			refs, ok = sh.facts.classes.visibleInstanceFields(t)
 		}
-		if !sh.facts.classes.fieldTail(&w, t, refs) {
+		if !ok || !sh.facts.classes.fieldTail(&w, t, refs) {
 			sh.learn.ep.wantFields[obj] = level
 			sh.pbuf = w.Buf
 			return

@@ -35,6 +35,10 @@ type Config struct {
 	// and ThreadReference.Resume at once when the VM's reply is proven,
 	// and sends them on pipelined (writebehind.go).
 	WriteBehind bool
+	// Bandwidth is the link's bandwidth to the VM in bytes per second,
+	// which decides whether a class snapshot pays (snapshot.go); zero
+	// assumes a slow link (1 MiB/s).
+	Bandwidth int64
 }
 
 // Defaults.
@@ -118,6 +122,8 @@ type Speculator struct {
 	log      zerolog.Logger
 	metrics  *Metrics
 	profiles *profileStore // what earlier sessions learned (persist.go)
+	noPrior  bool          // attach without the built-in prior (prior.go): tests' baseline
+	snapAll  bool          // take every class snapshot the VM's suspension allows (snapshot.go): tests'
 
 	hits, misses, belays atomic.Int64
 	sent, used, wasted   atomic.Int64

@@ -275,7 +275,10 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		}
 		if err == nil {
 			var closeJournal func() error
-			spec := speculator.Config{CacheBytes: *cacheBytes, MinRTT: *minRTT, WriteBehind: *writeBehind}
+			// The speculator is told the emulated link's bandwidth (which
+			// decides whether a class snapshot pays); unlimited leaves it
+			// to its own assumption.
+			spec := speculator.Config{CacheBytes: *cacheBytes, MinRTT: *minRTT, WriteBehind: *writeBehind, Bandwidth: *bandwidth}
 			cfg.Modes, closeJournal, err = benchModes(*modes, *journalPath, spec, log)
 			defer func() {
 				if err := closeJournal(); err != nil {

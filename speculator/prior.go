@@ -1,0 +1,142 @@
+package speculator
+
+import (
+	_ "embed"
+	"encoding/json"
+	"strings"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// The prior: what a session learns about the attach of a JDI-based
+// debugger (OpenJDK's JDI, Eclipse's, IntelliJ's fork), shipped with the
+// proxy so that the first session of a fresh proxy (no learn file, no
+// earlier session) attaches as a learned one would. JDI's attach is the
+// same for every program: the ID sizes, version and capabilities; the
+// VM-wide commands it asks once (threads, groups, class paths); what it
+// reads of java.lang classes (Thread, ThreadGroup, String, Class) to show
+// threads and values; the frame reads of a stop. The prior holds only
+// such facts: every class and method it names is the JDK's own (java.*,
+// jdk.*, sun.*), never a user program's; no write-behind rule (those are
+// proven per VM build, writebehind_profile.go); no usage ratios (how much
+// of its speculation the learning session used is its own).
+//
+// It is generated from a real learning session of the bench's JDI driver
+// (prior_test.go, go generate) and embedded. It is used for a debugger
+// whose first command is the prior's (JDI's: IDSizes), and at a far end,
+// on a VM of the family it was learned on (HotSpot: its vmName), when no
+// learned profile of that debugger on that kind of VM exists; a
+// learned profile, recorded by a session that began from the prior,
+// refines and replaces it.
+
+//go:generate go test -run TestWritePrior -write-prior .
+
+//go:embed prior.json
+var priorJSON []byte
+
+// priorFile is prior.json: the debugger's first command, the name of the
+// VM it was learned on (the Version reply's vmName: a VM family, any
+// version), and the profile.
+type priorFile struct {
+	First   jdwp.Cmd `json:"first"`
+	VM      string   `json:"vm"`
+	Profile *profile `json:"profile"`
+}
+
+// builtinPrior is the embedded prior, nil if it does not parse (a build
+// without one attaches as before).
+var builtinPrior = parsePrior(priorJSON)
+
+func parsePrior(b []byte) *priorFile {
+	var f priorFile
+	if err := json.Unmarshal(b, &f); err != nil || f.VM == "" || f.Profile == nil || !f.Profile.valid() || !f.Profile.generic() {
+		return nil
+	}
+	return &f
+}
+
+// generic reports whether every class and method p names is the JDK's
+// own (jdkSignature): a profile with nothing of a user program.
+func (p *profile) generic() bool {
+	for _, s := range p.signatures() {
+		if !jdkSignature(s) {
+			return false
+		}
+	}
+	for _, e := range p.Slots {
+		if !jdkSignature(e.Sig) {
+			return false
+		}
+	}
+	for _, e := range p.Shapes {
+		if !jdkSignature(e.Sig) {
+			return false
+		}
+	}
+	return p.WB == nil && len(p.Ratio) == 0
+}
+
+// stripToGeneric removes from p everything that names a class outside
+// the JDK, and write-behind's rules.
+func (p *profile) stripToGeneric() {
+	p.Sigs = keep(p.Sigs, jdkSignature)
+	p.Class = keep(p.Class, func(e classCmd) bool { return jdkSignature(e.Sig) })
+	p.Method = keep(p.Method, func(e methodCmd) bool { return jdkSignature(e.Sig) })
+	p.Slots = keep(p.Slots, func(e slotsOf) bool { return jdkSignature(e.Sig) })
+	p.Shapes = keep(p.Shapes, func(e objShape) bool { return jdkSignature(e.Sig) })
+	p.WB = nil
+	p.Ratio, p.Waste = nil, 0 // how much of its speculation that session used: its own
+}
+
+func keep[T any](s []T, ok func(T) bool) []T {
+	var out []T
+	for _, e := range s {
+		if ok(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// vmName is the vmName of a Version reply body, "" if it does not parse.
+func vmName(version []byte) string {
+	r := jdwp.NewBodyReader(version, jdwp.IDSizes{})
+	r.StringBytes()
+	r.Int32()
+	r.Int32()
+	r.StringBytes()
+	name := r.String()
+	if r.Err() != nil {
+		return ""
+	}
+	return name
+}
+
+// jdkSignature reports whether a type signature names a primitive, a
+// class of the JDK's own packages (java.*, jdk.*, sun.*), or an array of
+// either.
+func jdkSignature(sig string) bool {
+	s := strings.TrimLeft(sig, "[")
+	if len(s) == 1 {
+		return strings.Contains("ZBCSIJFD", s)
+	}
+	for _, pkg := range []string{"Ljava/", "Ljdk/", "Lsun/"} {
+		if strings.HasPrefix(s, pkg) && strings.HasSuffix(s, ";") {
+			return true
+		}
+	}
+	return false
+}
+
+// priorFor returns a copy of the built-in prior for a debugger whose first
+// command is first on a VM whose Version reply body is version, or nil. A
+// far end (split mode) takes it whatever its first command: that is
+// whatever its near end forwarded first, not the debugger's (the near end
+// answered that from the attach bundle).
+func priorFor(first jdwp.Cmd, far bool, version []byte) *profile {
+	if builtinPrior == nil || builtinPrior.First != first && !far || vmName(version) != builtinPrior.VM {
+		return nil
+	}
+	c := *builtinPrior.Profile
+	return &c
+}

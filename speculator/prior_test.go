@@ -1,0 +1,142 @@
+package speculator
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/rs/zerolog"
+)
+
+var writePrior = flag.Bool("write-prior", false, "regenerate prior.json from learning sessions of the JDI driver with a real VM (go generate)")
+
+// TestWritePrior generates prior.json (go generate): two attaches of the
+// bench's IDE-like JDI driver to new Deep VMs through one speculator, the
+// profile they leave stripped of everything that names a class outside
+// the JDK.
+func TestWritePrior(t *testing.T) {
+	if !*writePrior {
+		t.Skip("run with -write-prior to regenerate prior.json")
+	}
+	b := jdwptest.JavaBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sp := New(Config{}, zerolog.Nop(), nil)
+	sp.noPrior, sp.snapAll = true, true // a snapshot, for its size
+	attachOnce(t, ctx, b, sp)
+	attachOnce(t, ctx, b, sp)
+	if len(sp.profiles.m) != 1 {
+		t.Fatalf("%d profiles learned, want 1", len(sp.profiles.m))
+	}
+	var f priorFile
+	for key, p := range sp.profiles.m {
+		f.Profile = p
+		var hash string
+		if _, err := fmt.Sscanf(strings.Replace(key, "/", " ", 1), "%s %d.%d", &hash, &f.First.Set, &f.First.Cmd); err != nil {
+			t.Fatalf("profile key %q: %v", key, err)
+		}
+	}
+	f.Profile.stripToGeneric()
+	f.VM = vmNameOf(t, ctx, b)
+	out, err := json.MarshalIndent(&f, "", "\t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parsePrior(out) == nil {
+		t.Fatalf("the generated prior does not read back: %s", out)
+	}
+	if err := os.WriteFile("prior.json", append(out, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPriorNamesOnlyTheJDK checks the embedded prior: it parses, is
+// within a profile's bounds, and names no class or method outside the
+// JDK's own packages.
+func TestPriorNamesOnlyTheJDK(t *testing.T) {
+	var f priorFile
+	if err := json.Unmarshal(priorJSON, &f); err != nil || f.Profile == nil {
+		t.Fatalf("prior.json does not parse: %v", err)
+	}
+	if builtinPrior == nil || !f.Profile.valid() {
+		t.Fatal("the embedded prior is not taken")
+	}
+	p := f.Profile
+	names := p.signatures()
+	for _, e := range p.Slots {
+		names = append(names, e.Sig)
+	}
+	for _, e := range p.Shapes {
+		names = append(names, e.Sig)
+	}
+	for _, s := range names {
+		if !jdkSignature(s) {
+			t.Errorf("the prior names %q, not a class of java.*, jdk.* or sun.*", s)
+		}
+	}
+	if p.WB != nil {
+		t.Error("the prior carries write-behind rules, proven per VM build only")
+	}
+	for _, s := range []string{"LDeep;", "Lcom/example/App;", "[LDeep$Node;", "Ljavax/swing/JFrame;", "Ljava/lang/String"} {
+		if jdkSignature(s) {
+			t.Errorf("jdkSignature(%q) = true, want false", s)
+		}
+	}
+	for _, s := range []string{"Ljava/lang/String;", "[[Ljdk/internal/misc/Unsafe;", "[I", "Lsun/misc/Signal;"} {
+		if !jdkSignature(s) {
+			t.Errorf("jdkSignature(%q) = false, want true", s)
+		}
+	}
+}
+
+// TestRealVMFirstAttachWithPrior attaches a real JDI debugger to a new VM
+// through a fresh speculator (no learn file, no earlier session) twice:
+// with the built-in prior and without it (the old behaviour). The prior's
+// first attach must need no more serial round trips to its first
+// breakpoint stop than the old one.
+func TestRealVMFirstAttachWithPrior(t *testing.T) {
+	b := jdwptest.JavaBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	old := New(Config{}, zerolog.Nop(), nil)
+	old.noPrior = true
+	without, _ := attachOnce(t, ctx, b, old)
+	learned, _ := attachOnce(t, ctx, b, old)
+	with, _ := attachOnce(t, ctx, b, New(Config{}, zerolog.Nop(), nil))
+	t.Logf("serial round trips to the first stop of a fresh proxy: without the prior %d, with it %d (a learned second attach: %d)",
+		without, with, learned)
+	if with > without {
+		t.Fatalf("the first attach with the prior took %d serial round trips to its first stop, without it %d", with, without)
+	}
+}
+
+// vmNameOf asks a new Deep VM its Version: the vmName in it.
+func vmNameOf(t *testing.T, ctx context.Context, b *javavm.Build) string {
+	vm, err := javavm.Start(ctx, b, "Deep", javavm.VMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Stop()
+	d, err := jdwptest.Attach(vm.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.Call(jdwp.CmdVirtualMachineVersion, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := vmName(p.Body())
+	if name == "" {
+		t.Fatalf("Version reply %x names no VM", p.Body())
+	}
+	return name
+}
