@@ -76,28 +76,6 @@ func (p *profile) generic() bool {
 	return p.WB == nil && len(p.Ratio) == 0
 }
 
-// stripToGeneric removes from p everything that names a class outside
-// the JDK, and write-behind's rules.
-func (p *profile) stripToGeneric() {
-	p.Sigs = keep(p.Sigs, jdkSignature)
-	p.Class = keep(p.Class, func(e classCmd) bool { return jdkSignature(e.Sig) })
-	p.Method = keep(p.Method, func(e methodCmd) bool { return jdkSignature(e.Sig) })
-	p.Slots = keep(p.Slots, func(e slotsOf) bool { return jdkSignature(e.Sig) })
-	p.Shapes = keep(p.Shapes, func(e objShape) bool { return jdkSignature(e.Sig) })
-	p.WB = nil
-	p.Ratio, p.Waste = nil, 0 // how much of its speculation that session used: its own
-}
-
-func keep[T any](s []T, ok func(T) bool) []T {
-	var out []T
-	for _, e := range s {
-		if ok(e) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // vmName is the vmName of a Version reply body, "" if it does not parse.
 func vmName(version []byte) string {
 	r := jdwp.NewBodyReader(version, jdwp.IDSizes{})
