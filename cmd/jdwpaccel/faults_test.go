@@ -124,6 +124,16 @@ type debugger struct {
 	nextID uint32
 	sizes  jdwp.IDSizes
 	events []jdwp.Packet
+	// timeout bounds each wait for a reply or an event (replyTimeout
+	// when zero).
+	timeout time.Duration
+}
+
+func (d *debugger) limit() time.Duration {
+	if d.timeout > 0 {
+		return d.timeout
+	}
+	return replyTimeout
 }
 
 // replyTimeout bounds each wait for a reply or an event.
@@ -165,7 +175,7 @@ func (d *debugger) send(cmd jdwp.Cmd, body []byte) uint32 {
 	d.t.Helper()
 	id := d.nextID
 	d.nextID++
-	d.conn.SetWriteDeadline(time.Now().Add(replyTimeout))
+	d.conn.SetWriteDeadline(time.Now().Add(d.limit()))
 	if _, err := d.conn.Write(jdwp.AppendCommand(nil, id, cmd, body)); err != nil {
 		d.t.Fatalf("send %v: %v", cmd, err)
 	}
@@ -174,7 +184,7 @@ func (d *debugger) send(cmd jdwp.Cmd, body []byte) uint32 {
 
 // next reads the next packet (a copy).
 func (d *debugger) next() (jdwp.Packet, error) {
-	d.conn.SetReadDeadline(time.Now().Add(replyTimeout))
+	d.conn.SetReadDeadline(time.Now().Add(d.limit()))
 	p, err := d.r.Next()
 	if err != nil {
 		return nil, err
@@ -1130,7 +1140,7 @@ func TestFault100MBReply(t *testing.T) {
 			heap := startHeapPeak()
 			start := time.Now()
 			id := d.getAll(array)
-			d.conn.SetReadDeadline(time.Now().Add(replyTimeout))
+			d.conn.SetReadDeadline(time.Now().Add(d.limit()))
 			_, err := d.r.Next() // the debugger's reader (1 MiB limit) reports the header and skips the rest
 			var tl *jdwp.TooLargeError
 			if !errors.As(err, &tl) {

@@ -4,10 +4,14 @@ package main
 // real OpenJDK VM.
 
 import (
+	"bufio"
+	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -177,5 +181,75 @@ func TestSplitFarTunnelSessionSurvives(t *testing.T) {
 	}
 	if rec := near.logs.find(func(rec map[string]any) bool { return rec["closed_by"] != nil }); rec != nil {
 		t.Errorf("the debugger's session ended across the restarts: %v", rec)
+	}
+}
+
+// TestSplitLinkProcessStopped20s: the process carrying the link (a
+// forwarder, as kubectl port-forward or ssh would be) is stopped with
+// SIGSTOP for 20 s in the middle of a step and then continued: the step
+// waits out the stall, and the session steps on (20 s is within the link
+// timeout: nothing is lost, nothing reconnects).
+func TestSplitLinkProcessStopped20s(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stalls for 20 s")
+	}
+	b := jdwptest.JavaBuild(t)
+	fwd := buildFwd(t)
+	port := freePort(t)
+	startJVMAt(t, b, port, javavm.Shallow)
+	far := startFarEnd(t, vmAddr(port))
+	cmd := exec.Command(fwd, "-listen", "127.0.0.1:0", "-to", far.addr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() }) //nolint:errcheck // killed on purpose
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatal("the forwarder said nothing")
+	}
+	linkAddr, ok := strings.CutPrefix(sc.Text(), "Forwarding from ")
+	if !ok {
+		t.Fatalf("forwarder: %q", sc.Text())
+	}
+	linkAddr, _, _ = strings.Cut(linkAddr, " ")
+	go io.Copy(io.Discard, out) //nolint:errcheck // its per-connection lines
+
+	near := startNearEnd(t, linkAddr)
+	d := attach(t, near.addr)
+	d.idSizes()
+	bp := d.breakAtMain(javavm.Shallow)
+	thread, method := bp.Thread, bp.Location.Method
+	for i := range 2 {
+		if loc := d.step(thread, jdwp.StepOver); loc.Method != method {
+			t.Fatalf("step %d: stopped in method %#x, not main (%#x)", i+1, loc.Method, method)
+		}
+	}
+	const stall = 20 * time.Second
+	d.timeout = stall + replyTimeout
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// The fault itself is timed: the link process is continued after the
+	// stall, whatever the session does meanwhile.
+	cont := time.AfterFunc(stall, func() { cmd.Process.Signal(syscall.SIGCONT) }) //nolint:errcheck // checked by the step below
+	defer cont.Stop()
+	if loc := d.step(thread, jdwp.StepOver); loc.Method != method {
+		t.Fatalf("the step across the stall stopped in method %#x, not main (%#x)", loc.Method, method)
+	}
+	if took := time.Since(start); took < stall {
+		t.Fatalf("the step across the stall took %v: the stall did not hold it", took)
+	}
+	for i := range 2 {
+		if loc := d.step(thread, jdwp.StepOver); loc.Method != method {
+			t.Fatalf("step %d after the stall: stopped in method %#x, not main (%#x)", i+1, loc.Method, method)
+		}
+	}
+	if rec := near.logs.find(func(rec map[string]any) bool { return rec["closed_by"] != nil }); rec != nil {
+		t.Errorf("the debugger's session ended across the stall: %v", rec)
 	}
 }
