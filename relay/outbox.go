@@ -205,6 +205,16 @@ func (s *Session) applyOut(hold bool) {
 func (s *Session) inject(e *outEntry, p jdwp.Packet) {
 	f := &s.injFrame
 	*f = Frame{Dir: e.dir, Origin: e.origin, Packet: p, ID: p.ID(), Time: time.Now(), out: &s.out}
+	if e.dir == ToVM && e.origin == Synthetic && !p.IsReply() && s.ending.Load() {
+		// The debugger disposed of the VM (or made it exit): HotSpot
+		// answers and closes, and a command of the proxy's own behind
+		// that answer would sit unread in the VM's socket, so that the
+		// close resets the connection and the answer can be lost on the
+		// way back. Nothing of the proxy's own goes after it.
+		s.ids.Forget(p.ID())
+		*f = Frame{}
+		return
+	}
 	if e.dir == ToVM {
 		f.Kind = KindCommand
 		f.data[e.slot] = e.data

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -408,5 +409,58 @@ func TestGateHoldsDebuggerOutsideTurn(t *testing.T) {
 	<-rec.ended
 	if f := rec.snapshot(); len(f) < 2 || f[0].Kind != relay.KindEvent || f[1].Kind != relay.KindCommand {
 		t.Errorf("observed %v, want the event, then the command the gate held", f)
+	}
+}
+
+// ownAfterDispose sends a command of the proxy's own with every debugger
+// command it sees, the debugger's Dispose included.
+type ownAfterDispose struct{}
+
+func (ownAfterDispose) FromDebugger(s *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindCommand {
+		f.Out().SendToVM(jdwp.AppendCommand(nil, s.IDs().NewSynthetic(), cmdVersion, nil), relay.Synthetic)
+	}
+	return relay.Forward
+}
+func (ownAfterDispose) FromVM(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (ownAfterDispose) Close(*relay.Session)                             {}
+
+// TestNothingOwnAfterDispose: once the debugger disposed of the VM, no
+// command of the proxy's own goes to the VM (HotSpot closes after its
+// answer; a command left unread in its socket turns that close into a
+// reset, which can lose the answer on its way to the debugger).
+func TestNothingOwnAfterDispose(t *testing.T) {
+	r := newRig(t, func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Interceptors: []relay.Interceptor{ownAfterDispose{}}}
+	})
+	dbg, vm := r.connect()
+	dbg.Write(jdwp.AppendCommand(nil, 1, cmdVersion, nil))
+	dbg.Write(jdwp.AppendCommand(nil, 2, jdwp.CmdVirtualMachineDispose, nil))
+	vr := jdwp.NewReader(vm, 0)
+	var got []string
+	for {
+		vm.SetReadDeadline(time.Now().Add(jdwptest.Timeout))
+		p, err := vr.Next()
+		if err != nil {
+			t.Fatalf("VM read %v, then %v", got, err)
+		}
+		own := p.ID() >= 0xA0000000
+		got = append(got, fmt.Sprintf("%v own=%v", p.Cmd(), own))
+		if p.Cmd() == jdwp.CmdVirtualMachineDispose {
+			break
+		}
+	}
+	// The Version's own command goes first; Dispose's is dropped: the
+	// VM must see nothing after the Dispose, and answer and close.
+	vm.Write(jdwp.AppendReply(nil, 2, 0, nil))
+	vm.(interface{ CloseWrite() error }).CloseWrite()
+	if b, err := io.ReadAll(vm); err != nil || len(b) != 0 {
+		t.Errorf("after the Dispose the VM got %x (%v), want nothing of the proxy's own", b, err)
+	}
+	want := fmt.Sprint([]string{
+		fmt.Sprintf("%v own=true", cmdVersion), fmt.Sprintf("%v own=false", cmdVersion),
+		fmt.Sprintf("%v own=false", jdwp.CmdVirtualMachineDispose)})
+	if fmt.Sprint(got) != want {
+		t.Errorf("VM got %v, want %v", got, want)
 	}
 }
