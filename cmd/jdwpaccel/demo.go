@@ -70,7 +70,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 
 	// The accelerated side: one proxy stack, with the live page. The VM
 	// address is filled in per run.
-	pf := proxyFlags{speculate: true, maxPacket: 0, journalRaw: 4096}
+	pf := proxyFlags{speculate: true, writeBehind: true, maxPacket: 0, journalRaw: 4096} // as "proxy" and "bench" run by default
 	pf.vm = "127.0.0.1:0" // every run dials its own link (bench.Run, demoKeep)
 	st, err := buildStack(ctx, &pf, log)
 	if err != nil {
@@ -108,7 +108,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	// split row runs split mode's two ends, each with its own speculator:
 	// the far end next to the VM, the link between it and the near end.
 	accelMode := bench.Mode{Name: "jdwpaccel", NewHooks: learnHooks, Stats: st.spec.Stats}
-	splitRow := splitMode("split", speculator.Config{}, log)
+	splitRow := splitMode("split", speculator.Config{WriteBehind: true}, log)
 	cfg := bench.Config{
 		RTTs:      []time.Duration{*rtt},
 		Workloads: []bench.Workload{{Profile: *workload, Debuggee: javavm.Deep}},
