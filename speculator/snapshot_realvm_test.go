@@ -115,6 +115,18 @@ func (r *snapRig) compare(qs []snapLookup) {
 // a resume nothing is served from it.
 func TestRealVMClassSnapshotAnswersAsTheVM(t *testing.T) {
 	r := newSnapRig(t)
+	// As a debugger does, take the VM_START first: the VM sends it when
+	// it likes, and the speculator knows the VM is suspended as a whole
+	// (what a snapshot needs) only once it has passed.
+	for {
+		p, err := r.d.Next()
+		if err != nil {
+			t.Fatalf("waiting for VM_START: %v", err)
+		}
+		if !p.IsReply() && p.Cmd() == jdwp.CmdComposite {
+			break
+		}
+	}
 	r.call(jdwp.CmdIDSizes, nil)
 	r.call(jdwp.CmdVirtualMachineVersion, nil)
 	lookups := []snapLookup{
