@@ -71,7 +71,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	// The accelerated side: one proxy stack, with the live page. The VM
 	// address is filled in per run.
 	pf := proxyFlags{speculate: true, writeBehind: true, maxPacket: 0, journalRaw: 4096} // as "proxy" and "bench" run by default
-	pf.vm = "127.0.0.1:0" // every run dials its own link (bench.Run, demoKeep)
+	pf.vm = "127.0.0.1:0"                                                                // every run dials its own link (bench.Run, demoKeep)
 	st, err := buildStack(ctx, &pf, log)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
