@@ -58,6 +58,18 @@ func (k Kind) String() string {
 // MarshalText writes the kind's name.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText reads a kind's name; an unknown name is kind 0, so that a
+// reader of a later version's kinds goes on.
+func (k *Kind) UnmarshalText(b []byte) error {
+	*k = 0
+	for i, n := range kindNames {
+		if i != 0 && n == string(b) {
+			*k = Kind(i)
+		}
+	}
+	return nil
+}
+
 // Event is one event of the feed, as JSON readers get it (web/API.md
 // documents it). IDs are hexadecimal strings ("0x1a2"), as elsewhere in
 // the API; fields that do not apply to the kind are absent.
