@@ -50,7 +50,6 @@ func (r *sseReader) next() (sseEvent, error) {
 			e.name, seen = line[7:], true
 		case strings.HasPrefix(line, "data: "):
 			e.data, seen = line[6:], true
-		case strings.HasPrefix(line, "retry: "):
 		}
 	}
 	if err := r.sc.Err(); err != nil {
