@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/feed"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
@@ -226,6 +227,55 @@ func TestEventFeedRealJDB(t *testing.T) {
 		for _, e := range got {
 			b, _ := json.Marshal(e)
 			t.Logf("%s", b)
+		}
+	}
+}
+
+// TestEventFeedDDMThreads: with no debugger attached, the proxy's DDM
+// monitor of an Android VM (fake Dalvik, churning threads) feeds the VM's
+// thread changes to its event stream: the threads it announces, with
+// their names, then births and deaths, each death of a thread the stream
+// saw start.
+func TestEventFeedDDMThreads(t *testing.T) {
+	addr := startPageFakeVM(t, fakevm.Dalvik)
+	_, logs := startProxy(t, addr, "--ddm=force", "--ddm-poll", "200ms")
+	events := followFeed(t, testCtx(t), monitorURL(t, logs)+"/api/v1/vms/"+url.PathEscape(addr)+"/events", 0)
+	alive := map[uint32]string{}
+	starts, deaths := 0, 0
+	deadline := time.After(time.Minute)
+	for starts < 10 || deaths < 2 {
+		select {
+		case it, ok := <-events:
+			if !ok {
+				t.Fatalf("the stream ended after %d starts and %d deaths", starts, deaths)
+			}
+			e := it.Event
+			if it.Reset != nil || e.Session != 0 || e.DDMThread == 0 {
+				t.Fatalf("want DDM thread changes alone, got %+v (reset %+v)", e, it.Reset)
+			}
+			switch e.Kind {
+			case feed.KindDDMThreadStart:
+				if _, dup := alive[e.DDMThread]; dup || e.Name == "" {
+					t.Fatalf("start of thread %d (%q), alive: %v", e.DDMThread, e.Name, alive)
+				}
+				alive[e.DDMThread] = e.Name
+				starts++
+			case feed.KindDDMThreadDeath:
+				if name, ok := alive[e.DDMThread]; !ok || name != e.Name {
+					t.Fatalf("death of thread %d (%q), alive: %v", e.DDMThread, e.Name, alive)
+				}
+				delete(alive, e.DDMThread)
+				deaths++
+			case feed.KindDDMThreadRename:
+				if _, ok := alive[e.DDMThread]; !ok {
+					t.Fatalf("rename of thread %d, alive: %v", e.DDMThread, alive)
+				}
+				alive[e.DDMThread] = e.Name
+			default:
+				t.Fatalf("unexpected %+v", e)
+			}
+		case <-deadline:
+			t.Fatalf("after a minute: %d starts, %d deaths", starts, deaths)
 		}
 	}
 }
