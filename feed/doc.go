@@ -16,7 +16,8 @@
 // Each VM has a history of at most Size events (DefaultHistory unless
 // set), held in a ring of fixed records that is allocated once and reused:
 // its memory stays within Size records of fixed size, with at most
-// MaxSignature bytes of class signature each. Every event gets an ID, one
+// MaxSignature bytes of class signature, and of each name, each (a longer
+// name from Names is left out, a longer DDM thread name cut). Every event gets an ID, one
 // more than the VM's previous one; a history's first ID follows the time
 // it was created in microseconds, so that IDs keep increasing across
 // proxy restarts and a cursor from an earlier run is known to be stale.

@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,7 +155,8 @@ func (f *Feed) SessionEnd(s *relay.Session, err error) {
 	}
 	if len(ss.pending) > 0 {
 		f.pending.Add(-1)
-		f.flushLocked(s, ss, jdwp.IDSizes{}, false)
+		sizes, known := s.IDSizes()
+		f.flushLocked(s, ss, sizes, known)
 	}
 	delete(f.sessions, s)
 	r := ss.h.add(at)
@@ -200,6 +202,10 @@ func (f *Feed) Observe(s *relay.Session, fr *relay.Frame) {
 			ss.pending = append(ss.pending, pendingEvent{at: fr.Time, body: keep})
 			return
 		}
+		// Too many before the sizes: these and the rest, in order, with
+		// their kinds alone.
+		f.pending.Add(-1)
+		f.flushLocked(s, ss, sizes, false)
 		f.recordLocked(s, ss, fr.Time, body, sizes, false)
 		return
 	}
@@ -252,6 +258,7 @@ func (f *Feed) recordLocked(s *relay.Session, ss *sessionState, at time.Time, bo
 				loc = &r.loc
 			}
 			r.names = f.cfg.Names.Resolve(s, r.thread, loc)
+			r.names.Thread, r.names.Class, r.names.Method = bounded(r.names.Thread), bounded(r.names.Class), bounded(r.names.Method)
 		}
 	}
 	if len(c.Events) > 0 {
@@ -291,10 +298,22 @@ func (f *Feed) DDMThread(vm string, kind Kind, id uint32, name string, at time.T
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(name) > MaxSignature {
+		name = strings.Clone(name[:MaxSignature])
+	}
 	h := f.historyLocked(vm)
 	r := h.add(at)
 	r.kind, r.ddmID, r.ddmName = kind, id, name
 	h.wake()
+}
+
+// bounded is s, or "" when it is longer than MaxSignature: a record keeps
+// a name Names gave it alive, and the history's memory stays bounded.
+func bounded(s string) string {
+	if len(s) > MaxSignature {
+		return ""
+	}
+	return s
 }
 
 // Sub is a reader's subscription to a VM's events: Wake delivers a value

@@ -186,6 +186,39 @@ func TestPendingNeverKnown(t *testing.T) {
 	}
 }
 
+// TestPendingOverflow: beyond maxPending events before the ID sizes, the
+// events are recorded in order, with their kinds alone, and the next
+// events are held again.
+func TestPendingOverflow(t *testing.T) {
+	f, _ := newFeed(64)
+	s := &relay.Session{ID: 1}
+	f.SessionStart(s)
+	kinds := []jdwp.EventKind{jdwp.EventVMStart}
+	for len(kinds) < maxPending+2 {
+		kinds = append(kinds, jdwp.EventThreadStart)
+	}
+	kinds[maxPending] = jdwp.EventClassPrepare // the first one over
+	for _, k := range kinds {
+		f.Observe(s, eventFrame(jdwp.SuspendNone, jdwp.Event{Kind: k, Thread: 0x101, Signature: []byte("LA;")}))
+	}
+	evs, _ := readAll(t, f, 0)
+	if len(evs) != 1+maxPending+1 || evs[1].Kind != KindVMStart || evs[maxPending+1].Kind != KindClassPrepare || evs[2].Kind != KindThreadStart {
+		t.Fatalf("%d events: %+v", len(evs), evs)
+	}
+	if evs[2].Thread != 0 {
+		t.Fatalf("fields decoded without the sizes: %+v", evs[2])
+	}
+	s.SetIDSizes(sizes8)
+	f.SessionEnd(s, nil)
+	evs, _ = readAll(t, f, 0)
+	if last := evs[len(evs)-2]; len(evs) != maxPending+4 || last.Kind != KindThreadStart || last.Thread != 0x101 {
+		t.Fatalf("the event held after the overflow: %d events, %+v", len(evs), last)
+	}
+	if f.pending.Load() != 0 {
+		t.Fatal("still pending")
+	}
+}
+
 // fakeNames names one thread and one location.
 type fakeNames struct{}
 
