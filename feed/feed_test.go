@@ -343,3 +343,26 @@ func BenchmarkObserve(b *testing.B) {
 		})
 	}
 }
+
+// TestHistoryMemoryBounded: however many events of whatever signature
+// lengths come, a history holds Size records whose signature buffers stay
+// within MaxSignature (plus the allocator's rounding).
+func TestHistoryMemoryBounded(t *testing.T) {
+	f, _ := newFeed(32)
+	s := &relay.Session{ID: 1}
+	s.SetIDSizes(sizes8)
+	f.SessionStart(s)
+	for i := range 200 {
+		sig := "L" + strings.Repeat("y", (i*37)%(3*MaxSignature)) + ";"
+		f.Observe(s, eventFrame(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventClassPrepare, Thread: 1, RefTypeTag: jdwp.TypeTagClass, TypeID: uint64(i), Signature: []byte(sig)}))
+	}
+	h := f.vms["vm"]
+	if len(h.recs) != 32 || cap(h.recs) != 32 {
+		t.Fatalf("%d records (capacity %d), want 32", len(h.recs), cap(h.recs))
+	}
+	for i, r := range h.recs {
+		if cap(r.sig) > 2*MaxSignature {
+			t.Errorf("record %d keeps a %d-byte buffer", i, cap(r.sig))
+		}
+	}
+}
