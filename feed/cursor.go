@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// MaxCursorLen bounds the text of a cursor: a uint64 has at most 20
+// maxCursorLen bounds the text of a cursor: a uint64 has at most 20
 // digits.
-const MaxCursorLen = 20
+const maxCursorLen = 20
 
 // ErrBadCursor is a cursor that is not an event ID.
 var ErrBadCursor = errors.New("feed: a cursor is an event ID (decimal digits), 0, or \"now\"")
@@ -30,7 +30,7 @@ func ParseCursor(lastEventID, after string) (cursor uint64, now bool, err error)
 	if s == "" {
 		return 0, false, nil
 	}
-	if len(s) > MaxCursorLen {
+	if len(s) > maxCursorLen {
 		return 0, false, ErrBadCursor
 	}
 	for _, c := range []byte(s) {

@@ -94,9 +94,6 @@ func New(cfg Config) *Feed {
 	return &Feed{cfg: cfg, vms: map[string]*history{}, sessions: map[*relay.Session]*sessionState{}}
 }
 
-// Size is how many events each VM's history keeps.
-func (f *Feed) Size() int { return f.cfg.Size }
-
 func (f *Feed) vmOf(s *relay.Session) string {
 	if f.cfg.VMOf != nil {
 		return f.cfg.VMOf(s)
