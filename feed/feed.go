@@ -81,7 +81,12 @@ type sessionState struct {
 type pendingEvent struct {
 	at   time.Time
 	body []byte // a copy
+	head bool   // body is the head alone (compositeHead bytes)
 }
+
+// compositeHead is the size of an Event.Composite's head: suspend policy,
+// event count, first event's kind (jdwp.CompositeHead).
+const compositeHead = 1 + 4 + 1
 
 // New returns an empty feed.
 func New(cfg Config) *Feed {
@@ -192,11 +197,12 @@ func (f *Feed) Observe(s *relay.Session, fr *relay.Frame) {
 			f.pending.Add(1)
 		}
 		if len(ss.pending) < maxPending {
-			var keep []byte
-			if len(body) <= maxPendingBody {
-				keep = append([]byte(nil), body...)
+			p := pendingEvent{at: fr.Time, head: len(body) > maxPendingBody}
+			if p.head {
+				body = body[:compositeHead] // its first event's kind
 			}
-			ss.pending = append(ss.pending, pendingEvent{at: fr.Time, body: keep})
+			p.body = append([]byte(nil), body...)
+			ss.pending = append(ss.pending, p)
 			return
 		}
 		// Too many before the sizes: these and the rest, in order, with
@@ -214,7 +220,7 @@ func (f *Feed) Observe(s *relay.Session, fr *relay.Frame) {
 // and have taken the session out of the pending count.
 func (f *Feed) flushLocked(s *relay.Session, ss *sessionState, sizes jdwp.IDSizes, known bool) {
 	for _, p := range ss.pending {
-		f.recordLocked(s, ss, p.at, p.body, sizes, known && p.body != nil)
+		f.recordLocked(s, ss, p.at, p.body, sizes, known && !p.head)
 	}
 	ss.pending = nil
 }

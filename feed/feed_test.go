@@ -208,9 +208,15 @@ func TestPendingOverflow(t *testing.T) {
 	if evs[2].Thread != 0 {
 		t.Fatalf("fields decoded without the sizes: %+v", evs[2])
 	}
+	// A large event held: its kind alone.
+	f.Observe(s, eventFrame(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventClassPrepare, Thread: 0x101, Signature: make([]byte, maxPendingBody)}))
 	s.SetIDSizes(sizes8)
 	f.SessionEnd(s, nil)
 	evs, _ = readAll(t, f, 0)
+	if big := evs[len(evs)-2]; big.Kind != KindClassPrepare || big.Thread != 0 {
+		t.Fatalf("a large event held: %+v", big)
+	}
+	evs = append(evs[:len(evs)-2], evs[len(evs)-1])
 	if last := evs[len(evs)-2]; len(evs) != maxPending+4 || last.Kind != KindThreadStart || last.Thread != 0x101 {
 		t.Fatalf("the event held after the overflow: %d events, %+v", len(evs), last)
 	}
