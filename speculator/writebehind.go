@@ -11,8 +11,10 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 // so a debugger sending malformed or invalid requests gets the VM's own
 // error. The proof, per session:
 //
-//   - Set: the request's event kind, suspend policy and modifier kinds
-//     (in order) succeeded before; every ID in it is one the VM accepted or
+//   - Set: a Set of the same event kind was forwarded in this session and
+//     the VM's reply came back (timing, below); the request's event kind,
+//     suspend policy and modifier kinds (in order) succeeded before;
+//     every ID in it is one the VM accepted or
 //     handed out in this session and still valid; no instance filter; a
 //     Count is positive; a step's thread is suspended and has no other step
 //     request active. A thread is valid only when proven alive since the
@@ -40,6 +42,17 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //     deleted itself, as it does a count-filtered one once it fired).
 //   - VirtualMachine.Resume once one succeeded; ThreadReference.Resume for
 //     a thread known suspended, once one succeeded.
+//
+// Timing. A client may time a state-setting command to measure the link
+// and decide from it: java-debug times the VM_DEATH request it sets at
+// attach and turns its async mode on above 15 ms (and, above 10 ms,
+// stops invoking size(), toArray() and toString() in the debuggee for its
+// Variables view). Its JDI (Eclipse's) sets an internal CLASS_UNLOAD
+// request before it, so "the session's first Set goes to the VM" is not
+// enough: the first Set of each event kind in a session is forwarded and
+// answered with the VM's own reply, so that whichever a client times sees
+// the link's real latency. It costs one round trip per event kind used in
+// a session; everything after it is written behind as before.
 //
 // A written-behind command the VM answers otherwise (an error, another
 // request ID) is logged at error, counted, and ends the debugger's session
@@ -147,6 +160,7 @@ type writeBehind struct {
 	sinceEvents bool       // events arrived since the last Set's reply
 	seqKind     bool       // the profile says this kind of VM numbers Sets back to back (writebehind_profile.go)
 	seqWrong    bool       // a Set's reply in this session was not numbered last+1
+	kindsFwd    [4]uint64  // event kinds of which a forwarded Set succeeded in this session
 	imported    bool       // the profile was looked at
 	setsFwd     int        // forwarded Sets awaiting replies
 	caps        string     // hash of the VM's CapabilitiesNew reply body, "" until known
@@ -290,6 +304,9 @@ func (w *writeBehind) set(set *eventRequest, f *facts) *wbCmd {
 // proven says whether a well-formed Set's success and request ID are
 // proven.
 func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
+	if !w.kindForwarded(c.kind) {
+		return false // the first of its kind goes to the VM (timing, above)
+	}
 	if _, ok := w.shapes[c.shape]; !ok {
 		return false
 	}
@@ -340,6 +357,12 @@ func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
 		}
 	}
 	return true
+}
+
+// kindForwarded says whether a forwarded Set of event kind k succeeded
+// in this session.
+func (w *writeBehind) kindForwarded(k jdwp.EventKind) bool {
+	return w.kindsFwd[uint8(k)/64]&(1<<(uint8(k)%64)) != 0
 }
 
 // threadKnown says whether t is proven alive and suspended since

@@ -89,10 +89,11 @@ func wbAttach(t *testing.T, sp *Speculator, base int32, caps byte, suspended boo
 
 // TestWriteBehindAttachFromProfile: the attach's Sets of shapes an earlier
 // session on the same kind of VM (same Version and capabilities) saw
-// accepted, with Sets numbered back to back, are written behind from the
-// second on while the VM is suspended at its start; the first is
-// forwarded (the counter's start is never assumed); other capabilities,
-// or a VM that runs, get every Set forwarded.
+// accepted, with Sets numbered back to back, are written behind while the
+// VM is suspended at its start, but for the first of each event kind (the
+// first CLASS_PREPARE, which also gives the counter's start, never
+// assumed, and the CLASS_UNLOAD); other capabilities, or a VM that runs,
+// get every Set forwarded.
 func TestWriteBehindAttachFromProfile(t *testing.T) {
 	learn := func(t *testing.T) *Speculator {
 		sp := newTestSpeculator(Config{WriteBehind: true})
@@ -110,7 +111,7 @@ func TestWriteBehindAttachFromProfile(t *testing.T) {
 		suspended bool
 		want      int64
 	}{
-		{"same kind of VM", 1, true, 3},
+		{"same kind of VM", 1, true, 2},
 		{"other capabilities", 2, true, 1},
 		{"VM not suspended", 1, false, 0},
 	} {
@@ -190,5 +191,79 @@ func TestWriteBehindBreakpointInLineTableRange(t *testing.T) {
 				t.Errorf("answered %d, the VM assigned %d", id, v.assigned[len(v.assigned)-1])
 			}
 		})
+	}
+}
+
+// sendSet sends an EventRequest.Set of kind with policy and mods, and says
+// whether it was written behind; it fails the test on an error.
+func sendSet(t *testing.T, r *rig, kind jdwp.EventKind, policy jdwp.SuspendPolicy, mods ...jdwp.Modifier) (id int32, written bool) {
+	t.Helper()
+	before := r.sp.Stats().WrittenBehind
+	p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, setBody(kind, policy, mods...))
+	if p.ErrorCode() != 0 {
+		t.Fatalf("Set %v: %v", kind, p.ErrorCode())
+	}
+	return be32(p.Body()), r.sp.Stats().WrittenBehind != before
+}
+
+// setBody is an EventRequest.Set's body.
+func setBody(kind jdwp.EventKind, policy jdwp.SuspendPolicy, mods ...jdwp.Modifier) []byte {
+	return body(func(w *jdwp.BodyWriter) {
+		w.Uint8(uint8(kind))
+		w.Uint8(uint8(policy))
+		w.Int32(int32(len(mods)))
+		for _, m := range mods {
+			w.Modifier(m)
+		}
+	})
+}
+
+func classMatch(p string) jdwp.Modifier {
+	return jdwp.Modifier{Kind: jdwp.ModClassMatch, Pattern: []byte(p)}
+}
+
+// TestWriteBehindFirstOfEachKindForwarded: in a second session with a
+// learned profile, java-debug's attach (Eclipse JDI's internal
+// CLASS_UNLOAD request, then the VM_DEATH request java-debug times to
+// measure the link) gets both forwarded, each answered with the VM's own
+// reply: the first Set of each event kind goes to the VM. Later Sets of
+// those kinds are written behind.
+func TestWriteBehindFirstOfEachKindForwarded(t *testing.T) {
+	sp := newTestSpeculator(Config{WriteBehind: true})
+	attach := func(base int32) []bool {
+		r, v := wbAttach(t, sp, base, 1, true)
+		defer r.stop()
+		var written []bool
+		var ids []int32
+		for _, s := range []struct {
+			kind jdwp.EventKind
+			mods []jdwp.Modifier
+		}{
+			{jdwp.EventClassUnload, nil},
+			{jdwp.EventVMDeath, nil},
+			{jdwp.EventVMDeath, nil},
+			{jdwp.EventClassPrepare, []jdwp.Modifier{classMatch("a.Foo")}},
+			{jdwp.EventClassPrepare, []jdwp.Modifier{classMatch("a.Foo$*")}},
+		} {
+			id, w := sendSet(t, r, s.kind, jdwp.SuspendNone, s.mods...)
+			written, ids = append(written, w), append(ids, id)
+		}
+		r.barrier()
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if !slices.Equal(ids, v.assigned) {
+			t.Errorf("the debugger was answered %v, the VM assigned %v", ids, v.assigned)
+		}
+		return written
+	}
+	// The first session learns the shapes and the numbering.
+	attach(40)
+	// The second takes them from the profile: only the first Set of
+	// each kind goes to the VM.
+	if got, want := attach(7), []bool{false, false, true, false, true}; !slices.Equal(got, want) {
+		t.Errorf("written behind %v, want %v", got, want)
+	}
+	if st := sp.Stats(); st.WriteBehindFailures != 0 {
+		t.Errorf("failures: %d", st.WriteBehindFailures)
 	}
 }

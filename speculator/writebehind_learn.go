@@ -134,6 +134,7 @@ func (w *writeBehind) forwarded(c *wbCmd, p jdwp.Packet) {
 			w.seqBack, w.seqStop, w.seqKind, w.seqWrong = false, false, false, true // not numbered as learned
 		}
 		w.last, w.seqExact, w.sinceEvents = id, true, false
+		w.kindsFwd[uint8(c.kind)/64] |= 1 << (uint8(c.kind) % 64)
 		if c.shape.n != malformed {
 			c.id = id
 			w.accepted(c)
