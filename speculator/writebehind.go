@@ -13,7 +13,8 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //
 //   - Set: a Set of the same event kind was forwarded in this session and
 //     the VM's reply came back (timing, below); the request's event kind,
-//     suspend policy and modifier kinds (in order) succeeded before;
+//     suspend policy and modifier kinds (in order) succeeded before, or the
+//     shape is one HotSpot accepts whatever came before (provableShape);
 //     every ID in it is one the VM accepted or
 //     handed out in this session and still valid; no instance filter; a
 //     Count is positive; a step's thread is suspended and has no other step
@@ -33,10 +34,11 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //     request ID is predicted: libjdwp numbers requests from one counter
 //     (one per Set, failed installs included), so the answer is the last
 //     ID plus one once two Sets' replies were consecutive across a stop
-//     (or, with the VM suspended, back to back), no forwarded Set is in
-//     flight and none failed since the last reply. The shapes, and the
-//     back-to-back numbering, may also come from an earlier session on the
-//     same kind of VM (writebehind_profile.go); the last ID never does.
+//     (or, with the VM suspended, back to back), or at once on HotSpot
+//     (seqHotSpot), no forwarded Set is in flight and none failed since the
+//     last reply. The shapes, and the back-to-back numbering, may also come
+//     from an earlier session on the same kind of VM
+//     (writebehind_profile.go); the last ID never does.
 //   - Clear: a request this session created and has not cleared, with its
 //     own event kind (libjdwp answers NONE, also for a request it already
 //     deleted itself, as it does a count-filtered one once it fired).
@@ -160,6 +162,7 @@ type writeBehind struct {
 	sinceEvents bool       // events arrived since the last Set's reply
 	seqKind     bool       // the profile says this kind of VM numbers Sets back to back (writebehind_profile.go)
 	seqWrong    bool       // a Set's reply in this session was not numbered last+1
+	hotspot     bool       // the VM's Version reply names HotSpot with the reference libjdwp
 	kindsFwd    [4]uint64  // event kinds of which a forwarded Set succeeded in this session
 	imported    bool       // the profile was looked at
 	setsFwd     int        // forwarded Sets awaiting replies
@@ -307,13 +310,14 @@ func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
 	if !w.kindForwarded(c.kind) {
 		return false // the first of its kind goes to the VM (timing, above)
 	}
-	if _, ok := w.shapes[c.shape]; !ok {
+	if _, ok := w.shapes[c.shape]; !ok && !(w.hotspot && provableShape(c)) {
 		return false
 	}
 	suspended := f.allSuspended && f.resumesInFlight == 0
 	// seqKind, from an earlier session on this kind of VM, stands in for
 	// seqBack only: see writebehind_profile.go for why that is proven.
-	if !w.seqExact || w.setsFwd != 0 || !(w.seqStop || (w.seqBack || w.seqKind) && suspended) || w.last == 1<<31-1 {
+	seqHotSpot := w.hotspot && !w.seqWrong
+	if !w.seqExact || w.setsFwd != 0 || !(w.seqStop || seqHotSpot || (w.seqBack || w.seqKind) && suspended) || w.last == 1<<31-1 {
 		return false
 	}
 	for i := range c.mods {

@@ -358,6 +358,9 @@ func (w *writeBehind) replied(r *reply) {
 	if r.c == jdwp.CmdVirtualMachineCapabilitiesNew && !r.offered {
 		w.capsKnown(r.p)
 	}
+	if r.c == jdwp.CmdVirtualMachineVersion {
+		w.hotspot = hotSpotVersion(r.p)
+	}
 	if r.valid {
 		w.read(r.c, r.params, r.p, r.sizes, &w.facts)
 	}
