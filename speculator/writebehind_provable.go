@@ -39,11 +39,13 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //       request whose modifiers are Count, ClassMatch, ClassExclude and
 //       ClassOnly (of a class proven valid) always succeeds.
 //     - BREAKPOINT: the agent takes the request's one location (a
-//       breakpoint without one fails), checks its class, and sets a JVMTI
-//       breakpoint there unless one of its requests already has one (so
-//       two requests at one location both succeed). JVMTI checks the
-//       method and that the code index is within the method's code; the
-//       agent holds the breakpoint capability. So a BREAKPOINT request
+//       breakpoint without one fails: INTERNAL, its ID used), checks its
+//       class, and sets a JVMTI breakpoint there unless one of its
+//       requests already has one (two requests at one location both
+//       succeed; so does one with a ClassOnly of the class). JVMTI checks
+//       the method and that the code index is within the method's code
+//       (past it: INVALID_LOCATION, its ID used); the agent holds the
+//       breakpoint capability. So a BREAKPOINT request
 //       with exactly one LocationOnly, at a location proven valid (seen
 //       accepted, or within its method's range from a LineTable reply:
 //       writeBehind.inRange), and otherwise Count, ThreadOnly (a thread
