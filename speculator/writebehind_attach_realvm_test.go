@@ -1,14 +1,19 @@
 package speculator
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
 )
 
 // burstDebugger is a raw debugger attached to a real VM started with
@@ -251,5 +256,86 @@ func TestWriteBehindPatternBurstRealVM(t *testing.T) {
 				t.Errorf("%d written-behind Sets failed at the VM", st.WriteBehindFailures)
 			}
 		})
+	}
+}
+
+// TestWriteBehindTimedSetRealVM: java-debug's attach through one proxy
+// process behind a 20 ms link, twice (each to a new VM): Eclipse JDI's
+// internal CLASS_UNLOAD request, then the VM_DEATH request java-debug
+// times to pick its async mode. In both sessions, the second with what
+// the first taught (shapes, numbering), both go to the VM and the timed
+// one takes at least the link's round trip; later Sets of those kinds,
+// and all but the first CLASS_PREPARE request, are written behind.
+func TestWriteBehindTimedSetRealVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real JVM")
+	}
+	b := jdwptest.JavaBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const rtt = 20 * time.Millisecond
+	sp := New(Config{WriteBehind: true}, zerolog.Nop(), nil)
+	for session := 1; session <= 2; session++ {
+		vm := jdwptest.StartJava(t, b, javavm.Deep)
+		lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := make(sessionEnded)
+		pctx, stop := context.WithCancel(ctx)
+		addr, err := serveRelay(pctx, lk.Addr().String(), func(s *relay.Session) relay.Hooks {
+			h := sp.Hooks(s)
+			h.Observers = append(h.Observers, ended)
+			return h
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := attachBurst(t, addr, sp)
+		set := func(kind uint8, mods func(w *jdwp.BodyWriter)) (written bool, took time.Duration) {
+			t.Helper()
+			n := int32(0)
+			if mods != nil {
+				n = 1
+			}
+			before, start := d.written(), time.Now()
+			if code, _ := d.call(jdwp.CmdEventRequestSet, rawSet(d.sizes, kind, 0, n, mods)); code != jdwp.ErrorNone {
+				t.Fatalf("session %d: Set of kind %d: %v", session, kind, code)
+			}
+			return d.written() != before, time.Since(start)
+		}
+		if w, _ := set(uint8(jdwp.EventClassUnload), nil); w {
+			t.Errorf("session %d: JDI's CLASS_UNLOAD request, the session's first Set, was written behind", session)
+		}
+		if w, took := set(uint8(jdwp.EventVMDeath), nil); w || took < rtt {
+			t.Errorf("session %d: the timed VM_DEATH request took %v (written behind: %v), want the link's round trip, %v, at least", session, took, w, rtt)
+		}
+		var later []bool
+		for _, s := range []struct {
+			kind uint8
+			mods func(w *jdwp.BodyWriter)
+		}{
+			{uint8(jdwp.EventClassPrepare), matchMod("app.Foo")},
+			{uint8(jdwp.EventClassPrepare), matchMod("app.Foo$*")},
+			{uint8(jdwp.EventVMDeath), nil},
+			{uint8(jdwp.EventClassUnload), nil},
+		} {
+			w, _ := set(s.kind, s.mods)
+			later = append(later, w)
+		}
+		if want := []bool{false, true, true, true}; !slices.Equal(later, want) {
+			t.Errorf("session %d: later Sets written behind %v, want %v", session, later, want)
+		}
+		d.d.Close()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			t.Fatal("the session did not end")
+		}
+		stop()
+		lk.Close()
+	}
+	if st := sp.Stats(); st.WriteBehindFailures != 0 {
+		t.Errorf("%d written-behind Sets failed at the VM", st.WriteBehindFailures)
 	}
 }
