@@ -11,8 +11,9 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 // so a debugger sending malformed or invalid requests gets the VM's own
 // error. The proof, per session:
 //
-//   - Set: a Set of the same event kind was forwarded in this session and
-//     the VM's reply came back (timing, below); the request's event kind,
+//   - Set: until the session's first stop, a Set of the same event kind
+//     was forwarded in this session and the VM's reply came back (timing,
+//     below); the request's event kind,
 //     suspend policy and modifier kinds (in order) succeeded before, or the
 //     shape is one HotSpot accepts whatever came before (provableShape);
 //     every ID in it is one the VM accepted or
@@ -51,10 +52,14 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 // stops invoking size(), toArray() and toString() in the debuggee for its
 // Variables view). Its JDI (Eclipse's) sets an internal CLASS_UNLOAD
 // request before it, so "the session's first Set goes to the VM" is not
-// enough: the first Set of each event kind in a session is forwarded and
-// answered with the VM's own reply, so that whichever a client times sees
-// the link's real latency. It costs one round trip per event kind used in
-// a session; everything after it is written behind as before.
+// enough: until the session's first stop (an event that suspends, other
+// than VM_START), the first Set of each event kind is forwarded and
+// answered with the VM's own reply, so that whichever a client times at
+// attach sees the link's real latency. It costs one round trip per event
+// kind the attach uses (CLASS_UNLOAD after JDI's CLASS_PREPARE, say);
+// after the first stop (the breakpoints set at a CLASS_PREPARE stop, the
+// steps) everything is written behind as before, since a client that
+// measures the link does it as it attaches, to choose how to go on.
 //
 // A written-behind command the VM answers otherwise (an error, another
 // request ID) is logged at error, counted, and ends the debugger's session
@@ -164,6 +169,7 @@ type writeBehind struct {
 	seqWrong    bool       // a Set's reply in this session was not numbered last+1
 	hotspot     bool       // the VM's Version reply names HotSpot with the reference libjdwp
 	kindsFwd    [4]uint64  // event kinds of which a forwarded Set succeeded in this session
+	stopSeen    bool       // an event other than VM_START suspended threads: the attach is over
 	imported    bool       // the profile was looked at
 	setsFwd     int        // forwarded Sets awaiting replies
 	caps        string     // hash of the VM's CapabilitiesNew reply body, "" until known
@@ -307,8 +313,8 @@ func (w *writeBehind) set(set *eventRequest, f *facts) *wbCmd {
 // proven says whether a well-formed Set's success and request ID are
 // proven.
 func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
-	if !w.kindForwarded(c.kind) {
-		return false // the first of its kind goes to the VM (timing, above)
+	if !w.stopSeen && !w.kindForwarded(c.kind) {
+		return false // at attach, the first of its kind goes to the VM (timing, above)
 	}
 	if _, ok := w.shapes[c.shape]; !ok && !(w.hotspot && provableShape(c)) {
 		return false

@@ -247,8 +247,9 @@ func classMatch(p string) jdwp.Modifier {
 // learned profile, java-debug's attach (Eclipse JDI's internal
 // CLASS_UNLOAD request, then the VM_DEATH request java-debug times to
 // measure the link) gets both forwarded, each answered with the VM's own
-// reply: the first Set of each event kind goes to the VM. Later Sets of
-// those kinds are written behind.
+// reply: at attach, the first Set of each event kind goes to the VM.
+// Later Sets of those kinds are written behind, and so, after the first
+// stop, is the first of another kind.
 func TestWriteBehindFirstOfEachKindForwarded(t *testing.T) {
 	sp := newTestSpeculator(Config{WriteBehind: true})
 	attach := func(base int32) []bool {
@@ -269,6 +270,12 @@ func TestWriteBehindFirstOfEachKindForwarded(t *testing.T) {
 			id, w := sendSet(t, r, s.kind, jdwp.SuspendNone, s.mods...)
 			written, ids = append(written, w), append(ids, id)
 		}
+		// The first stop: the attach is over.
+		r.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventClassPrepare, RequestID: ids[len(ids)-1], Thread: thread1,
+			RefTypeTag: jdwp.TypeTagClass, TypeID: 0x70, Signature: []byte("La/Foo$1;"), Status: 7})
+		r.expectEvent()
+		id, w := sendSet(t, r, jdwp.EventThreadStart, jdwp.SuspendNone)
+		written, ids = append(written, w), append(ids, id)
 		r.barrier()
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -281,7 +288,7 @@ func TestWriteBehindFirstOfEachKindForwarded(t *testing.T) {
 	attach(40)
 	// The second takes them from the profile: only the first Set of
 	// each kind goes to the VM.
-	if got, want := attach(7), []bool{false, false, true, false, true}; !slices.Equal(got, want) {
+	if got, want := attach(7), []bool{false, false, true, false, true, true}; !slices.Equal(got, want) {
 		t.Errorf("written behind %v, want %v", got, want)
 	}
 	if st := sp.Stats(); st.WriteBehindFailures != 0 {

@@ -198,6 +198,9 @@ func (w *writeBehind) event(comp *jdwp.Composite) {
 	w.sinceEvents = true
 	for i := range comp.Events {
 		e := &comp.Events[i]
+		if comp.SuspendPolicy != jdwp.SuspendNone && e.Kind != jdwp.EventVMStart {
+			w.stopSeen = true
+		}
 		if req, ok := w.requests[e.RequestID]; ok && req.count {
 			w.inactive(e.RequestID) // fired: the VM deleted it (Clear still answers NONE)
 		}
