@@ -357,7 +357,7 @@ func (r *Report) writeJavaDebug(w io.Writer) error {
 			continue
 		}
 		if !header {
-			if _, err := fmt.Fprintln(w, "\njava-debug at attach (EventRequest.Set timed; async above 15 ms, toString and sizes left out above 10 ms):"); err != nil {
+			if _, err := fmt.Fprintln(w, "\njava-debug and vscode-like at attach (EventRequest.Set timed; async above 15 ms, toString and sizes left out above 10 ms):"); err != nil {
 				return err
 			}
 			header = true

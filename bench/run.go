@@ -459,6 +459,10 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		}
 		return nil, err
 	}
+	if l := res.Summary.JavaDebugLatencyMS; l != nil && jd == nil {
+		// vscode-like decides from timing as java-debug does.
+		jd = &JavaDebugCell{Version: "vscode-like over " + res.Summary.JDI + " JDI", LatencyMS: *l, Async: res.Summary.JavaDebugAsync}
+	}
 	lk.Close() // the cell's last bytes are delivered or dropped
 	total := lk.Bytes()
 	steady := res.Steady()

@@ -131,7 +131,7 @@ func (r *countingRelay) perStep() [][]jdwp.Cmd {
 	var cur []jdwp.Cmd
 	for _, c := range r.cmds {
 		cur = append(cur, c)
-		if c == jdwp.CmdVirtualMachineResume {
+		if c == jdwp.CmdVirtualMachineResume || c == jdwp.CmdThreadReferenceResume {
 			segs = append(segs, cur)
 			cur = nil
 		}
