@@ -122,8 +122,10 @@ func (r *countingRelay) serve() {
 	wg.Wait()
 }
 
-// perStep splits the recorded commands at each VirtualMachine.Resume: a
-// segment is one stop's burst plus the next step's Clear, Set and Resume.
+// perStep splits the recorded commands at each VirtualMachine.Resume (or
+// ThreadReference.Resume: vscode-like resumes the stopped thread alone, as
+// java-debug does): a segment is one stop's burst plus the next step's
+// Clear, Set and Resume.
 func (r *countingRelay) perStep() [][]jdwp.Cmd {
 	r.mu.Lock()
 	defer r.mu.Unlock()

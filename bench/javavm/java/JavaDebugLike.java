@@ -229,11 +229,11 @@ final class JavaDebugLike {
         StackFrame top = stackTrace(thread, out);
         // scopes: the Local scope of the top frame, nothing read.
         List<Var> locals = frameVariables(top);
-        show(locals, thread, "", out);
+        show(locals, thread, null, out);
         for (Var v : locals) {
             if (v.expandable) {
                 List<Var> kids = children((ObjectReference) v.value, thread);
-                show(kids, thread, v.name + ".", out);
+                show(kids, thread, v.name, out);
             }
         }
         Location l = top.location();
@@ -382,7 +382,7 @@ final class JavaDebugLike {
                 }
                 Value v = invoke(obj, structure[1], structure[2], thread);
                 if (!(v instanceof ObjectReference)) {
-                    kids.add(new Var("logical structure", v));
+                    kids.add(new Var("logicalStructure", v));
                     break;
                 }
                 obj = (ObjectReference) v;
@@ -478,7 +478,7 @@ final class JavaDebugLike {
      * its rendering, and (at low latency) its collection size and whether
      * its toString() is worth showing.
      */
-    private void show(List<Var> vars, ThreadReference thread, String prefix, StringBuilder out) throws Exception {
+    private void show(List<Var> vars, ThreadReference thread, String parent, StringBuilder out) throws Exception {
         if (async) {
             List<Callable<Void>> warm = new ArrayList<>();
             for (Var v : vars) {
@@ -533,7 +533,7 @@ final class JavaDebugLike {
                     v.detail = "(lazy)";
                 }
             }
-            out.append("var ").append(prefix).append(v.name).append(" = ").append(shown);
+            out.append(label(parent, v)).append(" = ").append(shown);
             if (v.detail != null) {
                 out.append(' ').append(v.detail);
             }
@@ -541,7 +541,25 @@ final class JavaDebugLike {
         }
     }
 
-    /** The value as the Variables view shows it, without object IDs. */
+    /**
+     * An entry's name in the stop's text, as the other profiles write
+     * theirs: "local x", "this", "x.field", "x[3]" (an array's element).
+     */
+    private static String label(String parent, Var v) {
+        if (parent == null) {
+            return v.name.equals("this") ? "this" : "local " + v.name;
+        }
+        if (!v.name.isEmpty() && Character.isDigit(v.name.charAt(0))) {
+            return parent + "[" + v.name + "]";
+        }
+        return parent + "." + v.name;
+    }
+
+    /**
+     * The value as the other profiles write it (and as the Variables view
+     * shows it, without object IDs): strings quoted, "int[] len=8", "instance
+     * of Payload", "int 3".
+     */
     private static String render(Var var) {
         Value v = var.value;
         if (v == null) {
@@ -555,11 +573,10 @@ final class JavaDebugLike {
         }
         if (v instanceof ArrayReference) {
             ArrayReference a = (ArrayReference) v;
-            String t = a.type().name();
-            return t.substring(0, t.indexOf('[')) + "[" + a.length() + "]";
+            return a.type().name() + " len=" + a.length();
         }
         if (v instanceof ObjectReference) {
-            return v.type().name();
+            return "instance of " + v.type().name();
         }
         return v.type().name() + " " + v;
     }
