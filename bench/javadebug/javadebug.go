@@ -241,6 +241,9 @@ type (
 		VariablesReference int64  `json:"variablesReference"`
 		NamedVariables     int    `json:"namedVariables"`
 		IndexedVariables   int    `json:"indexedVariables"`
+		PresentationHint   *struct {
+			Lazy bool `json:"lazy"`
+		} `json:"presentationHint"`
 	}
 	stoppedBody struct {
 		Reason   string `json:"reason"`
@@ -400,12 +403,12 @@ func (s *session) stopWork(threadID int64, out *strings.Builder) (string, error)
 	}
 	for _, sc := range scopes.Scopes {
 		fmt.Fprintf(out, "scope %s\n", sc.Name)
-		vars, err := s.variables(sc.VariablesReference)
+		vars, err := s.variables(sc.VariablesReference, 0)
 		if err != nil {
 			return "", err
 		}
 		for _, v := range vars {
-			fmt.Fprintf(out, "var %s: %s = %s\n", v.Name, v.Type, scrubIDs(v.Value))
+			fmt.Fprintf(out, "var %s: %s = %s%s\n", v.Name, v.Type, scrubIDs(v.Value), v.hint())
 		}
 		// One level of each that has children: what a user sees who
 		// opens the objects of the Variables view.
@@ -413,23 +416,39 @@ func (s *session) stopWork(threadID int64, out *strings.Builder) (string, error)
 			if v.VariablesReference <= 0 {
 				continue
 			}
-			kids, err := s.variables(v.VariablesReference)
+			kids, err := s.variables(v.VariablesReference, v.IndexedVariables)
 			if err != nil {
 				return "", err
 			}
 			for _, k := range kids {
-				fmt.Fprintf(out, "var %s.%s: %s = %s\n", v.Name, k.Name, k.Type, scrubIDs(k.Value))
+				fmt.Fprintf(out, "var %s.%s: %s = %s%s\n", v.Name, k.Name, k.Type, scrubIDs(k.Value), k.hint())
 			}
 		}
 	}
 	return fmt.Sprintf("%s:%d", topFrame.Name, topFrame.Line), nil
 }
 
-func (s *session) variables(ref int64) ([]dapVariable, error) {
+// hint is how the Variables view marks an entry beyond its value: a value
+// shown on demand (lazy: a toString() override or a collection's details).
+func (v dapVariable) hint() string {
+	if v.PresentationHint != nil && v.PresentationHint.Lazy {
+		return " (lazy)"
+	}
+	return ""
+}
+
+// variables asks for a container's children as VS Code's Variables view
+// does: always with filter "indexed" and, for an array or a collection, the
+// count of its indexed children (up to VS Code's chunk of 100 a request).
+func (s *session) variables(ref int64, indexed int) ([]dapVariable, error) {
 	var body struct {
 		Variables []dapVariable `json:"variables"`
 	}
-	if err := s.c.call("variables", map[string]any{"variablesReference": ref}, &body); err != nil {
+	args := map[string]any{"variablesReference": ref, "filter": "indexed"}
+	if indexed > 0 {
+		args["count"] = min(indexed, 100)
+	}
+	if err := s.c.call("variables", args, &body); err != nil {
 		return nil, err
 	}
 	return body.Variables, nil

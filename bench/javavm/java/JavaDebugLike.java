@@ -392,9 +392,12 @@ final class JavaDebugLike {
         if (kids.isEmpty() && hasChildren(obj)) {
             ReferenceType type = obj.referenceType();
             if (type instanceof ArrayType) {
-                type.signature();
+                // VS Code asks for an array's elements by count (its
+                // indexed children, up to a chunk of 100).
+                ArrayReference a = (ArrayReference) obj;
+                a.type();
                 int i = 0;
-                for (Value e : ((ArrayReference) obj).getValues()) {
+                for (Value e : a.getValues(0, Math.min(a.length(), 100))) {
                     kids.add(new Var(String.valueOf(i++), e));
                 }
             } else {
