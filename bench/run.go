@@ -272,6 +272,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Modes) == 0 || !cfg.Modes[0].Direct {
 		return nil, errors.New("bench: the first mode must be the direct baseline")
 	}
+	for _, w := range cfg.Workloads {
+		if w.Profile == javadebug.Profile && cfg.JavaDebug == nil {
+			return nil, fmt.Errorf("%w: %s", ErrNoJavaDebug, w)
+		}
+	}
 	rep := &Report{Started: time.Now(), Machine: machine(), Steps: cfg.Steps, Warmup: cfg.Warmup, Bandwidth: cfg.Bandwidth}
 	total := len(cfg.Workloads) * len(cfg.RTTs) * len(cfg.Modes)
 	done := 0
