@@ -257,7 +257,9 @@ type (
 
 func (s *session) drive(ctx context.Context) (*Result, error) {
 	c := s.c
-	tAttach := time.Now()
+	// The first stop is timed from the attach request: VS Code's adapter
+	// runs in the language server before a session starts, and the
+	// initialize exchange here waits for this one's JVM to start.
 	if err := c.call("initialize", map[string]any{
 		"clientID": "vscode", "clientName": "Visual Studio Code", "adapterID": "java", "pathFormat": "path",
 		"linesStartAt1": true, "columnsStartAt1": true, "supportsVariableType": true, "supportsVariablePaging": true,
@@ -267,6 +269,7 @@ func (s *session) drive(ctx context.Context) (*Result, error) {
 	}, nil); err != nil {
 		return nil, err
 	}
+	tAttach := time.Now()
 	attach, err := c.send("attach", map[string]any{
 		"type": "java", "name": "Attach", "request": "attach", "hostName": s.host, "port": s.port,
 		"timeout": 30000, "sourcePaths": []string{s.sourceDir},
