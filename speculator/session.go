@@ -38,6 +38,7 @@ type session struct {
 	stops  stopRules       // a stop's first waves and the frames' reads (predict.go)
 	vals   valueRules      // the values found: strings, arrays, objects' types (predict_values.go)
 	shapes shapeRules      // the fields read of objects (shapes.go)
+	lrn    learnedRules    // templates learned per kind of stop, replayed reply by reply (learned.go)
 
 	ansBuf []byte // cache-hit answers (handed to the relay)
 
@@ -66,8 +67,9 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss.stops = stopRules{core: c}
 	ss.vals = valueRules{core: c, shapes: &ss.shapes}
 	ss.shapes = shapeRules{core: c}
+	ss.lrn = newLearnedRules(c)
 	ss.facts.subscribe(ss.trig)
-	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes)
+	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes, &ss.lrn)
 	return ss
 }
 

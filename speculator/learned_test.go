@@ -1,0 +1,225 @@
+package speculator
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// madeUpVM is a program whose every stop shows new frames, new objects of
+// new classes, and the same four threads: nothing a rule keyed by class
+// or by object carries from one stop to the next.
+type madeUpVM struct {
+	mu   sync.Mutex
+	stop uint64 // the current stop, from 1
+	// fields is how many fields each class declares; shifted moves the
+	// classes' field IDs to another range (a changed program).
+	fields  int
+	shifted bool
+	threads []uint64
+}
+
+const (
+	muClass  = 0x70
+	muMethod = 0x71
+)
+
+func (m *madeUpVM) frame(i int) uint64 { return 0x1000 + m.stop*16 + uint64(i) }
+func (m *madeUpVM) object(j int) uint64 {
+	return 0x2000 + m.stop*16 + uint64(j)
+}
+func (m *madeUpVM) classOf(obj uint64) uint64 { return obj + 0x1000 }
+func (m *madeUpVM) field(class uint64, i int) uint64 {
+	if m.shifted {
+		return class<<8 + 0x80 + uint64(i)
+	}
+	return class<<8 + uint64(i)
+}
+
+func (m *madeUpVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := jdwp.NewBodyReader(p.Body(), sizes8)
+	switch p.Cmd() {
+	case jdwp.CmdVirtualMachineVersion:
+		return 0, body(func(w *jdwp.BodyWriter) { w.String("fake"); w.Int32(1); w.Int32(8); w.String("17"); w.String("fakevm") })
+	case jdwp.CmdVirtualMachineAllThreads:
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(len(m.threads)))
+			for _, t := range m.threads {
+				w.ObjectID(t)
+			}
+		})
+	case jdwp.CmdThreadReferenceName:
+		t := r.ObjectID()
+		return 0, body(func(w *jdwp.BodyWriter) { w.String(fmt.Sprintf("T%x", t)) })
+	case jdwp.CmdThreadReferenceFrameCount:
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(2) })
+	case jdwp.CmdThreadReferenceFrames:
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(2)
+			for i := range 2 {
+				w.FrameID(m.frame(i))
+				w.Location(jdwp.Location{TypeTag: 1, Class: muClass, Method: muMethod + uint64(i), Index: 4})
+			}
+		})
+	case jdwp.CmdMethodVariableTable:
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(0)
+			w.Int32(2)
+			for j := range 2 {
+				w.Int64(0)
+				w.String(fmt.Sprintf("v%d", j))
+				w.String("Lp/C;")
+				w.Int32(100)
+				w.Int32(int32(j + 1))
+			}
+		})
+	case jdwp.CmdStackFrameGetValues:
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(2)
+			for j := range 2 {
+				w.Value(jdwp.Value{Tag: jdwp.TagObject, Bits: m.object(j)})
+			}
+		})
+	case jdwp.CmdObjectReferenceReferenceType:
+		obj := r.ObjectID()
+		return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(1); w.ReferenceTypeID(m.classOf(obj)) })
+	case jdwp.CmdReferenceTypeFields:
+		class := r.ReferenceTypeID()
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(m.fields))
+			for i := range m.fields {
+				w.FieldID(m.field(class, i))
+				w.String(fmt.Sprintf("f%d", i))
+				w.String("I")
+				w.Int32(0)
+			}
+		})
+	case jdwp.CmdObjectReferenceGetValues:
+		obj := r.ObjectID()
+		n := r.Int32()
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(n)
+			for range n {
+				f := r.FieldID()
+				if f>>8 != m.classOf(obj) {
+					panic(fmt.Sprintf("field %#x asked of object %#x of class %#x", f, obj, m.classOf(obj)))
+				}
+				w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: f})
+			}
+		})
+	}
+	return 0, nil
+}
+
+// madeUpClient is a debugger no rule was written for, at each stop: the
+// top frames, the top frame's two locals, then, from the last local to
+// the first, its type, the type's fields and the value of its 2nd field;
+// then the threads and their names, last thread first.
+func madeUpClient(t *testing.T, r *rig, m *madeUpVM, id *uint32) {
+	t.Helper()
+	call := func(c jdwp.Cmd, b []byte) jdwp.BodyReader {
+		t.Helper()
+		*id++
+		p := r.dbg.call(*id, c, b)
+		if p.ErrorCode() != 0 {
+			t.Fatalf("%v: error %d", c, p.ErrorCode())
+		}
+		return *jdwp.NewBodyReader(p.Body(), sizes8)
+	}
+	fr := call(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+	fr.Int32()
+	top, loc := fr.FrameID(), fr.Location()
+	call(jdwp.CmdMethodVariableTable, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(loc.Class); w.MethodID(loc.Method) }))
+	vals := call(jdwp.CmdStackFrameGetValues, body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(thread1)
+		w.FrameID(top)
+		w.Int32(2)
+		for j := range 2 {
+			w.Int32(int32(j + 1))
+			w.Uint8(uint8(jdwp.TagObject))
+		}
+	}))
+	var objs []uint64
+	for n := vals.Int32(); n > 0; n-- {
+		objs = append(objs, uint64(vals.Value().ObjectID()))
+	}
+	for _, o := range slices.Backward(objs) {
+		rt := call(jdwp.CmdObjectReferenceReferenceType, body(func(w *jdwp.BodyWriter) { w.ObjectID(o) }))
+		rt.Uint8()
+		class := rt.ReferenceTypeID()
+		fs := call(jdwp.CmdReferenceTypeFields, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(class) }))
+		var second uint64
+		for i, n := 0, int(fs.Int32()); i < n; i++ {
+			f := fs.FieldID()
+			fs.StringBytes()
+			fs.StringBytes()
+			fs.Int32()
+			if i == 1 {
+				second = f
+			}
+		}
+		if second == 0 {
+			continue // a class with one field
+		}
+		call(jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(o); w.Int32(1); w.FieldID(second) }))
+	}
+	at := call(jdwp.CmdVirtualMachineAllThreads, nil)
+	var threads []uint64
+	for n := at.Int32(); n > 0; n-- {
+		threads = append(threads, at.ObjectID())
+	}
+	for _, th := range slices.Backward(threads) {
+		call(jdwp.CmdThreadReferenceName, body(func(w *jdwp.BodyWriter) { w.ObjectID(th) }))
+	}
+}
+
+// stopAndAsk brings the made-up program to its next stop and has the
+// client read it; it returns the stop's counters.
+func stopAndAsk(t *testing.T, r *rig, m *madeUpVM, id *uint32) Stats {
+	t.Helper()
+	before := r.sp.Stats()
+	m.mu.Lock()
+	m.stop++
+	m.mu.Unlock()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	madeUpClient(t, r, m, id)
+	*id++
+	r.dbg.call(*id, jdwp.CmdVirtualMachineResume, nil)
+	return r.sp.Stats().Since(before)
+}
+
+// TestLearnedMadeUpClient: a client whose pattern no rule was written for
+// (the 2nd field of each object local, of classes new at every stop; the
+// names of all threads, in its own order) is answered from speculation
+// for at least 90% of its reads from the second stop, with little waste.
+func TestLearnedMadeUpClient(t *testing.T) {
+	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	r := newRigWith(t, Config{}, m.handler)
+	id := uint32(100)
+	stopAndAsk(t, r, m, &id)
+	var total Stats
+	for range 4 {
+		st := stopAndAsk(t, r, m, &id)
+		t.Logf("stop: hits %d belays %d misses %d; speculation sent %d used %d wasted %d",
+			st.Hits, st.Belays, st.Misses, st.SpecSent, st.SpecUsed, st.SpecWasted)
+		total.Hits += st.Hits
+		total.Belays += st.Belays
+		total.Misses += st.Misses
+		total.SpecSent += st.SpecSent
+		total.SpecWasted += st.SpecWasted
+	}
+	served := total.Hits + total.Belays
+	if ratio := float64(served) / float64(served+total.Misses); ratio < 0.9 {
+		t.Errorf("from the second stop %d of %d reads served from speculation (%.0f%%), want >= 90%%",
+			served, served+total.Misses, 100*ratio)
+	}
+	if total.SpecSent == 0 || float64(total.SpecWasted)/float64(total.SpecSent) >= 0.2 {
+		t.Errorf("speculation wasted %d of %d, want < 20%%", total.SpecWasted, total.SpecSent)
+	}
+}
