@@ -391,9 +391,8 @@ func tagSets(b uint16) []uint16 {
 }
 
 // derive returns the template of command key: found by its shape, or
-// added (asked: the debugger sent it). Nil if a parameter does not fit,
-// every parameter is a constant (the verbatim templates' share,
-// learner.go), or its reply parameters come from two replies.
+// added (asked: the debugger sent it). Nil if a parameter does not fit or
+// names a frame no reply of the stop listed.
 func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes, asked bool) *lnode {
 	st := &lr.st
 	ep := &lr.learn.ep
@@ -406,7 +405,6 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 	var obj jdwp.ObjectID
 	var listTag jdwp.Tag
 	frameKnown := false
-	consts := true
 	for _, pk := range lr.params {
 		var p lparam
 		start := r.Offset()
@@ -475,13 +473,7 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 		if p.src == srcConst && p.raw == nil {
 			p.raw = append([]byte(nil), key.Params()[start:r.Offset()]...)
 		}
-		if p.src != srcConst {
-			consts = false
-		}
 		ps = append(ps, p)
-	}
-	if consts {
-		return nil
 	}
 	n := lr.node(key.Cmd(), ps, from)
 	if n == nil || !asked {
@@ -607,7 +599,7 @@ func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
 		return
 	}
 	for _, n := range st.g.nodes {
-		if n.from == nil && n.live() && !n.relTemplate() {
+		if n.from == nil && n.live() && !n.verbatim() {
 			if params, ok := lr.build(n, nil, sizes); ok {
 				lr.emit(n, params, sizes, 0)
 			}
@@ -615,15 +607,15 @@ func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
 	}
 }
 
-// relTemplate says whether a root is a ThreadReference command about the
-// stopped thread with constant parameters besides: the verbatim templates'
-// (learner.go, rel), replayed in their own wave.
-func (n *lnode) relTemplate() bool {
-	if n.cmd.Set != jdwp.SetThreadReference || len(n.params) == 0 || n.params[0].src != srcThread {
-		return false
-	}
-	for _, p := range n.params[1:] {
-		if p.src != srcConst {
+// verbatim says whether a root is the verbatim templates' (learner.go),
+// replayed in their own waves: constant parameters, or a ThreadReference
+// command about the stopped thread with constant parameters besides (rel).
+// A template of the learned rules all the same: where the IDs of its
+// reply are is learned from it.
+func (n *lnode) verbatim() bool {
+	for i, p := range n.params {
+		rel := i == 0 && p.src == srcThread && n.cmd.Set == jdwp.SetThreadReference
+		if p.src != srcConst && !rel {
 			return false
 		}
 	}

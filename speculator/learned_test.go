@@ -3,10 +3,14 @@ package speculator
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
 )
 
 // madeUpVM is a program whose every stop shows new frames, new objects of
@@ -294,5 +298,126 @@ func TestLearnedChangedProgram(t *testing.T) {
 	}
 	if st.Misses > 1 {
 		t.Errorf("the changed program's second stop missed %d reads, want at most 1", st.Misses)
+	}
+}
+
+// learnFrom has a split mode's far end take one stop of the made-up
+// client (a session without a VM, so in ModeNever: it learns as the far
+// end's does, and sends nothing): the replies its speculation stored
+// (offered here), then what the near end's usage reports and the misses tell it
+// the debugger asked, in order; the next stop settles what it learned.
+// It returns the learned templates, described.
+func learnFrom(t *testing.T, order func([]jdwp.Packet) []jdwp.Packet) []string {
+	t.Helper()
+	rs := &relay.Session{}
+	rs.SetIDSizes(sizes8)
+	s := New(Config{}, zerolog.Nop(), nil).NewTapped(rs, ModeNever, nil)
+	ic := s.Interceptor()
+	event := func() {
+		c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{bpEvent(thread1)}}
+		p := jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))
+		ic.FromVM(rs, &relay.Frame{Kind: relay.KindEvent, Packet: p})
+	}
+	m := &madeUpVM{stop: 1, fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	m.hand(m.object(0), m.object(1))
+	event()
+	// The client's commands at the stop, in its order (madeUpClient).
+	var asked []jdwp.Packet
+	ask := func(c jdwp.Cmd, b []byte) jdwp.BodyReader {
+		p := jdwp.AppendCommand(nil, uint32(len(asked)+1), c, b)
+		asked = append(asked, p)
+		code, reply := m.handler(p)
+		if code != 0 {
+			t.Fatalf("%v: error %d", c, code)
+		}
+		s.Offer(c, b, jdwp.AppendReply(nil, 1, 0, reply), MarkNow(), sizes8)
+		return *jdwp.NewBodyReader(reply, sizes8)
+	}
+	fr := ask(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+	fr.Int32()
+	top, loc := fr.FrameID(), fr.Location()
+	ask(jdwp.CmdMethodVariableTable, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(loc.Class); w.MethodID(loc.Method) }))
+	vals := ask(jdwp.CmdStackFrameGetValues, body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(thread1)
+		w.FrameID(top)
+		w.Int32(2)
+		for j := range 2 {
+			w.Int32(int32(j + 1))
+			w.Uint8(uint8(jdwp.TagObject))
+		}
+	}))
+	for n := vals.Int32(); n > 0; n-- {
+		o := uint64(vals.Value().ObjectID())
+		rt := ask(jdwp.CmdObjectReferenceReferenceType, body(func(w *jdwp.BodyWriter) { w.ObjectID(o) }))
+		rt.Uint8()
+		class := rt.ReferenceTypeID()
+		ask(jdwp.CmdReferenceTypeFields, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(class) }))
+		ask(jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(o); w.Int32(1); w.FieldID(m.field(class, 1)) }))
+	}
+	ask(jdwp.CmdVirtualMachineAllThreads, nil)
+	for _, th := range m.threads {
+		ask(jdwp.CmdThreadReferenceName, body(func(w *jdwp.BodyWriter) { w.ObjectID(th) }))
+	}
+	for _, p := range order(asked) {
+		s.Asked(nil, p.Cmd(), p.Body(), sizes8)
+	}
+	ic.FromDebugger(rs, &relay.Frame{Kind: relay.KindCommand, ID: 999,
+		Packet: jdwp.AppendCommand(nil, 999, jdwp.CmdVirtualMachineResume, nil)})
+	event()
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var out []string
+	for _, g := range ss.lrn.graphs {
+		for _, n := range g.nodes {
+			if n.seen == 0 {
+				continue
+			}
+			d := n.cmd.String()
+			if n.from != nil {
+				d += " from " + n.from.cmd.String()
+			}
+			for _, p := range n.params {
+				d += fmt.Sprintf(" [src %d path %d idx %b all %v tags %b raw %x]", p.src, p.path, p.idx, p.all, p.tags, p.raw)
+			}
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestLearnedFarEndOrder: a split mode's far end is told the debugger's
+// commands out of order (the misses as they come, the near end's cache
+// hits in a usage report before the resume); it learns the same templates
+// as a session that saw them in the debugger's order, and learns them:
+// the templates its next stop's gathering replays.
+func TestLearnedFarEndOrder(t *testing.T) {
+	inOrder := learnFrom(t, func(ps []jdwp.Packet) []jdwp.Packet { return ps })
+	// The near end answered the thread names, the locals and the types
+	// from the far end's bundle (reported last); the rest were misses.
+	batched := learnFrom(t, func(ps []jdwp.Packet) []jdwp.Packet {
+		var misses, hits []jdwp.Packet
+		for _, p := range ps {
+			switch p.Cmd() {
+			case jdwp.CmdThreadReferenceName, jdwp.CmdStackFrameGetValues, jdwp.CmdObjectReferenceReferenceType:
+				hits = append(hits, p)
+			default:
+				misses = append(misses, p)
+			}
+		}
+		slices.Reverse(hits)
+		return append(misses, hits...)
+	})
+	if !slices.Equal(inOrder, batched) {
+		t.Errorf("told in the debugger's order, the far end learned\n%s\ntold misses first and hits last\n%s",
+			strings.Join(inOrder, "\n"), strings.Join(batched, "\n"))
+	}
+	want := []string{"ObjectReference.GetValues from StackFrame.GetValues", "ThreadReference.Name from VirtualMachine.AllThreads",
+		"StackFrame.GetValues from ThreadReference.Frames", "ReferenceType.Fields from ObjectReference.ReferenceType"}
+	for _, w := range want {
+		if !slices.ContainsFunc(inOrder, func(s string) bool { return strings.HasPrefix(s, w) }) {
+			t.Errorf("no template %q learned in\n%s", w, strings.Join(inOrder, "\n"))
+		}
 	}
 }
