@@ -42,6 +42,7 @@ type learnedRules struct {
 	*core
 	graphs map[jdwp.EventKind]*lgraph // templates by kind of stop
 	kind   jdwp.EventKind             // the kind of the stop being seen (seen)
+	last   *lgraph                    // the graph of the last stop
 	st     lstop                      // the current stop
 	params []keyable.Param            // scratch
 	buf    []byte                     // scratch: parameters being built
@@ -113,11 +114,15 @@ type idKey struct {
 
 // lstop is the current stop's state.
 type lstop struct {
-	serial  uint64
-	g       *lgraph
-	origins map[idKey][]origin
-	// nodeOf is the template of each key asked, replayed or replied in
-	// the stop; fed the keys whose reply was fed to their children.
+	serial uint64
+	// g is the graph of the stop's kind, which learns; replay is the one
+	// replayed: g, or while g has nothing to replay (the first stop of
+	// its kind) the last stop's.
+	g, replay *lgraph
+	origins   map[idKey][]origin
+	// nodeOf is the template each key was replayed by (or, for a reply
+	// no replay asked, its own in g), whose children its reply feeds;
+	// fed the keys whose reply was fed to their children.
 	nodeOf map[keyable.Key]*lnode
 	fed    map[keyable.Key]bool
 	// eligible is, per source reply and path, the indices of its
@@ -267,6 +272,16 @@ func (lr *learnedRules) prune(g *lgraph) {
 	g.nodes = live
 }
 
+// replays says whether the graph has a template to replay.
+func (g *lgraph) replays() bool {
+	for _, n := range g.nodes {
+		if n.live() && n.from != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // begin starts the stop's bookkeeping once its episode began.
 func (lr *learnedRules) begin() *lstop {
 	st := &lr.st
@@ -288,7 +303,12 @@ func (lr *learnedRules) begin() *lstop {
 		g = &lgraph{byShape: map[string]*lnode{}}
 		lr.graphs[lr.kind] = g
 	}
-	*st = lstop{serial: ep.serial, g: g, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
+	replay := g
+	if !g.replays() && lr.last != nil {
+		replay = lr.last
+	}
+	lr.last = g
+	*st = lstop{serial: ep.serial, g: g, replay: replay, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
 		fed: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{}}
 	return st
 }
@@ -329,11 +349,7 @@ func (lr *learnedRules) replied(r *reply) {
 	if !ok {
 		return
 	}
-	n := st.nodeOf[key]
-	if n == nil {
-		n = lr.derive(&key, info, r.sizes, false)
-	}
-	if n != nil {
+	if n := lr.derive(&key, info, r.sizes, false); n != nil {
 		lr.index(&key, n, r.p.Body(), r.sizes, n.seen == st.serial)
 	}
 }
@@ -394,7 +410,6 @@ func tagSets(b uint16) []uint16 {
 // added (asked: the debugger sent it). Nil if a parameter does not fit or
 // names a frame no reply of the stop listed.
 func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes, asked bool) *lnode {
-	st := &lr.st
 	ep := &lr.learn.ep
 	lr.params = info.Params(lr.params[:0])
 	r := jdwp.NewBodyReader(key.Params(), sizes)
@@ -479,7 +494,6 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 	if n == nil || !asked {
 		return n
 	}
-	st.nodeOf[*key] = n
 	if from != nil && elem >= 0 {
 		if lp := n.listParam(); lp != nil && elem < 64 {
 			if n.asked == nil {
@@ -598,7 +612,7 @@ func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
 	if st == nil {
 		return
 	}
-	for _, n := range st.g.nodes {
+	for _, n := range st.replay.nodes {
 		if n.from == nil && n.live() && !n.verbatim() {
 			if params, ok := lr.build(n, nil, sizes); ok {
 				lr.emit(n, params, sizes, 0)

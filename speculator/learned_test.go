@@ -421,3 +421,34 @@ func TestLearnedFarEndOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnedProfileNextSession: the templates a session learned that
+// hold no ID go to the profile, and the next session of the same debugger
+// replays them from its first stop, with the IDs its own VM hands out.
+func TestLearnedProfileNextSession(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	attach := func() (*rig, *madeUpVM) {
+		m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+		r := startRigWith(t, sp, m.handler)
+		r.dbg.call(1, jdwp.CmdIDSizes, nil)
+		for i := uint32(2); i < 5; i++ {
+			r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
+		}
+		return r, m
+	}
+	r, m := attach()
+	id := uint32(100)
+	for range 3 {
+		stopAndAsk(t, r, m, &id)
+	}
+	r.stop()
+	r, m = attach()
+	st := stopAndAsk(t, r, m, &id)
+	served := st.Hits + st.Belays
+	t.Logf("the next session's first stop: hits %d belays %d misses %d", st.Hits, st.Belays, st.Misses)
+	// (Without the learned templates, the rules written for IDEs miss
+	// the 2nd field of each local and the types' fields.)
+	if st.Misses > 0 {
+		t.Errorf("the next session's first stop served %d reads from speculation and missed %d, want no miss", served, st.Misses)
+	}
+}

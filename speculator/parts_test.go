@@ -41,7 +41,7 @@ func TestPartsTable(t *testing.T) {
 		"wavers":      {"framePrediction", "stopRules", "learnedRules"},
 		"framers":     {"framePrediction", "stopRules"},
 		"chainers":    {"stopRules", "valueRules", "shapeRules", "learnedRules"},
-		"profilers":   {"writeBehind", "prepareRule", "shapeRules"},
+		"profilers":   {"writeBehind", "prepareRule", "shapeRules", "learnedRules"},
 	}
 	v := reflect.ValueOf(ss.on)
 	for i := range v.NumField() {
