@@ -44,8 +44,13 @@ type learnedRules struct {
 	kind   jdwp.EventKind             // the kind of the stop being seen (seen)
 	last   *lgraph                    // the graph of the last stop
 	st     lstop                      // the current stop
-	params []keyable.Param            // scratch
-	buf    []byte                     // scratch: parameters being built
+	// sent and used count the replay's speculation over the session (as
+	// each stop ends); asks counts the debugger's reads from its third
+	// stop on but the verbatim templates', predicted those the replay had
+	// named before it asked (sent, or found cached or in flight).
+	sent, used, asks, predicted int
+	params                      []keyable.Param // scratch
+	buf                         []byte          // scratch: parameters being built
 }
 
 // lgraph is the templates learned after one kind of stop.
@@ -95,6 +100,12 @@ type lnode struct {
 	// the indices asked (for idx and all at the stop's end).
 	asked map[keyable.Key]uint64
 	tags  uint16
+	// keys are the commands the debugger asked by it at the last stop
+	// it was seen (prev) and this one; same and moved count the stops at
+	// which some of them were asked at the stop before too (its IDs stay:
+	// a frame's this) or none (they change: each stop's objects).
+	keys, prev  map[keyable.Key]bool
+	same, moved int
 }
 
 // origin is where an ID was found in the current stop.
@@ -125,6 +136,8 @@ type lstop struct {
 	// fed the keys whose reply was fed to their children.
 	nodeOf map[keyable.Key]*lnode
 	fed    map[keyable.Key]bool
+	// emitted are the keys the replay named (emit).
+	emitted map[keyable.Key]bool
 	// eligible is, per source reply and path, the indices of its
 	// elements by tag bit (what "every element" means at the stop's end).
 	eligible map[eligKey]uint64
@@ -188,8 +201,10 @@ func (lr *learnedRules) endStop() {
 			continue
 		}
 		sent[s.lnode] = true
+		lr.sent++
 		if s.used {
 			used[s.lnode] = true
+			lr.used++
 		}
 	}
 	for _, n := range st.g.nodes {
@@ -203,6 +218,23 @@ func (lr *learnedRules) endStop() {
 			lr.settleIndices(n)
 		}
 		n.asked = nil
+		if n.seen == st.serial {
+			if n.prev != nil {
+				stayed := false
+				for k := range n.keys {
+					if n.prev[k] {
+						stayed = true
+						break
+					}
+				}
+				if stayed {
+					n.same++
+				} else {
+					n.moved++
+				}
+			}
+			n.prev, n.keys = n.keys, nil
+		}
 	}
 	lr.prune(st.g)
 	*st = lstop{}
@@ -309,7 +341,7 @@ func (lr *learnedRules) begin() *lstop {
 	}
 	lr.last = g
 	*st = lstop{serial: ep.serial, g: g, replay: replay, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
-		fed: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{}}
+		fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{}}
 	return st
 }
 
@@ -321,13 +353,28 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 	if st == nil {
 		return
 	}
+	predicted := st.emitted[*key]
 	n := lr.derive(key, info, sizes, true)
 	if n == nil {
 		return
 	}
+	if st.serial >= 3 && !n.verbatim() {
+		lr.asks++
+		if predicted {
+			lr.predicted++
+		}
+	}
 	n.seen = st.serial
 	n.unused = 0
-	if n.from != nil {
+	if n.keys == nil {
+		n.keys = map[keyable.Key]bool{}
+	}
+	if len(n.keys) < maxSpecPerStop {
+		n.keys[*key] = true
+	}
+	if n.from != nil && n.moved > n.same {
+		// Its IDs change from stop to stop: replayed verbatim, it would
+		// ask the last stop's.
 		lr.learn.explained(key, sizes)
 	}
 	if e := lr.cache.lookup(key); e != nil && jdwp.Packet(e.reply).ErrorCode() == jdwp.ErrorNone {
@@ -768,6 +815,9 @@ func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth 
 	if _, dup := st.nodeOf[key]; !dup {
 		st.nodeOf[key] = n
 	}
+	if len(st.emitted) < maxSpecPerStop {
+		st.emitted[key] = true
+	}
 	if e := lr.cache.lookup(&key); e != nil {
 		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
 			lr.feed(n, &key, p.Body(), sizes, depth+1)
@@ -818,39 +868,67 @@ func (lr *learnedRules) feed(n *lnode, key *keyable.Key, body []byte, sizes jdwp
 			items = append(items, *it)
 		}
 	})
+	for i := 0; i < len(items); {
+		j := i
+		for j < len(items) && items[j].i == items[i].i {
+			j++
+		}
+		lr.feedElement(n, items[i:j], sizes, depth)
+		i = j
+	}
+}
+
+// feedElement replays the live children of template n on one element of
+// its reply (its items, all of one index), or its only one.
+func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, depth int) {
+	var els [4]*item
 	for _, c := range n.children {
 		if !c.live() {
 			continue
 		}
-		lp := c.listParam()
-		var els []*item
-		for i := 0; i < len(items); {
-			j := i
-			for j < len(items) && items[j].i == items[i].i {
-				j++
-			}
-			el := items[i:j]
-			i = j
-			if lp != nil && !lr.wanted(lp, el) {
-				continue
-			}
-			els = els[:0]
-			for k := range el {
-				els = append(els, &el[k])
-			}
-			params, ok := lr.build(c, els, sizes)
-			if !ok {
-				if c.cmd == jdwp.CmdObjectReferenceGetValues {
-					lr.waitFor(c, els)
-				}
-				continue
-			}
-			lr.emit(c, params, sizes, depth)
-			if lp == nil {
-				break // a single element
-			}
+		if lp := c.listParam(); lp != nil && !lr.wanted(lp, el) || lp == nil && el[0].i != 0 {
+			continue
 		}
+		ps := els[:0]
+		for k := range el {
+			ps = append(ps, &el[k])
+		}
+		params, ok := lr.build(c, ps, sizes)
+		if !ok {
+			if c.cmd == jdwp.CmdObjectReferenceGetValues {
+				lr.waitFor(c, ps)
+			}
+			continue
+		}
+		lr.emit(c, params, sizes, depth)
 	}
+}
+
+// frame feeds one frame of a Frames reply valid in the stop to the
+// children of the Frames template (a Frames reply goes to the framers,
+// not the chain).
+func (lr *learnedRules) frame(x *frameSeen) {
+	if !x.speculating || x.key == nil {
+		return
+	}
+	st := lr.begin()
+	if st == nil {
+		return
+	}
+	n := st.nodeOf[*x.key]
+	if n == nil {
+		info, _ := keyable.Lookup(x.key.Cmd())
+		if n = lr.derive(x.key, info, x.sizes, false); n == nil {
+			return
+		}
+		st.nodeOf[*x.key] = n
+	}
+	el := [3]item{
+		{sp: spFrame, id: uint64(x.frame), path: pFrame, i: x.index, loc: x.loc},
+		{sp: spClass, id: x.loc.Class, path: pFrameClass, i: x.index, loc: x.loc},
+		{sp: spMethod, id: x.loc.Method, path: pFrameMethod, i: x.index, loc: x.loc},
+	}
+	lr.feedElement(n, el[:], x.sizes, 0)
 }
 
 // wanted says whether element el of a list is one the template replays.

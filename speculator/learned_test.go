@@ -29,6 +29,7 @@ type madeUpVM struct {
 	// command.
 	handed map[uint64]bool
 	bad    []string
+	shapes map[uint64][2]int // by class: shape
 }
 
 // hand records object IDs the VM hands out.
@@ -58,8 +59,26 @@ func (m *madeUpVM) object(j int) uint64 {
 	return 0x2000 + m.stop*16 + uint64(j)
 }
 func (m *madeUpVM) classOf(obj uint64) uint64 { return obj + 0x1000 }
+// shape is a class's field count and whether its field IDs are in the
+// other range: fixed when the VM first describes it, as a loaded class's
+// fields are (a changed program changes the classes loaded after).
+func (m *madeUpVM) shape(class uint64) (n int, shifted bool) {
+	if m.shapes == nil {
+		m.shapes = map[uint64][2]int{}
+	}
+	sh, ok := m.shapes[class]
+	if !ok {
+		sh = [2]int{m.fields, 0}
+		if m.shifted {
+			sh[1] = 1
+		}
+		m.shapes[class] = sh
+	}
+	return sh[0], sh[1] == 1
+}
+
 func (m *madeUpVM) field(class uint64, i int) uint64 {
-	if m.shifted {
+	if _, shifted := m.shape(class); shifted {
 		return class<<8 + 0x80 + uint64(i)
 	}
 	return class<<8 + uint64(i)
@@ -125,9 +144,10 @@ func (m *madeUpVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 		return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(1); w.ReferenceTypeID(m.classOf(obj)) })
 	case jdwp.CmdReferenceTypeFields:
 		class := r.ReferenceTypeID()
+		n, _ := m.shape(class)
 		return 0, body(func(w *jdwp.BodyWriter) {
-			w.Int32(int32(m.fields))
-			for i := range m.fields {
+			w.Int32(int32(n))
+			for i := range n {
 				w.FieldID(m.field(class, i))
 				w.String(fmt.Sprintf("f%d", i))
 				w.String("I")
@@ -141,11 +161,13 @@ func (m *madeUpVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 		var fs []uint64
 		for range n {
 			f := r.FieldID()
+			class := m.classOf(obj)
+			n, shifted := m.shape(class)
 			i := int(f & 0xff)
-			if m.shifted {
+			if shifted {
 				i -= 0x80
 			}
-			if f>>8 != m.classOf(obj) || i < 0 || i >= m.fields || f != m.field(m.classOf(obj), i) {
+			if f>>8 != class || i < 0 || i >= n || f != m.field(class, i) {
 				m.bad = append(m.bad, fmt.Sprintf("field %#x asked of object %#x of class %#x", f, obj, m.classOf(obj)))
 				return jdwp.ErrorInvalidFieldID, nil
 			}
@@ -270,8 +292,9 @@ func TestLearnedMadeUpClient(t *testing.T) {
 }
 
 // TestLearnedChangedProgram: when the program changes under the learned
-// templates (classes with one field where the client read the 2nd; then
-// field IDs in another range; threads ending and starting), the replay
+// templates (the classes loaded next with one field where the client read
+// the 2nd; then with field IDs in another range; threads ending and
+// starting), the replay
 // never asks the VM an ID it did not hand out in this connection, a frame
 // of another stop, or a field outside the object's own class chain.
 func TestLearnedChangedProgram(t *testing.T) {

@@ -373,8 +373,9 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 
 // explained drops the verbatim template of key, which the debugger sent
 // at this stop, because the learned rules (learned.go) explain an ID in it
-// by a reply of this stop: replayed verbatim at the next stop, it would ask
-// the last stop's frames and objects.
+// by a reply of this stop and saw those IDs change from stop to stop:
+// replayed verbatim at the next stop, it would ask the last stop's
+// objects.
 func (l *learner) explained(key *keyable.Key, sizes jdwp.IDSizes) {
 	ep := &l.ep
 	tk := *key

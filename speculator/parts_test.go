@@ -39,7 +39,7 @@ func TestPartsTable(t *testing.T) {
 		"compositors": {"writeBehind", "prepareRule", "learnedRules"},
 		"stoppers":    {"prepareRule", "learnedRules"},
 		"wavers":      {"framePrediction", "stopRules", "learnedRules"},
-		"framers":     {"framePrediction", "stopRules"},
+		"framers":     {"framePrediction", "stopRules", "learnedRules"},
 		"chainers":    {"stopRules", "valueRules", "shapeRules", "learnedRules"},
 		"profilers":   {"writeBehind", "prepareRule", "shapeRules", "learnedRules"},
 	}
