@@ -59,6 +59,7 @@ func (m *madeUpVM) object(j int) uint64 {
 	return 0x2000 + m.stop*16 + uint64(j)
 }
 func (m *madeUpVM) classOf(obj uint64) uint64 { return obj + 0x1000 }
+
 // shape is a class's field count and whether its field IDs are in the
 // other range: fixed when the VM first describes it, as a loaded class's
 // fields are (a changed program changes the classes loaded after).
