@@ -537,6 +537,11 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 		}
 		ps = append(ps, p)
 	}
+	if !asked && !hasPaths(key.Cmd()) {
+		// A reply nobody asked for yet and with no ID to trace: no
+		// template until the debugger asks it.
+		return lr.st.g.byShape[lshape(key.Cmd(), ps, from)]
+	}
 	n := lr.node(key.Cmd(), ps, from)
 	if n == nil || !asked {
 		return n

@@ -71,6 +71,17 @@ func tagBit(t jdwp.Tag) uint16 {
 	return 1 << 15
 }
 
+// hasPaths says whether replies to c hold IDs at paths (walkReply).
+func hasPaths(c jdwp.Cmd) bool {
+	switch c {
+	case jdwp.CmdVirtualMachineAllThreads, jdwp.CmdThreadReferenceFrames, jdwp.CmdStackFrameGetValues,
+		jdwp.CmdObjectReferenceGetValues, jdwp.CmdArrayReferenceGetValues, jdwp.CmdStackFrameThisObject,
+		jdwp.CmdObjectReferenceReferenceType, jdwp.CmdClassTypeSuperclass, jdwp.CmdReferenceTypeInterfaces:
+		return true
+	}
+	return false
+}
+
 // walkReply calls fn with each ID the reply body (to command c) holds at a
 // path, in order; it stops at the first malformed element.
 func walkReply(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes, fn func(it *item)) {
