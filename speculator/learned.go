@@ -156,7 +156,7 @@ type eligKey struct {
 // Bounds of the learned graph and of a stop's bookkeeping.
 const (
 	maxLNodes  = 512
-	maxOrigins = 4 // origins kept per ID
+	maxOrigins = 32 // origins kept per ID
 	maxFeed    = 16
 )
 
@@ -466,7 +466,11 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 	elem := -1
 	var obj jdwp.ObjectID
 	var listTag jdwp.Tag
+	var listID idKey
 	frameKnown := false
+	if o, ok := lr.choose(key, sizes); ok {
+		from, fromKey, elem = o.n, o.key, o.i
+	}
 	for _, pk := range lr.params {
 		var p lparam
 		start := r.Offset()
@@ -518,13 +522,13 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 			return nil
 		}
 		if sp != 0 && p.src == srcConst {
-			if o, ok := lr.pick(idKey{sp: sp, id: id}, from, elem); ok {
+			if o, ok := lr.pick(idKey{sp: sp, id: id}, from, fromKey, elem); ok {
 				if from == nil {
 					from, fromKey, elem = o.n, o.key, o.i
 				}
 				p.src, p.path = srcReply, o.path
-				if o.path.listed() {
-					listTag = o.tag
+				if o.path.listed() && listID.sp == 0 {
+					listTag, listID = o.tag, idKey{sp: sp, id: id}
 				}
 				frameKnown = frameKnown || o.path == pFrame
 			}
@@ -553,24 +557,89 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 			}
 			n.asked[fromKey] |= 1 << elem
 			n.tags |= tagBit(listTag)
+			// An ID at several elements (the class of several frames)
+			// is asked once for all of them.
+			for _, o := range lr.st.origins[listID] {
+				if o.n == from && o.key == fromKey && o.path == lp.path && o.i < 64 {
+					n.asked[fromKey] |= 1 << o.i
+				}
+			}
 		}
 	}
 	return n
 }
 
-// pick chooses the origin of an ID: one in the reply of from at element
-// elem when from is set (the parameters before it came from there), else
-// the first, preferring one the debugger asked.
-func (lr *learnedRules) pick(k idKey, from *lnode, elem int) (origin, bool) {
-	os := lr.st.origins[k]
-	if from != nil {
-		for _, o := range os {
-			if o.n == from && (o.i == elem || !o.path.listed()) {
-				return o, true
+// choose picks the reply the parameters of key come from, and the
+// element: an origin of its first ID not the event's at which its other
+// IDs not the event's are found too (the class and method of one frame),
+// preferring one the debugger asked; false if none fits all.
+func (lr *learnedRules) choose(key *keyable.Key, sizes jdwp.IDSizes) (origin, bool) {
+	ep := &lr.learn.ep
+	var ids [4]idKey
+	n := 0
+	r := jdwp.NewBodyReader(key.Params(), sizes)
+	for _, pk := range lr.params {
+		var k idKey
+		switch pk {
+		case keyable.ParamObject:
+			if k = (idKey{sp: spObject, id: r.ObjectID()}); jdwp.ThreadID(k.id) == ep.thread {
+				continue
 			}
+		case keyable.ParamRefType:
+			if k = (idKey{sp: spClass, id: r.ReferenceTypeID()}); k.id == ep.loc.Class {
+				continue
+			}
+		case keyable.ParamMethod:
+			k = idKey{sp: spMethod, id: r.MethodID()}
+		case keyable.ParamFrame:
+			k = idKey{sp: spFrame, id: r.FrameID()}
+		default:
+			continue
 		}
+		if n < len(ids) {
+			ids[n] = k
+			n++
+		}
+	}
+	if n == 0 || r.Err() != nil {
 		return origin{}, false
 	}
+	var best origin
+	found := false
+	for _, o := range lr.st.origins[ids[0]] {
+		fits := true
+		for _, k := range ids[1:n] {
+			if _, ok := lr.pickIn(k, o.n, o.key, o.i); !ok {
+				fits = false
+				break
+			}
+		}
+		if fits && (!found || o.asked && !best.asked) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// pickIn is the origin of an ID in reply key (of template n) at element
+// i, or not at a list.
+func (lr *learnedRules) pickIn(k idKey, n *lnode, key keyable.Key, i int) (origin, bool) {
+	for _, o := range lr.st.origins[k] {
+		if o.n == n && o.key == key && (o.i == i || !o.path.listed()) {
+			return o, true
+		}
+	}
+	return origin{}, false
+}
+
+// pick chooses the origin of an ID: in reply fromKey (of template from)
+// at element elem when from is set (the parameters before it came from
+// there), else the first, preferring one the debugger asked.
+func (lr *learnedRules) pick(k idKey, from *lnode, fromKey keyable.Key, elem int) (origin, bool) {
+	if from != nil {
+		return lr.pickIn(k, from, fromKey, elem)
+	}
+	os := lr.st.origins[k]
 	for _, o := range os {
 		if o.asked {
 			return o, true
