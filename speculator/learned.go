@@ -95,6 +95,7 @@ type lnode struct {
 	// stops in a row at which its replay went unused.
 	seen     uint64
 	unused   int
+	imported bool // from the profile, not asked in this session yet
 	children []*lnode
 	// asked is this stop's asks of a srcReply list: per source reply,
 	// the indices asked (for idx and all at the stop's end).
@@ -757,9 +758,10 @@ func (n *lnode) verbatim() bool {
 	return true
 }
 
-// live says whether a template is replayed: asked at some stop, and its
-// replay not left unused twice running since.
-func (n *lnode) live() bool { return n.seen != 0 && n.unused < 2 }
+// live says whether a template is replayed: asked at some stop (or in
+// the session the profile came from), and its replay not left unused
+// twice running since.
+func (n *lnode) live() bool { return (n.seen != 0 || n.imported) && n.unused < 2 }
 
 // build writes the parameters of template n, its srcReply ones from the
 // element els (nil for a root).

@@ -46,7 +46,7 @@ func (lr *learnedRules) exportTo(p, old *profile, _ jdwp.IDSizes) {
 				}
 				from = i
 			}
-			if n.seen == 0 && len(n.children) == 0 || !idFree(n) || len(p.Learned) >= maxProfileLearned {
+			if n.seen == 0 && !n.imported && len(n.children) == 0 || !idFree(n) || len(p.Learned) >= maxProfileLearned {
 				continue
 			}
 			t := learnedTmpl{Kind: k, Set: n.cmd.Set, Cmd: n.cmd.Cmd, From: from}
@@ -120,7 +120,9 @@ func (lr *learnedRules) importFrom(p *profile, _ jdwp.IDSizes) {
 		if g.byShape[shape] != nil || len(g.nodes) >= maxLNodes {
 			continue
 		}
-		n := &lnode{cmd: c, params: ps, from: from, shape: shape, seen: 1}
+		// A template from an earlier session rests after one stop whose
+		// replay went unused (the same debugger may ask otherwise now).
+		n := &lnode{cmd: c, params: ps, from: from, shape: shape, imported: true, unused: 1}
 		g.byShape[shape] = n
 		g.nodes = append(g.nodes, n)
 		if from != nil {

@@ -136,7 +136,10 @@ func (sr *stopRules) chain(x *chained) {
 
 // frame records one frame of a Frames reply for the stop (what the
 // debugger asks of it is learned by depth) and, while speculating, for
-// the stopped thread, speculates what the debugger asks of a frame.
+// the stopped thread, speculates what the debugger asks of a frame: the
+// class metadata, this and the values at learned depths. (Method.IsObsolete
+// of each frame, which the debugger asks of all of them or none, is the
+// learned rules' from the second stop, expandSiblings' at the first.)
 func (sr *stopRules) frame(x *frameSeen) {
 	ep := &sr.learn.ep
 	sizes, thread, fr, loc, d := x.sizes, x.thread, x.frame, x.loc, x.depth
@@ -150,11 +153,6 @@ func (sr *stopRules) frame(x *frameSeen) {
 	if thread != ep.thread {
 		return
 	}
-	w := sr.writer(sizes)
-	w.Class(loc.ClassID())
-	w.Method(loc.MethodID())
-	sr.pbuf = w.Buf
-	sr.specParams(sizes, jdwp.CmdMethodIsObsolete, sr.pbuf, kObsolete, nil, 0)
 	sr.specClassMeta(sizes, loc, d)
 	if d >= maxDepth {
 		return
