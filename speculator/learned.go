@@ -212,6 +212,9 @@ func (lr *learnedRules) endStop() {
 			n.unused = 0
 		case sent[n]:
 			n.unused++
+			if n.imported && n.seen == 0 {
+				lr.restImported(n.shape)
+			}
 		}
 		if n.seen == st.serial && len(n.asked) > 0 {
 			lr.settleIndices(n)
@@ -237,6 +240,17 @@ func (lr *learnedRules) endStop() {
 	}
 	lr.prune(st.g)
 	*st = lstop{}
+}
+
+// restImported rests the templates of the profile with the given shape
+// in every kind's graph: one went unused, so the debugger of this session
+// asks otherwise than the one the profile came from.
+func (lr *learnedRules) restImported(shape string) {
+	for _, g := range lr.graphs {
+		if n := g.byShape[shape]; n != nil && n.imported && n.seen == 0 {
+			n.unused = max(n.unused, 2)
+		}
+	}
 }
 
 // settleIndices sets the list indices a template replays from what the

@@ -250,16 +250,7 @@ func madeUpClient(t *testing.T, r *rig, m *madeUpVM, id *uint32) {
 // client read it; it returns the stop's counters.
 func stopAndAsk(t *testing.T, r *rig, m *madeUpVM, id *uint32) Stats {
 	t.Helper()
-	before := r.sp.Stats()
-	m.mu.Lock()
-	m.stop++
-	m.mu.Unlock()
-	r.event(jdwp.SuspendAll, bpEvent(thread1))
-	r.expectEvent()
-	madeUpClient(t, r, m, id)
-	*id++
-	r.dbg.call(*id, jdwp.CmdVirtualMachineResume, nil)
-	return r.sp.Stats().Since(before)
+	return stopAndAskKind(t, r, m, id, jdwp.EventBreakpoint, madeUpClient)
 }
 
 // TestLearnedMadeUpClient: a client whose pattern no rule was written for
@@ -475,4 +466,22 @@ func TestLearnedProfileNextSession(t *testing.T) {
 	if st.Misses > 0 {
 		t.Errorf("the next session's first stop served %d reads from speculation and missed %d, want no miss", served, st.Misses)
 	}
+}
+
+// stopAndAskKind is stopAndAsk with a stop of kind k and the given client.
+func stopAndAskKind(t *testing.T, r *rig, m *madeUpVM, id *uint32, k jdwp.EventKind,
+	client func(*testing.T, *rig, *madeUpVM, *uint32)) Stats {
+	t.Helper()
+	before := r.sp.Stats()
+	m.mu.Lock()
+	m.stop++
+	m.mu.Unlock()
+	e := bpEvent(thread1)
+	e.Kind = k
+	r.event(jdwp.SuspendAll, e)
+	r.expectEvent()
+	client(t, r, m, id)
+	*id++
+	r.dbg.call(*id, jdwp.CmdVirtualMachineResume, nil)
+	return r.sp.Stats().Since(before)
 }
