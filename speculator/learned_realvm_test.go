@@ -14,16 +14,26 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// TestRealVMLearnedTemplates steps a JDK 17 VM with a java-debug-like JDI
-// client through the proxy: the learned rules learn, with no rule about
-// this client, that it reads the name of each thread AllThreads lists and
-// the fields of each object local, and from the third stop its replay
+// TestRealVMLearnedTemplates steps a JDK 17 VM with the IntelliJ-like and
+// the java-debug-like JDI clients through the proxy: the learned rules
+// learn, with no rule about either client, that it reads the fields of
+// each object local and (IntelliJ-like: its threads view) the name of each
+// thread AllThreads lists, and from the third stop its replay
 // names at least 90% of what the client reads before it reads it (the
 // rules written for IDEs fetch most of it first: the replay then sends
 // nothing of its own), with the same digests as a direct session.
 func TestRealVMLearnedTemplates(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: javavm.ProfileVSCodeLike, Steps: 6}
+	for _, c := range []struct {
+		profile   string
+		wantNames bool
+	}{{javavm.ProfileIdeaLike, true}, {javavm.ProfileVSCodeLike, false}} {
+		t.Run(c.profile, func(t *testing.T) { learnedTemplates(t, b, c.profile, c.wantNames) })
+	}
+}
+
+func learnedTemplates(t *testing.T, b *javavm.Build, profile string, wantNames bool) {
+	opts := javavm.DriverOptions{Debuggee: javavm.Deep, Profile: profile, Steps: 6}
 	direct, _, err := runDriver(t, b, opts, -1, Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +97,7 @@ func TestRealVMLearnedTemplates(t *testing.T) {
 			}
 		}
 	}
-	if !names || !fields {
+	if wantNames && !names || !fields {
 		t.Errorf("learned each thread's name from AllThreads: %v; object locals' fields from the frame's values: %v", names, fields)
 	}
 	lr := &ss.lrn
