@@ -85,7 +85,7 @@ func (vr *valueRules) chain(x *chained) {
 // string's value, an array's length and first elements, an object's type
 // and (at the first level) its fields.
 func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
-	if v.IsNull() || !v.IsObject() || level > 1 {
+	if v.IsNull() || !v.IsObject() || level > maxValueLevel {
 		return
 	}
 	o := v.ObjectID()
@@ -115,17 +115,24 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		vr.specParams(sizes, jdwp.CmdArrayReferenceLength, vr.pbuf, kArrayLength, nil, level)
 	case jdwp.TagObject:
 		if t, ok := vr.facts.objType[o]; ok {
-			if level == 0 {
+			if level < maxValueLevel {
 				vr.shapes.specFields(sizes, o, t, level)
 			}
 			return
 		}
-		if level == 0 {
+		if level < maxValueLevel {
 			vr.learn.ep.wantFields[o] = level
 		}
 		vr.specParams(sizes, jdwp.CmdObjectReferenceReferenceType, vr.pbuf, kRefType, nil, level)
 	}
 }
+
+// maxValueLevel is the deepest level of the values a stop shows that the
+// rules follow: the frame's values and this (level 0), their fields and
+// elements (1), and theirs (2), whose fields are not read. An IDE shows a
+// variable's fields, and opens a field to show its own (a map's table,
+// its entries, their keys and values), three levels in all.
+const maxValueLevel = 2
 
 // typeInfoCmds are the class-lifetime facts the debugger asks about an
 // object's type to list its fields (visible fields need the superclasses
