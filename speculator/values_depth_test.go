@@ -1,0 +1,127 @@
+package speculator
+
+import (
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// objWorld is a scripted VM's chain of objects for the value rules: each
+// object has one type of its own, with one instance field holding the
+// next object (the last one's holds an int), no superclass and no
+// interfaces. It answers the commands an IDE shows an object with.
+type objWorld struct {
+	objs []uint64 // objs[i] has type 0xC0+i and field 0x10+i
+}
+
+func (ow *objWorld) index(obj uint64) int {
+	for i, o := range ow.objs {
+		if o == obj {
+			return i
+		}
+	}
+	return -1
+}
+
+func (ow *objWorld) handler(fs *frameState) func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	return func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		r := jdwp.NewBodyReader(p.Body(), sizes8)
+		switch p.Cmd() {
+		case jdwp.CmdObjectReferenceReferenceType:
+			i := ow.index(r.ObjectID())
+			if i < 0 {
+				return jdwp.ErrorInvalidObject, nil
+			}
+			return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.TypeTagClass)); w.ReferenceTypeID(0xC0 + uint64(i)) })
+		case jdwp.CmdReferenceTypeFieldsWithGeneric:
+			t := r.ReferenceTypeID()
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(1)
+				w.FieldID(0x10 + t - 0xC0)
+				w.String("next")
+				w.String("Ljava/lang/Object;")
+				w.String("")
+				w.Int32(0)
+			})
+		case jdwp.CmdClassTypeSuperclass:
+			return 0, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0) })
+		case jdwp.CmdReferenceTypeInterfaces:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(0) })
+		case jdwp.CmdObjectReferenceGetValues:
+			i := ow.index(r.ObjectID())
+			if i < 0 {
+				return jdwp.ErrorInvalidObject, nil
+			}
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(1)
+				if i+1 < len(ow.objs) {
+					w.Value(jdwp.Value{Tag: jdwp.TagObject, Bits: ow.objs[i+1]})
+				} else {
+					w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: 7})
+				}
+			})
+		}
+		return fs.handler(p)
+	}
+}
+
+// getValuesOf counts the ObjectReference.GetValues the VM received for obj.
+func getValuesOf(vm *fakeVM, obj uint64) int {
+	n := 0
+	for _, p := range vm.commands() {
+		if p.Cmd() == jdwp.CmdObjectReferenceGetValues && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == obj {
+			n++
+		}
+	}
+	return n
+}
+
+// TestValuesThreeLevelsDeep: once the debugger has shown an object (its
+// type, the type's fields, then the object's field), the value rules read
+// the fields of the object it holds before the debugger asks (level 1),
+// and of that one's own value only its type (level 2): an IDE shows a
+// variable, its fields and theirs.
+func TestValuesThreeLevelsDeep(t *testing.T) {
+	r, fs := newStopRig(t)
+	const a, b, c, d = 0xA1, 0xA2, 0xA3, 0xA4
+	ow := &objWorld{objs: []uint64{a, b, c, d}}
+	r.vm.setHandler(ow.handler(fs))
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// The debugger shows a: its type, the type's facts, its field.
+	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(a))
+	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
+	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
+	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
+	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+	r.dbg.call(64, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(a); w.Int32(1); w.FieldID(0x10) }))
+	// b, the value of a's field (level 1): its fields read ahead.
+	p := r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+	for jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() != b {
+		p = r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+	}
+	// c, b's field's value (level 2): its type, not its fields.
+	for {
+		p := r.vm.waitFor(jdwp.CmdObjectReferenceReferenceType)
+		if jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == c {
+			break
+		}
+	}
+	r.vm.waitFor(jdwp.CmdClassTypeSuperclass)
+	// Two round trips through the VM after c's type facts: whatever they
+	// led to was sent before the second.
+	r.dbg.call(65, jdwp.CmdVirtualMachineAllClasses, nil)
+	r.dbg.call(66, jdwp.CmdVirtualMachineAllClasses, nil)
+	if n := getValuesOf(r.vm, c); n != 0 {
+		t.Errorf("the VM got %d GetValues of the level-2 object, want none (its fields are not shown)", n)
+	}
+	// The debugger's own read of b's field is answered without the VM.
+	got := r.dbg.call(67, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(b); w.Int32(1); w.FieldID(0x11) }))
+	if v := jdwp.NewBodyReader(got.Body()[4:], sizes8).Value(); v.ObjectID() != c {
+		t.Errorf("b's field = %v, want object %#x", v, c)
+	}
+	if n := getValuesOf(r.vm, b); n != 1 {
+		t.Errorf("the VM got %d GetValues of b, want the one read ahead", n)
+	}
+	r.dbg.quiet()
+}
