@@ -190,7 +190,7 @@ func (a *attach) replied(x *reply) {
 		if r.Err() == nil && len(params) > 0 {
 			id := jdwp.NewBodyReader(params, sizes).Class()
 			if _, known := a.facts.seen.sigOf[id]; !known { // (a string only for a new class)
-				a.attachClass(sizes, id, string(s))
+				a.attachClass(sizes, id, string(s), false)
 			}
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
@@ -200,7 +200,7 @@ func (a *attach) replied(x *reply) {
 			id := r.Class()
 			r.Int32()
 			if r.Err() == nil {
-				a.attachClass(sizes, id, sig)
+				a.attachClass(sizes, id, sig, x.d == nil) // nil: the attach's own lookup
 			}
 		}
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
@@ -254,15 +254,20 @@ func (a *attach) attachLookup(sig string) {
 }
 
 // attachClass notes that this connection handed out class id with
-// signature sig, and replays the profile's commands for it.
-func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string) {
+// signature sig (in a reply to the proxy's own lookup, which the debugger
+// did not see, if own), and replays the profile's commands for it.
+func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string, own bool) {
 	if id == 0 || sig == "" {
 		return
 	}
 	if _, known := a.facts.seen.sigOf[id]; known {
 		return
 	}
-	a.facts.addSignature([]byte(sig), id)
+	if own {
+		a.facts.addOwnSignature([]byte(sig), id)
+	} else {
+		a.facts.addSignature([]byte(sig), id)
+	}
 	a.facts.seen.class(id, sig)
 	p := a.prof
 	if p == nil || !a.attachAllowed() {
@@ -291,7 +296,7 @@ func (a *attach) onClassPrepare(_ jdwp.SuspendPolicy, e *jdwp.Event) {
 		return
 	}
 	if sizes, ok := a.rs.IDSizes(); ok {
-		a.attachClass(sizes, e.ClassID(), string(e.Signature))
+		a.attachClass(sizes, e.ClassID(), string(e.Signature), false)
 	}
 }
 

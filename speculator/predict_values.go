@@ -143,10 +143,12 @@ var typeInfoCmds = [...]jdwp.Cmd{
 }
 
 // specTypeSig speculates the signature of an object's type t that no
-// reply or event this proxy saw named: neither did the debugger, which
-// asks it to show the object (an array's type, typically).
+// reply or event the debugger saw named (only the proxy's own lookups at
+// attach, if any): the debugger asks it to show the object (an array's
+// type, a class loaded before the attach, typically).
 func (vr *valueRules) specTypeSig(sizes jdwp.IDSizes, t jdwp.ClassID) {
-	if _, named := vr.facts.idSig[t]; named || t == 0 {
+	_, named := vr.facts.idSig[t]
+	if _, own := vr.facts.ownNamed[t]; named && !own || t == 0 {
 		return
 	}
 	for _, c := range [...]jdwp.Cmd{jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.CmdReferenceTypeSignature} {

@@ -166,12 +166,13 @@ func (a *attach) snapReplied(p jdwp.Packet, gen generation, sizes jdwp.IDSizes) 
 		s.in = true
 		s.bytes = len(s.body)
 		for i := range s.entries {
-			a.attachClass(sizes, s.entries[i].id, s.entries[i].sig)
+			a.attachClass(sizes, s.entries[i].id, s.entries[i].sig, true)
 		}
 	}
 	for _, w := range s.waiters {
 		if ok {
 			a.belayBuf = jdwp.AppendReply(a.belayBuf[:0], w.id, jdwp.ErrorNone, s.answer(w.cmd, w.sig, sizes))
+			a.snapShown(w.cmd, w.sig)
 		} else {
 			a.belayBuf = jdwp.AppendReply(a.belayBuf[:0], w.id, p.ErrorCode(), nil)
 		}
@@ -180,6 +181,18 @@ func (a *attach) snapReplied(p jdwp.Packet, gen generation, sizes jdwp.IDSizes) 
 	s.waiters = s.waiters[:0]
 	if !ok || !a.snapValid() {
 		a.snapDrop()
+	}
+}
+
+// snapShown notes the signatures the debugger saw in the snapshot's
+// answer to its lookup c (of signature sig).
+func (a *attach) snapShown(c jdwp.Cmd, sig string) {
+	if c != jdwp.CmdVirtualMachineClassesBySignature {
+		a.facts.shownAll()
+		return
+	}
+	for _, i := range a.snap.bySig[sig] {
+		a.facts.addSignature([]byte(sig), a.snap.entries[i].id)
 	}
 }
 
@@ -260,6 +273,7 @@ func (a *attach) snapServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 	}
 	f.Answer = jdwp.AppendReply(a.ansBuf[:0], f.ID, jdwp.ErrorNone, s.answer(c, sig, sizes))
 	a.ansBuf = f.Answer[:0]
+	a.snapShown(c, sig)
 	f.Origin = relay.CacheHit
 	a.sp.countRequest(resultHit)
 	return true
