@@ -71,6 +71,15 @@ func (vr *valueRules) chain(x *chained) {
 		if r.Err() == nil {
 			vr.specTypeInfo(sizes, sup)
 		}
+	case jdwp.CmdReferenceTypeInterfaces:
+		// JDI lists a class's visible fields with those of its
+		// interfaces and theirs.
+		n := r.Count(sizes.ReferenceTypeID)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			if t := r.Class(); r.Err() == nil {
+				vr.specInterfaceInfo(sizes, t)
+			}
+		}
 	case jdwp.CmdArrayReferenceLength:
 		arr := params.Object()
 		n := r.Int32()
@@ -170,6 +179,24 @@ func (vr *valueRules) specTypeInfo(sizes jdwp.IDSizes, t jdwp.ClassID) {
 	}
 	for _, c := range typeInfoCmds {
 		if vr.learn.asked[c] == 0 {
+			continue
+		}
+		w := vr.writer(sizes)
+		w.Class(t)
+		vr.pbuf = w.Buf
+		vr.specParams(sizes, c, vr.pbuf, kClassInfo, nil, 0)
+	}
+}
+
+// specInterfaceInfo speculates the type facts of interface t the debugger
+// asked for types before, but a class's superclass (ClassType.Superclass
+// takes a class).
+func (vr *valueRules) specInterfaceInfo(sizes jdwp.IDSizes, t jdwp.ClassID) {
+	if t == 0 {
+		return
+	}
+	for _, c := range typeInfoCmds {
+		if vr.learn.asked[c] == 0 || c == jdwp.CmdClassTypeSuperclass {
 			continue
 		}
 		w := vr.writer(sizes)

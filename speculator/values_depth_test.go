@@ -1,8 +1,10 @@
 package speculator
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -122,6 +124,80 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 	}
 	if n := getValuesOf(r.vm, b); n != 1 {
 		t.Errorf("the VM got %d GetValues of b, want the one read ahead", n)
+	}
+	r.dbg.quiet()
+}
+
+// TestOwnNamedSignatures: a class only the proxy's own lookups named
+// stays one the debugger may ask the signature of, until a reply or
+// event the debugger sees names it, or it saw all of them (AllClasses).
+func TestOwnNamedSignatures(t *testing.T) {
+	f := newFacts(newTestSpeculator(Config{}))
+	f.addOwnSignature([]byte("LA;"), 0x10)
+	f.addOwnSignature([]byte("LB;"), 0x11)
+	if _, own := f.ownNamed[0x10]; !own || f.idSig[0x10] != "LA;" {
+		t.Fatalf("after the snapshot: own %v, signature %q", f.ownNamed, f.idSig[0x10])
+	}
+	f.addSignature([]byte("LA;"), 0x10) // the debugger's own Signature reply
+	if _, own := f.ownNamed[0x10]; own {
+		t.Error("a class the debugger saw named is still the proxy's own")
+	}
+	f.addOwnSignature([]byte("LA;"), 0x10) // a later snapshot lists it again
+	if _, own := f.ownNamed[0x10]; own {
+		t.Error("a class the debugger saw named became the proxy's own again")
+	}
+	f.shownAll()
+	if _, own := f.ownNamed[0x11]; own {
+		t.Error("a class the debugger's AllClasses answer listed is still the proxy's own")
+	}
+}
+
+// TestInterfacesFieldsReadAhead: once the debugger has listed a type's
+// interfaces, the value rules read each interface's fields and its own
+// interfaces, as JDI does to list visible fields, and never ask an
+// interface's superclass (a command for classes).
+func TestInterfacesFieldsReadAhead(t *testing.T) {
+	r, fs := newStopRig(t)
+	const a = 0xA1
+	ow := &objWorld{objs: []uint64{a}}
+	h := ow.handler(fs)
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdReferenceTypeInterfaces && jdwp.NewBodyReader(p.Body(), sizes8).ReferenceTypeID() == 0xC0 {
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.ReferenceTypeID(0xE0) })
+		}
+		return h(p)
+	})
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(a))
+	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
+	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
+	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
+	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+	iface := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xE0) })
+	for _, c := range []jdwp.Cmd{jdwp.CmdReferenceTypeFieldsWithGeneric, jdwp.CmdReferenceTypeInterfaces} {
+		jdwptest.Await(t, "the VM to be asked "+c.String()+" of the interface", r.vm.vm.Changed, func() (bool, string) {
+			for _, p := range r.vm.commands() {
+				if p.Cmd() == c && string(p.Body()) == string(iface) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
+		})
+	}
+	r.dbg.call(64, jdwp.CmdVirtualMachineAllClasses, nil)
+	r.dbg.call(65, jdwp.CmdVirtualMachineAllClasses, nil)
+	for _, p := range r.vm.commands() {
+		if p.Cmd() == jdwp.CmdClassTypeSuperclass && string(p.Body()) == string(iface) {
+			t.Error("the VM was asked an interface's superclass")
+		}
+	}
+	// The debugger's own reads of the interface are answered without the VM.
+	before := len(r.vm.commands())
+	r.dbg.call(66, jdwp.CmdReferenceTypeFieldsWithGeneric, iface)
+	r.dbg.call(67, jdwp.CmdReferenceTypeInterfaces, iface)
+	if n := len(r.vm.commands()); n != before {
+		t.Errorf("the VM got %d more commands, want the interface's reads from the cache", n-before)
 	}
 	r.dbg.quiet()
 }
