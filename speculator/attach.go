@@ -200,7 +200,7 @@ func (a *attach) replied(x *reply) {
 			id := r.Class()
 			r.Int32()
 			if r.Err() == nil {
-				a.attachClass(sizes, id, sig, x.d == nil) // nil: the attach's own lookup
+				a.attachClass(sizes, id, sig, x.d == nil || x.d.peer) // the attach's own lookup, or a proxy's in front
 			}
 		}
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:

@@ -364,6 +364,16 @@ func (f *facts) addOwnSignature(sig []byte, id jdwp.ClassID) {
 	}
 }
 
+// addNamed notes the signature of class id from a lookup's reply, one a
+// proxy in front sent on its own if peer (the debugger does not see it).
+func (f *facts) addNamed(sig []byte, id jdwp.ClassID, peer bool) {
+	if peer {
+		f.addOwnSignature(sig, id)
+	} else {
+		f.addSignature(sig, id)
+	}
+}
+
 // shownAll notes that the debugger saw every signature the proxy's own
 // lookups named (a class snapshot answered its AllClasses).
 func (f *facts) shownAll() { clear(f.ownNamed) }
@@ -400,7 +410,7 @@ func (f *facts) learnReply(c jdwp.Cmd, d *cmdData, p jdwp.Packet, sizes jdwp.IDS
 			}
 			r.Int32()
 			if r.Err() == nil {
-				f.addSignature(sig, id)
+				f.addNamed(sig, id, d.peer)
 			}
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
@@ -410,7 +420,7 @@ func (f *facts) learnReply(c jdwp.Cmd, d *cmdData, p jdwp.Packet, sizes jdwp.IDS
 			id := r.Class()
 			r.Int32()
 			if r.Err() == nil {
-				f.addSignature([]byte(d.sig), id)
+				f.addNamed([]byte(d.sig), id, d.peer)
 			}
 		}
 	case jdwp.CmdObjectReferenceReferenceType:

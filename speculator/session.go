@@ -126,6 +126,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			x.missed(&d.key, sizes)
 		}
 	} else {
+		d.peer = retag.InRange(f.ID)
 		x := &ss.cmd
 		x.f, x.sizes, x.d, x.set.is, x.eff = f, sizes, d, false, effectOf(p)
 		if p.Cmd() == jdwp.CmdEventRequestSet {

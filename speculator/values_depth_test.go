@@ -201,3 +201,38 @@ func TestInterfacesFieldsReadAhead(t *testing.T) {
 	}
 	r.dbg.quiet()
 }
+
+// TestPeerLookupNamesNothingForTheDebugger: a lookup by name that a proxy
+// in front sent on its own (split mode's near end: its ID in the proxies'
+// range) names classes the debugger has not seen, so the signature of an
+// object's type among them is still read ahead.
+func TestPeerLookupNamesNothingForTheDebugger(t *testing.T) {
+	r, fs := newStopRig(t)
+	const a, b = 0xA1, 0xA2
+	ow := &objWorld{objs: []uint64{a, b}}
+	h := ow.handler(fs)
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		switch p.Cmd() {
+		case jdwp.CmdVirtualMachineClassesBySignature:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Uint8(uint8(jdwp.TypeTagClass)); w.ReferenceTypeID(0xC1); w.Int32(7) })
+		case jdwp.CmdReferenceTypeSignatureWithGeneric:
+			return 0, body(func(w *jdwp.BodyWriter) { w.String("LT;"); w.String("") })
+		}
+		return h(p)
+	})
+	r.dbg.call(0xA0000005, jdwp.CmdVirtualMachineClassesBySignature, body(func(w *jdwp.BodyWriter) { w.String("LT1;") }))
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(60, jdwp.CmdReferenceTypeSignatureWithGeneric, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) }))
+	r.dbg.call(61, jdwp.CmdObjectReferenceReferenceType, threadBody(b))
+	want := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC1) })
+	jdwptest.Await(t, "the VM to be asked the signature of b's type", r.vm.vm.Changed, func() (bool, string) {
+		for _, p := range r.vm.commands() {
+			if p.Cmd() == jdwp.CmdReferenceTypeSignatureWithGeneric && string(p.Body()) == string(want) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
+	})
+	r.dbg.quiet()
+}
