@@ -214,7 +214,12 @@ func TestPeerLookupNamesNothingForTheDebugger(t *testing.T) {
 	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 		switch p.Cmd() {
 		case jdwp.CmdVirtualMachineClassesBySignature:
-			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Uint8(uint8(jdwp.TypeTagClass)); w.ReferenceTypeID(0xC1); w.Int32(7) })
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(1)
+				w.Uint8(uint8(jdwp.TypeTagClass))
+				w.ReferenceTypeID(0xC1)
+				w.Int32(7)
+			})
 		case jdwp.CmdReferenceTypeSignatureWithGeneric:
 			return 0, body(func(w *jdwp.BodyWriter) { w.String("LT;"); w.String("") })
 		}
