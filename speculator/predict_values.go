@@ -54,6 +54,7 @@ func (vr *valueRules) chain(x *chained) {
 			v := r.Value()
 			if r.Err() == nil {
 				vr.values(sizes, level+1, v)
+				vr.elementType(sizes, level+1, v)
 			}
 		}
 	case jdwp.CmdObjectReferenceReferenceType:
@@ -138,10 +139,27 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 
 // maxValueLevel is the deepest level of the values a stop shows that the
 // rules follow: the frame's values and this (level 0), their fields and
-// elements (1), and theirs (2), whose fields are not read. An IDE shows a
-// variable's fields, and opens a field to show its own (a map's table,
-// its entries, their keys and values), three levels in all.
-const maxValueLevel = 2
+// elements (1), theirs (2) and theirs (3), whose fields are not read. An
+// IDE shows a variable's fields, and the user opens a field to show its
+// own: a map's table, its entries, their keys and values, three levels
+// of fields in all.
+const maxValueLevel = 3
+
+// elementType speculates the type of a string an array holds: an IDE
+// names the type of each element it shows (an object's or an array's is
+// read by values already).
+func (vr *valueRules) elementType(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
+	if v.Tag != jdwp.TagString || v.IsNull() || level > maxValueLevel {
+		return
+	}
+	if _, known := vr.facts.objType[v.ObjectID()]; known {
+		return
+	}
+	w := vr.writer(sizes)
+	w.Object(v.ObjectID())
+	vr.pbuf = w.Buf
+	vr.specParams(sizes, jdwp.CmdObjectReferenceReferenceType, vr.pbuf, kRefType, nil, level)
+}
 
 // typeInfoCmds are the class-lifetime facts the debugger asks about an
 // object's type to list its fields (visible fields need the superclasses

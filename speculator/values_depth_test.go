@@ -81,12 +81,13 @@ func getValuesOf(vm *fakeVM, obj uint64) int {
 // TestValuesThreeLevelsDeep: once the debugger has shown an object (its
 // type, the type's fields, then the object's field), the value rules read
 // the fields of the object it holds before the debugger asks (level 1),
-// and of that one's own value only its type (level 2): an IDE shows a
-// variable, its fields and theirs.
+// and of the one that holds (level 2), and of the next one's own value
+// only its type (level 3): an IDE shows a variable's fields and opens
+// them three levels deep.
 func TestValuesThreeLevelsDeep(t *testing.T) {
 	r, fs := newStopRig(t)
-	const a, b, c, d = 0xA1, 0xA2, 0xA3, 0xA4
-	ow := &objWorld{objs: []uint64{a, b, c, d}}
+	const a, b, c, d, e = 0xA1, 0xA2, 0xA3, 0xA4, 0xA5
+	ow := &objWorld{objs: []uint64{a, b, c, d, e}}
 	r.vm.setHandler(ow.handler(fs))
 	r.event(jdwp.SuspendAll, bpEvent(thread1))
 	r.expectEvent()
@@ -97,25 +98,28 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
 	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
 	r.dbg.call(64, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(a); w.Int32(1); w.FieldID(0x10) }))
-	// b, the value of a's field (level 1): its fields read ahead.
-	p := r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
-	for jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() != b {
-		p = r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+	// b and c, the values of a's field and of b's (levels 1 and 2): their
+	// fields read ahead.
+	for _, o := range []uint64{b, c} {
+		p := r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+		for jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() != o {
+			p = r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+		}
 	}
-	// c, b's field's value (level 2): its type, not its fields.
+	// d, c's field's value (level 3): its type, not its fields.
 	for {
 		p := r.vm.waitFor(jdwp.CmdObjectReferenceReferenceType)
-		if jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == c {
+		if jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == d {
 			break
 		}
 	}
 	r.vm.waitFor(jdwp.CmdClassTypeSuperclass)
-	// Two round trips through the VM after c's type facts: whatever they
+	// Two round trips through the VM after d's type facts: whatever they
 	// led to was sent before the second.
 	r.dbg.call(65, jdwp.CmdVirtualMachineAllClasses, nil)
 	r.dbg.call(66, jdwp.CmdVirtualMachineAllClasses, nil)
-	if n := getValuesOf(r.vm, c); n != 0 {
-		t.Errorf("the VM got %d GetValues of the level-2 object, want none (its fields are not shown)", n)
+	if n := getValuesOf(r.vm, d); n != 0 {
+		t.Errorf("the VM got %d GetValues of the level-3 object, want none (its fields are not shown)", n)
 	}
 	// The debugger's own read of b's field is answered without the VM.
 	got := r.dbg.call(67, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(b); w.Int32(1); w.FieldID(0x11) }))
@@ -239,5 +243,52 @@ func TestPeerLookupNamesNothingForTheDebugger(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
 	})
+	r.dbg.quiet()
+}
+
+// TestArrayStringTypesReadAhead: the strings an array holds get their
+// types read ahead with their values, as an IDE names each element's type.
+func TestArrayStringTypesReadAhead(t *testing.T) {
+	r, fs := newStopRig(t)
+	const arr, s1, s2 = 0xB1, 0x51, 0x52
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		switch p.Cmd() {
+		case jdwp.CmdArrayReferenceGetValues:
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Uint8(uint8(jdwp.TagString))
+				w.Int32(2)
+				w.Value(jdwp.Value{Tag: jdwp.TagString, Bits: s1})
+				w.Value(jdwp.Value{Tag: jdwp.TagString, Bits: s2})
+			})
+		case jdwp.CmdObjectReferenceReferenceType:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.TypeTagClass)); w.ReferenceTypeID(0xC9) })
+		case jdwp.CmdStringReferenceValue:
+			return 0, body(func(w *jdwp.BodyWriter) { w.String("s") })
+		}
+		return fs.handler(p)
+	})
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// What the debugger asked before (the rules speculate only commands
+	// it uses): a string's value, an object's type.
+	r.dbg.call(58, jdwp.CmdStringReferenceValue, threadBody(0x60))
+	r.dbg.call(59, jdwp.CmdObjectReferenceReferenceType, threadBody(0x61))
+	r.dbg.call(60, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(2) }))
+	for _, s := range []uint64{s1, s2} {
+		want := threadBody(s)
+		jdwptest.Await(t, "the VM to be asked an element's type", r.vm.vm.Changed, func() (bool, string) {
+			for _, p := range r.vm.commands() {
+				if p.Cmd() == jdwp.CmdObjectReferenceReferenceType && string(p.Body()) == string(want) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
+		})
+	}
+	before := r.vm.count(jdwp.CmdObjectReferenceReferenceType)
+	r.dbg.call(61, jdwp.CmdObjectReferenceReferenceType, threadBody(s2))
+	if n := r.vm.count(jdwp.CmdObjectReferenceReferenceType); n != before {
+		t.Errorf("the VM got %d more ReferenceType, want the element's type from the cache", n-before)
+	}
 	r.dbg.quiet()
 }
