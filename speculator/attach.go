@@ -82,6 +82,7 @@ type attach struct {
 	prof          *profile                             // learned at an earlier attach, nil if none
 	rec           profile                              // this attach, being recorded
 	expanded      bool                                 // the second wave (after IDSizes) was sent
+	compressed    bool                                 // the link to the VM is compressed (split mode's near end: snapPays)
 	ansBuf        []byte                               // lookups' answers (handed to the relay)
 }
 

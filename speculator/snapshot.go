@@ -35,14 +35,24 @@ import (
 // snapOK).
 //
 // The rule (snapPays): the snapshot costs its bytes on the link, about 74
-// bytes per loaded class (the Deep workload's JDK 17 VM at its suspend=y
-// attach: 387 classes, 28,605 bytes, TestRealVMClassSnapshotAnswersAsTheVM;
-// at 15,000 classes about 1.1 MB, 1.1 s at 1 MB/s), and saves one round
-// trip per lookup the profile does not already cover with its own lookups
-// by signature (attachLookup). It is sent when
+// to 81 bytes per loaded class (the Deep workload's JDK 17 VM at its
+// suspend=y attach: 387 classes, 28,605 bytes,
+// TestRealVMClassSnapshotAnswersAsTheVM; BigApp's at its suspend=y attach
+// about 400 classes, 28,542 bytes; BigApp's after its start-up: 15,231
+// classes, 1,231,506 bytes, 1.2 s at 1 MB/s, 41 round trips of 30 ms),
+// and saves one round trip per lookup the profile does not already cover
+// with its own lookups by signature (attachLookup). On a compressed link
+// (split mode's zstd) it costs a quarter of its bytes: zstd takes the
+// reply at 15,000 classes to 156 KB in the order a VM lists them and 227
+// KB shuffled (BenchmarkCompressAllClasses, ratios 6.1 and 4.2). It is
+// sent when
 //
-//	expected lookups × RTT > expected snapshot bytes / bandwidth
+//	expected lookups × RTT > expected snapshot bytes / compression / bandwidth
 //
+// So at 15,000 classes and 30 ms an IDE's 30 lookups (BigApp's) pay for it
+// from 1.4 MB/s on a plain link and from 0.35 MB/s on a compressed one; at
+// an attach to a VM that waits (suspend=y: a few hundred classes, 30 KB)
+// two lookups pay for it from 0.5 MB/s.
 // with the lookups and the bytes from the profile (the last attach's,
 // or the prior's; a profile that never saw a snapshot: none), the RTT
 // measured on the attach's first replies (IDSizes, Version), and
@@ -52,6 +62,10 @@ import (
 // assumedBandwidth is the link's bandwidth in bytes per second when
 // Config.Bandwidth is not set.
 const assumedBandwidth = 1 << 20
+
+// snapCompression is what a compressed link divides the snapshot's bytes
+// by: at least, at 15,000 classes (4.2 shuffled, 6.1 in the VM's order).
+const snapCompression = 4
 
 // snapshot is the attach's AllClassesWithGeneric of one suspension.
 // Guarded by session.mu.
@@ -108,7 +122,11 @@ func (a *attach) snapPays(p *profile) bool {
 	if bw <= 0 {
 		bw = assumedBandwidth
 	}
-	cost := time.Duration(float64(p.SnapBytes) / float64(bw) * float64(time.Second))
+	bytes := float64(p.SnapBytes)
+	if a.compressed {
+		bytes /= snapCompression
+	}
+	cost := time.Duration(bytes / float64(bw) * float64(time.Second))
 	return time.Duration(lookups)*a.disp.rtt.soFar() > cost
 }
 
