@@ -51,7 +51,11 @@ func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
 	}
 	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
 	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
-	p.ArrFirst, p.ArrLen, p.ArrKnown = l.arrFirst, l.arrLen, l.arrKnown
+	p.ArrKnown = l.arrKnown
+	if len(l.arrReads) > 0 {
+		p.ArrFirst, p.ArrLen = l.arrReads[0].First, l.arrReads[0].Len
+		p.ArrReads = append(p.ArrReads[:0], l.arrReads...)
+	}
 	for _, t := range l.templates {
 		if t.removed || len(p.Templates) >= maxTemplates {
 			continue
@@ -81,7 +85,13 @@ func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 	copy(l.ratio[:], p.Ratio) // a file from before a rule was added has fewer
 
 	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
-	l.arrFirst, l.arrLen, l.arrKnown = p.ArrFirst, p.ArrLen, p.ArrKnown
+	l.arrKnown, l.arrReads = p.ArrKnown, l.arrReads[:0]
+	switch {
+	case len(p.ArrReads) > 0:
+		l.arrReads = append(l.arrReads, p.ArrReads[:min(len(p.ArrReads), maxArrReads)]...)
+	case p.ArrKnown: // a profile from before the reads were kept
+		l.arrReads = append(l.arrReads, arrRead{First: p.ArrFirst, Len: p.ArrLen})
+	}
 	if sizes.ObjectID == 0 || len(l.templates) > 0 {
 		return
 	}

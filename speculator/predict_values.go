@@ -1,6 +1,8 @@
 package speculator
 
 import (
+	"slices"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
@@ -225,18 +227,18 @@ func (vr *valueRules) specInterfaceInfo(sizes jdwp.IDSizes, t jdwp.ClassID) {
 }
 
 func (vr *valueRules) specArrayValues(sizes jdwp.IDSizes, arr jdwp.ObjectID, length int32, level uint8) {
-	first, n := vr.learn.arrFirst, vr.learn.arrLen
-	if n < 0 || first < 0 || first >= length {
-		return
+	var sent [maxArrReads]arrRead
+	for i, a := range vr.learn.arrReads {
+		first, n := a.First, min(a.Len, length-a.First)
+		if a.Len < 0 || first < 0 || first >= length || n <= 0 || slices.Contains(sent[:i], arrRead{first, n}) {
+			continue
+		}
+		sent[i] = arrRead{first, n}
+		w := vr.writer(sizes)
+		w.Object(arr)
+		w.Int32(first)
+		w.Int32(n)
+		vr.pbuf = w.Buf
+		vr.specParams(sizes, jdwp.CmdArrayReferenceGetValues, vr.pbuf, kArrayValues, nil, level)
 	}
-	n = min(n, length-first)
-	if n <= 0 {
-		return
-	}
-	w := vr.writer(sizes)
-	w.Object(arr)
-	w.Int32(first)
-	w.Int32(n)
-	vr.pbuf = w.Buf
-	vr.specParams(sizes, jdwp.CmdArrayReferenceGetValues, vr.pbuf, kArrayValues, nil, level)
 }

@@ -2,6 +2,7 @@ package speculator
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
@@ -289,6 +290,75 @@ func TestArrayStringTypesReadAhead(t *testing.T) {
 	r.dbg.call(61, jdwp.CmdObjectReferenceReferenceType, threadBody(s2))
 	if n := r.vm.count(jdwp.CmdObjectReferenceReferenceType); n != before {
 		t.Errorf("the VM got %d more ReferenceType, want the element's type from the cache", n-before)
+	}
+	r.dbg.quiet()
+}
+
+// TestArrayHeadsReadAhead: an IDE that reads two heads of the arrays it
+// shows (four elements to name them, sixteen to list them) gets both read
+// ahead, each cut to the array's length, once each.
+func TestArrayHeadsReadAhead(t *testing.T) {
+	var l learner
+	for _, a := range []arrRead{{0, 4}, {0, 16}, {0, 4}, {2, 1}, {0, 8}, {0, 9}} {
+		l.arrRead(a)
+	}
+	if want := []arrRead{{0, 9}, {0, 8}, {2, 1}, {0, 4}}; !slices.Equal(l.arrReads, want) {
+		t.Fatalf("reads kept %v, want %v (latest first, distinct, at most %d)", l.arrReads, want, maxArrReads)
+	}
+	var p profile
+	l.arrKnown = true
+	l.exportState(&p, sizes8)
+	var back learner
+	back.importFrom(&p, sizes8)
+	if !slices.Equal(back.arrReads, l.arrReads) || p.ArrLen != 9 {
+		t.Errorf("through a profile: %v (arr_len %d), want %v", back.arrReads, p.ArrLen, l.arrReads)
+	}
+	old := profile{ArrKnown: true, ArrFirst: 0, ArrLen: 4} // before the reads were kept
+	back.importFrom(&old, sizes8)
+	if want := []arrRead{{0, 4}}; !slices.Equal(back.arrReads, want) {
+		t.Errorf("from an older profile: %v, want %v", back.arrReads, want)
+	}
+
+	r, fs := newStopRig(t)
+	const arr = 0xB1
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		switch p.Cmd() {
+		case jdwp.CmdArrayReferenceLength:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(10) })
+		case jdwp.CmdObjectReferenceGetValues:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Value(jdwp.Value{Tag: jdwp.TagArray, Bits: 0xB2}) })
+		case jdwp.CmdObjectReferenceReferenceType:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.TypeTagArray)); w.ReferenceTypeID(0xD1) })
+		case jdwp.CmdArrayReferenceGetValues:
+			n := jdwp.NewBodyReader(p.Body()[8+4:], sizes8).Int32()
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Uint8(uint8(jdwp.TagInt))
+				w.Int32(n)
+				for range n {
+					w.Int32(1)
+				}
+			})
+		}
+		return fs.handler(p)
+	})
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// The debugger shows an array twice at this stop (4, then all 10 of
+	// its elements), then an object's field holding another array.
+	r.dbg.call(60, jdwp.CmdArrayReferenceLength, threadBody(arr))
+	r.dbg.call(61, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(4) }))
+	r.dbg.call(62, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(10) }))
+	r.dbg.call(63, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0xA1); w.Int32(1); w.FieldID(0x10) }))
+	for _, n := range []int32{4, 10} {
+		want := body(func(w *jdwp.BodyWriter) { w.ObjectID(0xB2); w.Int32(0); w.Int32(n) })
+		jdwptest.Await(t, fmt.Sprintf("the VM to be asked %d elements of the field's array", n), r.vm.vm.Changed, func() (bool, string) {
+			for _, p := range r.vm.commands() {
+				if p.Cmd() == jdwp.CmdArrayReferenceGetValues && string(p.Body()) == string(want) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
+		})
 	}
 	r.dbg.quiet()
 }
