@@ -33,7 +33,7 @@ func TestPartsTable(t *testing.T) {
 		"missers":     {"stopRules"},
 		"repliers":    {"attach", "writeBehind", "prepareRule"},
 		"holders":     {"framePrediction"},
-		"compositors": {"writeBehind", "prepareRule"},
+		"compositors": {"attach", "writeBehind", "prepareRule"},
 		"stoppers":    {"prepareRule"},
 		"wavers":      {"framePrediction", "stopRules"},
 		"framers":     {"framePrediction", "stopRules"},

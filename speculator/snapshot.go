@@ -19,7 +19,8 @@ import (
 // for both commands), AllClasses and AllClassesWithGeneric.
 //
 // When: at a suspend=y attach (the VM_START said the whole VM waits) once
-// the profile is known (the second wave), and after the debugger's own
+// the profile is known (the second wave, or the VM_START if it comes
+// after that), and after the debugger's own
 // VirtualMachine.Suspend succeeded — each time only if it pays (below).
 // The snapshot is a stop-state fact of the whole VM (lookupFacts): any
 // resume, invoke, suspension change, redefinition or mutation ends it, and
@@ -305,6 +306,27 @@ func (a *attach) snapCommand(c jdwp.Cmd) {
 		jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
 	default:
 		a.snap.off = true
+	}
+}
+
+// seen does nothing (compositor).
+func (a *attach) seen(*jdwp.Composite, error) {}
+
+// taken takes the snapshot at a VM_START that suspends the whole VM and
+// comes after the attach's second wave (a VM that sent it after the
+// Version reply): the decision at the second wave was taken without the
+// suspension (compositor: called once the session took it in).
+func (a *attach) taken(c *jdwp.Composite) {
+	if c == nil || c.SuspendPolicy != jdwp.SuspendAll || !a.expanded || a.rs == nil {
+		return
+	}
+	for i := range c.Events {
+		if c.Events[i].Kind == jdwp.EventVMStart {
+			if sizes, ok := a.rs.IDSizes(); ok {
+				a.snapTake(sizes)
+			}
+			return
+		}
 	}
 }
 

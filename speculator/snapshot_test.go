@@ -192,3 +192,27 @@ func TestSnapshotServesOnlyWhileNoClassCanChange(t *testing.T) {
 		t.Errorf("a VM not started suspended got %d snapshots", n)
 	}
 }
+
+// TestSnapshotAtLateVMStart: a VM whose VM_START (suspending all) comes
+// after the attach's Version reply still gets its snapshot, taken at the
+// event, and the debugger's lookups are answered from it.
+func TestSnapshotAtLateVMStart(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	sp.snapAll = true
+	r := startRig(t, sp)
+	r.vm.setHandler(snapVM(snapEntry{1, 0x10, "LA;", 7}))
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	if n := r.vm.count(jdwp.CmdVirtualMachineAllClassesWithGeneric); n != 0 {
+		t.Fatalf("a snapshot (%d) before the VM said it is suspended", n)
+	}
+	r.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventVMStart, Thread: thread1})
+	r.expectEvent()
+	r.vm.waitFor(jdwp.CmdVirtualMachineAllClassesWithGeneric)
+	if p := r.dbg.call(3, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LA;")); p.ErrorCode() != 0 {
+		t.Fatalf("ClassesBySignature: %v", p.ErrorCode())
+	}
+	if n := r.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 0 {
+		t.Errorf("VM got %d lookups, want none: the snapshot answers", n)
+	}
+}
