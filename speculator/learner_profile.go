@@ -82,7 +82,15 @@ func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 			l.asked[c] = 1
 		}
 	}
-	copy(l.ratio[:], p.Ratio) // a file from before a rule was added has fewer
+	// A file from before a rule was added has fewer. A rule starts
+	// unshadowed whatever the last session made of it: that session's
+	// ratios come from its steps, where JDI, its caches full, asks no
+	// type facts, and shadowing them at a new session's first stop cost
+	// BigApp's 16 serial round trips there 61. A stop that wastes a rule
+	// shadows it again.
+	for k, r := range p.Ratio[:min(len(p.Ratio), int(numKinds))] {
+		l.ratio[k] = max(r, minRatio)
+	}
 
 	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
 	l.arrKnown, l.arrReads = p.ArrKnown, l.arrReads[:0]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
 
 // objWorld is a scripted VM's chain of objects for the value rules: each
@@ -361,4 +362,21 @@ func TestArrayHeadsReadAhead(t *testing.T) {
 		})
 	}
 	r.dbg.quiet()
+}
+
+// TestImportedRatiosShadowNothing: an earlier session's usage ratios do
+// not shadow a rule at a new session's first stop (those ratios come from
+// its steps); they are kept where they are above the floor.
+func TestImportedRatiosShadowNothing(t *testing.T) {
+	p := profile{Ratio: make([]float64, numKinds)}
+	p.Ratio[kFields], p.Ratio[kString] = 0.05, 0.9
+	var l learner
+	l.importFrom(&p, jdwp.IDSizes{})
+	if l.ratio[kFields] < minRatio || l.ratio[kString] != 0.9 {
+		t.Errorf("imported ratios: fields %v (want at least %v), strings %v (want 0.9)", l.ratio[kFields], minRatio, l.ratio[kString])
+	}
+	var key keyable.Key
+	if l.shadowed(kFields, &key) {
+		t.Error("a rule is shadowed at the first stop by an earlier session's ratio")
+	}
 }
