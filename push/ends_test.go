@@ -384,6 +384,42 @@ func TestNearDropsStaleBundles(t *testing.T) {
 	}
 }
 
+// TestNearKeepsBundleAcrossEventRequest: a bundle of the stop in progress
+// that the far end gathered before it received the debugger's
+// EventRequest.Clear (the stop's event went ahead, its hold expired) is
+// still used: an event request changes nothing a read says.
+func TestNearKeepsBundleAcrossEventRequest(t *testing.T) {
+	script := vmScript()
+	script[jdwp.CmdEventRequestClear] = jdwptest.Body(nil)
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: script})
+	cnt := new(Counters)
+	d := attach(t, vm.Addr(), NearHooks(newSpec(), Config{Counters: cnt}), 0)
+	ev := stopEvent(77)
+	if err := vm.Send(append(bundlePacket(1, 1, 0, []Record{statusRecord()}), ev...)); err != nil {
+		t.Fatal(err)
+	}
+	next(t, d)
+	// The rest of the stop's records, gathered before the far end got the
+	// Clear below; the Clear's reply comes after them.
+	if err := vm.Send(bundlePacket(2, 1, 0, []Record{nameRecord("pushed")})); err != nil {
+		t.Fatal(err)
+	}
+	clear := []byte{byte(jdwp.EventBreakpoint), 0, 0, 0, 7}
+	if _, err := d.Call(jdwp.CmdEventRequestClear, clear); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jdwp.NewBodyReader(r.Body(), sizes8).String(); got != "pushed" || count(vm, jdwp.CmdThreadReferenceName) != 0 {
+		t.Errorf("name %q with %d Name commands at the far end, want the pushed reply from the cache", got, count(vm, jdwp.CmdThreadReferenceName))
+	}
+	if st := cnt.Stats(); st.BundlesStale != 0 || st.Stored != 2 {
+		t.Errorf("stats %+v: want both bundles stored", st)
+	}
+}
+
 // TestNearClosesOnGarbage: a bundle that does not parse ends its session
 // (and only that), and never reaches the debugger.
 func TestNearClosesOnGarbage(t *testing.T) {

@@ -94,7 +94,8 @@ type far struct {
 	out       []byte // the bundle packet
 	nextID    uint32 // IDs of bundle packets
 	closed    bool
-	quiet     bool // the link is too fast for pushing to pay (linkRTT)
+	quiet     bool          // the link is too fast for pushing to pay (linkRTT)
+	rtt       time.Duration // the near end's last reported link round trip (0: none yet)
 	// attaching: the attach bundle (stop 0) is being gathered, to be sent
 	// as the session's first packet, even empty (relay.LinkInfo).
 	attaching bool
@@ -206,7 +207,7 @@ func (f *far) linkRTT(rtt time.Duration) {
 	quiet := rtt < speculator.LowRTT
 	f.mu.Lock()
 	changed := quiet != f.quiet
-	f.quiet = quiet
+	f.quiet, f.rtt = quiet, rtt
 	f.mu.Unlock()
 	if !changed {
 		return
@@ -283,9 +284,22 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 		return relay.Consume
 	}
 	f.holdSeq++
-	f.startTimer(f.cfg.MaxHold)
+	f.startTimer(f.holdFor())
 	return relay.Consume
 }
+
+// holdFor is how long a stop event may be held: MaxHold, or up to one
+// link round trip (at most maxLinkHold) when the near end reported a
+// longer one. Whatever the bundle would lack once the event went costs
+// the debugger at least that round trip, and a far end gathering a big
+// stop (BigApp's first breakpoint: fields three levels deep) on a busy
+// machine takes longer than MaxHold. mu is held.
+func (f *far) holdFor() time.Duration {
+	return max(f.cfg.MaxHold, min(f.rtt, maxLinkHold))
+}
+
+// maxLinkHold bounds the hold holdFor takes from the link's round trip.
+const maxLinkHold = 250 * time.Millisecond
 
 // hold queues a copy of p (of command cmd, or a reply to it) behind the
 // held stop event.

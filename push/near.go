@@ -163,8 +163,17 @@ func fenceOf(id uint32) uint64 { return 1<<32 | uint64(id) }
 
 // mayChange reports whether a command may change the VM's state: anything
 // but a cacheable command whose parameters fit its layout (the
-// speculator's own rule).
+// speculator's own rule) and the event requests. An EventRequest.Set,
+// Clear or ClearAllBreakpoints changes only which events the VM will
+// report once it runs, which no read's reply says: a debugger deletes
+// the request of the breakpoint it stopped at (JDI's IDEs do at once) or
+// sets new ones while the far end still gathers the stop, and the
+// records gathered across it hold.
 func mayChange(rs *relay.Session, f *relay.Frame) bool {
+	switch f.Cmd {
+	case jdwp.CmdEventRequestSet, jdwp.CmdEventRequestClear, jdwp.CmdEventRequestClearAllBreakpoints:
+		return false
+	}
 	if _, ok := keyable.Lookup(f.Cmd); !ok {
 		return true
 	}

@@ -47,3 +47,20 @@ func TestFarTimerPanicEndsSession(t *testing.T) {
 		t.Errorf("no log line naming the recovered panic in:\n%s", s)
 	}
 }
+
+// TestFarHoldFollowsLinkRTT: a stop event is held MaxHold, or up to the
+// near end's reported link round trip when longer (bounded).
+func TestFarHoldFollowsLinkRTT(t *testing.T) {
+	f := &far{cfg: Config{MaxHold: 50 * time.Millisecond}}
+	for _, tc := range []struct{ rtt, want time.Duration }{
+		{0, 50 * time.Millisecond},
+		{10 * time.Millisecond, 50 * time.Millisecond},
+		{120 * time.Millisecond, 120 * time.Millisecond},
+		{time.Second, maxLinkHold},
+	} {
+		f.rtt = tc.rtt
+		if got := f.holdFor(); got != tc.want {
+			t.Errorf("link RTT %v: hold %v, want %v", tc.rtt, got, tc.want)
+		}
+	}
+}

@@ -82,6 +82,7 @@ type attach struct {
 	prof          *profile                             // learned at an earlier attach, nil if none
 	rec           profile                              // this attach, being recorded
 	expanded      bool                                 // the second wave (after IDSizes) was sent
+	compressed    bool                                 // the link to the VM is compressed (split mode's near end: snapPays)
 	ansBuf        []byte                               // lookups' answers (handed to the relay)
 }
 
@@ -190,7 +191,7 @@ func (a *attach) replied(x *reply) {
 		if r.Err() == nil && len(params) > 0 {
 			id := jdwp.NewBodyReader(params, sizes).Class()
 			if _, known := a.facts.seen.sigOf[id]; !known { // (a string only for a new class)
-				a.attachClass(sizes, id, string(s))
+				a.attachClass(sizes, id, string(s), false)
 			}
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
@@ -200,7 +201,7 @@ func (a *attach) replied(x *reply) {
 			id := r.Class()
 			r.Int32()
 			if r.Err() == nil {
-				a.attachClass(sizes, id, sig)
+				a.attachClass(sizes, id, sig, x.d == nil || x.d.peer) // the attach's own lookup, or a proxy's in front
 			}
 		}
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
@@ -254,15 +255,20 @@ func (a *attach) attachLookup(sig string) {
 }
 
 // attachClass notes that this connection handed out class id with
-// signature sig, and replays the profile's commands for it.
-func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string) {
+// signature sig (in a reply to the proxy's own lookup, which the debugger
+// did not see, if own), and replays the profile's commands for it.
+func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string, own bool) {
 	if id == 0 || sig == "" {
 		return
 	}
 	if _, known := a.facts.seen.sigOf[id]; known {
 		return
 	}
-	a.facts.addSignature([]byte(sig), id)
+	if own {
+		a.facts.addOwnSignature([]byte(sig), id)
+	} else {
+		a.facts.addSignature([]byte(sig), id)
+	}
 	a.facts.seen.class(id, sig)
 	p := a.prof
 	if p == nil || !a.attachAllowed() {
@@ -291,7 +297,7 @@ func (a *attach) onClassPrepare(_ jdwp.SuspendPolicy, e *jdwp.Event) {
 		return
 	}
 	if sizes, ok := a.rs.IDSizes(); ok {
-		a.attachClass(sizes, e.ClassID(), string(e.Signature))
+		a.attachClass(sizes, e.ClassID(), string(e.Signature), false)
 	}
 }
 

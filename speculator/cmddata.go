@@ -23,6 +23,10 @@ type cmdData struct {
 	mark   uint64         // suspChanges right after an invoke was sent
 	sig    string         // ClassesBySignature's signature
 	lookup bool           // the attach's own ClassesBySignature (attach.go)
+	// peer: a lookup by name a proxy in front sent on its own (its ID in
+	// the proxies' range, retag.InRange: split mode's near end), whose
+	// reply the debugger does not see.
+	peer bool
 	// snapshot: the attach's own AllClassesWithGeneric (snapshot.go)
 	snapshot bool
 }

@@ -48,8 +48,8 @@
 // part reacts to:
 //
 //	part             file                       reacts to
-//	attach           attach.go, lookup.go,      first command, VM_START, asked, command (lookups), replied,
-//	                 snapshot.go                CLASS_PREPARE, CLASS_UNLOAD
+//	attach           attach.go, lookup.go,      first command, VM_START (also composite, taken), asked,
+//	                 snapshot.go                command (lookups), replied, CLASS_PREPARE, CLASS_UNLOAD
 //	writeBehind      writebehind*.go            command, replied (settle, read), composite (seen, taken), profile
 //	prepareRule      predict_prepare.go         command (requests, resume), asked, replied (Methods), CLASS_PREPARE, stopped, profile
 //	framePrediction  framepredict.go            wave 1, frame, hold

@@ -50,6 +50,7 @@ type facts struct {
 	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
 	sigIDs   map[string][]jdwp.ClassID
 	idSig    map[jdwp.ClassID]string   // classes whose signature is known, with it
+	ownNamed map[jdwp.ClassID]struct{} // of those, the ones only the proxy's own lookups named (the debugger never saw their signature)
 	unsigned map[jdwp.ClassID]struct{} // classes with cached facts, signature unknown
 
 	objType  map[jdwp.ObjectID]jdwp.ClassID // object -> its reference type
@@ -68,6 +69,7 @@ func newFacts(sp *Speculator) facts {
 		suspended:  map[jdwp.ThreadID]bool{},
 		sigIDs:     map[string][]jdwp.ClassID{},
 		idSig:      map[jdwp.ClassID]string{},
+		ownNamed:   map[jdwp.ClassID]struct{}{},
 		unsigned:   map[jdwp.ClassID]struct{}{},
 		objType:    map[jdwp.ObjectID]jdwp.ClassID{},
 		classes:    newClassFacts(),
@@ -296,6 +298,7 @@ func (f *facts) onClassUnload(_ jdwp.SuspendPolicy, e *jdwp.Event) {
 			f.classes.forget(id)
 			f.seen.forget(id)
 			delete(f.idSig, id)
+			delete(f.ownNamed, id)
 		}
 		delete(f.sigIDs, string(e.Signature))
 	}
@@ -329,6 +332,7 @@ func (f *facts) addSignature(sig []byte, id jdwp.ClassID) {
 	if id == 0 {
 		return
 	}
+	delete(f.ownNamed, id) // named where the debugger sees it
 	if _, ok := f.idSig[id]; ok {
 		return
 	}
@@ -336,6 +340,7 @@ func (f *facts) addSignature(sig []byte, id jdwp.ClassID) {
 		// Forget signatures; classes with cached facts become "unsigned"
 		// only as facts are stored again, so invalidate the class tier.
 		clear(f.idSig)
+		clear(f.ownNamed)
 		clear(f.sigIDs)
 		clear(f.unsigned)
 		f.classAll = f.bump(reasonClassUnload)
@@ -345,6 +350,33 @@ func (f *facts) addSignature(sig []byte, id jdwp.ClassID) {
 	f.sigIDs[s] = append(f.sigIDs[s], id)
 	delete(f.unsigned, id)
 }
+
+// addOwnSignature notes the signature of class id as one of the proxy's
+// own lookups named it (the attach's class snapshot or lookups by name),
+// which the debugger did not see: it may still ask for it.
+func (f *facts) addOwnSignature(sig []byte, id jdwp.ClassID) {
+	if _, known := f.idSig[id]; known || id == 0 {
+		return
+	}
+	f.addSignature(sig, id)
+	if _, ok := f.idSig[id]; ok {
+		f.ownNamed[id] = struct{}{}
+	}
+}
+
+// addNamed notes the signature of class id from a lookup's reply, one a
+// proxy in front sent on its own if peer (the debugger does not see it).
+func (f *facts) addNamed(sig []byte, id jdwp.ClassID, peer bool) {
+	if peer {
+		f.addOwnSignature(sig, id)
+	} else {
+		f.addSignature(sig, id)
+	}
+}
+
+// shownAll notes that the debugger saw every signature the proxy's own
+// lookups named (a class snapshot answered its AllClasses).
+func (f *facts) shownAll() { clear(f.ownNamed) }
 
 // signatureQueried is the signature a ClassesBySignature command asks
 // for, kept until its reply names the classes ("" for other commands).
@@ -378,7 +410,7 @@ func (f *facts) learnReply(c jdwp.Cmd, d *cmdData, p jdwp.Packet, sizes jdwp.IDS
 			}
 			r.Int32()
 			if r.Err() == nil {
-				f.addSignature(sig, id)
+				f.addNamed(sig, id, d.peer)
 			}
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
@@ -388,7 +420,7 @@ func (f *facts) learnReply(c jdwp.Cmd, d *cmdData, p jdwp.Packet, sizes jdwp.IDS
 			id := r.Class()
 			r.Int32()
 			if r.Err() == nil {
-				f.addSignature([]byte(d.sig), id)
+				f.addNamed([]byte(d.sig), id, d.peer)
 			}
 		}
 	case jdwp.CmdObjectReferenceReferenceType:

@@ -112,8 +112,7 @@ type learner struct {
 	byKey     map[keyable.Key]*template
 	slots     map[methodKey][]byte    // SF.GetValues parameters after the frame ID
 	fields    map[jdwp.ClassID][]byte // reference type -> OR.GetValues parameters after the object ID
-	arrFirst  int32
-	arrLen    int32
+	arrReads  []arrRead               // the debugger's ArrayReference.GetValues (first, length), latest first, distinct
 	arrKnown  bool
 	// framesRule is how many top frames the debugger asks after the
 	// frame count: 0 unknown, -1 all of them, n > 0 at most n.
@@ -344,7 +343,7 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 	case jdwp.CmdArrayReferenceGetValues:
 		r := jdwp.NewBodyReader(params, sizes)
 		r.Object()
-		l.arrFirst, l.arrLen = r.Int32(), r.Int32()
+		l.arrRead(arrRead{First: r.Int32(), Len: r.Int32()})
 		l.arrKnown = true
 	}
 	if info.Tier != keyable.TierStop {
@@ -424,4 +423,27 @@ func replaceThread(dst, params []byte, t jdwp.ThreadID, sizes jdwp.IDSizes) []by
 		w.Buf = append(w.Buf, params[sizes.ObjectID:]...)
 	}
 	return w.Buf
+}
+
+// arrRead is the part of an array the debugger read: from First, Len
+// elements at most (an IDE reads a head of each array it shows: one size
+// to name its elements, another to list them).
+type arrRead struct {
+	First int32 `json:"first"`
+	Len   int32 `json:"len"`
+}
+
+// maxArrReads bounds the array reads kept.
+const maxArrReads = 4
+
+// arrRead notes an array read of the debugger's: first of the kept ones,
+// the oldest dropped past maxArrReads.
+func (l *learner) arrRead(a arrRead) {
+	if i := slices.Index(l.arrReads, a); i >= 0 {
+		l.arrReads = slices.Delete(l.arrReads, i, i+1)
+	}
+	l.arrReads = slices.Insert(l.arrReads, 0, a)
+	if len(l.arrReads) > maxArrReads {
+		l.arrReads = l.arrReads[:maxArrReads]
+	}
 }

@@ -51,7 +51,11 @@ func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
 	}
 	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
 	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
-	p.ArrFirst, p.ArrLen, p.ArrKnown = l.arrFirst, l.arrLen, l.arrKnown
+	p.ArrKnown = l.arrKnown
+	if len(l.arrReads) > 0 {
+		p.ArrFirst, p.ArrLen = l.arrReads[0].First, l.arrReads[0].Len
+		p.ArrReads = append(p.ArrReads[:0], l.arrReads...)
+	}
 	for _, t := range l.templates {
 		if t.removed || len(p.Templates) >= maxTemplates {
 			continue
@@ -78,10 +82,24 @@ func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 			l.asked[c] = 1
 		}
 	}
-	copy(l.ratio[:], p.Ratio) // a file from before a rule was added has fewer
+	// A file from before a rule was added has fewer. A rule starts
+	// unshadowed whatever the last session made of it: that session's
+	// ratios come from its steps, where JDI, its caches full, asks no
+	// type facts, and shadowing them at a new session's first stop cost
+	// BigApp's 16 serial round trips there 61. A stop that wastes a rule
+	// shadows it again.
+	for k, r := range p.Ratio[:min(len(p.Ratio), int(numKinds))] {
+		l.ratio[k] = max(r, minRatio)
+	}
 
 	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
-	l.arrFirst, l.arrLen, l.arrKnown = p.ArrFirst, p.ArrLen, p.ArrKnown
+	l.arrKnown, l.arrReads = p.ArrKnown, l.arrReads[:0]
+	switch {
+	case len(p.ArrReads) > 0:
+		l.arrReads = append(l.arrReads, p.ArrReads[:min(len(p.ArrReads), maxArrReads)]...)
+	case p.ArrKnown: // a profile from before the reads were kept
+		l.arrReads = append(l.arrReads, arrRead{First: p.ArrFirst, Len: p.ArrLen})
+	}
 	if sizes.ObjectID == 0 || len(l.templates) > 0 {
 		return
 	}

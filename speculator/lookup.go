@@ -84,9 +84,27 @@ func (a *attach) lookupServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 	}
 	f.Answer = retag.Retag(a.ansBuf[:0], l.reply, f.ID)
 	a.ansBuf = f.Answer[:0]
+	a.lookupShown(sig, jdwp.Packet(l.reply), sizes)
 	f.Origin = relay.CacheHit
 	a.sp.countRequest(resultHit)
 	return true
+}
+
+// lookupShown notes the classes of a lookup's reply p, of signature sig,
+// as named where the debugger sees them: it was answered with it. (A
+// lookup that answers a belayed debugger command is taken as the proxy's
+// own: the debugger may be asked a signature it has, a read wasted.)
+func (a *attach) lookupShown(sig string, p jdwp.Packet, sizes jdwp.IDSizes) {
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	n := r.Count(1 + sizes.ReferenceTypeID + 4)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		r.Uint8()
+		id := r.Class()
+		r.Int32()
+		if r.Err() == nil {
+			a.facts.addSignature([]byte(sig), id)
+		}
+	}
 }
 
 // lookupCommand sees a debugger command that is not cacheable: anything

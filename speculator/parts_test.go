@@ -36,7 +36,7 @@ func TestPartsTable(t *testing.T) {
 		"missers":     {"stopRules"},
 		"repliers":    {"attach", "writeBehind", "prepareRule", "learnedRules"},
 		"holders":     {"framePrediction"},
-		"compositors": {"writeBehind", "prepareRule", "learnedRules"},
+		"compositors": {"attach", "writeBehind", "prepareRule", "learnedRules"},
 		"stoppers":    {"prepareRule", "learnedRules"},
 		"wavers":      {"framePrediction", "stopRules", "learnedRules"},
 		"framers":     {"framePrediction", "stopRules", "learnedRules"},

@@ -37,6 +37,7 @@ type profile struct {
 	ArrFirst   int32         `json:"arr_first"`
 	ArrLen     int32         `json:"arr_len"`
 	ArrKnown   bool          `json:"arr_known"`
+	ArrReads   []arrRead     `json:"arr_reads,omitempty"` // learner.arrReads (ArrFirst, ArrLen: the first, for older readers)
 	Templates  []relTmpl     `json:"templates,omitempty"`
 	Slots      []slotsOf     `json:"slots,omitempty"`       // learner.slots by method name
 	WB         *wbProfile    `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
@@ -306,7 +307,7 @@ func parseProfiles(b []byte) (map[string]*profile, error) {
 // ratio length (or fewer).
 func (p *profile) valid() bool {
 	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
-		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) {
+		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) || len(p.ArrReads) > maxArrReads {
 		return false
 	}
 	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {

@@ -1,6 +1,8 @@
 package speculator
 
 import (
+	"slices"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
@@ -54,6 +56,7 @@ func (vr *valueRules) chain(x *chained) {
 			v := r.Value()
 			if r.Err() == nil {
 				vr.values(sizes, level+1, v)
+				vr.elementType(sizes, level+1, v)
 			}
 		}
 	case jdwp.CmdObjectReferenceReferenceType:
@@ -71,6 +74,15 @@ func (vr *valueRules) chain(x *chained) {
 		if r.Err() == nil {
 			vr.specTypeInfo(sizes, sup)
 		}
+	case jdwp.CmdReferenceTypeInterfaces:
+		// JDI lists a class's visible fields with those of its
+		// interfaces and theirs.
+		n := r.Count(sizes.ReferenceTypeID)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			if t := r.Class(); r.Err() == nil {
+				vr.specInterfaceInfo(sizes, t)
+			}
+		}
 	case jdwp.CmdArrayReferenceLength:
 		arr := params.Object()
 		n := r.Int32()
@@ -85,7 +97,7 @@ func (vr *valueRules) chain(x *chained) {
 // string's value, an array's length and first elements, an object's type
 // and (at the first level) its fields.
 func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
-	if v.IsNull() || !v.IsObject() || level > 1 {
+	if v.IsNull() || !v.IsObject() || level > maxValueLevel {
 		return
 	}
 	o := v.ObjectID()
@@ -115,16 +127,40 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		vr.specParams(sizes, jdwp.CmdArrayReferenceLength, vr.pbuf, kArrayLength, nil, level)
 	case jdwp.TagObject:
 		if t, ok := vr.facts.objType[o]; ok {
-			if level == 0 {
+			if level < maxValueLevel {
 				vr.shapes.specFields(sizes, o, t, level)
 			}
 			return
 		}
-		if level == 0 {
+		if level < maxValueLevel {
 			vr.learn.ep.wantFields[o] = level
 		}
 		vr.specParams(sizes, jdwp.CmdObjectReferenceReferenceType, vr.pbuf, kRefType, nil, level)
 	}
+}
+
+// maxValueLevel is the deepest level of the values a stop shows that the
+// rules follow: the frame's values and this (level 0), their fields and
+// elements (1), theirs (2) and theirs (3), whose fields are not read. An
+// IDE shows a variable's fields, and the user opens a field to show its
+// own: a map's table, its entries, their keys and values, three levels
+// of fields in all.
+const maxValueLevel = 3
+
+// elementType speculates the type of a string an array holds: an IDE
+// names the type of each element it shows (an object's or an array's is
+// read by values already).
+func (vr *valueRules) elementType(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
+	if v.Tag != jdwp.TagString || v.IsNull() || level > maxValueLevel {
+		return
+	}
+	if _, known := vr.facts.objType[v.ObjectID()]; known {
+		return
+	}
+	w := vr.writer(sizes)
+	w.Object(v.ObjectID())
+	vr.pbuf = w.Buf
+	vr.specParams(sizes, jdwp.CmdObjectReferenceReferenceType, vr.pbuf, kRefType, nil, level)
 }
 
 // typeInfoCmds are the class-lifetime facts the debugger asks about an
@@ -136,10 +172,12 @@ var typeInfoCmds = [...]jdwp.Cmd{
 }
 
 // specTypeSig speculates the signature of an object's type t that no
-// reply or event this proxy saw named: neither did the debugger, which
-// asks it to show the object (an array's type, typically).
+// reply or event the debugger saw named (only the proxy's own lookups at
+// attach, if any): the debugger asks it to show the object (an array's
+// type, a class loaded before the attach, typically).
 func (vr *valueRules) specTypeSig(sizes jdwp.IDSizes, t jdwp.ClassID) {
-	if _, named := vr.facts.idSig[t]; named || t == 0 {
+	_, named := vr.facts.idSig[t]
+	if _, own := vr.facts.ownNamed[t]; named && !own || t == 0 {
 		return
 	}
 	for _, c := range [...]jdwp.Cmd{jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.CmdReferenceTypeSignature} {
@@ -170,19 +208,37 @@ func (vr *valueRules) specTypeInfo(sizes jdwp.IDSizes, t jdwp.ClassID) {
 	}
 }
 
+// specInterfaceInfo speculates the type facts of interface t the debugger
+// asked for types before, but a class's superclass (ClassType.Superclass
+// takes a class).
+func (vr *valueRules) specInterfaceInfo(sizes jdwp.IDSizes, t jdwp.ClassID) {
+	if t == 0 {
+		return
+	}
+	for _, c := range typeInfoCmds {
+		if vr.learn.asked[c] == 0 || c == jdwp.CmdClassTypeSuperclass {
+			continue
+		}
+		w := vr.writer(sizes)
+		w.Class(t)
+		vr.pbuf = w.Buf
+		vr.specParams(sizes, c, vr.pbuf, kClassInfo, nil, 0)
+	}
+}
+
 func (vr *valueRules) specArrayValues(sizes jdwp.IDSizes, arr jdwp.ObjectID, length int32, level uint8) {
-	first, n := vr.learn.arrFirst, vr.learn.arrLen
-	if n < 0 || first < 0 || first >= length {
-		return
+	var sent [maxArrReads]arrRead
+	for i, a := range vr.learn.arrReads {
+		first, n := a.First, min(a.Len, length-a.First)
+		if a.Len < 0 || first < 0 || first >= length || n <= 0 || slices.Contains(sent[:i], arrRead{first, n}) {
+			continue
+		}
+		sent[i] = arrRead{first, n}
+		w := vr.writer(sizes)
+		w.Object(arr)
+		w.Int32(first)
+		w.Int32(n)
+		vr.pbuf = w.Buf
+		vr.specParams(sizes, jdwp.CmdArrayReferenceGetValues, vr.pbuf, kArrayValues, nil, level)
 	}
-	n = min(n, length-first)
-	if n <= 0 {
-		return
-	}
-	w := vr.writer(sizes)
-	w.Object(arr)
-	w.Int32(first)
-	w.Int32(n)
-	vr.pbuf = w.Buf
-	vr.specParams(sizes, jdwp.CmdArrayReferenceGetValues, vr.pbuf, kArrayValues, nil, level)
 }

@@ -60,7 +60,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	c.cache = newReplyCache(sp, &c.facts)
 	c.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: rs.IDs(), data: &c.data, facts: &c.facts,
 		inflight: map[keyable.Key]*spec{}, onSend: c.sent, log: c.log}
-	ss.att = attach{core: c, rs: rs, importProfile: ss.importProfile}
+	ss.att = attach{core: c, rs: rs, importProfile: ss.importProfile, compressed: rs.VMInfo().Compressed}
 	ss.wb = newWriteBehind(c, sp.cfg.WriteBehind)
 	ss.prep = prepareRule{core: c}
 	ss.fp = framePrediction{core: c}
@@ -128,6 +128,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			x.missed(&d.key, sizes)
 		}
 	} else {
+		d.peer = retag.InRange(f.ID)
 		x := &ss.cmd
 		x.f, x.sizes, x.d, x.set.is, x.eff = f, sizes, d, false, effectOf(p)
 		if p.Cmd() == jdwp.CmdEventRequestSet {

@@ -19,7 +19,8 @@ import (
 // for both commands), AllClasses and AllClassesWithGeneric.
 //
 // When: at a suspend=y attach (the VM_START said the whole VM waits) once
-// the profile is known (the second wave), and after the debugger's own
+// the profile is known (the second wave, or the VM_START if it comes
+// after that), and after the debugger's own
 // VirtualMachine.Suspend succeeded — each time only if it pays (below).
 // The snapshot is a stop-state fact of the whole VM (lookupFacts): any
 // resume, invoke, suspension change, redefinition or mutation ends it, and
@@ -35,14 +36,24 @@ import (
 // snapOK).
 //
 // The rule (snapPays): the snapshot costs its bytes on the link, about 74
-// bytes per loaded class (the Deep workload's JDK 17 VM at its suspend=y
-// attach: 387 classes, 28,605 bytes, TestRealVMClassSnapshotAnswersAsTheVM;
-// at 15,000 classes about 1.1 MB, 1.1 s at 1 MB/s), and saves one round
-// trip per lookup the profile does not already cover with its own lookups
-// by signature (attachLookup). It is sent when
+// to 81 bytes per loaded class (the Deep workload's JDK 17 VM at its
+// suspend=y attach: 387 classes, 28,605 bytes,
+// TestRealVMClassSnapshotAnswersAsTheVM; BigApp's at its suspend=y attach
+// about 400 classes, 28,542 bytes; BigApp's after its start-up: 15,231
+// classes, 1,231,506 bytes, 1.2 s at 1 MB/s, 41 round trips of 30 ms),
+// and saves one round trip per lookup the profile does not already cover
+// with its own lookups by signature (attachLookup). On a compressed link
+// (split mode's zstd) it costs a quarter of its bytes: zstd takes the
+// reply at 15,000 classes to 156 KB in the order a VM lists them and 227
+// KB shuffled (BenchmarkCompressAllClasses, ratios 6.1 and 4.2). It is
+// sent when
 //
-//	expected lookups × RTT > expected snapshot bytes / bandwidth
+//	expected lookups × RTT > expected snapshot bytes / compression / bandwidth
 //
+// So at 15,000 classes and 30 ms an IDE's 30 lookups (BigApp's) pay for it
+// from 1.4 MB/s on a plain link and from 0.35 MB/s on a compressed one; at
+// an attach to a VM that waits (suspend=y: a few hundred classes, 30 KB)
+// two lookups pay for it from 0.5 MB/s.
 // with the lookups and the bytes from the profile (the last attach's,
 // or the prior's; a profile that never saw a snapshot: none), the RTT
 // measured on the attach's first replies (IDSizes, Version), and
@@ -52,6 +63,10 @@ import (
 // assumedBandwidth is the link's bandwidth in bytes per second when
 // Config.Bandwidth is not set.
 const assumedBandwidth = 1 << 20
+
+// snapCompression is what a compressed link divides the snapshot's bytes
+// by: at least, at 15,000 classes (4.2 shuffled, 6.1 in the VM's order).
+const snapCompression = 4
 
 // snapshot is the attach's AllClassesWithGeneric of one suspension.
 // Guarded by session.mu.
@@ -108,7 +123,11 @@ func (a *attach) snapPays(p *profile) bool {
 	if bw <= 0 {
 		bw = assumedBandwidth
 	}
-	cost := time.Duration(float64(p.SnapBytes) / float64(bw) * float64(time.Second))
+	bytes := float64(p.SnapBytes)
+	if a.compressed {
+		bytes /= snapCompression
+	}
+	cost := time.Duration(bytes / float64(bw) * float64(time.Second))
 	return time.Duration(lookups)*a.disp.rtt.soFar() > cost
 }
 
@@ -166,12 +185,13 @@ func (a *attach) snapReplied(p jdwp.Packet, gen generation, sizes jdwp.IDSizes) 
 		s.in = true
 		s.bytes = len(s.body)
 		for i := range s.entries {
-			a.attachClass(sizes, s.entries[i].id, s.entries[i].sig)
+			a.attachClass(sizes, s.entries[i].id, s.entries[i].sig, true)
 		}
 	}
 	for _, w := range s.waiters {
 		if ok {
 			a.belayBuf = jdwp.AppendReply(a.belayBuf[:0], w.id, jdwp.ErrorNone, s.answer(w.cmd, w.sig, sizes))
+			a.snapShown(w.cmd, w.sig)
 		} else {
 			a.belayBuf = jdwp.AppendReply(a.belayBuf[:0], w.id, p.ErrorCode(), nil)
 		}
@@ -180,6 +200,18 @@ func (a *attach) snapReplied(p jdwp.Packet, gen generation, sizes jdwp.IDSizes) 
 	s.waiters = s.waiters[:0]
 	if !ok || !a.snapValid() {
 		a.snapDrop()
+	}
+}
+
+// snapShown notes the signatures the debugger saw in the snapshot's
+// answer to its lookup c (of signature sig).
+func (a *attach) snapShown(c jdwp.Cmd, sig string) {
+	if c != jdwp.CmdVirtualMachineClassesBySignature {
+		a.facts.shownAll()
+		return
+	}
+	for _, i := range a.snap.bySig[sig] {
+		a.facts.addSignature([]byte(sig), a.snap.entries[i].id)
 	}
 }
 
@@ -260,6 +292,7 @@ func (a *attach) snapServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 	}
 	f.Answer = jdwp.AppendReply(a.ansBuf[:0], f.ID, jdwp.ErrorNone, s.answer(c, sig, sizes))
 	a.ansBuf = f.Answer[:0]
+	a.snapShown(c, sig)
 	f.Origin = relay.CacheHit
 	a.sp.countRequest(resultHit)
 	return true
@@ -273,6 +306,27 @@ func (a *attach) snapCommand(c jdwp.Cmd) {
 		jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
 	default:
 		a.snap.off = true
+	}
+}
+
+// seen does nothing (compositor).
+func (a *attach) seen(*jdwp.Composite, error) {}
+
+// taken takes the snapshot at a VM_START that suspends the whole VM and
+// comes after the attach's second wave (a VM that sent it after the
+// Version reply): the decision at the second wave was taken without the
+// suspension (compositor: called once the session took it in).
+func (a *attach) taken(c *jdwp.Composite) {
+	if c == nil || c.SuspendPolicy != jdwp.SuspendAll || !a.expanded || a.rs == nil {
+		return
+	}
+	for i := range c.Events {
+		if c.Events[i].Kind == jdwp.EventVMStart {
+			if sizes, ok := a.rs.IDSizes(); ok {
+				a.snapTake(sizes)
+			}
+			return
+		}
 	}
 }
 

@@ -12,29 +12,36 @@ import (
 // the bandwidth; never without a profile that saw one.
 func TestSnapshotPaysRule(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		p         *profile
-		rtt       time.Duration
-		bandwidth int64
-		want      bool
+		name       string
+		p          *profile
+		rtt        time.Duration
+		bandwidth  int64
+		compressed bool
+		want       bool
 	}{
-		{"no profile", nil, 30 * time.Millisecond, 0, false},
-		{"never saw a snapshot", &profile{Lookups: 30}, 30 * time.Millisecond, 0, false},
-		{"no lookups", &profile{SnapBytes: 30_000}, 30 * time.Millisecond, 0, false},
-		{"lookups covered by its own", &profile{Lookups: 2, Sigs: []string{"LA;", "LB;"}, SnapBytes: 30_000}, 30 * time.Millisecond, 0, false},
+		{"no profile", nil, 30 * time.Millisecond, 0, false, false},
+		{"never saw a snapshot", &profile{Lookups: 30}, 30 * time.Millisecond, 0, false, false},
+		{"no lookups", &profile{SnapBytes: 30_000}, 30 * time.Millisecond, 0, false, false},
+		{"lookups covered by its own", &profile{Lookups: 2, Sigs: []string{"LA;", "LB;"}, SnapBytes: 30_000}, 30 * time.Millisecond, 0, false, false},
 		// 2 × 30 ms = 60 ms against 30 kB at 1 MiB/s = 29 ms.
-		{"Deep at 30 ms", &profile{Lookups: 2, SnapBytes: 30_000}, 30 * time.Millisecond, 0, true},
+		{"Deep at 30 ms", &profile{Lookups: 2, SnapBytes: 30_000}, 30 * time.Millisecond, 0, false, true},
 		// 2 × 2 ms = 4 ms against 29 ms.
-		{"Deep at 2 ms", &profile{Lookups: 2, SnapBytes: 30_000}, 2 * time.Millisecond, 0, false},
+		{"Deep at 2 ms", &profile{Lookups: 2, SnapBytes: 30_000}, 2 * time.Millisecond, 0, false, false},
 		// … and against 0.3 ms at 100 MB/s.
-		{"Deep at 2 ms, fast link", &profile{Lookups: 2, SnapBytes: 30_000}, 2 * time.Millisecond, 100e6, true},
+		{"Deep at 2 ms, fast link", &profile{Lookups: 2, SnapBytes: 30_000}, 2 * time.Millisecond, 100e6, false, true},
 		// 30 × 30 ms = 0.9 s against 1.1 MB at 1 MiB/s = 1.05 s.
-		{"15,000 classes at 30 ms", &profile{Lookups: 30, SnapBytes: 1_100_000}, 30 * time.Millisecond, 0, false},
-		{"15,000 classes at 30 ms, 10 MB/s", &profile{Lookups: 30, SnapBytes: 1_100_000}, 30 * time.Millisecond, 10e6, true},
-		{"15,000 classes at 100 ms", &profile{Lookups: 30, SnapBytes: 1_100_000}, 100 * time.Millisecond, 0, true},
+		{"15,000 classes at 30 ms", &profile{Lookups: 30, SnapBytes: 1_100_000}, 30 * time.Millisecond, 0, false, false},
+		{"15,000 classes at 30 ms, 10 MB/s", &profile{Lookups: 30, SnapBytes: 1_100_000}, 30 * time.Millisecond, 10e6, false, true},
+		{"15,000 classes at 100 ms", &profile{Lookups: 30, SnapBytes: 1_100_000}, 100 * time.Millisecond, 0, false, true},
+		// BigApp's 1,231,506 bytes at 1 MB/s: 1.23 s plain, 0.31 s
+		// compressed, against 30 × 30 ms = 0.9 s.
+		{"BigApp at 1 MB/s", &profile{Lookups: 30, SnapBytes: 1_231_506}, 30 * time.Millisecond, 1e6, false, false},
+		{"BigApp at 1 MB/s, compressed link", &profile{Lookups: 30, SnapBytes: 1_231_506}, 30 * time.Millisecond, 1e6, true, true},
+		// 0.31 s against 10 × 30 ms = 0.3 s.
+		{"BigApp with 10 lookups, compressed", &profile{Lookups: 10, SnapBytes: 1_231_506}, 30 * time.Millisecond, 1e6, true, false},
 	} {
 		sp := newTestSpeculator(Config{Bandwidth: tc.bandwidth})
-		a := attach{core: &core{sp: sp}}
+		a := attach{core: &core{sp: sp}, compressed: tc.compressed}
 		a.disp.rtt.sample(tc.rtt)
 		a.disp.rtt.sample(tc.rtt + time.Millisecond)
 		if got := a.snapPays(tc.p); got != tc.want {
@@ -183,5 +190,29 @@ func TestSnapshotServesOnlyWhileNoClassCanChange(t *testing.T) {
 	lookup(r, 3)
 	if n := r.vm.count(jdwp.CmdVirtualMachineAllClassesWithGeneric); n != 0 {
 		t.Errorf("a VM not started suspended got %d snapshots", n)
+	}
+}
+
+// TestSnapshotAtLateVMStart: a VM whose VM_START (suspending all) comes
+// after the attach's Version reply still gets its snapshot, taken at the
+// event, and the debugger's lookups are answered from it.
+func TestSnapshotAtLateVMStart(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	sp.snapAll = true
+	r := startRig(t, sp)
+	r.vm.setHandler(snapVM(snapEntry{1, 0x10, "LA;", 7}))
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	if n := r.vm.count(jdwp.CmdVirtualMachineAllClassesWithGeneric); n != 0 {
+		t.Fatalf("a snapshot (%d) before the VM said it is suspended", n)
+	}
+	r.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventVMStart, Thread: thread1})
+	r.expectEvent()
+	r.vm.waitFor(jdwp.CmdVirtualMachineAllClassesWithGeneric)
+	if p := r.dbg.call(3, jdwp.CmdVirtualMachineClassesBySignature, sigBody("LA;")); p.ErrorCode() != 0 {
+		t.Fatalf("ClassesBySignature: %v", p.ErrorCode())
+	}
+	if n := r.vm.count(jdwp.CmdVirtualMachineClassesBySignature); n != 0 {
+		t.Errorf("VM got %d lookups, want none: the snapshot answers", n)
 	}
 }

@@ -1,0 +1,382 @@
+package speculator
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// objWorld is a scripted VM's chain of objects for the value rules: each
+// object has one type of its own, with one instance field holding the
+// next object (the last one's holds an int), no superclass and no
+// interfaces. It answers the commands an IDE shows an object with.
+type objWorld struct {
+	objs []uint64 // objs[i] has type 0xC0+i and field 0x10+i
+}
+
+func (ow *objWorld) index(obj uint64) int {
+	for i, o := range ow.objs {
+		if o == obj {
+			return i
+		}
+	}
+	return -1
+}
+
+func (ow *objWorld) handler(fs *frameState) func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	return func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		r := jdwp.NewBodyReader(p.Body(), sizes8)
+		switch p.Cmd() {
+		case jdwp.CmdObjectReferenceReferenceType:
+			i := ow.index(r.ObjectID())
+			if i < 0 {
+				return jdwp.ErrorInvalidObject, nil
+			}
+			return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.TypeTagClass)); w.ReferenceTypeID(0xC0 + uint64(i)) })
+		case jdwp.CmdReferenceTypeFieldsWithGeneric:
+			t := r.ReferenceTypeID()
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(1)
+				w.FieldID(0x10 + t - 0xC0)
+				w.String("next")
+				w.String("Ljava/lang/Object;")
+				w.String("")
+				w.Int32(0)
+			})
+		case jdwp.CmdClassTypeSuperclass:
+			return 0, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0) })
+		case jdwp.CmdReferenceTypeInterfaces:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(0) })
+		case jdwp.CmdObjectReferenceGetValues:
+			i := ow.index(r.ObjectID())
+			if i < 0 {
+				return jdwp.ErrorInvalidObject, nil
+			}
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(1)
+				if i+1 < len(ow.objs) {
+					w.Value(jdwp.Value{Tag: jdwp.TagObject, Bits: ow.objs[i+1]})
+				} else {
+					w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: 7})
+				}
+			})
+		}
+		return fs.handler(p)
+	}
+}
+
+// getValuesOf counts the ObjectReference.GetValues the VM received for obj.
+func getValuesOf(vm *fakeVM, obj uint64) int {
+	n := 0
+	for _, p := range vm.commands() {
+		if p.Cmd() == jdwp.CmdObjectReferenceGetValues && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == obj {
+			n++
+		}
+	}
+	return n
+}
+
+// TestValuesThreeLevelsDeep: once the debugger has shown an object (its
+// type, the type's fields, then the object's field), the value rules read
+// the fields of the object it holds before the debugger asks (level 1),
+// and of the one that holds (level 2), and of the next one's own value
+// only its type (level 3): an IDE shows a variable's fields and opens
+// them three levels deep.
+func TestValuesThreeLevelsDeep(t *testing.T) {
+	r, fs := newStopRig(t)
+	const a, b, c, d, e = 0xA1, 0xA2, 0xA3, 0xA4, 0xA5
+	ow := &objWorld{objs: []uint64{a, b, c, d, e}}
+	r.vm.setHandler(ow.handler(fs))
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// The debugger shows a: its type, the type's facts, its field.
+	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(a))
+	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
+	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
+	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
+	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+	r.dbg.call(64, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(a); w.Int32(1); w.FieldID(0x10) }))
+	// b and c, the values of a's field and of b's (levels 1 and 2): their
+	// fields read ahead.
+	for _, o := range []uint64{b, c} {
+		p := r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+		for jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() != o {
+			p = r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+		}
+	}
+	// d, c's field's value (level 3): its type, not its fields.
+	for {
+		p := r.vm.waitFor(jdwp.CmdObjectReferenceReferenceType)
+		if jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == d {
+			break
+		}
+	}
+	r.vm.waitFor(jdwp.CmdClassTypeSuperclass)
+	// Two round trips through the VM after d's type facts: whatever they
+	// led to was sent before the second.
+	r.dbg.call(65, jdwp.CmdVirtualMachineAllClasses, nil)
+	r.dbg.call(66, jdwp.CmdVirtualMachineAllClasses, nil)
+	if n := getValuesOf(r.vm, d); n != 0 {
+		t.Errorf("the VM got %d GetValues of the level-3 object, want none (its fields are not shown)", n)
+	}
+	// The debugger's own read of b's field is answered without the VM.
+	got := r.dbg.call(67, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(b); w.Int32(1); w.FieldID(0x11) }))
+	if v := jdwp.NewBodyReader(got.Body()[4:], sizes8).Value(); v.ObjectID() != c {
+		t.Errorf("b's field = %v, want object %#x", v, c)
+	}
+	if n := getValuesOf(r.vm, b); n != 1 {
+		t.Errorf("the VM got %d GetValues of b, want the one read ahead", n)
+	}
+	r.dbg.quiet()
+}
+
+// TestOwnNamedSignatures: a class only the proxy's own lookups named
+// stays one the debugger may ask the signature of, until a reply or
+// event the debugger sees names it, or it saw all of them (AllClasses).
+func TestOwnNamedSignatures(t *testing.T) {
+	f := newFacts(newTestSpeculator(Config{}))
+	f.addOwnSignature([]byte("LA;"), 0x10)
+	f.addOwnSignature([]byte("LB;"), 0x11)
+	if _, own := f.ownNamed[0x10]; !own || f.idSig[0x10] != "LA;" {
+		t.Fatalf("after the snapshot: own %v, signature %q", f.ownNamed, f.idSig[0x10])
+	}
+	f.addSignature([]byte("LA;"), 0x10) // the debugger's own Signature reply
+	if _, own := f.ownNamed[0x10]; own {
+		t.Error("a class the debugger saw named is still the proxy's own")
+	}
+	f.addOwnSignature([]byte("LA;"), 0x10) // a later snapshot lists it again
+	if _, own := f.ownNamed[0x10]; own {
+		t.Error("a class the debugger saw named became the proxy's own again")
+	}
+	f.shownAll()
+	if _, own := f.ownNamed[0x11]; own {
+		t.Error("a class the debugger's AllClasses answer listed is still the proxy's own")
+	}
+}
+
+// TestInterfacesFieldsReadAhead: once the debugger has listed a type's
+// interfaces, the value rules read each interface's fields and its own
+// interfaces, as JDI does to list visible fields, and never ask an
+// interface's superclass (a command for classes).
+func TestInterfacesFieldsReadAhead(t *testing.T) {
+	r, fs := newStopRig(t)
+	const a = 0xA1
+	ow := &objWorld{objs: []uint64{a}}
+	h := ow.handler(fs)
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdReferenceTypeInterfaces && jdwp.NewBodyReader(p.Body(), sizes8).ReferenceTypeID() == 0xC0 {
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.ReferenceTypeID(0xE0) })
+		}
+		return h(p)
+	})
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(a))
+	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
+	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
+	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
+	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+	iface := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xE0) })
+	for _, c := range []jdwp.Cmd{jdwp.CmdReferenceTypeFieldsWithGeneric, jdwp.CmdReferenceTypeInterfaces} {
+		jdwptest.Await(t, "the VM to be asked "+c.String()+" of the interface", r.vm.vm.Changed, func() (bool, string) {
+			for _, p := range r.vm.commands() {
+				if p.Cmd() == c && string(p.Body()) == string(iface) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
+		})
+	}
+	r.dbg.call(64, jdwp.CmdVirtualMachineAllClasses, nil)
+	r.dbg.call(65, jdwp.CmdVirtualMachineAllClasses, nil)
+	for _, p := range r.vm.commands() {
+		if p.Cmd() == jdwp.CmdClassTypeSuperclass && string(p.Body()) == string(iface) {
+			t.Error("the VM was asked an interface's superclass")
+		}
+	}
+	// The debugger's own reads of the interface are answered without the VM.
+	before := len(r.vm.commands())
+	r.dbg.call(66, jdwp.CmdReferenceTypeFieldsWithGeneric, iface)
+	r.dbg.call(67, jdwp.CmdReferenceTypeInterfaces, iface)
+	if n := len(r.vm.commands()); n != before {
+		t.Errorf("the VM got %d more commands, want the interface's reads from the cache", n-before)
+	}
+	r.dbg.quiet()
+}
+
+// TestPeerLookupNamesNothingForTheDebugger: a lookup by name that a proxy
+// in front sent on its own (split mode's near end: its ID in the proxies'
+// range) names classes the debugger has not seen, so the signature of an
+// object's type among them is still read ahead.
+func TestPeerLookupNamesNothingForTheDebugger(t *testing.T) {
+	r, fs := newStopRig(t)
+	const a, b = 0xA1, 0xA2
+	ow := &objWorld{objs: []uint64{a, b}}
+	h := ow.handler(fs)
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		switch p.Cmd() {
+		case jdwp.CmdVirtualMachineClassesBySignature:
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(1)
+				w.Uint8(uint8(jdwp.TypeTagClass))
+				w.ReferenceTypeID(0xC1)
+				w.Int32(7)
+			})
+		case jdwp.CmdReferenceTypeSignatureWithGeneric:
+			return 0, body(func(w *jdwp.BodyWriter) { w.String("LT;"); w.String("") })
+		}
+		return h(p)
+	})
+	r.dbg.call(0xA0000005, jdwp.CmdVirtualMachineClassesBySignature, body(func(w *jdwp.BodyWriter) { w.String("LT1;") }))
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(60, jdwp.CmdReferenceTypeSignatureWithGeneric, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) }))
+	r.dbg.call(61, jdwp.CmdObjectReferenceReferenceType, threadBody(b))
+	want := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC1) })
+	jdwptest.Await(t, "the VM to be asked the signature of b's type", r.vm.vm.Changed, func() (bool, string) {
+		for _, p := range r.vm.commands() {
+			if p.Cmd() == jdwp.CmdReferenceTypeSignatureWithGeneric && string(p.Body()) == string(want) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
+	})
+	r.dbg.quiet()
+}
+
+// TestArrayStringTypesReadAhead: the strings an array holds get their
+// types read ahead with their values, as an IDE names each element's type.
+func TestArrayStringTypesReadAhead(t *testing.T) {
+	r, fs := newStopRig(t)
+	const arr, s1, s2 = 0xB1, 0x51, 0x52
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		switch p.Cmd() {
+		case jdwp.CmdArrayReferenceGetValues:
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Uint8(uint8(jdwp.TagString))
+				w.Int32(2)
+				w.Value(jdwp.Value{Tag: jdwp.TagString, Bits: s1})
+				w.Value(jdwp.Value{Tag: jdwp.TagString, Bits: s2})
+			})
+		case jdwp.CmdObjectReferenceReferenceType:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.TypeTagClass)); w.ReferenceTypeID(0xC9) })
+		case jdwp.CmdStringReferenceValue:
+			return 0, body(func(w *jdwp.BodyWriter) { w.String("s") })
+		}
+		return fs.handler(p)
+	})
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// What the debugger asked before (the rules speculate only commands
+	// it uses): a string's value, an object's type.
+	r.dbg.call(58, jdwp.CmdStringReferenceValue, threadBody(0x60))
+	r.dbg.call(59, jdwp.CmdObjectReferenceReferenceType, threadBody(0x61))
+	r.dbg.call(60, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(2) }))
+	for _, s := range []uint64{s1, s2} {
+		want := threadBody(s)
+		jdwptest.Await(t, "the VM to be asked an element's type", r.vm.vm.Changed, func() (bool, string) {
+			for _, p := range r.vm.commands() {
+				if p.Cmd() == jdwp.CmdObjectReferenceReferenceType && string(p.Body()) == string(want) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
+		})
+	}
+	before := r.vm.count(jdwp.CmdObjectReferenceReferenceType)
+	r.dbg.call(61, jdwp.CmdObjectReferenceReferenceType, threadBody(s2))
+	if n := r.vm.count(jdwp.CmdObjectReferenceReferenceType); n != before {
+		t.Errorf("the VM got %d more ReferenceType, want the element's type from the cache", n-before)
+	}
+	r.dbg.quiet()
+}
+
+// TestArrayHeadsReadAhead: an IDE that reads two heads of the arrays it
+// shows (four elements to name them, sixteen to list them) gets both read
+// ahead, each cut to the array's length, once each.
+func TestArrayHeadsReadAhead(t *testing.T) {
+	var l learner
+	for _, a := range []arrRead{{0, 4}, {0, 16}, {0, 4}, {2, 1}, {0, 8}, {0, 9}} {
+		l.arrRead(a)
+	}
+	if want := []arrRead{{0, 9}, {0, 8}, {2, 1}, {0, 4}}; !slices.Equal(l.arrReads, want) {
+		t.Fatalf("reads kept %v, want %v (latest first, distinct, at most %d)", l.arrReads, want, maxArrReads)
+	}
+	var p profile
+	l.arrKnown = true
+	l.exportState(&p, sizes8)
+	var back learner
+	back.importFrom(&p, sizes8)
+	if !slices.Equal(back.arrReads, l.arrReads) || p.ArrLen != 9 {
+		t.Errorf("through a profile: %v (arr_len %d), want %v", back.arrReads, p.ArrLen, l.arrReads)
+	}
+	old := profile{ArrKnown: true, ArrFirst: 0, ArrLen: 4} // before the reads were kept
+	back.importFrom(&old, sizes8)
+	if want := []arrRead{{0, 4}}; !slices.Equal(back.arrReads, want) {
+		t.Errorf("from an older profile: %v, want %v", back.arrReads, want)
+	}
+
+	r, fs := newStopRig(t)
+	const arr = 0xB1
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		switch p.Cmd() {
+		case jdwp.CmdArrayReferenceLength:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(10) })
+		case jdwp.CmdObjectReferenceGetValues:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Value(jdwp.Value{Tag: jdwp.TagArray, Bits: 0xB2}) })
+		case jdwp.CmdObjectReferenceReferenceType:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.TypeTagArray)); w.ReferenceTypeID(0xD1) })
+		case jdwp.CmdArrayReferenceGetValues:
+			n := jdwp.NewBodyReader(p.Body()[8+4:], sizes8).Int32()
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Uint8(uint8(jdwp.TagInt))
+				w.Int32(n)
+				for range n {
+					w.Int32(1)
+				}
+			})
+		}
+		return fs.handler(p)
+	})
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// The debugger shows an array twice at this stop (4, then all 10 of
+	// its elements), then an object's field holding another array.
+	r.dbg.call(60, jdwp.CmdArrayReferenceLength, threadBody(arr))
+	r.dbg.call(61, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(4) }))
+	r.dbg.call(62, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(10) }))
+	r.dbg.call(63, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0xA1); w.Int32(1); w.FieldID(0x10) }))
+	for _, n := range []int32{4, 10} {
+		want := body(func(w *jdwp.BodyWriter) { w.ObjectID(0xB2); w.Int32(0); w.Int32(n) })
+		jdwptest.Await(t, fmt.Sprintf("the VM to be asked %d elements of the field's array", n), r.vm.vm.Changed, func() (bool, string) {
+			for _, p := range r.vm.commands() {
+				if p.Cmd() == jdwp.CmdArrayReferenceGetValues && string(p.Body()) == string(want) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
+		})
+	}
+	r.dbg.quiet()
+}
+
+// TestImportedRatiosShadowNothing: an earlier session's usage ratios do
+// not shadow a rule at a new session's first stop (those ratios come from
+// its steps); they are kept where they are above the floor.
+func TestImportedRatiosShadowNothing(t *testing.T) {
+	p := profile{Ratio: make([]float64, numKinds)}
+	p.Ratio[kFields], p.Ratio[kString] = 0.05, 0.9
+	var l learner
+	l.importFrom(&p, jdwp.IDSizes{})
+	if l.ratio[kFields] < minRatio || l.ratio[kString] != 0.9 {
+		t.Errorf("imported ratios: fields %v (want at least %v), strings %v (want 0.9)", l.ratio[kFields], minRatio, l.ratio[kString])
+	}
+	var key keyable.Key
+	if l.shadowed(kFields, &key) {
+		t.Error("a rule is shadowed at the first stop by an earlier session's ratio")
+	}
+}
