@@ -57,6 +57,7 @@
 //	valueRules       predict_values.go          chain (values, types, array lengths)
 //	shapeRules       shapes.go                  chain (types, Fields, Superclass), profile
 //	learnedRules     learned*.go                event kind, stopped, asked, replied, wave 0, frame, chain, profile
+//	liveness         liveness.go                command (IsCollected of a suspended thread)
 //
 // A debugger's command: a cacheable one is learned (learner, then asked),
 // answered from the cache or a speculation in flight, or missed; any other

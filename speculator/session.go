@@ -39,6 +39,7 @@ type session struct {
 	vals   valueRules      // the values found: strings, arrays, objects' types (predict_values.go)
 	shapes shapeRules      // the fields read of objects (shapes.go)
 	lrn    learnedRules    // templates learned per kind of stop, replayed reply by reply (learned.go)
+	live   liveness        // IsCollected of a suspended thread, proven (liveness.go)
 
 	ansBuf []byte // cache-hit answers (handed to the relay)
 
@@ -68,8 +69,9 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss.vals = valueRules{core: c, shapes: &ss.shapes}
 	ss.shapes = shapeRules{core: c}
 	ss.lrn = newLearnedRules(c)
+	ss.live = liveness{core: c}
 	ss.facts.subscribe(ss.trig)
-	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes, &ss.lrn)
+	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes, &ss.lrn, &ss.live)
 	return ss
 }
 
