@@ -31,7 +31,7 @@ func TestPartsTable(t *testing.T) {
 		return out
 	}
 	want := map[string][]string{
-		"commanders":  {"attach", "writeBehind", "prepareRule"},
+		"commanders":  {"attach", "writeBehind", "prepareRule", "liveness"},
 		"askers":      {"attach", "prepareRule", "learnedRules"},
 		"missers":     {"stopRules"},
 		"repliers":    {"attach", "writeBehind", "prepareRule", "learnedRules"},

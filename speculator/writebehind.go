@@ -151,6 +151,7 @@ type writeBehind struct {
 	requests    map[int32]request
 	steps       map[jdwp.ThreadID]int
 	threads     map[jdwp.ThreadID]struct{} // alive and suspended since epoch
+	reachable   map[uint64]struct{}        // this of a frame of a thread in threads, read since epoch (thisObject)
 	epoch       uint64                     // facts.suspLost when threads (and, unwatched, classes...) were last valid
 	unloadWatch int                        // active CLASS_UNLOAD requests without modifiers: unloads are seen
 	classes     map[jdwp.ClassID]struct{}
@@ -183,7 +184,7 @@ type writeBehind struct {
 
 func newWriteBehind(c *core, on bool) writeBehind {
 	return writeBehind{core: c, on: on, shapes: map[shape]struct{}{}, requests: map[int32]request{},
-		steps: map[jdwp.ThreadID]int{}, threads: map[jdwp.ThreadID]struct{}{},
+		steps: map[jdwp.ThreadID]int{}, threads: map[jdwp.ThreadID]struct{}{}, reachable: map[uint64]struct{}{},
 		classes: map[jdwp.ClassID]struct{}{}, locations: map[jdwp.Location]struct{}{},
 		fields: map[fieldKey]struct{}{}, ranges: map[methodKey]codeRange{}, excClasses: map[jdwp.ClassID]struct{}{}}
 }
@@ -265,6 +266,7 @@ func (w *writeBehind) decide(x *command, f *facts) *wbCmd {
 			id := r.ObjectID()
 			r.Int32()
 			delete(w.threads, jdwp.ThreadID(id))
+			delete(w.reachable, id) // alive, but its ID no longer valid
 			_, class := w.classes[jdwp.ClassID(id)]
 			_, exc := w.excClasses[jdwp.ClassID(id)]
 			if class || exc { // its locations and fields name it
@@ -363,7 +365,10 @@ func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
 				return false
 			}
 		case jdwp.ModInstanceOnly:
-			return false // the object may have been collected
+			// Another object may have been collected, or its ID disposed.
+			if _, ok := w.reachable[m.Object]; !ok || m.Object == 0 {
+				return false
+			}
 		}
 	}
 	return true
@@ -391,6 +396,7 @@ func (w *writeBehind) sync(f *facts) {
 	}
 	w.epoch = f.suspLost
 	clear(w.threads)
+	clear(w.reachable)
 	if w.unloadWatch == 0 {
 		w.forgetClasses()
 	}

@@ -309,8 +309,12 @@ func (w *writeBehind) read(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.
 		return
 	}
 	w.sync(f)
-	if c == jdwp.CmdVirtualMachineAllThreads {
+	switch c {
+	case jdwp.CmdVirtualMachineAllThreads:
 		w.allThreads(p, sizes, f)
+		return
+	case jdwp.CmdStackFrameThisObject:
+		w.thisObject(params, p, sizes, f)
 		return
 	}
 	if c != jdwp.CmdMethodLineTable || len(w.ranges) >= maxInvalMap || !w.classesLearnable(f) {
@@ -339,6 +343,26 @@ func (w *writeBehind) allThreads(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) {
 			w.threads[t] = struct{}{}
 		}
 	}
+}
+
+// thisObject learns the object of a ThisObject reply (valid now) as
+// reachable, for an InstanceOnly modifier: while its thread stays
+// suspended (a thread in threads: alive and suspended since epoch, which
+// sync clears with it), the frame holds the object, so it cannot be
+// collected; the VM handed its ID out in this reply, and only the
+// debugger's DisposeObjects could make the ID invalid (decide forgets it
+// then). HotSpot checks an InstanceOnly's object by its ID alone
+// (INVALID_OBJECT for a collected or disposed one).
+func (w *writeBehind) thisObject(params []byte, p jdwp.Packet, sizes jdwp.IDSizes, f *facts) {
+	pr := jdwp.NewBodyReader(params, sizes)
+	t := pr.Thread()
+	r := jdwp.NewBodyReader(p.Body(), sizes)
+	v := r.TaggedObjectID()
+	if pr.Err() != nil || r.Err() != nil || r.Remaining() != 0 || v.Bits == 0 || !w.threadKnown(t) ||
+		f.resumesInFlight != 0 || !f.suspendedNow(t) || len(w.reachable) >= maxInvalMap {
+		return
+	}
+	w.reachable[v.Bits] = struct{}{}
 }
 
 // inRange says whether a LineTable reply proved l valid for a breakpoint.

@@ -487,3 +487,56 @@ func TestWriteBehindResumeInvalidates(t *testing.T) {
 		t.Errorf("frame count %d after the step, want 5: a reply from before the resume was served", n)
 	}
 }
+
+// TestWriteBehindInstanceOnlyOfThis: a Set whose InstanceOnly names the
+// object a ThisObject reply gave for a frame of a thread suspended since
+// is written behind (its shape seen succeed): the frame holds the object,
+// so its ID is valid. Another object, or the same once the thread ran,
+// goes to the VM.
+func TestWriteBehindInstanceOnlyOfThis(t *testing.T) {
+	r, v := newWBRig(t, true)
+	const this, other = 0x77, 0x88
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdStackFrameThisObject {
+			return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.TagObject)); w.ObjectID(this) })
+		}
+		return v.handler(p)
+	})
+	id := learned(t, r)
+	thisOf := func() {
+		t.Helper()
+		p := r.dbg.call(nextID(), jdwp.CmdStackFrameThisObject, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.FrameID(0xF3) }))
+		if p.ErrorCode() != 0 {
+			t.Fatal(p.ErrorCode())
+		}
+	}
+	exitSet := func(obj uint64) []byte {
+		return body(func(w *jdwp.BodyWriter) {
+			w.Uint8(uint8(jdwp.EventMethodExitWithReturnValue))
+			w.Uint8(uint8(jdwp.SuspendEventThread))
+			w.Int32(2)
+			w.Uint8(uint8(jdwp.ModThreadOnly))
+			w.ObjectID(thread1)
+			w.Uint8(uint8(jdwp.ModInstanceOnly))
+			w.ObjectID(obj)
+		})
+	}
+	thisOf()
+	forwarded(t, r, jdwp.CmdEventRequestSet, exitSet(this), 0) // its shape: first seen succeed
+	before := r.sp.Stats().WrittenBehind
+	if p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, exitSet(this)); p.ErrorCode() != 0 || r.sp.Stats().WrittenBehind != before+1 {
+		t.Fatalf("Set on this: %v, written behind %d (was %d)", p.ErrorCode(), r.sp.Stats().WrittenBehind, before)
+	}
+	forwarded(t, r, jdwp.CmdEventRequestSet, exitSet(other), 0)
+	r.step(id, false) // the thread ran: this must be read again
+	forwarded(t, r, jdwp.CmdEventRequestSet, exitSet(this), 0)
+	thisOf()
+	before = r.sp.Stats().WrittenBehind
+	if p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, exitSet(this)); p.ErrorCode() != 0 || r.sp.Stats().WrittenBehind != before+1 {
+		t.Fatalf("Set on this at the next stop: %v, not written behind", p.ErrorCode())
+	}
+	r.barrier()
+	if st := r.sp.Stats(); st.WriteBehindFailures != 0 {
+		t.Errorf("failures: %d", st.WriteBehindFailures)
+	}
+}
