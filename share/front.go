@@ -1,0 +1,344 @@
+package share
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/rs/zerolog"
+)
+
+// Config configures a Front.
+type Config struct {
+	// Logger receives the front's logs (the VM's fields already set).
+	Logger zerolog.Logger
+	// HandshakeTimeout bounds a client's JDWP handshake (10 s when zero).
+	HandshakeTimeout time.Duration
+	// MaxPacketSize bounds the packets of clients and of the relay
+	// (jdwp.DefaultMaxPacketSize when zero).
+	MaxPacketSize int
+	// WriteQueueBytes bounds what waits to be written to one client
+	// (and to the relay): the controller is waited for, as the relay waits
+	// for a lone debugger, and an observer over it is dropped so that it
+	// cannot stall the others (1 MiB when zero).
+	WriteQueueBytes int
+	// WriteTimeout bounds each write to a client (30 s when zero).
+	WriteTimeout time.Duration
+	// OnClient, if not nil, is told each client attaching and leaving
+	// (the journal); called without the front's locks held.
+	OnClient func(ev ClientEvent)
+}
+
+// ClientEvent is a client attaching (Left false) or leaving.
+type ClientEvent struct {
+	VM     string
+	Client ClientInfo
+	Left   bool
+	How    string // how it left: dispose, closed, dropped
+}
+
+// Front shares one VM among the clients that reach it: it holds the VM's
+// current hub, makes one (starting a relay session for it) for the first
+// client, and another once the previous one ended.
+type Front struct {
+	cfg  Config
+	vm   string
+	done chan struct{} // closed by Close
+
+	mu   sync.Mutex // guards hub
+	hub  *Hub
+	wg   sync.WaitGroup // the clients being served
+	next atomic.Uint64  // client numbers
+
+	denied    atomic.Int64 // commands refused by a rule, all clients
+	closeOnce sync.Once
+}
+
+// NewFront returns a front for the VM named vm (for the journal and the
+// page).
+func NewFront(vm string, cfg Config) *Front {
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.MaxPacketSize <= 0 {
+		cfg.MaxPacketSize = jdwp.DefaultMaxPacketSize
+	}
+	if cfg.WriteQueueBytes <= 0 {
+		cfg.WriteQueueBytes = 1 << 20
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	return &Front{cfg: cfg, vm: vm, done: make(chan struct{})}
+}
+
+// Denied counts the commands refused by a rule since the front started.
+func (f *Front) Denied() int64 { return f.denied.Load() }
+
+// Clients lists the clients attached now, in attach order.
+func (f *Front) Clients() []ClientInfo {
+	f.mu.Lock()
+	h := f.hub
+	f.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]ClientInfo, 0, len(h.clients))
+	for _, c := range h.clients {
+		out = append(out, c.info())
+	}
+	return out
+}
+
+// Close closes every client and the current hub's pipe, and waits for
+// the clients' goroutines.
+func (f *Front) Close() {
+	f.closeOnce.Do(func() { close(f.done) })
+	f.mu.Lock()
+	h := f.hub
+	f.mu.Unlock()
+	if h != nil {
+		h.pipe.Close()
+		h.mu.Lock()
+		for _, c := range h.clients {
+			c.conn.Close()
+		}
+		h.mu.Unlock()
+	}
+	f.wg.Wait()
+}
+
+func (f *Front) changed() {}
+
+// hubEnded forgets h once its session ended.
+func (f *Front) hubEnded(h *Hub) {
+	f.mu.Lock()
+	if f.hub == h {
+		f.hub = nil
+	}
+	f.mu.Unlock()
+}
+
+// Serve serves one client connection until it leaves, and closes it. It
+// reads the client's handshake, joins it to the VM's hub (making one, and
+// calling start with the hub's end of a new pipe, when there is none or
+// the last ended: start must run a relay session with it as its debugger,
+// without blocking), and answers the handshake once the session reached
+// the VM. A read-only client is an observer even when it comes first.
+// started says whether this client's call started a session (a caller
+// that opened a VM connection for it must close it when not).
+func (f *Front) Serve(ctx context.Context, conn net.Conn, readOnly bool, start func(debugger net.Conn)) (started bool, err error) {
+	return f.serve(ctx, conn, readOnly, start, func() {})
+}
+
+// serve is Serve, calling handshaken once the client's handshake was read
+// (or failed).
+func (f *Front) serve(ctx context.Context, conn net.Conn, readOnly bool, start func(debugger net.Conn), handshaken func()) (started bool, err error) {
+	f.wg.Add(1)
+	defer f.wg.Done()
+	conn.SetDeadline(time.Now().Add(f.cfg.HandshakeTimeout))
+	err = jdwp.ReadHandshake(conn)
+	handshaken()
+	if err != nil {
+		conn.Close()
+		f.cfg.Logger.Info().Err(err).Str(LogDebugger, conn.RemoteAddr().String()).Msg("client's JDWP handshake failed; closed it")
+		return false, err
+	}
+	c := &Client{
+		Number: f.next.Add(1), conn: conn, addr: conn.RemoteAddr().String(), readOnly: readOnly, since: time.Now(),
+		w: newWriter(conn, f.cfg.WriteTimeout), requests: map[int32]request{}, threadSuspends: map[uint64]int{}, pinned: map[uint64]int{},
+	}
+	c.log = f.cfg.Logger.With().Uint64(LogClient, c.Number).Str(LogDebugger, c.addr).Logger()
+	var h *Hub
+	for h == nil {
+		f.mu.Lock()
+		h = f.hub
+		if h == nil {
+			a, b := net.Pipe()
+			h = newHub(f, b)
+			f.hub = h
+			started = true
+			f.mu.Unlock()
+			start(&pipeConn{Conn: a, remote: conn.RemoteAddr()})
+			go h.connect()
+		} else {
+			f.mu.Unlock()
+		}
+		if !h.join(c) {
+			// Its last client left: wait for its end, then make another.
+			<-h.over
+			f.hubEnded(h)
+			h = nil
+			started = false
+		}
+	}
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+		h.leave(c, "closed")
+		refuse(conn)
+		return started, ctx.Err()
+	}
+	if h.readyErr != nil {
+		h.leave(c, "refused")
+		refuse(conn)
+		return started, h.readyErr
+	}
+	if err := jdwp.WriteHandshake(conn); err != nil {
+		h.leave(c, "dropped")
+		return started, err
+	}
+	conn.SetDeadline(time.Time{})
+	h.mu.Lock()
+	role := c.role
+	h.mu.Unlock()
+	c.log.Info().Str(LogRole, role.String()).Bool(LogReadOnly, readOnly).Msg("client attached")
+	f.event(ClientEvent{Client: c.info()})
+	go c.w.run() //nolint:errcheck // a failed write ends the client's reader too (its connection closes)
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	c.read(h, jdwp.NewReader(bufio.NewReaderSize(conn, 64<<10), f.cfg.MaxPacketSize))
+	<-c.w.exited
+	conn.Close()
+	f.event(ClientEvent{Client: c.info(), Left: true})
+	return started, nil
+}
+
+func (f *Front) event(ev ClientEvent) {
+	if f.cfg.OnClient != nil {
+		ev.VM = f.vm
+		f.cfg.OnClient(ev)
+	}
+}
+
+// Log field names.
+const (
+	LogDebugger = "debugger"
+	LogReadOnly = "read_only"
+)
+
+// refuse closes a client before answering its handshake, with a reset
+// where the connection allows it (as the relay refuses a debugger when the
+// VM cannot be reached).
+func refuse(c net.Conn) {
+	if l, ok := c.(interface{ SetLinger(int) error }); ok {
+		l.SetLinger(0)
+	}
+	c.Close()
+}
+
+// pipeConn is the relay's end of a hub's pipe, naming the hub's first
+// client as its remote address (for the relay's logs).
+type pipeConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (p *pipeConn) RemoteAddr() net.Addr { return p.remote }
+
+// Listener is a net.Listener for relay.Server.Serve that shares one VM
+// among the clients it accepts: Accept returns only the hub ends of new
+// shared sessions, while clients arriving during a session join it.
+type Listener struct {
+	ln       net.Listener
+	front    *Front
+	readOnly bool
+	conns    chan net.Conn
+	done     chan struct{}
+	once     sync.Once
+	started  sync.Once
+	errMu    sync.Mutex
+	err      error
+	// handshakes holds a token per client whose handshake is unread.
+	handshakes chan struct{}
+}
+
+// NewListener shares the VM of front among the clients accepted on ln;
+// readOnly makes every one of them an observer. maxHandshakes bounds the
+// clients held before their handshake (as relay.Config.MaxHandshakes).
+func NewListener(ln net.Listener, front *Front, readOnly bool, maxHandshakes int) *Listener {
+	if maxHandshakes <= 0 {
+		maxHandshakes = 128
+	}
+	return &Listener{ln: ln, front: front, readOnly: readOnly, conns: make(chan net.Conn), done: make(chan struct{}), handshakes: make(chan struct{}, maxHandshakes)}
+}
+
+// Accept returns the relay's end of the next shared session.
+func (l *Listener) Accept() (net.Conn, error) {
+	l.started.Do(func() { go l.acceptLoop() })
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		l.errMu.Lock()
+		defer l.errMu.Unlock()
+		if l.err != nil {
+			return nil, l.err
+		}
+		return nil, net.ErrClosed
+	}
+}
+
+// Close closes the listener; sessions end with the relay server's
+// context, and their clients with them.
+func (l *Listener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.ln.Close()
+}
+
+// Addr is the listener's address.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+func (l *Listener) acceptLoop() {
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			l.errMu.Lock()
+			l.err = err
+			l.errMu.Unlock()
+			l.once.Do(func() { close(l.done) })
+			return
+		}
+		select {
+		case l.handshakes <- struct{}{}:
+		default:
+			l.front.cfg.Logger.Warn().Str(LogDebugger, conn.RemoteAddr().String()).Msg("too many connections in their JDWP handshake; closed a new one at once")
+			refuse(conn)
+			continue
+		}
+		go l.serve(conn)
+	}
+}
+
+func (l *Listener) serve(conn net.Conn) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-l.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var once sync.Once
+	release := func() { once.Do(func() { <-l.handshakes }) }
+	defer release()
+	l.front.serve(ctx, conn, l.readOnly, func(debugger net.Conn) { //nolint:errcheck // logged inside
+		select {
+		case l.conns <- debugger:
+		case <-l.done:
+			debugger.Close()
+		}
+	}, release)
+}
