@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
 
@@ -127,13 +128,14 @@ func (f *Front) hubEnded(h *Hub) {
 }
 
 // Serve serves one client connection until it leaves, and closes it. It
-// reads the client's handshake, joins it to the VM's hub (making one, and
-// calling start with the hub's end of a new pipe, when there is none or
-// the last ended: start must run a relay session with it as its debugger,
-// without blocking), and answers the handshake once the session reached
-// the VM. A read-only client is an observer even when it comes first.
-// started says whether this client's call started a session (a caller
-// that opened a VM connection for it must close it when not).
+// reads the client's handshake, joins it to the VM's hub and answers the
+// handshake once the hub's session reached the VM. A read-only client is
+// an observer even when it comes first. start is called once, before the
+// handshake is answered: when there is no hub (or the last one ended),
+// with the relay's end of a new hub's pipe, with which start must run a
+// relay session without blocking (started is then true); when c joins a
+// running hub, with nil (a caller that opened a VM connection for this
+// client closes it then).
 func (f *Front) Serve(ctx context.Context, conn net.Conn, readOnly bool, start func(debugger net.Conn)) (started bool, err error) {
 	return f.serve(ctx, conn, readOnly, start, func() {})
 }
@@ -157,27 +159,29 @@ func (f *Front) serve(ctx context.Context, conn net.Conn, readOnly bool, start f
 	}
 	c.log = f.cfg.Logger.With().Uint64(LogClient, c.Number).Str(LogDebugger, c.addr).Logger()
 	var h *Hub
-	for h == nil {
+	for {
+		var pipe net.Conn // the relay's end, for a hub made for c
 		f.mu.Lock()
 		h = f.hub
 		if h == nil {
 			a, b := net.Pipe()
-			h = newHub(f, b)
+			h, pipe = newHub(f, b), a
 			f.hub = h
-			started = true
-			f.mu.Unlock()
-			start(&pipeConn{Conn: a, remote: conn.RemoteAddr()})
-			go h.connect()
-		} else {
-			f.mu.Unlock()
 		}
-		if !h.join(c) {
-			// Its last client left: wait for its end, then make another.
-			<-h.over
-			f.hubEnded(h)
-			h = nil
-			started = false
+		f.mu.Unlock()
+		if h.join(c) { // a new hub always takes its first client
+			if pipe != nil {
+				started = true
+				start(&pipeConn{Conn: pipe, remote: conn.RemoteAddr()})
+				go h.connect()
+			} else {
+				start(nil)
+			}
+			break
 		}
+		// Its last client left: wait for its end, then make another.
+		<-h.over
+		f.hubEnded(h)
 	}
 	select {
 	case <-h.ready:
@@ -247,32 +251,46 @@ func (p *pipeConn) RemoteAddr() net.Addr { return p.remote }
 // among the clients it accepts: Accept returns only the hub ends of new
 // shared sessions, while clients arriving during a session join it.
 type Listener struct {
-	ln       net.Listener
-	front    *Front
-	readOnly bool
-	conns    chan net.Conn
-	done     chan struct{}
-	once     sync.Once
-	started  sync.Once
-	errMu    sync.Mutex
-	err      error
+	ln    net.Listener
+	ro    net.Listener // nil, or where every client is an observer
+	front *Front
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	start sync.Once
+	errMu sync.Mutex // guards err
+	err   error      // why the accept loop of ln stopped
 	// handshakes holds a token per client whose handshake is unread.
 	handshakes chan struct{}
 }
 
-// NewListener shares the VM of front among the clients accepted on ln;
-// readOnly makes every one of them an observer. maxHandshakes bounds the
-// clients held before their handshake (as relay.Config.MaxHandshakes).
-func NewListener(ln net.Listener, front *Front, readOnly bool, maxHandshakes int) *Listener {
+// NewListener shares the VM of front among the clients accepted on ln,
+// and on readOnly (nil: none), whose clients are all observers.
+// maxHandshakes bounds the clients held before their handshake (as
+// relay.Config.MaxHandshakes; DefaultMaxHandshakes when zero).
+func NewListener(ln, readOnly net.Listener, front *Front, maxHandshakes int) *Listener {
 	if maxHandshakes <= 0 {
-		maxHandshakes = 128
+		maxHandshakes = relay.DefaultMaxHandshakes
 	}
-	return &Listener{ln: ln, front: front, readOnly: readOnly, conns: make(chan net.Conn), done: make(chan struct{}), handshakes: make(chan struct{}, maxHandshakes)}
+	return &Listener{ln: ln, ro: readOnly, front: front, conns: make(chan net.Conn), done: make(chan struct{}), handshakes: make(chan struct{}, maxHandshakes)}
+}
+
+// Serve runs srv's sessions for the clients of ln and readOnly (see
+// NewListener) until ctx ends, as srv.Serve(ctx, ln) runs them for one
+// debugger at a time; then it closes front.
+func Serve(ctx context.Context, srv *relay.Server, front *Front, ln, readOnly net.Listener, maxHandshakes int) error {
+	defer front.Close()
+	return srv.Serve(ctx, NewListener(ln, readOnly, front, maxHandshakes))
 }
 
 // Accept returns the relay's end of the next shared session.
 func (l *Listener) Accept() (net.Conn, error) {
-	l.started.Do(func() { go l.acceptLoop() })
+	l.start.Do(func() {
+		go l.acceptLoop(l.ln, false)
+		if l.ro != nil {
+			go l.acceptLoop(l.ro, true)
+		}
+	})
 	select {
 	case c := <-l.conns:
 		return c, nil
@@ -286,42 +304,51 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close closes the listener; sessions end with the relay server's
+// Close closes the listener(s); sessions end with the relay server's
 // context, and their clients with them.
 func (l *Listener) Close() error {
 	l.once.Do(func() { close(l.done) })
+	if l.ro != nil {
+		l.ro.Close()
+	}
 	return l.ln.Close()
 }
 
-// Addr is the listener's address.
+// Addr is the address of the listener of clients that may control.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
-func (l *Listener) acceptLoop() {
+func (l *Listener) acceptLoop(ln net.Listener, readOnly bool) {
 	for {
-		conn, err := l.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			l.errMu.Lock()
-			l.err = err
-			l.errMu.Unlock()
-			l.once.Do(func() { close(l.done) })
+			if ln == l.ln {
+				l.errMu.Lock()
+				l.err = err
+				l.errMu.Unlock()
+				l.once.Do(func() { close(l.done) })
+			}
 			return
 		}
 		select {
 		case l.handshakes <- struct{}{}:
 		default:
-			l.front.cfg.Logger.Warn().Str(LogDebugger, conn.RemoteAddr().String()).Msg("too many connections in their JDWP handshake; closed a new one at once")
+			l.front.cfg.Logger.Warn().Str(LogDebugger, conn.RemoteAddr().String()).Int(LogMax, cap(l.handshakes)).
+				Msg("too many connections in their JDWP handshake (clients that connect and send nothing?); closed a new one at once")
 			refuse(conn)
 			continue
 		}
-		go l.serve(conn)
+		go l.serve(conn, readOnly)
 	}
 }
 
-func (l *Listener) serve(conn net.Conn) {
+// LogMax is the bound a refused connection went over.
+const LogMax = "max"
+
+func (l *Listener) serve(conn net.Conn, readOnly bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -334,7 +361,10 @@ func (l *Listener) serve(conn net.Conn) {
 	var once sync.Once
 	release := func() { once.Do(func() { <-l.handshakes }) }
 	defer release()
-	l.front.serve(ctx, conn, l.readOnly, func(debugger net.Conn) { //nolint:errcheck // logged inside
+	l.front.serve(ctx, conn, readOnly, func(debugger net.Conn) { //nolint:errcheck // logged inside
+		if debugger == nil {
+			return // joined a running session
+		}
 		select {
 		case l.conns <- debugger:
 		case <-l.done:

@@ -81,6 +81,9 @@ type Hub struct {
 	// clients are the attached clients, in attach order.
 	clients    []*Client
 	controller *Client
+	// hadController: a controller attached; after it left, an observer
+	// becomes the controller only by asking (Hub.command).
+	hadController bool
 	// pending are the commands towards the relay awaiting replies, by the
 	// hub's ID; next is the hub's ID counter.
 	pending map[uint32]pendingCmd
@@ -197,8 +200,8 @@ func (h *Hub) fail(err error) {
 // could not reach the VM, and logged why).
 var errRefused = errors.New("share: the VM could not be reached")
 
-// join adds c; the first client that is not read-only while no
-// controller is attached becomes the controller. It fails once the hub is
+// join adds c; the first client that is not read-only becomes the
+// controller (after a controller left, only one that asks does). It fails once the hub is
 // ending.
 func (h *Hub) join(c *Client) bool {
 	h.mu.Lock()
@@ -207,9 +210,10 @@ func (h *Hub) join(c *Client) bool {
 		return false
 	}
 	c.role = Observer
-	if h.controller == nil && !c.readOnly && len(h.clients) == 0 {
+	if h.controller == nil && !c.readOnly && !h.hadController {
 		c.role = Controller
 		h.controller = c
+		h.hadController = true
 	}
 	h.clients = append(h.clients, c)
 	return true

@@ -21,11 +21,13 @@ type rig struct {
 	vm    *jdwptest.VM
 	front *share.Front
 	addr  string
+	// roAddr is where every client is an observer.
+	roAddr string
 }
 
 // startRig starts a fake VM that numbers event requests from 1, a relay
 // server to it and a shared listener in front of the server.
-func startRig(t *testing.T, readOnly bool) *rig {
+func startRig(t *testing.T) *rig {
 	t.Helper()
 	var reqs atomic.Int32
 	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: map[jdwp.Cmd]jdwptest.ReplyFunc{
@@ -42,8 +44,11 @@ func startRig(t *testing.T, readOnly bool) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(vm.Addr()), Logger: zerolog.Nop()})
-	sl := share.NewListener(ln, front, readOnly, 0)
-	go func() { done <- srv.Serve(ctx, sl) }()
+	ro, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- share.Serve(ctx, srv, front, ln, ro, 0) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -51,12 +56,14 @@ func startRig(t *testing.T, readOnly bool) *rig {
 		}
 		front.Close()
 	})
-	return &rig{vm: vm, front: front, addr: ln.Addr().String()}
+	return &rig{vm: vm, front: front, addr: ln.Addr().String(), roAddr: ro.Addr().String()}
 }
 
-func (r *rig) attach(t *testing.T) *jdwptest.Debugger {
+func (r *rig) attach(t *testing.T) *jdwptest.Debugger { return r.attachAt(t, r.addr) }
+
+func (r *rig) attachAt(t *testing.T, addr string) *jdwptest.Debugger {
 	t.Helper()
-	d, err := jdwptest.Attach(r.addr)
+	d, err := jdwptest.Attach(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +111,7 @@ func decode(t *testing.T, p jdwp.Packet) jdwp.Composite {
 }
 
 func TestObserverRefusedNothingReachesVM(t *testing.T) {
-	r := startRig(t, false)
+	r := startRig(t)
 	ctl := r.attach(t)
 	call(t, ctl, jdwp.CmdVirtualMachineIDSizes, nil)
 	obs := r.attach(t)
@@ -154,7 +161,7 @@ func TestObserverRefusedNothingReachesVM(t *testing.T) {
 }
 
 func TestEventsRoutedAndSplit(t *testing.T) {
-	r := startRig(t, false)
+	r := startRig(t)
 	ctl := r.attach(t)
 	call(t, ctl, jdwp.CmdVirtualMachineIDSizes, nil)
 	obs := r.attach(t)
@@ -198,7 +205,7 @@ func TestEventsRoutedAndSplit(t *testing.T) {
 }
 
 func TestControllerLeavingIsUndone(t *testing.T) {
-	r := startRig(t, false)
+	r := startRig(t)
 	ctl := r.attach(t)
 	call(t, ctl, jdwp.CmdVirtualMachineIDSizes, nil)
 	obs := r.attach(t)
@@ -236,7 +243,7 @@ func TestControllerLeavingIsUndone(t *testing.T) {
 }
 
 func TestDisposeOfOneClient(t *testing.T) {
-	r := startRig(t, false)
+	r := startRig(t)
 	a := r.attach(t)
 	b := r.attach(t)
 	if p := call(t, b, jdwp.CmdVirtualMachineDispose, nil); p.ErrorCode() != 0 {
@@ -257,3 +264,41 @@ func TestDisposeOfOneClient(t *testing.T) {
 }
 
 func itoa(n int) string { return string(rune('0'+n%10)) + " " }
+
+func TestReadOnlyFirstClientIsObserver(t *testing.T) {
+	r := startRig(t)
+	obs := r.attachAt(t, r.roAddr)
+	if p := call(t, obs, jdwp.CmdVirtualMachineSuspend, nil); p.ErrorCode() != jdwp.ErrorNotImplemented {
+		t.Fatalf("read-only client's Suspend: %v", p)
+	}
+	ctl := r.attach(t)
+	if cl := r.front.Clients(); len(cl) != 2 || cl[1].Role != "controller" {
+		t.Fatalf("the first client that may control is not the controller: %+v", cl)
+	}
+	if p := call(t, ctl, jdwp.CmdVirtualMachineSuspend, nil); p.ErrorCode() != 0 {
+		t.Fatalf("controller's Suspend: %v", p)
+	}
+	// A suspending event no controller gets is resumed by the hub.
+	ctl.Close()
+	jdwptest.Await(t, "the controller's suspension released", r.vm.Changed, func() (bool, string) {
+		n := r.vm.Count(jdwp.CmdVirtualMachineResume)
+		return n == 1, itoa(n)
+	})
+	if err := r.vm.Send(composite(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventVMStart, Thread: 1})); err != nil {
+		t.Fatal(err)
+	}
+	p, err := obs.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := decode(t, p); c.SuspendPolicy != jdwp.SuspendNone {
+		t.Fatalf("observer got %+v", c)
+	}
+	jdwptest.Await(t, "the orphan suspension released", r.vm.Changed, func() (bool, string) {
+		n := r.vm.Count(jdwp.CmdVirtualMachineResume)
+		return n == 2, itoa(n)
+	})
+	if cl := r.front.Clients(); len(cl) != 1 || cl[0].Role != "observer" || !cl[0].ReadOnly {
+		t.Fatalf("Clients = %+v", cl)
+	}
+}
