@@ -69,7 +69,7 @@ func (h *Hub) events(p jdwp.Packet) {
 		}
 		h.deliver(c, p)
 	}
-	h.suspended(ctlGot, policy, thread)
+	h.suspended(ctlGot, policy, thread, kind == jdwp.EventVMStart)
 }
 
 // owner is the client owning request req, whose event is of kind: the
@@ -92,25 +92,34 @@ func (h *Hub) owner(req int32, kind jdwp.EventKind) *Client {
 }
 
 // suspended counts the suspension of a composite with policy towards the
-// controller when it got a copy; else the hub resumes what it suspended,
-// since no client will. mu is held.
-func (h *Hub) suspended(ctlGot bool, policy jdwp.SuspendPolicy, thread uint64) {
+// controller when it got a copy. With no controller, the VM's start
+// (suspend=y: the VM waits for a debugger) stays suspended, held by the
+// hub for the next controller (join), as it would wait with no client at
+// all; any other suspension the hub resumes, since no client will. mu is
+// held.
+func (h *Hub) suspended(ctlGot bool, policy jdwp.SuspendPolicy, thread uint64, vmStart bool) {
+	c := h.controller
 	switch {
 	case policy == jdwp.SuspendNone:
+		return
 	case ctlGot:
-		if policy == jdwp.SuspendAll {
-			h.controller.vmSuspends++
-		} else {
-			h.controller.threadSuspends[thread]++
-		}
+	case vmStart:
+		c = &h.held
 	default:
 		h.orphan(policy, thread)
+		return
+	}
+	if policy == jdwp.SuspendAll {
+		c.vmSuspends++
+	} else {
+		c.threadSuspends[thread]++
 	}
 }
 
 // orphan resumes what a composite no controller gets suspended. mu is
 // held.
 func (h *Hub) orphan(policy jdwp.SuspendPolicy, thread uint64) {
+	h.front.orphaned.Add(1)
 	switch policy {
 	case jdwp.SuspendAll:
 		h.sendOwn(jdwp.CmdVirtualMachineResume, nil)
@@ -138,6 +147,7 @@ func (h *Hub) split(p jdwp.Packet, policy jdwp.SuspendPolicy) bool {
 	}
 	h.targets = h.targets[:0]
 	var thread uint64
+	vmStart := false
 	for i := range h.comp.Events {
 		e := &h.comp.Events[i]
 		var t *Client // nil: every client
@@ -147,6 +157,7 @@ func (h *Hub) split(p jdwp.Packet, policy jdwp.SuspendPolicy) bool {
 			}
 		}
 		h.targets = append(h.targets, t)
+		vmStart = vmStart || e.Kind == jdwp.EventVMStart
 		if thread == 0 && e.Kind != jdwp.EventVMDeath && e.Kind != jdwp.EventClassUnload {
 			thread = e.Thread
 		}
@@ -175,7 +186,7 @@ func (h *Hub) split(p jdwp.Packet, policy jdwp.SuspendPolicy) bool {
 		h.deliver(c, h.out)
 		ctlGot = ctlGot || c == h.controller
 	}
-	h.suspended(ctlGot, policy, thread)
+	h.suspended(ctlGot, policy, thread, vmStart)
 	return true
 }
 

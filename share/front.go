@@ -57,6 +57,7 @@ type Front struct {
 	next atomic.Uint64  // client numbers
 
 	denied    atomic.Int64 // commands refused by a rule, all clients
+	orphaned  atomic.Int64 // suspending events no controller got, resumed by the hub
 	closeOnce sync.Once
 }
 
@@ -80,6 +81,10 @@ func NewFront(vm string, cfg Config) *Front {
 
 // Denied counts the commands refused by a rule since the front started.
 func (f *Front) Denied() int64 { return f.denied.Load() }
+
+// Orphaned counts the suspending events that no controller got (their
+// request's client left), which the hub resumed.
+func (f *Front) Orphaned() int64 { return f.orphaned.Load() }
 
 // Clients lists the clients attached now, in attach order.
 func (f *Front) Clients() []ClientInfo {

@@ -104,6 +104,9 @@ type Hub struct {
 	own     []byte
 	// kick are observers whose queue overflowed, to drop after mu.
 	kick []*Client
+	// held counts the suspension of the VM's start that no controller
+	// got (the VM waits for a debugger); the next controller takes it.
+	held Client
 }
 
 // Client is one JDWP client of a hub.
@@ -163,6 +166,7 @@ func newHub(f *Front, pipe net.Conn) *Hub {
 		pending: make(map[uint32]pendingCmd, 16),
 		next:    hubIDBase,
 		owners:  make(map[int32]*Client, 16),
+		held:    Client{threadSuspends: map[uint64]int{}},
 		sizes:   jdwp.IDSizes{FieldID: defaultIDSize, MethodID: defaultIDSize, ObjectID: defaultIDSize, ReferenceTypeID: defaultIDSize, FrameID: defaultIDSize},
 	}
 }
@@ -211,12 +215,25 @@ func (h *Hub) join(c *Client) bool {
 	}
 	c.role = Observer
 	if h.controller == nil && !c.readOnly && !h.hadController {
-		c.role = Controller
-		h.controller = c
-		h.hadController = true
+		h.control(c)
 	}
 	h.clients = append(h.clients, c)
 	return true
+}
+
+// control makes c the controller; it takes the suspension the hub held
+// for one (the VM's start), to release it if it leaves without resuming.
+// mu is held.
+func (h *Hub) control(c *Client) {
+	c.role = Controller
+	h.controller = c
+	h.hadController = true
+	c.vmSuspends += h.held.vmSuspends
+	h.held.vmSuspends = 0
+	for t, n := range h.held.threadSuspends {
+		c.threadSuspends[t] += n
+		delete(h.held.threadSuspends, t)
+	}
 }
 
 // alloc returns the hub ID for a command whose own ID is want: want itself
@@ -313,8 +330,7 @@ func (h *Hub) command(c *Client, p jdwp.Packet) {
 		if rule != RuleAllowed && h.controller == nil && !c.readOnly {
 			// No controller: the first observer that asks for control
 			// (sends a controlling command) becomes the controller.
-			c.role = Controller
-			h.controller = c
+			h.control(c)
 			c.log.Info().Str(LogRole, Controller.String()).Stringer(LogCmd, cmd).Msg("client took control of the VM (no controller was attached)")
 			h.front.changed()
 			rule = RuleAllowed

@@ -43,6 +43,10 @@ const (
 	// An observer may not suspend the VM or a thread, nor set an event
 	// request that suspends.
 	RuleSuspend Rule = "observer-may-not-suspend"
+	// An observer may not step, even without suspending: a VM steps each
+	// thread for one request at a time, and the controller's step would
+	// fail (DUPLICATE) or change under it.
+	RuleStep Rule = "observer-may-not-step"
 	// An observer may not invoke methods or create instances: the threads
 	// run, and the controller's view changes.
 	RuleInvoke Rule = "observer-may-not-invoke"
@@ -76,7 +80,11 @@ func observerRule(p jdwp.Packet, sizes jdwp.IDSizes, pinned func(obj uint64) boo
 	case c.Set == jdwp.SetDDM:
 		return RuleAllowed // DDM monitors: ddmlib's own protocol
 	case c == jdwp.CmdEventRequestSet:
-		if b := p.Body(); len(b) >= 2 && jdwp.SuspendPolicy(b[1]) == jdwp.SuspendNone {
+		b := p.Body()
+		switch {
+		case len(b) >= 1 && jdwp.EventKind(b[0]) == jdwp.EventSingleStep:
+			return RuleStep
+		case len(b) >= 2 && jdwp.SuspendPolicy(b[1]) == jdwp.SuspendNone:
 			return RuleAllowed
 		}
 		return RuleSuspend

@@ -124,6 +124,7 @@ func TestObserverRefusedNothingReachesVM(t *testing.T) {
 		{jdwp.CmdThreadReferenceResume, thread},
 		{jdwp.CmdVirtualMachineSuspend, nil},
 		{jdwp.CmdEventRequestSet, setBody(jdwp.EventSingleStep, jdwp.SuspendEventThread)},
+		{jdwp.CmdEventRequestSet, setBody(jdwp.EventSingleStep, jdwp.SuspendNone)},
 		{jdwp.CmdEventRequestSet, setBody(jdwp.EventBreakpoint, jdwp.SuspendAll)},
 		{jdwp.CmdObjectReferenceInvokeMethod, thread},
 		{jdwp.CmdStackFrameSetValues, thread},
@@ -294,10 +295,30 @@ func TestReadOnlyFirstClientIsObserver(t *testing.T) {
 	if c := decode(t, p); c.SuspendPolicy != jdwp.SuspendNone {
 		t.Fatalf("observer got %+v", c)
 	}
-	jdwptest.Await(t, "the orphan suspension released", r.vm.Changed, func() (bool, string) {
-		n := r.vm.Count(jdwp.CmdVirtualMachineResume)
-		return n == 2, itoa(n)
+	// The VM's start waits for a controller; the next one takes it and,
+	// leaving without resuming, releases it.
+	ctl = r.attach(t)
+	if n := r.vm.Count(jdwp.CmdVirtualMachineResume); n != 1 {
+		t.Fatalf("the hub resumed the VM's start with no controller attached (%d resumes)", n)
+	}
+	if cl := r.front.Clients(); len(cl) != 2 || cl[1].Role != "observer" {
+		t.Fatalf("after a controller left, a new client controls only by asking: %+v", cl)
+	}
+	if p := call(t, ctl, jdwp.CmdVirtualMachineIDSizes, nil); p.ErrorCode() != 0 { // read-only: no control asked
+		t.Fatal(p)
+	}
+	call(t, ctl, jdwp.CmdObjectReferenceDisableCollection, binary.BigEndian.AppendUint64(nil, 5))                     // asks nothing either
+	if p := call(t, ctl, jdwp.CmdThreadReferenceSuspend, binary.BigEndian.AppendUint64(nil, 3)); p.ErrorCode() != 0 { // asks
+		t.Fatal(p)
+	}
+	ctl.Close()
+	jdwptest.Await(t, "the held start released", r.vm.Changed, func() (bool, string) {
+		n, m := r.vm.Count(jdwp.CmdVirtualMachineResume), r.vm.Count(jdwp.CmdThreadReferenceResume)
+		return n == 2 && m == 1, itoa(n) + itoa(m)
 	})
+	if r.front.Orphaned() != 0 {
+		t.Fatalf("Orphaned = %d", r.front.Orphaned())
+	}
 	if cl := r.front.Clients(); len(cl) != 1 || cl[0].Role != "observer" || !cl[0].ReadOnly {
 		t.Fatalf("Clients = %+v", cl)
 	}
