@@ -56,6 +56,9 @@ type Front struct {
 	wg   sync.WaitGroup // the clients being served
 	next atomic.Uint64  // client numbers
 
+	chMu sync.Mutex    // guards ch
+	ch   chan struct{} // closed and replaced by changed
+
 	denied    atomic.Int64 // commands refused by a rule, all clients
 	orphaned  atomic.Int64 // suspending events no controller got, resumed by the hub
 	closeOnce sync.Once
@@ -76,7 +79,7 @@ func NewFront(vm string, cfg Config) *Front {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 30 * time.Second
 	}
-	return &Front{cfg: cfg, vm: vm, done: make(chan struct{})}
+	return &Front{cfg: cfg, vm: vm, done: make(chan struct{}), ch: make(chan struct{})}
 }
 
 // Denied counts the commands refused by a rule since the front started.
@@ -121,7 +124,20 @@ func (f *Front) Close() {
 	f.wg.Wait()
 }
 
-func (f *Front) changed() {}
+// Changed is closed when a client next attaches, leaves or changes role:
+// a signal to wait on, then read Clients.
+func (f *Front) Changed() <-chan struct{} {
+	f.chMu.Lock()
+	defer f.chMu.Unlock()
+	return f.ch
+}
+
+func (f *Front) changed() {
+	f.chMu.Lock()
+	close(f.ch)
+	f.ch = make(chan struct{})
+	f.chMu.Unlock()
+}
 
 // hubEnded forgets h once its session ended.
 func (f *Front) hubEnded(h *Hub) {
@@ -210,6 +226,7 @@ func (f *Front) serve(ctx context.Context, conn net.Conn, readOnly bool, start f
 	h.mu.Unlock()
 	c.log.Info().Str(LogRole, role.String()).Bool(LogReadOnly, readOnly).Msg("client attached")
 	f.event(ClientEvent{Client: c.info()})
+	f.changed()
 	go c.w.run() //nolint:errcheck // a failed write ends the client's reader too (its connection closes)
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()

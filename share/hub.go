@@ -185,7 +185,7 @@ func (h *Hub) connect() {
 		return
 	}
 	go h.pw.run() //nolint:errcheck // a failed write ends readRelay too
-	go h.readRelay(jdwp.NewReader(br, h.front.cfg.MaxPacketSize))
+	go h.readRelay(br)
 }
 
 func (h *Hub) fail(err error) {
@@ -325,7 +325,7 @@ func (h *Hub) command(c *Client, p jdwp.Packet) {
 		h.leaveLocked(c, "dispose")
 		return
 	}
-	if c.role == Observer {
+	if c.role == Observer && cmd != jdwp.CmdVirtualMachineDispose { // the last client's Dispose goes on, as a lone debugger's
 		rule := observerRule(p, h.sizes, func(obj uint64) bool { return c.pinned[obj] > 0 })
 		if rule != RuleAllowed && h.controller == nil && !c.readOnly {
 			// No controller: the first observer that asks for control
@@ -443,13 +443,23 @@ func (h *Hub) clearRequest(kind jdwp.EventKind, id int32) {
 }
 
 // reply routes a reply from the relay to the client whose command it
-// answers, after learning what it tells (request owners, suspensions,
-// pins, ID sizes). mu is held.
+// answers (replyTarget). mu is held.
 func (h *Hub) reply(p jdwp.Packet) {
+	if c := h.replyTarget(p); c != nil {
+		h.deliver(c, p)
+	}
+}
+
+// replyTarget learns what the reply p tells (request owners, suspensions,
+// pins, ID sizes; only its header when p is one) and gives it the client's
+// ID back; it returns the client to give it to, nil when none (the hub's
+// own command, or a client that left). A reply to no command in flight
+// goes to the primary client, as the relay would deliver it to a lone
+// debugger. mu is held.
+func (h *Hub) replyTarget(p jdwp.Packet) *Client {
 	pc, ok := h.pending[p.ID()]
 	if !ok {
-		h.log.Warn().Uint32(LogPacketID, p.ID()).Msg("a reply for no command of any client; dropped")
-		return
+		return h.primary()
 	}
 	delete(h.pending, p.ID())
 	c := pc.c
@@ -499,10 +509,10 @@ func (h *Hub) reply(p jdwp.Packet) {
 		}
 	}
 	if c == nil || c.gone {
-		return // the hub's own, or for a client that left
+		return nil // the hub's own, or for a client that left
 	}
 	p.SetID(pc.id)
-	h.deliver(c, p)
+	return c
 }
 
 // vmCommand routes a command the VM sent that is not an event (DDM

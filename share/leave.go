@@ -1,6 +1,7 @@
 package share
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -12,26 +13,78 @@ import (
 
 // readRelay reads what the relay session sends (the VM's replies, events
 // and commands, and the proxy's answers) and routes it, until the session
-// ends; then every client is closed.
-func (h *Hub) readRelay(r *jdwp.Reader) {
+// ends; then every client is closed. A reply above streamAbove is not
+// held: it is streamed from the pipe to its client (streamReply).
+func (h *Hub) readRelay(br *bufio.Reader) {
+	r := jdwp.NewReader(br, h.streamAbove())
 	for {
 		p, err := r.Next()
+		var tl *jdwp.TooLargeError
+		if errors.As(err, &tl) {
+			if err = h.big(br, tl); err == nil {
+				r = jdwp.NewReader(br, h.streamAbove()) // the packet's bytes are read: nothing to skip
+				continue
+			}
+		}
 		if err != nil {
 			h.end(err)
 			return
 		}
-		h.mu.Lock()
-		switch {
-		case p.IsReply():
-			h.reply(p)
-		case p.Cmd() == jdwp.CmdEventComposite:
-			h.events(p)
-		default:
-			h.vmCommand(p)
-		}
-		h.mu.Unlock()
-		h.afterRoute()
+		h.route(p)
 	}
+}
+
+// streamAbove is the size above which a reply is streamed, not held.
+func (h *Hub) streamAbove() int { return min(streamAbove, h.front.cfg.MaxPacketSize) }
+
+// streamAbove: replies above it (array values, DDM heap data) are
+// streamed through; everything else is held whole and routed.
+const streamAbove = 1 << 20
+
+// route routes one whole packet from the relay.
+func (h *Hub) route(p jdwp.Packet) {
+	h.mu.Lock()
+	switch {
+	case p.IsReply():
+		h.reply(p)
+	case p.Cmd() == jdwp.CmdEventComposite:
+		h.events(p)
+	default:
+		h.vmCommand(p)
+	}
+	h.mu.Unlock()
+	h.afterRoute()
+}
+
+// big handles a packet above streamAbove whose header tl holds, the rest
+// of it still in br: a reply is streamed to its client; any other packet
+// (the relay bounds them by MaxPacketSize) is read whole and routed.
+func (h *Hub) big(br *bufio.Reader, tl *jdwp.TooLargeError) error {
+	head := tl.Packet()
+	n := int64(head.Length()) - jdwp.HeaderSize
+	if n > int64(h.front.cfg.MaxPacketSize) {
+		return tl
+	}
+	if !head.IsReply() {
+		p := make(jdwp.Packet, head.Length())
+		copy(p, head)
+		if _, err := io.ReadFull(br, p[jdwp.HeaderSize:]); err != nil {
+			return err
+		}
+		h.route(p)
+		return nil
+	}
+	h.mu.Lock()
+	c := h.replyTarget(head)
+	h.mu.Unlock()
+	body := io.LimitReader(br, n)
+	if c != nil {
+		if err := c.w.stream(head, body, n); err != nil && !errors.Is(err, errWriterStopped) {
+			c.log.Info().Err(err).Msg("writing a big reply to the client failed")
+		}
+	}
+	_, err := io.Copy(io.Discard, body) // what the client did not take
+	return err
 }
 
 // end closes every client once the relay session ended: what was queued

@@ -1,6 +1,8 @@
 package share
 
 import (
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -15,11 +17,13 @@ type writer struct {
 	c       net.Conn
 	timeout time.Duration // per write; 0: none
 
-	mu     sync.Mutex    // guards buf, spare, closed, err
-	buf    []byte        // queued, not yet taken by run
-	spare  []byte        // the buffer run is writing, or an empty one
-	closed bool          // stop was called: run writes what is queued and returns
-	err    error         // the write error that ended run
+	mu     sync.Mutex // guards buf, closed, err, job (spare is run's)
+	buf    []byte     // queued, not yet taken by run
+	spare  []byte     // the buffer run is writing, or an empty one
+	closed bool       // stop was called: run writes what is queued and returns
+	err    error      // the write error that ended run
+	// job is a packet to stream after buf (stream); nil: none.
+	job    *streamJob
 	more   chan struct{} // capacity 1: buf became non-empty, or closed
 	room   chan struct{} // capacity 1: run took buf (queued bytes went down)
 	exited chan struct{} // closed when run returns
@@ -74,6 +78,66 @@ func (w *writer) waitRoom(max int, done <-chan struct{}) {
 	}
 }
 
+// streamJob is a packet too big to hold: its header, then n bytes read
+// from body as they are written. done gets the write's result.
+type streamJob struct {
+	head []byte
+	body io.Reader
+	n    int64
+	done chan error
+}
+
+// stream writes head and then n bytes from body, after what is queued,
+// and returns once they are written (or the writer failed): the caller
+// (the hub's relay reader, which owns body) holds no copy of the packet.
+func (w *writer) stream(head []byte, body io.Reader, n int64) error {
+	j := &streamJob{head: head, body: body, n: n, done: make(chan error, 1)}
+	w.mu.Lock()
+	if w.closed || w.err != nil {
+		w.mu.Unlock()
+		return errWriterStopped
+	}
+	w.job = j
+	w.mu.Unlock()
+	signal(w.more)
+	select {
+	case err := <-j.done:
+		return err
+	case <-w.exited:
+		return errWriterStopped
+	}
+}
+
+var errWriterStopped = errors.New("share: the client's writer stopped")
+
+// streamChunk is how many bytes of a streamed packet one write takes (its
+// write deadline is renewed for each).
+const streamChunk = 64 << 10
+
+func (w *writer) writeJob(j *streamJob) error {
+	if w.timeout > 0 {
+		w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
+	if _, err := w.c.Write(j.head); err != nil {
+		return err
+	}
+	buf := make([]byte, streamChunk)
+	for left := j.n; left > 0; {
+		k, err := io.ReadFull(j.body, buf[:min(int64(len(buf)), left)])
+		if err != nil {
+			return err
+		}
+		left -= int64(k)
+		if w.timeout > 0 {
+			w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+		}
+		if _, err := w.c.Write(buf[:k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // stop makes run write what is queued and return.
 func (w *writer) stop() {
 	w.mu.Lock()
@@ -87,25 +151,34 @@ func (w *writer) run() error {
 	defer close(w.exited)
 	for {
 		w.mu.Lock()
-		for len(w.buf) == 0 && !w.closed {
+		for len(w.buf) == 0 && w.job == nil && !w.closed {
 			w.mu.Unlock()
 			<-w.more
 			w.mu.Lock()
 		}
-		if len(w.buf) == 0 {
+		if len(w.buf) == 0 && w.job == nil {
 			w.mu.Unlock()
 			return nil
 		}
 		w.buf, w.spare = w.spare[:0], w.buf
 		out := w.spare
+		job := w.job
+		w.job = nil
 		w.mu.Unlock()
 		signal(w.room)
 		if w.timeout > 0 {
 			w.c.SetWriteDeadline(time.Now().Add(w.timeout))
 		}
-		_, err := w.c.Write(out)
+		var err error
+		if len(out) > 0 {
+			_, err = w.c.Write(out)
+		}
 		if cap(w.spare) > keepBytes {
 			w.spare = nil // one big packet: give its memory back
+		}
+		if err == nil && job != nil {
+			err = w.writeJob(job)
+			job.done <- err
 		}
 		if err != nil {
 			w.mu.Lock()
