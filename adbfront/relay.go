@@ -99,7 +99,7 @@ func (r *Relay) acquire(t Target) *procServer {
 		})
 	}
 	ps.srv = relay.NewServer(cfg)
-	ps.front = share.NewFront(key, share.Config{Logger: cfg.Logger.With().Str(logkey.Component, "share").Logger(), MaxPacketSize: cfg.MaxPacketSize, OnClient: r.onClient})
+	ps.front = share.NewFront(key, share.Config{Logger: cfg.Logger.With().Str(logkey.Component, "share").Logger(), MaxPacketSize: cfg.MaxPacketSize, Metrics: cfg.Metrics, OnClient: r.onClient})
 	r.servers[t] = ps
 	return ps
 }

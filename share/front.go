@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +32,9 @@ type Config struct {
 	WriteQueueBytes int
 	// WriteTimeout bounds each write to a client (30 s when zero).
 	WriteTimeout time.Duration
+	// Metrics, if not nil, counts the protocol errors of clients, as the
+	// relay counts a debugger's.
+	Metrics *relay.Metrics
 	// OnClient, if not nil, is told each client attaching and leaving
 	// (the journal); called without the front's locks held.
 	OnClient func(ev ClientEvent)
@@ -170,8 +175,7 @@ func (f *Front) serve(ctx context.Context, conn net.Conn, readOnly bool, start f
 	err = jdwp.ReadHandshake(conn)
 	handshaken()
 	if err != nil {
-		conn.Close()
-		f.cfg.Logger.Info().Err(err).Str(LogDebugger, conn.RemoteAddr().String()).Msg("client's JDWP handshake failed; closed it")
+		f.badHandshake(conn, err)
 		return false, err
 	}
 	c := &Client{
@@ -237,6 +241,35 @@ func (f *Front) serve(ctx context.Context, conn net.Conn, readOnly bool, start f
 	return started, nil
 }
 
+// badHandshake closes a client whose handshake failed, and logs and
+// counts it as the relay does a debugger's.
+func (f *Front) badHandshake(conn net.Conn, err error) {
+	reason := relay.Classify(err)
+	log := f.cfg.Logger.With().Str(LogDebugger, conn.RemoteAddr().String()).Str(LogReason, string(reason)).Logger()
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		log.Warn().Err(err).Msg("client sent no JDWP handshake in time; closed its connection")
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || relay.PeerGone(err):
+		// A port probe, a debugger giving up: nothing for a user to fix.
+		log.Info().Err(err).Msg("client closed its connection before the JDWP handshake")
+	default:
+		drain(conn) // bytes after a bad handshake: an end of stream, not a reset
+		log.Error().Err(err).Msg("client's JDWP handshake failed (is a non-JDWP client using this port?); closing its connection")
+	}
+	conn.Close()
+	f.cfg.Metrics.ProtocolError(reason)
+}
+
+// drain half-closes c and drops what its peer still sends (64 KiB and
+// half a second at most), so that the close that follows is not a reset.
+func drain(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.CopyN(io.Discard, c, 64<<10)
+}
+
 func (f *Front) event(ev ClientEvent) {
 	if f.cfg.OnClient != nil {
 		ev.VM = f.vm
@@ -248,6 +281,7 @@ func (f *Front) event(ev ClientEvent) {
 const (
 	LogDebugger = "debugger"
 	LogReadOnly = "read_only"
+	LogReason   = "reason"
 )
 
 // refuse closes a client before answering its handshake, with a reset

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // readRelay reads what the relay session sends (the VM's replies, events
@@ -107,15 +108,25 @@ func (h *Hub) end(err error) {
 	h.overOnce.Do(func() { close(h.over) })
 }
 
-// read relays c's packets until its connection ends, then undoes it.
+// read relays c's packets until its connection ends, then undoes it. A
+// client that breaks the protocol is logged and counted as the relay
+// logs a debugger that does, and only its connection closes.
 func (c *Client) read(h *Hub, r *jdwp.Reader) {
 	how := "closed"
 	for {
 		p, err := r.Next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			reason := relay.Classify(err)
+			switch {
+			case reason == "" || errors.Is(err, os.ErrDeadlineExceeded):
+			case relay.PeerGone(err):
 				how = "dropped"
-				c.log.Info().Err(err).Msg("client connection ended")
+				c.log.Info().Err(err).Msg("client connection ended (reset or cut short)")
+			default:
+				how = "dropped"
+				c.log.Error().Err(err).Str(LogReason, string(reason)).
+					Msg("client broke the JDWP protocol; closed its connection (the VM's other clients go on)")
+				h.front.cfg.Metrics.ProtocolError(reason)
 			}
 			break
 		}

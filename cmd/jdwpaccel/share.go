@@ -27,6 +27,7 @@ func (fs *fronts) serve(ctx context.Context, cfg relay.Config, vm string, ln, re
 	f := share.NewFront(vm, share.Config{
 		Logger:        cfg.Logger.With().Str(relay.LogComponent, "share").Logger(),
 		MaxPacketSize: cfg.MaxPacketSize,
+		Metrics:       cfg.Metrics,
 		OnClient:      fs.onClient,
 	})
 	fs.mu.Lock()
