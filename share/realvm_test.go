@@ -2,11 +2,15 @@ package share_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +20,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/share"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -319,4 +324,216 @@ func TestJDBWithTracers(t *testing.T) {
 	}
 	fmt.Fprintln(stays.stdin, "quit")
 	stays.await(t, "disposed")
+}
+
+// requestCounter is a relay observer counting, at the VM's side of the
+// hub, the event requests set (replies the hub got) and cleared (Clear
+// commands it sent), and the DisableCollection and EnableCollection
+// commands it sent: what the VM holds is the difference.
+type requestCounter struct {
+	mu               sync.Mutex
+	sets, clears     int
+	disposes         int
+	pinned, unpinned map[uint64]int
+}
+
+func (rc *requestCounter) Observe(_ *relay.Session, f *relay.Frame) {
+	if f.Origin == relay.Synthetic {
+		return // the proxy's own copy of a command answered ahead (write-behind), or its reply
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	switch {
+	case f.Dir == relay.ToDebugger && f.Kind == relay.KindReply && f.Cmd == jdwp.CmdEventRequestSet && f.Packet.ErrorCode() == 0:
+		rc.sets++
+	case f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Cmd == jdwp.CmdEventRequestClear:
+		rc.clears++
+	case f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Cmd == jdwp.CmdVirtualMachineDisposeObjects:
+		rc.disposes++
+	case f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Cmd == jdwp.CmdObjectReferenceDisableCollection:
+		rc.pinned[binary.BigEndian.Uint64(f.Packet.Body())]++
+	case f.Dir == relay.ToVM && f.Kind == relay.KindCommand && f.Cmd == jdwp.CmdObjectReferenceEnableCollection:
+		rc.unpinned[binary.BigEndian.Uint64(f.Packet.Body())]++
+	}
+}
+
+func (rc *requestCounter) live() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.sets - rc.clears
+}
+
+// observe is one short-lived observer: it asks for thread and class
+// events without suspending, reads the threads and a name, pins a thread
+// object, and leaves by Dispose or by closing its connection.
+func observe(addr string, dispose bool) (pinned uint64, err error) {
+	d, err := jdwptest.Attach(addr)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	for _, c := range []struct {
+		cmd  jdwp.Cmd
+		body []byte
+	}{
+		{jdwp.CmdVirtualMachineIDSizes, nil},
+		{jdwp.CmdEventRequestSet, setBody(jdwp.EventThreadStart, jdwp.SuspendNone)},
+		{jdwp.CmdEventRequestSet, setBody(jdwp.EventClassPrepare, jdwp.SuspendNone)},
+		{jdwp.CmdVirtualMachineResume, nil}, // refused: it would end the controller's stop
+	} {
+		p, err := d.Call(c.cmd, c.body)
+		if err != nil {
+			return 0, err
+		}
+		if want := c.cmd == jdwp.CmdVirtualMachineResume; (p.ErrorCode() == jdwp.ErrorNotImplemented) != want {
+			return 0, fmt.Errorf("%v: %v", c.cmd, p)
+		}
+	}
+	p, err := d.Call(jdwp.CmdVirtualMachineAllThreads, nil)
+	if err != nil || p.ErrorCode() != 0 || len(p.Body()) < 12 {
+		return 0, fmt.Errorf("AllThreads: %v, %v", p, err)
+	}
+	thread := slices.Clone(p.Body()[4:12]) // the reader reuses its buffer
+	pinned = binary.BigEndian.Uint64(thread)
+	for _, c := range []jdwp.Cmd{jdwp.CmdThreadReferenceName, jdwp.CmdObjectReferenceDisableCollection} {
+		if p, err := d.Call(c, thread); err != nil || p.ErrorCode() != 0 {
+			return 0, fmt.Errorf("%v: %v, %v", c, p, err)
+		}
+	}
+	if dispose {
+		if p, err := d.Call(jdwp.CmdVirtualMachineDispose, nil); err != nil || p.ErrorCode() != 0 {
+			return 0, fmt.Errorf("Dispose: %v, %v", p, err)
+		}
+	}
+	return pinned, nil
+}
+
+// TestFiftyObserversDuringStepping: the JDI driver steps through an
+// OpenJDK VM (the controller) while 50 observers attach and leave, five at
+// a time, half by Dispose and half by closing. The driver's steps go on;
+// once they left, the VM holds exactly the driver's event requests, every
+// object they pinned is let go, and the proxy is back to its goroutines
+// and open files from before.
+func TestFiftyObserversDuringStepping(t *testing.T) {
+	b := jdwptest.JavaBuild(t)
+	rc := &requestCounter{pinned: map[uint64]int{}, unpinned: map[uint64]int{}}
+	front, addr, _ := sharedProxy(t, jdwptest.StartJava(t, b, javavm.Deep).Addr(), func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Observers: []relay.Observer{rc}}
+	})
+	const steps, observers, atOnce = 1000, 50, 5
+	var goroutines, fds int
+	done := make(chan error, 1)
+	var pinned sync.Map
+	// At the first stop, the observers start; the driver steps on.
+	first := func() {
+		goroutines, fds = runtime.NumGoroutine(), openFDs(t)
+		go func() {
+			sem := make(chan struct{}, atOnce)
+			var wg sync.WaitGroup
+			errs := make(chan error, observers)
+			for i := range observers {
+				sem <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-sem }()
+					obj, err := observe(addr, i%2 == 0)
+					if err != nil {
+						errs <- fmt.Errorf("observer %d: %w", i, err)
+					}
+					pinned.Store(obj, true)
+				})
+			}
+			wg.Wait()
+			close(errs)
+			done <- <-errs // nil when none failed
+		}()
+	}
+	driverDone := make(chan struct{})
+	var res *javavm.DriverResult
+	var derr error
+	go func() {
+		defer close(driverDone)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		res, derr = javavm.RunDriver(ctx, b, javavm.DriverOptions{Addr: addr, Profile: javavm.ProfileJDBMin, Debuggee: javavm.Deep, Steps: steps, AfterFirstStop: first})
+	}()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	// The driver still steps: what is left at the VM once the observers
+	// left is the driver's alone (counted between two of its steps).
+	check := func() error {
+		cl := front.Clients()
+		switch {
+		case len(cl) != 1 || cl[0].Role != "controller":
+			return fmt.Errorf("clients: %+v", cl)
+		case rc.live() != cl[0].Requests:
+			return fmt.Errorf("the VM holds %d event requests, the driver set %d", rc.live(), cl[0].Requests)
+		}
+		var missing []uint64
+		rc.mu.Lock()
+		pinned.Range(func(k, _ any) bool {
+			if o := k.(uint64); rc.unpinned[o] < rc.pinned[o] {
+				missing = append(missing, o)
+			}
+			return true
+		})
+		rc.mu.Unlock()
+		if len(missing) > 0 {
+			return fmt.Errorf("objects pinned by observers and not let go: %v", missing)
+		}
+		if g, f := runtime.NumGoroutine(), openFDs(t); g > goroutines || f > fds {
+			return fmt.Errorf("goroutines %d -> %d, open files %d -> %d", goroutines, g, fds, f)
+		}
+		return nil
+	}
+	var last error
+	if err := settled(func() error {
+		select {
+		case <-driverDone:
+			return fmt.Errorf("the driver ended before the check (make its session longer); last: %v", last)
+		default:
+		}
+		if err := check(); err != nil {
+			if last == nil || err.Error() != last.Error() {
+				t.Logf("not yet: %v", err)
+			}
+			last = err
+			return err
+		}
+		return nil
+	}); err != nil {
+		buf := make([]byte, 1<<20)
+		t.Errorf("after %d observers left: %v\n%s", observers, err, buf[:runtime.Stack(buf, true)])
+	}
+	<-driverDone
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	if len(res.Stops) != steps+1 {
+		t.Fatalf("the driver made %d stops, want %d", len(res.Stops), steps+1)
+	}
+	rc.mu.Lock()
+	t.Logf("%d stops; at the VM: %d requests set, %d cleared; %d objects pinned; %d DisposeObjects", len(res.Stops), rc.sets, rc.clears, len(rc.pinned), rc.disposes)
+	rc.mu.Unlock()
+}
+
+// settled polls cond (counts of goroutines and files have no signal)
+// until it returns nil, or returns its last error after 15 s.
+func settled(cond func() error) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := cond()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count open files: %v", err)
+	}
+	return len(ents)
 }
