@@ -376,6 +376,15 @@ func (h *Hub) command(c *Client, p jdwp.Packet) {
 				delete(c.pinned, o)
 			}
 		}
+	case jdwp.CmdVirtualMachineDisposeObjects:
+		if len(h.clients) > 1 {
+			// The VM counts an ID's references per connection, not per
+			// client: one client's release could free an ID another still
+			// uses. Shared, IDs are released when the last client leaves
+			// (the VM resets).
+			h.answer(c, p.ID(), jdwp.ErrorNone, nil)
+			return
+		}
 	case jdwp.CmdVirtualMachineHoldEvents:
 		c.held = true
 	case jdwp.CmdVirtualMachineReleaseEvents:

@@ -20,11 +20,13 @@ func (h *Hub) readRelay(br *bufio.Reader) {
 	r := jdwp.NewReader(br, h.streamAbove())
 	for {
 		p, err := r.Next()
-		var tl *jdwp.TooLargeError
-		if errors.As(err, &tl) {
-			if err = h.big(br, tl); err == nil {
-				r = jdwp.NewReader(br, h.streamAbove()) // the packet's bytes are read: nothing to skip
-				continue
+		if err != nil {
+			var tl *jdwp.TooLargeError
+			if errors.As(err, &tl) {
+				if err = h.big(br, tl); err == nil {
+					r = jdwp.NewReader(br, h.streamAbove()) // the packet's bytes are read: nothing to skip
+					continue
+				}
 			}
 		}
 		if err != nil {

@@ -323,3 +323,25 @@ func TestReadOnlyFirstClientIsObserver(t *testing.T) {
 		t.Fatalf("Clients = %+v", cl)
 	}
 }
+
+func TestDisposeObjectsKeptWhileShared(t *testing.T) {
+	r := startRig(t)
+	a := r.attach(t)
+	b := r.attach(t)
+	body := append([]byte{0, 0, 0, 1}, binary.BigEndian.AppendUint64(nil, 5)...)
+	body = binary.BigEndian.AppendUint32(body, 1)
+	for _, d := range []*jdwptest.Debugger{a, b} {
+		if p := call(t, d, jdwp.CmdVirtualMachineDisposeObjects, body); p.ErrorCode() != 0 {
+			t.Fatalf("DisposeObjects: %v", p)
+		}
+	}
+	if n := r.vm.Count(jdwp.CmdVirtualMachineDisposeObjects); n != 0 {
+		t.Fatalf("the VM got %d DisposeObjects while two clients share it: one could free an ID the other uses", n)
+	}
+	b.Close()
+	jdwptest.Await(t, "one client left", r.front.Changed, func() (bool, string) { return len(r.front.Clients()) == 1, "" })
+	call(t, a, jdwp.CmdVirtualMachineDisposeObjects, body)
+	if n := r.vm.Count(jdwp.CmdVirtualMachineDisposeObjects); n != 1 {
+		t.Fatalf("a lone client's DisposeObjects: the VM got %d, want 1", n)
+	}
+}
