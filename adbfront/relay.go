@@ -158,15 +158,21 @@ func (r *Relay) Serve(ctx context.Context, client, vm net.Conn, t Target) error 
 	return err
 }
 
-// Clients lists the clients attached to process t's VM now.
-func (r *Relay) Clients(t Target) []share.ClientInfo {
+// Clients lists the clients attached now to the VM whose key
+// (adb:SERIAL:PID, its sessions' VM) is vm.
+func (r *Relay) Clients(vm string) []share.ClientInfo {
 	r.mu.Lock()
-	ps := r.servers[t]
+	var front *share.Front
+	for t, ps := range r.servers {
+		if t.String() == vm {
+			front = ps.front
+		}
+	}
 	r.mu.Unlock()
-	if ps == nil {
+	if front == nil {
 		return nil
 	}
-	return ps.front.Clients()
+	return front.Clients()
 }
 
 // OnClient, set before the front serves, is told each client attaching to

@@ -237,7 +237,7 @@ func (f *Front) serve(ctx context.Context, conn net.Conn, readOnly bool, start f
 	c.read(h, jdwp.NewReader(bufio.NewReaderSize(conn, 64<<10), f.cfg.MaxPacketSize))
 	<-c.w.exited
 	conn.Close()
-	f.event(ClientEvent{Client: c.info(), Left: true})
+	f.event(ClientEvent{Client: c.info(), Left: true, How: c.left})
 	return started, nil
 }
 

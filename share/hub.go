@@ -123,7 +123,8 @@ type Client struct {
 	// Guarded by the hub's mu:
 	role     Role
 	gone     bool
-	disposed bool // it sent Dispose that the hub answered
+	disposed bool   // it sent Dispose that the hub answered
+	left     string // how it left (leaveLocked): dispose, closed, dropped, refused
 	requests map[int32]request
 	// vmSuspends and threadSuspends count the suspensions it caused and
 	// did not resume: VirtualMachine.Suspend and events suspending all

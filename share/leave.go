@@ -167,6 +167,7 @@ func (h *Hub) leaveLocked(c *Client, how string) {
 		return
 	}
 	c.gone = true
+	c.left = how
 	for i, x := range h.clients {
 		if x == c {
 			h.clients = append(h.clients[:i], h.clients[i+1:]...)

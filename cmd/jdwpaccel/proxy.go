@@ -179,6 +179,9 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		return nil, err
 	}
 	st.journal = j
+	if j != nil {
+		st.fronts.onClient = journalClients(j)
+	}
 	var cacheBytes int64 // per session: none without speculation
 	if st.spec != nil {
 		cacheBytes = pf.cacheBytes
@@ -257,17 +260,7 @@ func (st *stack) monitorSource() *web.DDMSource {
 // sessions are the tracked sessions, each open one with the clients that
 // share its VM now.
 func (st *stack) sessions() []web.Session {
-	ss := st.tracker.Sessions()
-	for i := range ss {
-		if !ss[i].Ended.IsZero() {
-			continue
-		}
-		for _, c := range st.fronts.clients(ss[i].VM) {
-			ss[i].Clients = append(ss[i].Clients, web.Client{Number: c.Number, Addr: c.Addr, Role: c.Role, ReadOnly: c.ReadOnly,
-				Since: c.Since, Requests: c.Requests, Denied: c.Denied})
-		}
-	}
-	return ss
+	return withClients(st.tracker.Sessions(), st.fronts.clients)
 }
 
 // accel is the page's figures of the speculator (none with

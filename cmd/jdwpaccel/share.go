@@ -5,8 +5,10 @@ import (
 	"net"
 	"sync"
 
+	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/share"
+	"github.com/jdwpaccel/jdwpaccel/web"
 )
 
 // fronts holds the share.Front of each VM the proxy serves, by VM name
@@ -55,4 +57,27 @@ func (fs *fronts) clients(vm string) []share.ClientInfo {
 		return nil
 	}
 	return f.Clients()
+}
+
+// journalClients records each client of a shared VM attaching and
+// leaving in j.
+func journalClients(j *journal.Journal) func(share.ClientEvent) {
+	return func(ev share.ClientEvent) {
+		j.Client(ev.VM, ev.Client.Number, ev.Client.Addr, ev.Client.Role, ev.How)
+	}
+}
+
+// withClients gives each open session of ss the clients that share its
+// VM now (clients lists them by VM name).
+func withClients(ss []web.Session, clients func(vm string) []share.ClientInfo) []web.Session {
+	for i := range ss {
+		if !ss[i].Ended.IsZero() {
+			continue
+		}
+		for _, c := range clients(ss[i].VM) {
+			ss[i].Clients = append(ss[i].Clients, web.Client{Number: c.Number, Addr: c.Addr, Role: c.Role, ReadOnly: c.ReadOnly,
+				Since: c.Since, Requests: c.Requests, Denied: c.Denied})
+		}
+	}
+	return ss
 }

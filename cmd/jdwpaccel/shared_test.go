@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +18,8 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/journal"
+	"github.com/jdwpaccel/jdwpaccel/web"
 )
 
 // holdAfterHandshake is a TCP hop for one client to target: it passes the
@@ -160,5 +166,63 @@ func TestADBFrontSharedClients(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"role":"observer"`) {
 		t.Errorf("no observer attached; log:\n%s", logs)
+	}
+}
+
+// TestSharedClientsOnPageAndJournal: the page's session lists each client
+// sharing it with its role, and the journal records each attaching and
+// leaving.
+func TestSharedClientsOnPageAndJournal(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{})
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	p := startEnd(t, nearListening, "proxy", "--vm", vm.Addr(), "--listen", "127.0.0.1:0", "--journal", path, "--http-addr", "127.0.0.1:0")
+	url := p.logs.wait(t, "with the page's address", 10*time.Second, func(rec map[string]any) bool { return rec["message"] == "live monitor" })["url"].(string)
+	ctl, err := jdwptest.Attach(p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := jdwptest.Attach(p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := obs.Call(jdwp.CmdVirtualMachineResume, nil); err != nil || r.ErrorCode() != jdwp.ErrorNotImplemented {
+		t.Fatalf("observer's Resume: %v, %v", r, err)
+	}
+	p.logs.wait(t, "of the session's start", 10*time.Second, func(rec map[string]any) bool { return rec["message"] == "debugger session started" })
+	var ss []web.SessionJSON
+	getJSON(t, url+"api/v1/sessions", &ss)
+	if len(ss) != 1 || len(ss[0].Clients) != 2 || ss[0].Clients[0].Role != "controller" || ss[0].Clients[1].Role != "observer" ||
+		ss[0].Clients[1].Denied != 1 || ss[0].Clients[1].Addr != obs.Conn().LocalAddr().String() {
+		t.Fatalf("page's sessions: %+v", ss)
+	}
+	obs.Close()
+	p.logs.wait(t, "of the observer leaving", 10*time.Second, func(rec map[string]any) bool {
+		return rec["message"] == "client detached" && rec["debugger"] == obs.Conn().LocalAddr().String()
+	})
+	ctl.Call(jdwp.CmdVirtualMachineDispose, nil) // the last client's: it reaches the VM
+	ctl.Close()
+	p.logs.wait(t, "of the session's end", 10*time.Second, func(rec map[string]any) bool { return rec["message"] == "debugger session ended" })
+	p.stop()
+	recs, err := journal.ReadFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if r.Type == journal.TypeClient {
+			got = append(got, fmt.Sprintf("%d %s %s %s", r.Client, r.Debugger, r.Role, r.Left))
+		}
+	}
+	want := []string{
+		fmt.Sprintf("1 %s controller ", ctl.Conn().LocalAddr()),
+		fmt.Sprintf("2 %s observer ", obs.Conn().LocalAddr()),
+		fmt.Sprintf("2 %s observer closed", obs.Conn().LocalAddr()),
+		fmt.Sprintf("1 %s controller closed", ctl.Conn().LocalAddr()),
+	}
+	slices.Sort(got) // the two attaches race
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		raw, _ := os.ReadFile(path)
+		t.Fatalf("the journal's client records:\n%s\nwant\n%s\njournal:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), raw)
 	}
 }
