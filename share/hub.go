@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -280,26 +281,28 @@ func (h *Hub) deliver(c *Client, p []byte) {
 	}
 }
 
-// afterRoute drops the observers whose queues overflowed and waits, as
-// the relay does, for the controller's queue to drain below the bound.
-func (h *Hub) afterRoute() {
-	h.mu.Lock()
-	kick := h.kick
-	h.kick = h.kick[:0]
-	ctl := h.controller
-	var kicked []*Client
-	for _, c := range kick {
-		if !c.gone {
-			kicked = append(kicked, c)
+// kicked takes the observers whose queues overflowed while mu was held
+// (nil when none: no allocation). mu is held.
+func (h *Hub) kicked() []*Client {
+	if len(h.kick) == 0 {
+		return nil
+	}
+	var out []*Client
+	for _, c := range h.kick {
+		if !c.gone && !slices.Contains(out, c) {
+			out = append(out, c)
 		}
 	}
-	h.mu.Unlock()
+	h.kick = h.kick[:0]
+	return out
+}
+
+// drop disconnects the observers kicked returned: too slow, they would
+// stall the others.
+func (h *Hub) drop(kicked []*Client) {
 	for _, c := range kicked {
 		c.log.Warn().Int(LogMaxQueue, h.front.cfg.WriteQueueBytes).Msg("an observer took too long to read what the VM sent it; dropped it so that the other clients go on")
 		h.leave(c, "dropped")
-	}
-	if ctl != nil {
-		ctl.w.waitRoom(h.front.cfg.WriteQueueBytes, h.front.done)
 	}
 }
 

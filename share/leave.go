@@ -55,8 +55,14 @@ func (h *Hub) route(p jdwp.Packet) {
 	default:
 		h.vmCommand(p)
 	}
+	kicked, ctl := h.kicked(), h.controller
 	h.mu.Unlock()
-	h.afterRoute()
+	h.drop(kicked)
+	if ctl != nil {
+		// As the relay waits for a lone debugger: the VM's side is read
+		// no faster than the controller takes what it is sent.
+		ctl.w.waitRoom(h.front.cfg.WriteQueueBytes, h.front.done)
+	}
 }
 
 // big handles a packet above streamAbove whose header tl holds, the rest
@@ -141,8 +147,9 @@ func (c *Client) read(h *Hub, r *jdwp.Reader) {
 		} else {
 			h.command(c, p)
 		}
+		kicked := h.kicked()
 		h.mu.Unlock()
-		h.afterRoute()
+		h.drop(kicked)
 		h.pw.waitRoom(h.front.cfg.WriteQueueBytes, h.front.done)
 	}
 	h.leave(c, how)

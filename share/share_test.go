@@ -345,3 +345,33 @@ func TestDisposeObjectsKeptWhileShared(t *testing.T) {
 		t.Fatalf("a lone client's DisposeObjects: the VM got %d, want 1", n)
 	}
 }
+
+func TestSlowObserverDropped(t *testing.T) {
+	r := startRig(t)
+	ctl := r.attach(t)
+	call(t, ctl, jdwp.CmdVirtualMachineIDSizes, nil)
+	slow := r.attach(t)
+	cp := reqID(t, call(t, slow, jdwp.CmdEventRequestSet, setBody(jdwp.EventClassPrepare, jdwp.SuspendNone)))
+	// Class prepares of 64 KiB signatures for the observer, which reads
+	// none of them: once what waits for it passes the bound, it is
+	// dropped, and the controller goes on.
+	sig := make([]byte, 64<<10)
+	for i := range sig {
+		sig[i] = 'a'
+	}
+	ev := composite(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventClassPrepare, RequestID: cp, Thread: 1, TypeID: 2, Signature: sig})
+	for sent := 0; len(r.front.Clients()) == 2; sent++ {
+		if sent == 1024 { // 64 MiB
+			t.Fatalf("an observer that reads nothing was sent 64 MiB and is still attached")
+		}
+		if err := r.vm.Send(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := call(t, ctl, jdwp.CmdVirtualMachineVersion, nil); p.ErrorCode() != 0 {
+		t.Fatalf("controller after the observer was dropped: %v", p)
+	}
+	if cl := r.front.Clients(); len(cl) != 1 || cl[0].Role != "controller" {
+		t.Fatalf("clients: %+v", cl)
+	}
+}
