@@ -69,7 +69,13 @@ func (h *Hub) events(p jdwp.Packet) {
 		}
 		h.deliver(c, p)
 	}
-	h.suspended(ctlGot, policy, thread, kind == jdwp.EventVMStart)
+	vmStart := kind == jdwp.EventVMStart
+	if vmStart && !ctlGot && policy != jdwp.SuspendNone {
+		// The next controller gets it, as it would attaching first.
+		body[offPolicy] = byte(policy)
+		h.heldStart = append(h.heldStart[:0], p...)
+	}
+	h.suspended(ctlGot, policy, thread, vmStart)
 }
 
 // owner is the client owning request req, whose event is of kind: the

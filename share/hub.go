@@ -106,8 +106,10 @@ type Hub struct {
 	// kick are observers whose queue overflowed, to drop after mu.
 	kick []*Client
 	// held counts the suspension of the VM's start that no controller
-	// got (the VM waits for a debugger); the next controller takes it.
-	held Client
+	// got (the VM waits for a debugger), and heldStart is its VM_START
+	// event; the next controller takes both (control).
+	held      Client
+	heldStart []byte
 }
 
 // Client is one JDWP client of a hub.
@@ -224,7 +226,8 @@ func (h *Hub) join(c *Client) bool {
 }
 
 // control makes c the controller; it takes the suspension the hub held
-// for one (the VM's start), to release it if it leaves without resuming.
+// for one (the VM's start), to release it if it leaves without resuming,
+// and the VM_START event that came with it.
 // mu is held.
 func (h *Hub) control(c *Client) {
 	c.role = Controller
@@ -235,6 +238,13 @@ func (h *Hub) control(c *Client) {
 	for t, n := range h.held.threadSuspends {
 		c.threadSuspends[t] += n
 		delete(h.held.threadSuspends, t)
+	}
+	if len(h.heldStart) > 0 {
+		// A debugger attaching to a suspend=y VM waits for VM_START
+		// (jdb, JDI's attach): it gets the one the VM sent when a
+		// read-only client attached first.
+		h.deliver(c, h.heldStart)
+		h.heldStart = nil
 	}
 }
 

@@ -33,7 +33,7 @@ import (
 // listener, and returns its front, the address clients attach at, and the
 // address where every client is an observer. hooks, when not nil, are the
 // relay session's other hooks.
-func sharedProxy(t *testing.T, vmAddr string, hooks func(*relay.Session) relay.Hooks) (front *share.Front, addr, roAddr string) {
+func sharedProxy(t testing.TB, vmAddr string, hooks func(*relay.Session) relay.Hooks) (front *share.Front, addr, roAddr string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,7 +45,7 @@ func sharedProxy(t *testing.T, vmAddr string, hooks func(*relay.Session) relay.H
 	}
 	spec := speculator.New(speculator.Config{WriteBehind: true}, zerolog.Nop(), speculator.NewMetrics(prometheus.NewRegistry()))
 	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(vmAddr), NewHooks: relay.ChainHooks(spec.Hooks, hooks), Logger: zerolog.Nop()})
-	front = share.NewFront(vmAddr, share.Config{Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	front = share.NewFront(vmAddr, share.Config{Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- share.Serve(ctx, srv, front, ln, ro, 0) }()
@@ -536,4 +536,40 @@ func openFDs(t *testing.T) int {
 		t.Skipf("cannot count open files: %v", err)
 	}
 	return len(ents)
+}
+
+// BenchmarkStepRealVM steps the JDI driver (idea-like) through an OpenJDK
+// VM shared by the hub, alone and with 3 observers attached (each with
+// SUSPEND_NONE thread and class requests, on the read-only address so
+// that the driver controls). b.N is the number of steps; ms/step is the
+// median step. The two medians' ratio is the cost of the observers:
+//
+//	go test -run '^$' -bench BenchmarkStepRealVM -benchtime 200x ./share
+func BenchmarkStepRealVM(b *testing.B) {
+	build := jdwptest.JavaBuild(b)
+	for _, n := range []int{0, 3} {
+		b.Run("observers="+strconv.Itoa(n), func(b *testing.B) {
+			_, addr, roAddr := sharedProxy(b, jdwptest.StartJava(b, build, javavm.Deep).Addr(), nil)
+			for range n {
+				d, err := jdwptest.Attach(roAddr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { d.Close() })
+				for _, kind := range []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventThreadDeath, jdwp.EventClassPrepare} {
+					if p, err := d.Call(jdwp.CmdEventRequestSet, setBody(kind, jdwp.SuspendNone)); err != nil || p.ErrorCode() != 0 {
+						b.Fatalf("observer's request: %v, %v", p, err)
+					}
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			b.ResetTimer()
+			res, err := javavm.RunDriver(ctx, build, javavm.DriverOptions{Addr: addr, Profile: javavm.ProfileIdeaLike, Debuggee: javavm.Deep, Steps: max(b.N, 10), Warmup: 3})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(jdwptest.MedianStep(res).Microseconds())/1000, "ms/step")
+		})
+	}
 }

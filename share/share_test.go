@@ -304,6 +304,8 @@ func TestReadOnlyFirstClientIsObserver(t *testing.T) {
 	if cl := r.front.Clients(); len(cl) != 2 || cl[1].Role != "observer" {
 		t.Fatalf("after a controller left, a new client controls only by asking: %+v", cl)
 	}
+	// It controls only by asking, so the VM_START the hub holds is not its
+	// yet.
 	if p := call(t, ctl, jdwp.CmdVirtualMachineIDSizes, nil); p.ErrorCode() != 0 { // read-only: no control asked
 		t.Fatal(p)
 	}
@@ -374,4 +376,40 @@ func TestSlowObserverDropped(t *testing.T) {
 	if cl := r.front.Clients(); len(cl) != 1 || cl[0].Role != "controller" {
 		t.Fatalf("clients: %+v", cl)
 	}
+}
+
+// TestVMStartHeldForController: a read-only client attaches first to a
+// VM that waits for a debugger (suspend=y): the VM stays suspended, and
+// the debugger attaching next gets the VM_START it would have got
+// attaching first, with the VM's suspend policy.
+func TestVMStartHeldForController(t *testing.T) {
+	r := startRig(t)
+	obs := r.attachAt(t, r.roAddr)
+	call(t, obs, jdwp.CmdVirtualMachineIDSizes, nil)
+	if err := r.vm.Send(composite(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventVMStart, Thread: 1})); err != nil {
+		t.Fatal(err)
+	}
+	p, err := obs.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := decode(t, p); c.SuspendPolicy != jdwp.SuspendNone || c.Events[0].Kind != jdwp.EventVMStart {
+		t.Fatalf("observer got %+v", c)
+	}
+	ctl := r.attach(t)
+	p, err = ctl.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := decode(t, p); c.SuspendPolicy != jdwp.SuspendAll || len(c.Events) != 1 || c.Events[0].Kind != jdwp.EventVMStart {
+		t.Fatalf("controller got %+v", c)
+	}
+	if n := r.vm.Count(jdwp.CmdVirtualMachineResume); n != 0 {
+		t.Fatalf("the VM was resumed %d times before its controller came", n)
+	}
+	ctl.Close()
+	jdwptest.Await(t, "the start's suspension released with its controller", r.vm.Changed, func() (bool, string) {
+		n := r.vm.Count(jdwp.CmdVirtualMachineResume)
+		return n == 1, itoa(n)
+	})
 }
