@@ -24,10 +24,11 @@ const (
 	LogLeft   = "left" // how a client left: dispose, closed, dropped
 )
 
-// hubIDBase is where the hub's own ID counter starts: a client's own ID is
-// kept when it is free, and IDs the hub makes up come from here on (below
-// retag.SyntheticBase, the relay's range), far from the small numbers
-// debuggers count from.
+// hubIDBase is where the hub's own ID counter starts: the controller's own
+// ID is kept when it is free, and IDs the hub makes up come from here on
+// (below retag.ObserverBase, the observers' range, and
+// retag.SyntheticBase, the relay's), far from the small numbers debuggers
+// count from.
 const hubIDBase uint32 = 0x60000000
 
 // defaultIDSize is the ID size assumed until the VM's IDSizes reply was
@@ -88,7 +89,8 @@ type Hub struct {
 	// pending are the commands towards the relay awaiting replies, by the
 	// hub's ID; next is the hub's ID counter.
 	pending map[uint32]pendingCmd
-	next    uint32
+	next    uint32 // the hub's range: [hubIDBase, retag.ObserverBase)
+	nextObs uint32 // observers' range: [retag.ObserverBase, retag.SyntheticBase)
 	// owners maps each event request to the client that set it.
 	owners map[int32]*Client
 	sizes  jdwp.IDSizes
@@ -169,6 +171,7 @@ func newHub(f *Front, pipe net.Conn) *Hub {
 		over:    make(chan struct{}),
 		pending: make(map[uint32]pendingCmd, 16),
 		next:    hubIDBase,
+		nextObs: retag.ObserverBase,
 		owners:  make(map[int32]*Client, 16),
 		held:    Client{threadSuspends: map[uint64]int{}},
 		sizes:   jdwp.IDSizes{FieldID: defaultIDSize, MethodID: defaultIDSize, ObjectID: defaultIDSize, ReferenceTypeID: defaultIDSize, FrameID: defaultIDSize},
@@ -248,21 +251,33 @@ func (h *Hub) control(c *Client) {
 	}
 }
 
-// alloc returns the hub ID for a command whose own ID is want: want itself
-// when it is free and outside the relay's range, else the next free one.
-func (h *Hub) alloc(want uint32) uint32 {
-	if want < retag.SyntheticBase {
+// alloc returns the hub ID for a command of c (nil: the hub's own) whose
+// own ID is want: the controller's own ID when it is free and below the
+// observers' range, so that a lone debugger's stream is unchanged; else
+// the next free one of the hub's range, or, for an observer, of the
+// observers' range (retag.FromObserver: the speculator learns from the
+// controller only).
+func (h *Hub) alloc(c *Client, want uint32) uint32 {
+	if c != nil && c.role == Observer {
+		return h.nextFree(&h.nextObs, retag.ObserverBase, retag.SyntheticBase)
+	}
+	if c != nil && want < retag.ObserverBase {
 		if _, busy := h.pending[want]; !busy {
 			return want
 		}
 	}
+	return h.nextFree(&h.next, hubIDBase, retag.ObserverBase)
+}
+
+// nextFree advances *next within [lo, hi) to an ID no command holds.
+func (h *Hub) nextFree(next *uint32, lo, hi uint32) uint32 {
 	for {
-		h.next++
-		if h.next >= retag.SyntheticBase || h.next < hubIDBase {
-			h.next = hubIDBase
+		*next++
+		if *next >= hi || *next < lo {
+			*next = lo
 		}
-		if _, busy := h.pending[h.next]; !busy {
-			return h.next
+		if _, busy := h.pending[*next]; !busy {
+			return *next
 		}
 	}
 }
@@ -270,7 +285,7 @@ func (h *Hub) alloc(want uint32) uint32 {
 // sendOwn queues a command of the hub's own (undoing a client that left);
 // its reply is dropped. mu is held.
 func (h *Hub) sendOwn(c jdwp.Cmd, body []byte) {
-	id := h.alloc(0)
+	id := h.alloc(nil, 0)
 	h.pending[id] = pendingCmd{cmd: c}
 	h.own = jdwp.AppendCommand(h.own[:0], id, c, body)
 	h.pw.queue(h.own)
@@ -407,7 +422,7 @@ func (h *Hub) command(c *Client, p jdwp.Packet) {
 	if cmd.Set == jdwp.SetDDM {
 		c.ddm = true
 	}
-	id := h.alloc(p.ID())
+	id := h.alloc(c, p.ID())
 	h.pending[id] = pc
 	p.SetID(id)
 	h.pw.queue(p)

@@ -10,6 +10,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/jdwpaccel/jdwpaccel/share"
 	"github.com/rs/zerolog"
 )
@@ -412,4 +413,19 @@ func TestVMStartHeldForController(t *testing.T) {
 		n := r.vm.Count(jdwp.CmdVirtualMachineResume)
 		return n == 1, itoa(n)
 	})
+}
+
+// TestIDsPerRole: the controller's commands keep their IDs (a lone
+// debugger's stream is unchanged); an observer's come from the observers'
+// range, so that hooks learning from the debugger skip them.
+func TestIDsPerRole(t *testing.T) {
+	r := startRig(t)
+	ctl := r.attach(t)
+	obs := r.attach(t)
+	call(t, ctl, jdwp.CmdVirtualMachineVersion, nil)
+	call(t, obs, jdwp.CmdVirtualMachineVersion, nil)
+	got := r.vm.Commands()
+	if len(got) != 2 || got[0].ID() != 1 || retag.FromObserver(got[0].ID()) || !retag.FromObserver(got[1].ID()) {
+		t.Fatalf("the VM got %v; want the controller's ID 1, then an ID of the observers' range", got)
+	}
 }
