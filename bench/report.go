@@ -82,6 +82,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := r.writeFirstStops(w); err != nil {
 		return err
 	}
+	if err := r.writeJavaDebug(w); err != nil {
+		return err
+	}
 	if len(r.Slopes) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -343,4 +346,29 @@ func svgPanel(b *strings.Builder, x0, y0 float64, wl string, row svgRow, cells [
 				html.EscapeString(wl), html.EscapeString(m), c.RTTMS, v, vlo, vhi)
 		}
 	}
+}
+
+// writeJavaDebug lists, for the java-debug cells, what java-debug measured
+// at attach and decided from it: a proxy must not change that decision.
+func (r *Report) writeJavaDebug(w io.Writer) error {
+	header := false
+	for _, c := range r.Cells {
+		if c.JavaDebug == nil {
+			continue
+		}
+		if !header {
+			if _, err := fmt.Fprintln(w, "\njava-debug and vscode-like at attach (EventRequest.Set timed; async above 15 ms, toString and sizes left out above 10 ms):"); err != nil {
+				return err
+			}
+			header = true
+		}
+		mode := "sync"
+		if c.JavaDebug.Async {
+			mode = "async"
+		}
+		if _, err := fmt.Fprintf(w, "  %s %s %gms: measured %d ms, %s\n", c.Workload, c.Mode, c.RTTMS, c.JavaDebug.LatencyMS, mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }

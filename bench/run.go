@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/bench/javadebug"
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
@@ -129,6 +130,9 @@ type Config struct {
 	// debugger's session itself, which a drop would end: they get none.
 	DropEvery time.Duration
 	Build     *javavm.Build
+	// JavaDebug is the java-debug peer (package javadebug) that runs the
+	// workloads of profile javadebug.Profile; nil when none was built.
+	JavaDebug *javadebug.Peer
 	// Progress, when set, is called before each cell and once at the end.
 	Progress func(done, total int, label string)
 	Log      zerolog.Logger
@@ -205,8 +209,22 @@ type Cell struct {
 	LinkBytesDown int64 `json:"link_bytes_down"`
 	// LinkDrops is how many times the link dropped its connections during
 	// the cell (Config.DropEvery).
-	LinkDrops int64    `json:"link_drops,omitempty"`
-	Digests   []string `json:"-"`
+	LinkDrops int64 `json:"link_drops,omitempty"`
+	// JavaDebug is what java-debug decided at attach (java-debug cells
+	// only).
+	JavaDebug *JavaDebugCell `json:"java_debug,omitempty"`
+	Digests   []string       `json:"-"`
+}
+
+// JavaDebugCell is java-debug's decision from timing in one cell: the
+// latency it measured at attach (its VM_DEATH EventRequest.Set) and
+// whether that made it go asynchronous (above 15 ms under VS Code's
+// default jdwp.async "auto"; above 10 ms it also leaves toString() and
+// collection sizes out of its Variables view).
+type JavaDebugCell struct {
+	Version   string `json:"version"`
+	LatencyMS int    `json:"latency_ms"`
+	Async     bool   `json:"async"`
 }
 
 // Slope is the least-squares fit of median step time against RTT for one
@@ -253,6 +271,11 @@ var ErrDigestMismatch = errors.New("bench: a proxied run saw different values th
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Modes) == 0 || !cfg.Modes[0].Direct {
 		return nil, errors.New("bench: the first mode must be the direct baseline")
+	}
+	for _, w := range cfg.Workloads {
+		if w.Profile == javadebug.Profile && cfg.JavaDebug == nil {
+			return nil, fmt.Errorf("%w: %s", ErrNoJavaDebug, w)
+		}
 	}
 	rep := &Report{Started: time.Now(), Machine: machine(), Steps: cfg.Steps, Warmup: cfg.Warmup, Bandwidth: cfg.Bandwidth}
 	total := len(cfg.Workloads) * len(cfg.RTTs) * len(cfg.Modes)
@@ -423,10 +446,16 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	// too, so Steps steps are measured. It holds after the first stop
 	// while the link's bytes are taken.
 	var first link.Stats
-	res, err := javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
-		Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps + cfg.Warmup, Warmup: cfg.Warmup + 1,
-		Breakpoints: w.Breakpoints, AfterFirstStop: func() { first = lk.Bytes() },
-	})
+	var res *javavm.DriverResult
+	var jd *JavaDebugCell
+	if w.Profile == javadebug.Profile {
+		res, jd, err = runJavaDebug(ctx, cfg, w, addr, func() { first = lk.Bytes() })
+	} else {
+		res, err = javavm.RunDriver(ctx, cfg.Build, javavm.DriverOptions{
+			Addr: addr, Profile: w.Profile, Debuggee: w.Debuggee, Steps: cfg.Steps + cfg.Warmup, Warmup: cfg.Warmup + 1,
+			Breakpoints: w.Breakpoints, AfterFirstStop: func() { first = lk.Bytes() },
+		})
+	}
 	if err != nil {
 		select {
 		case <-vm.Done():
@@ -434,6 +463,10 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		default:
 		}
 		return nil, err
+	}
+	if l := res.Summary.JavaDebugLatencyMS; l != nil && jd == nil {
+		// vscode-like decides from timing as java-debug does.
+		jd = &JavaDebugCell{Version: "vscode-like over " + res.Summary.JDI + " JDI", LatencyMS: *l, Async: res.Summary.JavaDebugAsync}
 	}
 	lk.Close() // the cell's last bytes are delivered or dropped
 	total := lk.Bytes()
@@ -454,5 +487,27 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		VMRunMS: res.Summary.VMRunMS, FirstStopWaitMS: res.Summary.FirstStopMS - res.Summary.VMRunMS,
 		FirstStopUpBytes: first.AToB, FirstStopDownBytes: first.BToA, LinkBytesUp: total.AToB, LinkBytesDown: total.BToA,
 		LoadedClasses: res.Summary.LoadedClasses, AllClassesReplyBytes: res.Summary.AllClassesReplyBytes,
+		JavaDebug: jd,
 	}, nil
+}
+
+// ErrNoJavaDebug is returned for a java-debug workload when the run has no
+// java-debug peer (Config.JavaDebug).
+var ErrNoJavaDebug = errors.New("bench: a java-debug workload needs a java-debug build (bench/javadebug/build.sh, then --java-debug DIR)")
+
+// runJavaDebug runs a java-debug session as a cell's driver: the debuggee's
+// own breakpoint only (java-debug resolves breakpoints by source file, and
+// the debuggees' extra ones lie in other classes of the same file).
+func runJavaDebug(ctx context.Context, cfg Config, w Workload, addr string, afterFirst func()) (*javavm.DriverResult, *JavaDebugCell, error) {
+	if cfg.JavaDebug == nil {
+		return nil, nil, ErrNoJavaDebug
+	}
+	r, err := cfg.JavaDebug.Run(ctx, cfg.Build, javadebug.Options{
+		Addr: addr, Debuggee: w.Debuggee, Steps: cfg.Steps + cfg.Warmup, Warmup: cfg.Warmup + 1, AfterFirstStop: afterFirst,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Log.Debug().Int("latency_ms", r.LatencyMS).Bool("async", r.Async).Msg("java-debug attached")
+	return &r.DriverResult, &JavaDebugCell{Version: cfg.JavaDebug.Version, LatencyMS: r.LatencyMS, Async: r.Async}, nil
 }

@@ -216,3 +216,17 @@ func TestSplitDigests(t *testing.T) {
 		t.Error("the far end's speculator saw no command")
 	}
 }
+
+// A java-debug workload without a java-debug build is refused before any
+// VM starts, naming the workload.
+func TestJavaDebugNeedsPeer(t *testing.T) {
+	_, err := Run(context.Background(), Config{
+		RTTs:      []time.Duration{0},
+		Modes:     []Mode{{Name: "direct", Direct: true}},
+		Workloads: []Workload{{Debuggee: javavm.Deep, Profile: "idea-like"}, {Debuggee: javavm.Deep, Profile: "java-debug"}},
+		Log:       zerolog.Nop(),
+	})
+	if !errors.Is(err, ErrNoJavaDebug) || !strings.Contains(err.Error(), "Deep/java-debug") {
+		t.Fatalf("err %v, want ErrNoJavaDebug naming Deep/java-debug", err)
+	}
+}

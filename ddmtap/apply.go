@@ -48,11 +48,20 @@ func (m *Monitor) HandleChunk(d ddm.Direction, c ddm.Chunk) {
 	}
 }
 
-// apply folds a VM→host payload into the state.
+// apply folds a VM→host payload into the state, and tells the
+// OnThreadChange function of a thread created, renamed or dead, once the
+// lock is released.
 func (m *Monitor) apply(p ddm.Payload) {
 	now := time.Now()
+	var tc ThreadChange
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer func() {
+		fn := m.onThread
+		m.mu.Unlock()
+		if fn != nil && tc.Kind != 0 {
+			fn(tc)
+		}
+	}()
 	switch v := p.(type) {
 	case ddm.Hello:
 		m.id.DDM = DDMYes
@@ -93,17 +102,23 @@ func (m *Monitor) apply(p ddm.Payload) {
 			m.id.WaitingForDebugger = true
 		}
 	case ddm.U4:
-		m.applyU4(v, now)
+		tc = m.applyU4(v, now)
 	case ddm.ThreadName:
 		m.support[FeatThreadNotify] = Supported
 		t := m.threads[v.ID]
-		if t == nil {
-			if v.T == ddm.TypeTHNM {
-				break // rename of a thread we never saw created
-			}
+		switch {
+		case t == nil && v.T == ddm.TypeTHNM:
+			// rename of a thread we never saw created
+		case t == nil:
 			t = &Thread{ID: v.ID, Alive: true, Created: now, Status: 5, StatusName: StatusName(5)}
 			m.threads[v.ID] = t
 			m.metrics.threadsAdd(1)
+			tc = ThreadChange{Kind: ThreadCreated, ID: v.ID, Name: v.Name, Time: now}
+		case t.Name != v.Name:
+			tc = ThreadChange{Kind: ThreadRenamed, ID: v.ID, Name: v.Name, Time: now}
+		}
+		if t == nil {
+			break
 		}
 		if v.T == ddm.TypeTHCR {
 			m.seen[v.ID] = m.epoch
@@ -156,11 +171,14 @@ func (m *Monitor) setAppName(name string) {
 	}
 }
 
-func (m *Monitor) applyU4(v ddm.U4, now time.Time) {
+// applyU4 applies a chunk of one value; it returns the thread change of
+// a THDE.
+func (m *Monitor) applyU4(v ddm.U4, now time.Time) ThreadChange {
 	switch v.T {
 	case ddm.TypeTHDE:
 		if t := m.threads[v.V]; t != nil {
 			m.buryLocked(t, now)
+			return ThreadChange{Kind: ThreadDied, ID: t.ID, Name: t.Name, Time: now}
 		}
 	case ddm.TypeHPST:
 		m.support[FeatHeapSegments] = Supported
@@ -177,6 +195,7 @@ func (m *Monitor) applyU4(v ddm.U4, now time.Time) {
 	case ddm.TypeSTAG:
 		m.id.Stage = ddm.Type(v.V).String()
 	}
+	return ThreadChange{}
 }
 
 // buryLocked moves a live thread to the dead list; m.mu must be held.
@@ -195,8 +214,17 @@ func (m *Monitor) buryLocked(t *Thread, now time.Time) {
 // (they died while no DDM connection was up). Called once the THCR burst
 // that follows THEN(1) on a new connection has had time to arrive.
 func (m *Monitor) sweepThreads(epoch uint64) {
+	var died []ThreadChange
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer func() {
+		fn := m.onThread
+		m.mu.Unlock()
+		for _, tc := range died {
+			if fn != nil {
+				fn(tc)
+			}
+		}
+	}()
 	if m.support[FeatThreadNotify] != Supported {
 		return
 	}
@@ -212,6 +240,7 @@ func (m *Monitor) sweepThreads(epoch uint64) {
 	for id, t := range m.threads {
 		if m.seen[id] < epoch {
 			m.buryLocked(t, now)
+			died = append(died, ThreadChange{Kind: ThreadDied, ID: id, Name: t.Name, Time: now})
 			changed = true
 		}
 	}

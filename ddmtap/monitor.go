@@ -153,6 +153,36 @@ type Monitor struct {
 	changed   chan struct{} // closed and replaced on every change
 	requester func() error  // asks the VM for heap data; nil when not connected
 	heapOn    bool          // RequestHeap was called: keep heap updates on across reconnects
+	onThread  func(ThreadChange)
+}
+
+// ThreadChange is a change of a monitor's thread table that DDM told of.
+type ThreadChange struct {
+	Kind ThreadChangeKind
+	ID   uint32 // DDM thread id
+	Name string
+	Time time.Time
+}
+
+// ThreadChangeKind says what became of a thread.
+type ThreadChangeKind uint8
+
+// Thread changes: a thread the monitor did not know was created (THCR), a
+// known thread got another name (THCR or THNM), a thread died (THDE, or
+// not re-announced on a new connection).
+const (
+	ThreadCreated ThreadChangeKind = iota + 1
+	ThreadRenamed
+	ThreadDied
+)
+
+// OnThreadChange makes the monitor call fn with each thread change it
+// applies from now on (nil: none), after the change and outside its lock,
+// on the goroutine that applied it; fn must not block.
+func (m *Monitor) OnThreadChange(fn func(ThreadChange)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onThread = fn
 }
 
 // NewMonitor returns an empty monitor for the VM called name (its address).

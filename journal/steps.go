@@ -15,14 +15,19 @@ import (
 // This file computes the critical path of every step of a journal: why a
 // step costs what it costs.
 //
-// A step is the debugger's view of the program from one resume to the next:
+// A step is the debugger's view of the program from one stop to the next:
 // it starts at a resume command (VirtualMachine.Resume or
-// ThreadReference.Resume), runs to the first suspending event the VM sends
-// after it (the stop: an Event.Composite whose suspend policy is not NONE),
-// then covers everything the debugger asked at that stop, and ends where
-// the next resume command starts the next step (or where the session
-// ends). Step 0 is the attach: from the session's start to the first
-// resume.
+// ThreadReference.Resume), runs to the stop (jdwp.Composite.Stop: a
+// suspending event at a location — breakpoint, single step, method entry
+// or exit, exception, watchpoint, monitor event), then covers everything
+// the debugger asked at that stop, and ends where the next resume command
+// starts the next step (or where the session ends). A suspension that is
+// not a stop (a CLASS_PREPARE or THREAD_START the debugger asked to be
+// suspended at, to set a deferred breakpoint) does not end the step: the
+// debugger's work there and its resume belong to the step, as the user
+// waits through them. This is the live page's definition too (package web,
+// SessionTracker), so both count the same steps. Step 0 is the attach: from
+// the session's start to the first resume.
 //
 // A wait is an interval of a step during which the debugger waited for a
 // VM round trip:
@@ -33,8 +38,9 @@ import (
 //     reply, since that is the VM round trip the debugger ended up waiting
 //     on; a belay whose speculative command left early overlaps the waits
 //     before it and costs nothing more;
-//   - the resume: from the resume command to the stop event (or its reply,
-//     if later): the round trip that runs the program to the stop;
+//   - a resume: from the resume command to the first suspending event
+//     after it (the stop, or a suspension on the way to it), or its reply
+//     if later: the round trip that runs the program;
 //   - cache hits and written-behind commands (answered at once, sent to the
 //     VM as the proxy's own) wait for nothing; a written-behind resume
 //     still waits for its stop event.
@@ -140,6 +146,10 @@ type stepCmd struct {
 	id       uint32
 	served   string
 	resume   bool
+	// until is, for a resume, when the first suspending event after it
+	// arrived (0 before), and untilEv that event's kinds.
+	until   int64
+	untilEv string
 }
 
 type stepState struct {
@@ -173,6 +183,17 @@ func suspends(r *Record) bool {
 	}
 	for _, e := range r.Events {
 		if k, ok := jdwp.ParseEventKind(e); ok && k.Suspends() {
+			return true
+		}
+	}
+	return false
+}
+
+// locatable reports whether an Event.Composite holds an event at a location
+// (with suspends: a stop, jdwp.Composite.Stop).
+func locatable(r *Record) bool {
+	for _, e := range r.Events {
+		if k, ok := jdwp.ParseEventKind(e); ok && k.Locatable() {
 			return true
 		}
 	}
@@ -237,8 +258,7 @@ func (s *sessSteps) packet(r *Record) {
 				c.waitFrom = t
 			}
 		}
-		if c.resume {
-			prev := s.cur()
+		if prev := s.cur(); c.resume && (prev.Index == 0 || prev.Stop != "") {
 			prev.End, prev.Complete = max(r.T, prev.Start), true // records out of time order do not make negative steps
 			s.steps = append(s.steps, &stepState{Step: Step{Index: len(s.steps), Start: r.T}})
 		}
@@ -266,11 +286,20 @@ func (s *sessSteps) packet(r *Record) {
 		}
 	case r.InDebuggerView() && r.Kind == KindEvent && r.Dir == DirToDebugger:
 		st := s.cur()
-		if st.Index > 0 && st.Stop == "" && suspends(r) {
-			st.Stop = strings.Join(r.Events, ",")
-			if st.Stop == "" {
-				st.Stop = "event"
+		if st.Index == 0 || !suspends(r) {
+			break
+		}
+		ev := strings.Join(r.Events, ",")
+		if ev == "" {
+			ev = "event"
+		}
+		for _, c := range st.cmds {
+			if c.resume && c.until == 0 {
+				c.until, c.untilEv = r.T, ev
 			}
+		}
+		if st.Stop == "" && locatable(r) {
+			st.Stop = ev
 			st.StopT = r.T
 			if r.Thread != nil {
 				th := *r.Thread
@@ -298,8 +327,8 @@ func (s *sessSteps) finish() SessionSteps {
 		var ws []wait
 		for _, c := range st.cmds {
 			switch {
-			case c.resume && st.StopT > 0:
-				ws = append(ws, wait{from: c.t, to: max(st.StopT, c.end), c: c})
+			case c.resume && c.until > 0:
+				ws = append(ws, wait{from: c.t, to: max(c.until, c.end), c: c})
 			case c.end < 0, c.served == ServedCacheHit, c.served == ServedWriteBehind && !c.resume:
 			default:
 				ws = append(ws, wait{from: min(c.waitFrom, c.t), to: c.end, c: c})
@@ -350,9 +379,9 @@ func criticalPath(ws []wait, st *stepState) ([]Link, time.Duration) {
 		}
 		last = w.to
 		l := Link{T: w.from, Offset: time.Duration(w.from - st.Start), Wait: time.Duration(w.to - w.from), Served: w.c.served, Name: w.c.name, ID: w.c.id}
-		if w.c.resume && st.StopT > 0 {
+		if w.c.resume && w.c.until > 0 {
 			l.Served = "resume"
-			l.Name += " → " + st.Stop
+			l.Name += " → " + w.c.untilEv
 		}
 		path = append(path, l)
 	}
@@ -404,7 +433,8 @@ func medianFloat(v []float64) float64 {
 }
 
 // StepsLegend explains WriteText's columns.
-const StepsLegend = `# A step runs from a resume command to the next (step 0: from attaching to the first resume).
+const StepsLegend = `# A step runs from a resume command through the next stop at a location to the next resume; suspensions
+# that are not stops (class prepare, thread start) do not end it (step 0: from attaching to the first resume).
 # serial RTs: the critical path, the longest chain of waits for the VM that followed one another
 # (forwarded commands, belays from their speculative command, the resume until the stop event;
 # cache hits and commands overlapping another wait add none). RTs×RTT: that chain at the

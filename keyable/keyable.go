@@ -228,3 +228,27 @@ func matches(l layout, b []byte, s jdwp.IDSizes) bool {
 	}
 	return off == len(b)
 }
+
+// Param is one element of a cacheable command's parameters, in the order
+// of its layout (Info.Params).
+type Param uint8
+
+// The parameter elements.
+const (
+	ParamObject   = Param(fObject)   // objectID (threadID, arrayID, ...)
+	ParamRefType  = Param(fRefType)  // referenceTypeID
+	ParamMethod   = Param(fMethod)   // methodID
+	ParamFrame    = Param(fFrame)    // frameID
+	ParamInt      = Param(fInt)      // int32
+	ParamFieldIDs = Param(fFieldIDs) // int count, then count fieldIDs (last)
+	ParamSlots    = Param(fSlots)    // int count, then count (int slot, byte tag) (last)
+)
+
+// Params appends the elements of a cacheable command's parameters, in
+// order, to dst.
+func (i Info) Params(dst []Param) []Param {
+	for l := i.layout; l != 0; l >>= 8 {
+		dst = append(dst, Param(l&0xff))
+	}
+	return dst
+}

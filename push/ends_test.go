@@ -684,3 +684,53 @@ func TestNearReportsLinkRTT(t *testing.T) {
 		t.Fatalf("usage reports carried round trips %v µs, want 0 then a measured one", rtts)
 	}
 }
+
+// TestFarHoldsResumeReplyBehindEvent: HotSpot often sends a stop's event
+// before its reply to the resume that ran the thread there. The far end
+// holds that reply behind the event, as it holds the event behind the
+// stop's bundle: the near end gets the bundle, then the event, then the
+// reply with the ID the debugger sent the resume with (releasing the event
+// at the reply sent it before anything was gathered).
+func TestFarHoldsResumeReplyBehindEvent(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
+	cnt := new(Counters)
+	d := attach(t, vm.Addr(), FarHooks(newSpec(), Config{MaxHold: time.Minute, Counters: cnt}), 0)
+	// A first stop: the whole VM suspended, so that the resume from it
+	// is the one command in flight when the next stop's event comes (the
+	// speculator then knows the event shows the state after the resume).
+	if err := vm.Send(stopEvent(77)); err != nil {
+		t.Fatal(err)
+	}
+	if b := next(t, d); b.IsReply() || b.Cmd() != CmdBundle {
+		t.Fatalf("first packet %v, want the first stop's bundle", b)
+	}
+	if e := next(t, d); e.ID() != 77 {
+		t.Fatalf("after the bundle %v, want the first stop's event", e)
+	}
+	vm.Hold()
+	id, err := d.Send(jdwp.CmdVirtualMachineResume, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for vm.Count(jdwp.CmdVirtualMachineResume) == 0 {
+		<-vm.Changed()
+	}
+	ev := stopEvent(78)
+	if err := vm.Send(ev); err != nil {
+		t.Fatal(err)
+	}
+	vm.Release() // the resume's reply, then the far end's reads'
+	if b := next(t, d); b.IsReply() || b.Cmd() != CmdBundle {
+		t.Fatalf("first packet %v, want the stop's bundle", b)
+	}
+	if e := next(t, d); string(e) != string(ev) {
+		t.Fatalf("after the bundle %v, want the stop event", e)
+	}
+	r := next(t, d)
+	if !r.IsReply() || r.ID() != id || r.ErrorCode() != jdwp.ErrorNone {
+		t.Fatalf("after the event %v, want the reply to the resume (ID %d)", r, id)
+	}
+	if st := cnt.Stats(); st.Stops != 2 || st.Bundles != 2 || st.HoldExpiry != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}

@@ -43,8 +43,12 @@ type pend struct {
 	score  float64
 }
 
-// heldPkt is a VM packet held behind a stop event: far.heldBuf[off:off+n].
-type heldPkt struct{ off, n int }
+// heldPkt is a VM packet held behind a stop event: far.heldBuf[off:off+n];
+// cmd is its command, or for a reply the command it answers.
+type heldPkt struct {
+	off, n int
+	cmd    jdwp.Cmd
+}
 
 // far is the far end's interceptor around its speculator session. All its
 // code runs in the relay's turn (its hold timers through rs.Do).
@@ -226,28 +230,38 @@ func (f *far) protocolError(rs *relay.Session, c jdwp.Cmd, err error) {
 // event it speculates on, and every packet but replies to cacheable reads
 // behind it, until the stop's first bundle is sent. (Replies to reads may
 // overtake it: the debugger cannot have sent one that depends on the
-// stop. Any other reply sends what was gathered, then the event, first.)
+// stop.)
+//
+// A reply to a resume or any other command that may change the VM's state
+// must not overtake a held stop event (the near end would apply them in
+// the wrong order), nor release it: HotSpot often sends a stop's event
+// before its reply to the resume that ran the thread there, and releasing
+// the event then sent it before anything was gathered, so the near end
+// met the stop with nothing pushed and missed every read of it. Such a
+// reply is held behind the event, with the ID the near end receives.
 func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	if f.ic.FromVM(rs, fr) == relay.Consume {
 		return relay.Consume
 	}
-	if fr.Kind == relay.KindReply {
-		if _, read := keyable.Lookup(fr.Cmd); !read {
-			// A reply to a resume or any other command that may change
-			// the VM's state must not overtake a held stop event: the
-			// near end would apply them in the wrong order.
-			f.mu.Lock()
-			f.flush(fr.Out())
-			f.mu.Unlock()
-		}
-		return relay.Forward
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if fr.Kind == relay.KindReply {
+		if _, read := keyable.Lookup(fr.Cmd); read {
+			return relay.Forward
+		}
+		if f.holding {
+			f.hold(fr.Packet, fr.Cmd)
+			jdwp.Packet(f.heldBuf[len(f.heldBuf)-len(fr.Packet):]).SetID(fr.ID)
+			fr.Origin = relay.Synthetic
+			return relay.Consume
+		}
+		f.flush(fr.Out()) // what was gathered goes first
+		return relay.Forward
+	}
 	// VM_DEATH is not held: the VM's connection ends right after it (what
 	// is held is released before it).
 	if f.holding && !(fr.Kind == relay.KindEvent && jdwp.StartsWithVMDeath(fr.Packet.Body())) {
-		f.hold(fr.Packet)
+		f.hold(fr.Packet, fr.Cmd)
 		fr.Origin = relay.Synthetic
 		return relay.Consume
 	}
@@ -261,7 +275,7 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	}
 	f.stop, f.sent, f.full = serial, 0, false
 	f.cfg.Counters.stops.Add(1)
-	f.hold(fr.Packet)
+	f.hold(fr.Packet, fr.Cmd)
 	f.holding = true
 	fr.Origin = relay.Synthetic
 	if idle {
@@ -273,9 +287,10 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	return relay.Consume
 }
 
-// hold queues a copy of p behind the held stop event.
-func (f *far) hold(p jdwp.Packet) {
-	f.heldPkts = append(f.heldPkts, heldPkt{off: len(f.heldBuf), n: len(p)})
+// hold queues a copy of p (of command cmd, or a reply to it) behind the
+// held stop event.
+func (f *far) hold(p jdwp.Packet, cmd jdwp.Cmd) {
+	f.heldPkts = append(f.heldPkts, heldPkt{off: len(f.heldBuf), n: len(p), cmd: cmd})
 	f.heldBuf = append(f.heldBuf, p...)
 }
 
@@ -361,7 +376,7 @@ func (f *far) flush(out *relay.Outbox) {
 	}
 	for _, h := range f.heldPkts {
 		p := jdwp.Packet(f.heldBuf[h.off : h.off+h.n])
-		out.SendToDebugger(p, relay.Forwarded, p.Cmd())
+		out.SendToDebugger(p, relay.Forwarded, h.cmd)
 	}
 	f.heldPkts, f.heldBuf = f.heldPkts[:0], f.heldBuf[:0]
 }

@@ -104,7 +104,9 @@ type Frame struct {
 	Packet jdwp.Packet
 	// ID is the packet's ID on the debugger's side of the proxy: for
 	// packets from the debugger, the ID it sent; for packets to it, the ID
-	// it receives. For synthetic traffic, the proxy's own ID.
+	// it receives (already when interceptors see a VM's reply whose ID the
+	// relay gives back afterwards: a copy an interceptor holds and sends
+	// later carries f.ID). For synthetic traffic, the proxy's own ID.
 	ID uint32
 	// Cmd is the command of a command packet, or for a reply the command
 	// it answers (zero when the command was not seen).

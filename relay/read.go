@@ -215,6 +215,10 @@ func (s *Session) relayVMToDebugger(r *jdwp.Reader) error {
 func (s *Session) vmTurn(f *Frame, synthetic bool, owner retag.Owner, dbgID uint32, r *jdwp.Reader) (Action, error) {
 	p := f.Packet
 	f.out = &s.out
+	f.ID = p.ID()
+	if f.Kind == KindReply && owner == retag.Remapped {
+		f.ID = dbgID // what the debugger will receive, for an interceptor that holds a copy
+	}
 	action := Forward
 	if s.hooksOn() {
 		action = s.interceptFromVM(f)

@@ -18,6 +18,7 @@ type spec struct {
 	gen       generation
 	kind      kind
 	tmpl      *template
+	lnode     *lnode     // the learned template it replays (learned.go)
 	pred      *predFrame // the predicted frame it names, if any (framepredict.go)
 	level     uint8      // object nesting of the values it will return
 	id        uint32

@@ -56,6 +56,7 @@
 //	stopRules        predict.go                 waves 0-2, frame, chain (AllThreads, FrameCount), missed
 //	valueRules       predict_values.go          chain (values, types, array lengths)
 //	shapeRules       shapes.go                  chain (types, Fields, Superclass), profile
+//	learnedRules     learned*.go                event kind, stopped, asked, replied, wave 0, frame, chain, profile
 //
 // A debugger's command: a cacheable one is learned (learner, then asked),
 // answered from the cache or a speculation in flight, or missed; any other
@@ -71,7 +72,15 @@
 // Speculation starts from each suspending event and chains through the
 // replies (frames, then frame values and this, then the objects found),
 // replaying what the debugger asked at the previous stop ("templates") and
-// dropping predictions the debugger does not use. It runs only when the
+// dropping predictions the debugger does not use. The learned rules
+// (learned.go) need no knowledge of the client: per kind of stop they
+// learn each command the debugger asked with where each of its parameters
+// came from (the event, a path in an earlier reply of the stop — "each
+// thread of the AllThreads reply", "each object value of frame 0's
+// values" —, a field's position in the object's type chain, a constant),
+// and replay that graph at the next stop reply by reply; the rules
+// written for IDEs remain for what they do that a graph cannot (ints from
+// replies, frame IDs predicted, the first stop of a new client). It runs only when the
 // measured round trip makes it worth the VM time it costs. On HotSpot,
 // frame values and this are sent with the frames, on frame IDs predicted
 // from the thread's frame generation (framepredict.go), and served only

@@ -1,6 +1,8 @@
 package speculator
 
 import (
+	"slices"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
@@ -32,6 +34,7 @@ const (
 	kPredThis                 // StackFrame.ThisObject on a predicted frame ID (framepredict.go)
 	kPredValues               // StackFrame.GetValues on a predicted frame ID, with the learned slots
 	kTypeSig                  // ReferenceType.Signature of object types no reply named
+	kLearned                  // a template of the learned rules (learned.go), gated per template
 	numKinds
 )
 
@@ -184,7 +187,7 @@ const minRatio = 0.3
 
 // derived says whether rule k predicts from replies (gated by asked),
 // rather than replaying the debugger (templates) or guessing the first stop.
-func derived(k kind) bool { return k != kTemplate && k != kDefault }
+func derived(k kind) bool { return k != kTemplate && k != kDefault && k != kLearned }
 
 func (l *learner) beginEpisode(thread jdwp.ThreadID, loc jdwp.Location) {
 	l.serial++
@@ -365,6 +368,28 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 	if t.seen != ep.serial {
 		t.seen = ep.serial
 		ep.requested = append(ep.requested, t)
+	}
+}
+
+// explained drops the verbatim template of key, which the debugger sent
+// at this stop, because the learned rules (learned.go) explain an ID in it
+// by a reply of this stop and saw those IDs change from stop to stop:
+// replayed verbatim at the next stop, it would ask the last stop's
+// objects.
+func (l *learner) explained(key *keyable.Key, sizes jdwp.IDSizes) {
+	ep := &l.ep
+	tk := *key
+	if key.Cmd().Set == jdwp.SetThreadReference && firstThread(key, sizes) == ep.thread {
+		tk = l.withThread(key, 0, sizes)
+	}
+	t := l.byKey[tk]
+	if t == nil || t.seen != ep.serial {
+		return
+	}
+	t.removed = true
+	delete(l.byKey, tk)
+	if i := slices.Index(ep.requested, t); i >= 0 {
+		ep.requested = slices.Delete(ep.requested, i, i+1)
 	}
 }
 

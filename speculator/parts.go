@@ -208,6 +208,8 @@ type reply struct {
 // frameSeen is one frame of a Frames reply valid in the current stop.
 type frameSeen struct {
 	sizes  jdwp.IDSizes
+	key    *keyable.Key // the Frames command's
+	index  int          // the frame's in the reply
 	thread jdwp.ThreadID
 	depth  int
 	frame  jdwp.FrameID

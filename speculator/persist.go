@@ -23,28 +23,29 @@ import (
 // kept in memory across the sessions of a Speculator and optionally in a
 // file (Config.LearnFile). Nothing in it is an ID.
 type profile struct {
-	VM         []jdwp.Cmd  `json:"vm,omitempty"`     // VM-wide commands without parameters asked at attach
-	Sigs       []string    `json:"sigs,omitempty"`   // signatures the debugger looked up (ClassesBySignature) at attach
-	Class      []classCmd  `json:"class,omitempty"`  // class commands asked at attach
-	Method     []methodCmd `json:"method,omitempty"` // method commands asked at attach
-	AttachUse  float64     `json:"attach_use"`       // used/sent of the last attach's own commands
-	Asked      []jdwp.Cmd  `json:"asked,omitempty"`  // every cacheable command the debugger asked
-	Ratio      []float64   `json:"ratio,omitempty"`  // learner.ratio by rule kind
-	Waste      float64     `json:"waste"`
-	FramesRule int32       `json:"frames_rule"`
-	ValueDepth uint64      `json:"value_depth"`
-	ThisDepth  uint64      `json:"this_depth"`
-	ArrFirst   int32       `json:"arr_first"`
-	ArrLen     int32       `json:"arr_len"`
-	ArrKnown   bool        `json:"arr_known"`
-	Templates  []relTmpl   `json:"templates,omitempty"`
-	Slots      []slotsOf   `json:"slots,omitempty"`       // learner.slots by method name
-	WB         *wbProfile  `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
-	PrepClass  []jdwp.Cmd  `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
-	PrepMethod []jdwp.Cmd  `json:"prep_method,omitempty"` // asked of its methods there
-	Shapes     []objShape  `json:"shapes,omitempty"`      // fields read of objects, by type (shapes.go)
-	Lookups    int         `json:"lookups,omitempty"`     // the debugger's lookups by name at attach (snapshot.go)
-	SnapBytes  int         `json:"snap_bytes,omitempty"`  // the size of the VM's class snapshot (snapshot.go)
+	VM         []jdwp.Cmd    `json:"vm,omitempty"`     // VM-wide commands without parameters asked at attach
+	Sigs       []string      `json:"sigs,omitempty"`   // signatures the debugger looked up (ClassesBySignature) at attach
+	Class      []classCmd    `json:"class,omitempty"`  // class commands asked at attach
+	Method     []methodCmd   `json:"method,omitempty"` // method commands asked at attach
+	AttachUse  float64       `json:"attach_use"`       // used/sent of the last attach's own commands
+	Asked      []jdwp.Cmd    `json:"asked,omitempty"`  // every cacheable command the debugger asked
+	Ratio      []float64     `json:"ratio,omitempty"`  // learner.ratio by rule kind
+	Waste      float64       `json:"waste"`
+	FramesRule int32         `json:"frames_rule"`
+	ValueDepth uint64        `json:"value_depth"`
+	ThisDepth  uint64        `json:"this_depth"`
+	ArrFirst   int32         `json:"arr_first"`
+	ArrLen     int32         `json:"arr_len"`
+	ArrKnown   bool          `json:"arr_known"`
+	Templates  []relTmpl     `json:"templates,omitempty"`
+	Slots      []slotsOf     `json:"slots,omitempty"`       // learner.slots by method name
+	WB         *wbProfile    `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
+	PrepClass  []jdwp.Cmd    `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
+	PrepMethod []jdwp.Cmd    `json:"prep_method,omitempty"` // asked of its methods there
+	Shapes     []objShape    `json:"shapes,omitempty"`      // fields read of objects, by type (shapes.go)
+	Learned    []learnedTmpl `json:"learned,omitempty"`     // the learned rules' templates that hold no ID (learned_profile.go)
+	Lookups    int           `json:"lookups,omitempty"`     // the debugger's lookups by name at attach (snapshot.go)
+	SnapBytes  int           `json:"snap_bytes,omitempty"`  // the size of the VM's class snapshot (snapshot.go)
 }
 
 // slotsOf is the slots the debugger asked of a method's frames (at one
@@ -308,7 +309,7 @@ func (p *profile) valid() bool {
 		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) {
 		return false
 	}
-	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !shapesValid(p.Shapes) {
+	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {
 		return false
 	}
 	ok := func(c jdwp.Cmd) bool { _, ok := keyable.Lookup(c); return ok }

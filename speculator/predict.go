@@ -9,7 +9,8 @@ import (
 
 // stopRules are the rules of a stop at a location: its first waves (the
 // replayed templates, or at a first stop the default guesses), the names
-// and statuses of the VM's threads, the frame count's Frames, and what
+// and statuses of the threads the last AllThreads listed, the frame
+// count's Frames, and what
 // the debugger asks of each frame of the stopped thread (IsObsolete, the
 // class and method metadata, ThisObject and GetValues at learned
 // depths). They react to the stop's waves 0 and 2 (wave 1: the known
@@ -63,7 +64,7 @@ func (sr *stopRules) wave(w int, sizes jdwp.IDSizes) {
 // AllThreads reply listed, with the stop's own AllThreads rather than
 // chained on its reply: at the first stop no template names them yet.
 // (A thread that ended since answers with an error, which is what the
-// debugger would get; the chained rule covers threads started since.)
+// debugger would get; the learned rules cover threads started since.)
 func (sr *stopRules) specKnownThreads(sizes jdwp.IDSizes) {
 	for _, t := range sr.learn.threads {
 		if t != sr.learn.ep.thread {
@@ -89,9 +90,8 @@ func (sr *stopRules) specFrames(sizes jdwp.IDSizes, thread jdwp.ThreadID, start,
 	sr.specParams(sizes, jdwp.CmdThreadReferenceFrames, sr.pbuf, k, nil, 0)
 }
 
-// chain speculates from an AllThreads reply (every thread's name and
-// status) and from the stopped thread's FrameCount (its Frames, sized by
-// the learned rule).
+// chain records the threads of an AllThreads reply and speculates from
+// the stopped thread's FrameCount (its Frames, sized by the learned rule).
 func (sr *stopRules) chain(x *chained) {
 	ep := &sr.learn.ep
 	sizes := x.sizes
@@ -108,15 +108,12 @@ func (sr *stopRules) chain(x *chained) {
 			}
 		}
 	case jdwp.CmdVirtualMachineAllThreads:
+		// The threads listed, for expandSiblings. (What the debugger
+		// asks of each is the learned rules': learned.go.)
 		n := r.Count(sizes.ObjectID)
 		ep.threads = ep.threads[:0]
-		for i := 0; i < n && r.Err() == nil; i++ {
-			t := r.Thread()
-			if len(ep.threads) < maxSpecPerStop {
-				ep.threads = append(ep.threads, t)
-			}
-			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
-			sr.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
+		for i := 0; i < n && r.Err() == nil && len(ep.threads) < maxSpecPerStop; i++ {
+			ep.threads = append(ep.threads, r.Thread())
 		}
 	case jdwp.CmdThreadReferenceFrameCount:
 		// The debugger sizes its frames request by the count: when the
@@ -139,7 +136,10 @@ func (sr *stopRules) chain(x *chained) {
 
 // frame records one frame of a Frames reply for the stop (what the
 // debugger asks of it is learned by depth) and, while speculating, for
-// the stopped thread, speculates what the debugger asks of a frame.
+// the stopped thread, speculates what the debugger asks of a frame: the
+// class metadata, this and the values at learned depths. (Method.IsObsolete
+// of each frame, which the debugger asks of all of them or none, is the
+// learned rules' from the second stop, expandSiblings' at the first.)
 func (sr *stopRules) frame(x *frameSeen) {
 	ep := &sr.learn.ep
 	sizes, thread, fr, loc, d := x.sizes, x.thread, x.frame, x.loc, x.depth
@@ -153,11 +153,6 @@ func (sr *stopRules) frame(x *frameSeen) {
 	if thread != ep.thread {
 		return
 	}
-	w := sr.writer(sizes)
-	w.Class(loc.ClassID())
-	w.Method(loc.MethodID())
-	sr.pbuf = w.Buf
-	sr.specParams(sizes, jdwp.CmdMethodIsObsolete, sr.pbuf, kObsolete, nil, 0)
 	sr.specClassMeta(sizes, loc, d)
 	if d >= maxDepth {
 		return

@@ -38,6 +38,7 @@ type session struct {
 	stops  stopRules       // a stop's first waves and the frames' reads (predict.go)
 	vals   valueRules      // the values found: strings, arrays, objects' types (predict_values.go)
 	shapes shapeRules      // the fields read of objects (shapes.go)
+	lrn    learnedRules    // templates learned per kind of stop, replayed reply by reply (learned.go)
 
 	ansBuf []byte // cache-hit answers (handed to the relay)
 
@@ -66,8 +67,9 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss.stops = stopRules{core: c}
 	ss.vals = valueRules{core: c, shapes: &ss.shapes}
 	ss.shapes = shapeRules{core: c}
+	ss.lrn = newLearnedRules(c)
 	ss.facts.subscribe(ss.trig)
-	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes)
+	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes, &ss.lrn)
 	return ss
 }
 
@@ -386,9 +388,9 @@ func (ss *session) frames(key *keyable.Key, p jdwp.Packet, sizes jdwp.IDSizes, s
 	thread, start := params.Thread(), int(params.Int32())
 	n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
 	x := &ss.fr
-	*x = frameSeen{sizes: sizes, thread: thread, speculating: speculating, released: x.released[:0]}
+	*x = frameSeen{sizes: sizes, key: key, thread: thread, speculating: speculating, released: x.released[:0]}
 	for i := 0; i < n && r.Err() == nil; i++ {
-		x.frame, x.loc = r.Frame(), r.Location()
+		x.frame, x.loc, x.index = r.Frame(), r.Location(), i
 		if r.Err() != nil {
 			break
 		}

@@ -11,8 +11,12 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 // so a debugger sending malformed or invalid requests gets the VM's own
 // error. The proof, per session:
 //
-//   - Set: the request's event kind, suspend policy and modifier kinds
-//     (in order) succeeded before; every ID in it is one the VM accepted or
+//   - Set: until the session's first stop, a Set of the same event kind
+//     was forwarded in this session and the VM's reply came back (timing,
+//     below); the request's event kind,
+//     suspend policy and modifier kinds (in order) succeeded before, or the
+//     shape is one HotSpot accepts whatever came before (provableShape);
+//     every ID in it is one the VM accepted or
 //     handed out in this session and still valid; no instance filter; a
 //     Count is positive; a step's thread is suspended and has no other step
 //     request active. A thread is valid only when proven alive since the
@@ -31,15 +35,31 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //     request ID is predicted: libjdwp numbers requests from one counter
 //     (one per Set, failed installs included), so the answer is the last
 //     ID plus one once two Sets' replies were consecutive across a stop
-//     (or, with the VM suspended, back to back), no forwarded Set is in
-//     flight and none failed since the last reply. The shapes, and the
-//     back-to-back numbering, may also come from an earlier session on the
-//     same kind of VM (writebehind_profile.go); the last ID never does.
+//     (or, with the VM suspended, back to back), or at once on HotSpot
+//     (seqHotSpot), no forwarded Set is in flight and none failed since the
+//     last reply. The shapes, and the back-to-back numbering, may also come
+//     from an earlier session on the same kind of VM
+//     (writebehind_profile.go); the last ID never does.
 //   - Clear: a request this session created and has not cleared, with its
 //     own event kind (libjdwp answers NONE, also for a request it already
 //     deleted itself, as it does a count-filtered one once it fired).
 //   - VirtualMachine.Resume once one succeeded; ThreadReference.Resume for
 //     a thread known suspended, once one succeeded.
+//
+// Timing. A client may time a state-setting command to measure the link
+// and decide from it: java-debug times the VM_DEATH request it sets at
+// attach and turns its async mode on above 15 ms (and, above 10 ms,
+// stops invoking size(), toArray() and toString() in the debuggee for its
+// Variables view). Its JDI (Eclipse's) sets an internal CLASS_UNLOAD
+// request before it, so "the session's first Set goes to the VM" is not
+// enough: until the session's first stop (an event that suspends, other
+// than VM_START), the first Set of each event kind is forwarded and
+// answered with the VM's own reply, so that whichever a client times at
+// attach sees the link's real latency. It costs one round trip per event
+// kind the attach uses (CLASS_UNLOAD after JDI's CLASS_PREPARE, say);
+// after the first stop (the breakpoints set at a CLASS_PREPARE stop, the
+// steps) everything is written behind as before, since a client that
+// measures the link does it as it attaches, to choose how to go on.
 //
 // A written-behind command the VM answers otherwise (an error, another
 // request ID) is logged at error, counted, and ends the debugger's session
@@ -147,6 +167,9 @@ type writeBehind struct {
 	sinceEvents bool       // events arrived since the last Set's reply
 	seqKind     bool       // the profile says this kind of VM numbers Sets back to back (writebehind_profile.go)
 	seqWrong    bool       // a Set's reply in this session was not numbered last+1
+	hotspot     bool       // the VM's Version reply names HotSpot with the reference libjdwp
+	kindsFwd    [4]uint64  // event kinds of which a forwarded Set succeeded in this session
+	stopSeen    bool       // an event other than VM_START suspended threads: the attach is over
 	imported    bool       // the profile was looked at
 	setsFwd     int        // forwarded Sets awaiting replies
 	caps        string     // hash of the VM's CapabilitiesNew reply body, "" until known
@@ -290,13 +313,17 @@ func (w *writeBehind) set(set *eventRequest, f *facts) *wbCmd {
 // proven says whether a well-formed Set's success and request ID are
 // proven.
 func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
-	if _, ok := w.shapes[c.shape]; !ok {
+	if !w.stopSeen && !w.kindForwarded(c.kind) {
+		return false // at attach, the first of its kind goes to the VM (timing, above)
+	}
+	if _, ok := w.shapes[c.shape]; !ok && !(w.hotspot && provableShape(c)) {
 		return false
 	}
 	suspended := f.allSuspended && f.resumesInFlight == 0
 	// seqKind, from an earlier session on this kind of VM, stands in for
 	// seqBack only: see writebehind_profile.go for why that is proven.
-	if !w.seqExact || w.setsFwd != 0 || !(w.seqStop || (w.seqBack || w.seqKind) && suspended) || w.last == 1<<31-1 {
+	seqHotSpot := w.hotspot && !w.seqWrong
+	if !w.seqExact || w.setsFwd != 0 || !(w.seqStop || seqHotSpot || (w.seqBack || w.seqKind) && suspended) || w.last == 1<<31-1 {
 		return false
 	}
 	for i := range c.mods {
@@ -340,6 +367,12 @@ func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
 		}
 	}
 	return true
+}
+
+// kindForwarded says whether a forwarded Set of event kind k succeeded
+// in this session.
+func (w *writeBehind) kindForwarded(k jdwp.EventKind) bool {
+	return w.kindsFwd[uint8(k)/64]&(1<<(uint8(k)%64)) != 0
 }
 
 // threadKnown says whether t is proven alive and suspended since

@@ -134,6 +134,7 @@ func (w *writeBehind) forwarded(c *wbCmd, p jdwp.Packet) {
 			w.seqBack, w.seqStop, w.seqKind, w.seqWrong = false, false, false, true // not numbered as learned
 		}
 		w.last, w.seqExact, w.sinceEvents = id, true, false
+		w.kindsFwd[uint8(c.kind)/64] |= 1 << (uint8(c.kind) % 64)
 		if c.shape.n != malformed {
 			c.id = id
 			w.accepted(c)
@@ -197,6 +198,9 @@ func (w *writeBehind) event(comp *jdwp.Composite) {
 	w.sinceEvents = true
 	for i := range comp.Events {
 		e := &comp.Events[i]
+		if comp.SuspendPolicy != jdwp.SuspendNone && e.Kind != jdwp.EventVMStart {
+			w.stopSeen = true
+		}
 		if req, ok := w.requests[e.RequestID]; ok && req.count {
 			w.inactive(e.RequestID) // fired: the VM deleted it (Clear still answers NONE)
 		}
@@ -356,6 +360,9 @@ func (w *writeBehind) replied(r *reply) {
 	}
 	if r.c == jdwp.CmdVirtualMachineCapabilitiesNew && !r.offered {
 		w.capsKnown(r.p)
+	}
+	if r.c == jdwp.CmdVirtualMachineVersion {
+		w.hotspot = hotSpotVersion(r.p)
 	}
 	if r.valid {
 		w.read(r.c, r.params, r.p, r.sizes, &w.facts)

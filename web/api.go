@@ -40,6 +40,7 @@ func apiIndex(metrics bool) APIIndex {
 		{"GET", "/api/v1/accel", "Accel", "the speculative cache's figures and their history", ""},
 		{"GET", "/api/v1/snapshot", "Snapshot", "everything the page shows but the heap map, at once", ""},
 		{"GET", "/api/v1/events", "text/event-stream", "a server-sent \"snapshot\" event every second", ""},
+		{"GET", "/api/v1/vms/{vm}/events?after=ID", "text/event-stream", "a VM's events (stops, thread starts and deaths, class prepares, DDM thread changes, sessions) as they happen, from a bounded history; resumes after Last-Event-ID or after", ""},
 		{"GET", "/api/v1/discover/vms", "DiscoverSnapshot", "the VMs found, their ports, and which one --listen reaches", discoveryNote},
 		{"POST", "/api/v1/discover/select", "DiscoverStatus", `choose the VM --listen reaches: {"vm": "KEY|NAME|PID"}, "" for automatic`, discoveryNote},
 	}

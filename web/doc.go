@@ -1,6 +1,7 @@
 // Package web owns jdwpaccel's live monitor: the HTTP surface that serves
 // the page at /, its JSON API under /api/v1, a server-sent event stream of
-// snapshots, and the Prometheus /metrics endpoint.
+// snapshots, each VM's live event stream (package feed's history, with
+// WithFeed), and the Prometheus /metrics endpoint.
 //
 // The page (embedded from assets/, plain HTML, CSS and JavaScript, no
 // network dependencies) shows the VMs and debuggers, a live thread table

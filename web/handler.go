@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/feed"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
@@ -27,8 +28,10 @@ const historyLen = 300
 type Option func(*options)
 
 type options struct {
-	interval time.Duration
-	role     string
+	interval  time.Duration
+	role      string
+	feed      *feed.Feed    // WithFeed
+	keepAlive time.Duration // KeepAlive, or a test's
 }
 
 // WithRole names what this monitor is the page of when it is not the
@@ -42,6 +45,9 @@ type Handler struct {
 	log      zerolog.Logger
 	interval time.Duration
 	role     string // WithRole
+	// feed serves the VMs' event streams (WithFeed); nil: none.
+	feed      *feed.Feed
+	keepAlive time.Duration
 	// closed is closed by Close to end every event stream.
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -80,16 +86,17 @@ type heapCacheEntry struct {
 //	GET /api/v1/accel                  AccelJSON
 //	GET /api/v1/snapshot               Snapshot
 //	GET /api/v1/events                 server-sent "snapshot" events
+//	GET /api/v1/vms/{vm}/events        server-sent feed.Events (WithFeed)
 //	GET /metrics                       Prometheus metrics from reg (if reg is not nil)
 //
 // It starts no goroutines of its own; each event stream polls src on its
 // request's goroutine, sharing snapshots with the other streams.
 func NewHandler(src Source, reg *prometheus.Registry, log zerolog.Logger, opts ...Option) *Handler {
-	o := options{interval: DefaultInterval}
+	o := options{interval: DefaultInterval, keepAlive: KeepAlive}
 	for _, f := range opts {
 		f(&o)
 	}
-	h := &Handler{mux: http.NewServeMux(), src: src, log: log, interval: o.interval, role: o.role, closed: make(chan struct{}), heaps: map[string]heapCacheEntry{}}
+	h := &Handler{mux: http.NewServeMux(), src: src, log: log, interval: o.interval, role: o.role, feed: o.feed, keepAlive: o.keepAlive, closed: make(chan struct{}), heaps: map[string]heapCacheEntry{}}
 	assets, err := fs.Sub(assetsFS, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -119,6 +126,7 @@ func NewHandler(src Source, reg *prometheus.Registry, log zerolog.Logger, opts .
 		w.Write(h.snapshot(time.Now())) //nolint:errcheck // the client went away
 	})
 	m.HandleFunc("GET /api/v1/events", h.events)
+	m.HandleFunc("GET /api/v1/vms/{vm}/events", h.vmEvents)
 	if reg != nil {
 		m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}

@@ -33,7 +33,11 @@ const (
 // event; thread starts and class prepares are not stops) and ends with the last answer the debugger
 // gets before it resumes again or stays quiet for the idle time. Its time
 // is what the user waits for, from the resume to a refreshed view, which
-// is what speculation shortens. Resumes followed by no stop are not steps.
+// is what speculation shortens. A suspension that is not a stop (a class
+// prepare or thread start the debugger asked to be suspended at) does not
+// end the step: the debugger's resume after it belongs to the step. This is
+// the journal's definition too (journal.ComputeSteps): both count a step
+// per stop reached after a resume.
 type SessionTracker struct {
 	// VMOf names a session's VM (VM.ID); when nil, the relay's name for it
 	// (relay.Config.VM), else the VM's address.
@@ -206,8 +210,10 @@ func (t *SessionTracker) Observe(s *relay.Session, f *relay.Frame) {
 	case f.Dir == relay.ToVM && f.Kind == relay.KindCommand:
 		t.settle(ts, f.Time)
 		if f.Cmd == jdwp.CmdVirtualMachineResume || f.Cmd == jdwp.CmdThreadReferenceResume {
-			t.finish(ts)
-			ts.resumed, ts.resumeID, ts.resumeAt = true, f.ID, f.Time
+			if !ts.resumed || ts.stopped {
+				t.finish(ts)
+				ts.resumed, ts.resumeID, ts.resumeAt = true, f.ID, f.Time
+			} // else a resume after a suspension that was no stop: the step goes on
 		} else if ts.stopped {
 			if len(ts.cmds) < maxStepCmds {
 				if ts.refs == nil {

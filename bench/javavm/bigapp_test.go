@@ -13,7 +13,8 @@ var nodeKey = regexp.MustCompile(`(?m)^orders\.table\[\d+\]\.key = "order-\d+"$`
 
 // TestBigApp runs the BigApp workload directly against a real VM: over
 // 15,000 classes are loaded by its first stop, its 40 pool threads are in
-// the threads view, and the variables are shown three levels deep, the
+// the threads view, and the variables are shown three levels deep (one for
+// vscode-like, as VS Code's Variables view opened once), the
 // HashMap's table and nodes included.
 func TestBigApp(t *testing.T) {
 	b := testBuild(t)
@@ -48,6 +49,32 @@ func TestBigApp(t *testing.T) {
 				res.Summary.FirstStopMS, res.Summary.VMRunMS, res.Summary.LoadedClasses, res.Summary.AllClassesReplyBytes)
 			if got := strings.Count(text, "thread app-pool-"); got != 40 {
 				t.Errorf("%d pool threads in the threads view, want 40:\n%s", got, text)
+			}
+			if profile == ProfileVSCodeLike {
+				// java-debug's view: one level; the map as its entries
+				// (entrySet().toArray(), with size() invoked) when the
+				// attach measured 10 ms or less, else as its fields; the
+				// array's elements; this's fields.
+				wants := []string{"local orders = instance of java.util.HashMap size=12", "orders[11] = instance of java.util.HashMap$Node"}
+				if res.Summary.JavaDebugLatencyMS == nil {
+					t.Fatalf("vscode-like did not say what its attach measured: %+v", res.Summary)
+				} else if *res.Summary.JavaDebugLatencyMS > 10 {
+					wants = []string{"local orders = instance of java.util.HashMap\n", "orders.table = java.util.HashMap$Node[] len=16"}
+				}
+				for _, want := range append(wants,
+					"local counts = int[] len=10",
+					"counts[9] = int 3",
+					"recent[0] = instance of BigApp$Order",
+					"this.store = instance of Store",
+				) {
+					if !strings.Contains(text, want) {
+						t.Errorf("first stop lacks %q:\n%s", want, text)
+					}
+				}
+				if strings.Contains(text, "].detail") || strings.Contains(text, "this.store.") {
+					t.Errorf("first stop goes deeper than one level:\n%s", text)
+				}
+				return
 			}
 			for _, want := range []string{
 				"local orders = instance of java.util.HashMap",

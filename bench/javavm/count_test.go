@@ -122,8 +122,10 @@ func (r *countingRelay) serve() {
 	wg.Wait()
 }
 
-// perStep splits the recorded commands at each VirtualMachine.Resume: a
-// segment is one stop's burst plus the next step's Clear, Set and Resume.
+// perStep splits the recorded commands at each VirtualMachine.Resume (or
+// ThreadReference.Resume: vscode-like resumes the stopped thread alone, as
+// java-debug does): a segment is one stop's burst plus the next step's
+// Clear, Set and Resume.
 func (r *countingRelay) perStep() [][]jdwp.Cmd {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -131,7 +133,7 @@ func (r *countingRelay) perStep() [][]jdwp.Cmd {
 	var cur []jdwp.Cmd
 	for _, c := range r.cmds {
 		cur = append(cur, c)
-		if c == jdwp.CmdVirtualMachineResume {
+		if c == jdwp.CmdVirtualMachineResume || c == jdwp.CmdThreadReferenceResume {
 			segs = append(segs, cur)
 			cur = nil
 		}

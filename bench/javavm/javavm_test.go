@@ -124,8 +124,8 @@ func TestProfiles(t *testing.T) {
 			}
 			wantFrames := 1
 			if deb == Deep {
-				wantFrames = 20 // idea-like stops at 20; the others list all 27
-				if prof != ProfileIdeaLike {
+				wantFrames = 20 // idea-like and vscode-like (VS Code asks for 20) stop at 20; jdb-min lists all 27
+				if prof == ProfileJDBMin {
 					wantFrames = 27
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
+	"github.com/jdwpaccel/jdwpaccel/bench/javadebug"
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -34,6 +35,9 @@ Examples:
   # an application-sized VM: the first stop through a fresh proxy and a learned one,
   # with the link's bytes and the first stop minus the VM's own start-up
   jdwpaccel bench --workloads BigApp/idea-like,BigApp/vscode-like --rtt 0ms,30ms --modes direct,speculate-fresh,speculate,split-fresh,split --steps 3 --warmup 1
+  # Microsoft's java-debug (VS Code's Java debugger, built outside this repository by
+  # bench/javadebug/build.sh) beside the vscode-like workload that mimics it
+  jdwpaccel bench --java-debug /path/to/java-debug/jdwpaccel-peer --workloads Deep/java-debug,Deep/vscode-like --rtt 30ms,100ms --modes direct,speculate,split --breakpoints 1
   # split mode surviving a link that drops its connections every 2 s
   jdwpaccel bench --workloads Deep/idea-like --rtt 30ms --modes direct,split --steps 20 --drop-every 2s
   # soak: step Deep/idea-like through the proxy for 10 minutes at 5 ms RTT,
@@ -194,6 +198,43 @@ func parseWorkloads(s string) ([]bench.Workload, error) {
 	return out, nil
 }
 
+// flagGiven reports whether the flag was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// javaDebugWorkloads loads the java-debug peer in dir, if any, and settles
+// the java-debug workloads: with a peer, Deep/java-debug joins the default
+// list (explicit lists are kept as given); without one, the java-debug
+// workloads listed are skipped with a note (the peer is built from another
+// project's source, outside the repository, so CI has none).
+func javaDebugWorkloads(dir string, wls []bench.Workload, explicit bool, note io.Writer) (*javadebug.Peer, []bench.Workload, error) {
+	if dir != "" {
+		peer, err := javadebug.Load(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !explicit {
+			wls = append(wls, bench.Workload{Debuggee: javavm.Deep, Profile: javadebug.Profile})
+		}
+		return peer, wls, nil
+	}
+	kept := wls[:0:0]
+	for _, w := range wls {
+		if w.Profile == javadebug.Profile {
+			fmt.Fprintf(note, "jdwpaccel bench: skipping %s: no java-debug build (--java-debug DIR; bench/javadebug/build.sh makes one)\n", w)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	if len(kept) == 0 {
+		return nil, nil, errors.New("no workload left to run")
+	}
+	return nil, kept, nil
+}
+
 // progressBar draws a one-line bar on a terminal, or plain lines elsewhere.
 func progressBar(w io.Writer) func(done, total int, label string) {
 	term := isTerminal(w)
@@ -216,7 +257,8 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	rtts := fs.String("rtt", "0ms,1ms,10ms,30ms,100ms", "comma-separated link `RTTs`")
 	modes := fs.String("modes", "direct,proxy,speculate", "comma-separated `modes`: direct, tcp-copy (a plain byte-copy hop, the floor for any proxy), proxy (speculation off), journal (proxy with the journal on), speculate (one speculator for the whole run: its cells after the first see what earlier sessions taught it), speculate-fresh (a new speculator per cell: a fresh proxy), speculate-journal (speculate with the journal on), split (split mode: jdwpaccel far next to the VM, the link between it and proxy --far), split-fresh (split with both ends new per cell), adb (a real adb server and a fake device in front of the link: the adb server's own forward), adb-front (the same through \"jdwpaccel adb\" with speculation)")
 	journalPath := fs.String("journal", filepath.Join(os.TempDir(), "jdwpaccel-bench.jsonl"), "where the journal mode writes its journal (`PATH`)")
-	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Server (200 pooled worker threads), BigApp (15,000+ classes loaded before the first stop, 40 pool threads, 30 classes watched at attach, variables three levels deep; its VM takes seconds to start, so it is not in the default list); profiles: jdb-min, idea-like, idea-async (idea-like with its reads sent from 8 JDI threads at once, as IntelliJ's async JDI), vscode-like)")
+	workloads := fs.String("workloads", "Deep/idea-like,Shallow/idea-like,Deep/vscode-like,Deep/jdb-min", "comma-separated `DEBUGGEE/PROFILE` list (debuggees: Deep, Shallow, NewClasses, ToStringWatch, HotSwap, Server (200 pooled worker threads), BigApp (15,000+ classes loaded before the first stop, 40 pool threads, 30 classes watched at attach, variables three levels deep; its VM takes seconds to start, so it is not in the default list); profiles: jdb-min, idea-like, idea-async (idea-like with its reads sent from 8 JDI threads at once, as IntelliJ's async JDI), vscode-like, java-debug (Microsoft's java-debug itself, driven as VS Code's UI drives it: needs --java-debug, and is added to the default list when it is given))")
+	javaDebugDir := fs.String("java-debug", os.Getenv(javadebug.DirEnv), "`directory` of a java-debug build made by bench/javadebug/build.sh (default $"+javadebug.DirEnv+"): runs the java-debug workloads; without it they are skipped")
 	breakpoints := fs.Int("breakpoints", 5, "breakpoints the driver sets at attach, as an IDE sets all of its own, up to as many as the debuggee has (Deep: 5, BigApp: 3, the others 1); the extra ones are never hit")
 	steps := fs.Int("steps", 8, "measured steps per cell (after the breakpoint stop and the warm-up steps)")
 	warmup := fs.Int("warmup", 2, "warm-up steps per cell after the breakpoint stop, not measured")
@@ -270,8 +312,14 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil && *breakpoints < 1 {
 			err = fmt.Errorf("bad --breakpoints %d", *breakpoints)
 		}
+		if err == nil {
+			cfg.JavaDebug, cfg.Workloads, err = javaDebugWorkloads(*javaDebugDir, cfg.Workloads, flagGiven(fs, "workloads"), e.stderr)
+		}
 		for i := range cfg.Workloads {
 			cfg.Workloads[i].Breakpoints = min(*breakpoints, javavm.MaxBreakpoints(cfg.Workloads[i].Debuggee))
+			if cfg.Workloads[i].Profile == javadebug.Profile {
+				cfg.Workloads[i].Breakpoints = 1 // java-debug sets the debuggee's own only (bench.runJavaDebug)
+			}
 		}
 		if err == nil {
 			var closeJournal func() error

@@ -10,6 +10,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/discover"
+	"github.com/jdwpaccel/jdwpaccel/feed"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -105,10 +106,26 @@ type ddmVMs struct {
 	flags   ddmFlags
 	metrics *ddmtap.Metrics // shared by every VM's monitor (no per-VM labels)
 	mons    *ddmtap.Monitors
+	feed    *feed.Feed // gets each monitor's thread changes
 }
 
-func newDDMVMs(f ddmFlags, reg prometheus.Registerer) *ddmVMs {
-	return &ddmVMs{flags: f, metrics: ddmtap.NewMetrics(reg), mons: ddmtap.NewMonitors()}
+func newDDMVMs(f ddmFlags, reg prometheus.Registerer, fd *feed.Feed) *ddmVMs {
+	return &ddmVMs{flags: f, metrics: ddmtap.NewMetrics(reg), mons: ddmtap.NewMonitors(), feed: fd}
+}
+
+// ddmThreadsTo records a DDM monitor's thread changes as VM vm's events
+// in fd.
+func ddmThreadsTo(fd *feed.Feed, vm string) func(ddmtap.ThreadChange) {
+	return func(c ddmtap.ThreadChange) {
+		k := feed.KindDDMThreadStart
+		switch c.Kind {
+		case ddmtap.ThreadRenamed:
+			k = feed.KindDDMThreadRename
+		case ddmtap.ThreadDied:
+			k = feed.KindDDMThreadDeath
+		}
+		fd.DDMThread(vm, k, c.ID, c.Name, c.Time)
+	}
 }
 
 // start gives vm a DDM holder dialling with dial (cfg dials through it
@@ -133,6 +150,7 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 		ReconnectDelay:   d.flags.reconnect,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
+	h.Monitor().OnThreadChange(ddmThreadsTo(d.feed, vm.Key))
 	cfg.DialVM = h.Dial // the held connection, with the DDM tap as its hooks
 	return stop
 }

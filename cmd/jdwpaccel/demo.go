@@ -103,7 +103,8 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 	// breakpoint stop and one step not measured), the same digest check,
 	// and accelerated sides that have already learned this debugger (the
 	// table's speculators are shared across its cells, so its 30 ms cell
-	// comes after the 0 and 1 ms ones). The accelerated side uses this
+	// comes after the 0 and 1 ms ones, each of the same length as the
+	// measured one). The accelerated side uses this
 	// stack's speculator, so the page shows its sessions and figures. The
 	// split row runs split mode's two ends, each with its own speculator:
 	// the far end next to the VM, the link between it and the near end.
@@ -118,7 +119,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) int {
 		say("first, one session per side on a 0 ms link, not measured: jdwpaccel learns this debugger")
 		lc := cfg
 		lc.RTTs = []time.Duration{0}
-		lc.Modes, lc.Steps, lc.Warmup = []bench.Mode{{Name: "direct", Direct: true}, accelMode, splitRow}, 2, 0
+		lc.Modes, lc.Steps, lc.Warmup = []bench.Mode{{Name: "direct", Direct: true}, accelMode, splitRow}, *steps, 1
 		if _, err := bench.Run(ctx, lc); err != nil && !errors.Is(err, bench.ErrDigestMismatch) {
 			fmt.Fprintf(e.stderr, "jdwpaccel demo: %v\n", err)
 			return exitError

@@ -16,6 +16,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/discover"
+	"github.com/jdwpaccel/jdwpaccel/feed"
 	"github.com/jdwpaccel/jdwpaccel/internal/adbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -256,7 +257,7 @@ func TestDDMVMsStart(t *testing.T) {
 		{discover.KindADB, true},
 		{discover.KindScan, false},
 	} {
-		d := newDDMVMs(ddmFlags{mode: ddmOn}, prometheus.NewRegistry())
+		d := newDDMVMs(ddmFlags{mode: ddmOn}, prometheus.NewRegistry(), feed.New(feed.Config{}))
 		vm := discover.VM{Key: c.kind + ":1", Kind: c.kind, Dial: dial}
 		var cfg relay.Config
 		stop := d.start(context.Background(), vm, dial, &cfg)

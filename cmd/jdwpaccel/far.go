@@ -174,7 +174,7 @@ func runFar(ctx context.Context, pf *proxyFlags, st *stack, fc split.FarConfig, 
 	fc.Compress = pf.link.compress
 	// The page travels over the link to near ends (behind the link's own
 	// checks), which show it under /far/.
-	page := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
+	page := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role), web.WithFeed(st.feed))
 	context.AfterFunc(ctx, page.Close)
 	fc.Page = web.Guard(page, "127.0.0.1:0")
 	warnNoLocalVM(pf.vm, discover.LocalListener, log)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/discover"
+	"github.com/jdwpaccel/jdwpaccel/feed"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/push"
@@ -126,6 +127,7 @@ type stack struct {
 	journal    *journal.Journal // nil without --journal
 	tracker    *web.SessionTracker
 	convo      *convo.Watcher    // threads and stacks from the debuggers' conversations
+	feed       *feed.Feed        // each VM's live events (GET /api/v1/vms/{vm}/events)
 	vmSpec     string            // --vm
 	manager    *discover.Manager // with discovery, once runProxy made it; before serve
 	near       *split.NearConfig // with --far: how the near end reaches the far end
@@ -163,6 +165,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 	st := &stack{reg: newRegistry(), tracker: web.NewSessionTracker(), vmSpec: name}
 	st.tracker.VMOf = func(*relay.Session) string { return name }
 	st.convo = convo.NewWatcher(st.tracker.VMName)
+	st.feed = feed.New(feed.Config{VMOf: st.tracker.VMName, Names: st.convo})
 	st.cfg = relay.Config{
 		DialVM:        relay.DialTCP(pf.vm),
 		MaxPacketSize: pf.maxPacket,
@@ -197,7 +200,9 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		if st.journal != nil {
 			h.Observers = append(h.Observers, st.journal)
 		}
-		h.Observers = append(h.Observers, st.tracker, st.convo)
+		// the feed after convo: a stop's names include what its session
+		// learned up to it
+		h.Observers = append(h.Observers, st.tracker, st.convo, st.feed)
 		return h
 	}
 	var specHooks func(*relay.Session) relay.Hooks
@@ -229,11 +234,14 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		// monitor (see relayServeFunc, started by runProxy).
 		st.tracker.VMOf = nil // each VM's server names it (relay.Config.VM)
 		if pf.ddm.mode != ddmOff {
-			st.vmDDM = newDDMVMs(pf.ddm, st.reg)
+			st.vmDDM = newDDMVMs(pf.ddm, st.reg, st.feed)
 		}
 		return st, nil
 	}
 	st.holder, st.stopHolder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
+	if st.holder != nil {
+		st.holder.Monitor().OnThreadChange(ddmThreadsTo(st.feed, name))
+	}
 	st.cfg.DialVM = explainDial(st.cfg.DialVM, pf.vm)
 	return st, nil
 }
@@ -314,7 +322,7 @@ func (st *stack) servedVMs() []web.VM {
 func (st *stack) serve(ctx context.Context, pf *proxyFlags, log zerolog.Logger, extra map[string]http.Handler) (string, error) {
 	var url string
 	if pf.httpAddr != "" {
-		h := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role))
+		h := web.NewHandler(st.monitorSource(), st.reg, log, web.WithRole(st.role), web.WithFeed(st.feed))
 		context.AfterFunc(ctx, h.Close)
 		mux := http.NewServeMux()
 		mux.Handle("/", h)

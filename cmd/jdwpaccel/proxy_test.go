@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,16 @@ import (
 // the address it listens on (read from its JSON log) and its log so far.
 func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs *jdwptest.Buffer) {
 	t.Helper()
+	addr, logs, stop := startProxyStop(t, vmAddr, extra...)
+	t.Cleanup(stop)
+	return addr, logs
+}
+
+// startProxyStop is startProxy whose caller stops the proxy (stop waits for
+// it to exit, and may be called more than once): its journals are complete
+// once stop returns.
+func startProxyStop(t *testing.T, vmAddr string, extra ...string) (addr string, logs *jdwptest.Buffer, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	logs = &jdwptest.Buffer{}
@@ -27,7 +38,7 @@ func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs
 		done <- run(ctx, args, &env{stdout: io.Discard, stderr: pw})
 		pw.Close()
 	}()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		if code := <-done; code != exitOK {
 			t.Errorf("proxy exited %d after SIGTERM-like cancel; log:\n%s", code, logs)
@@ -49,9 +60,10 @@ func startProxy(t *testing.T, vmAddr string, extra ...string) (addr string, logs
 	select {
 	case addr = <-found:
 	case <-time.After(10 * time.Second):
+		stop()
 		t.Fatalf("proxy did not log its listen address; log:\n%s", logs)
 	}
-	return addr, logs
+	return addr, logs, stop
 }
 
 func testCtx(t *testing.T) context.Context {

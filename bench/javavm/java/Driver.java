@@ -16,6 +16,7 @@ import com.sun.jdi.ThreadGroupReference;
 import com.sun.jdi.ThreadReference;
 import com.sun.jdi.Value;
 import com.sun.jdi.VirtualMachine;
+import com.sun.jdi.VirtualMachineManager;
 import com.sun.jdi.connect.AttachingConnector;
 import com.sun.jdi.connect.Connector;
 import com.sun.jdi.event.BreakpointEvent;
@@ -79,6 +80,12 @@ import java.util.concurrent.Future;
  * (fields of fields of fields, array elements included), and after the
  * last stop the summary gives the loaded classes and the size of the
  * AllClassesWithGeneric reply that lists them.
+ *
+ * vscode-like is java-debug's (VS Code's Java debugger's) JDI calls, in
+ * JavaDebugLike, over Eclipse JDT's JDI as java-debug's when it is on the
+ * class path (org.eclipse.jdi.Bootstrap), else over the JDK's; the summary
+ * line says which ("jdi"), and what java-debug's timed attach measured and
+ * decided ("java_debug_latency_ms", "java_debug_async").
  *
  * The per-stop digest is the SHA-256 of a canonical text of everything the
  * profile saw, without object IDs or timing, so runs on separate VMs agree.
@@ -149,6 +156,10 @@ public final class Driver {
 
     private VirtualMachine vm;
     private ExecutorService pool;
+    /** The JDI the driver attached with: "openjdk" or "eclipse" (vscode-like, when on the class path). */
+    private String jdi = "openjdk";
+    /** vscode-like: java-debug's calls (JavaDebugLike). */
+    private JavaDebugLike javaDebug;
 
     public static void main(String[] args) throws Exception {
         Driver d = new Driver();
@@ -242,9 +253,15 @@ public final class Driver {
 
     private void run() throws Exception {
         AttachingConnector conn = null;
-        for (AttachingConnector c : Bootstrap.virtualMachineManager().attachingConnectors()) {
-            if (c.name().equals("com.sun.jdi.SocketAttach")) {
-                conn = c;
+        VirtualMachineManager vmm = vscodeLike() ? eclipseJDI() : null;
+        if (vmm != null) {
+            jdi = "eclipse";
+            conn = vmm.attachingConnectors().get(0); // java-debug takes the first
+        } else {
+            for (AttachingConnector c : Bootstrap.virtualMachineManager().attachingConnectors()) {
+                if (c.name().equals("com.sun.jdi.SocketAttach")) {
+                    conn = c;
+                }
             }
         }
         if (conn == null) {
@@ -255,6 +272,9 @@ public final class Driver {
         ca.get("port").setValue(Integer.toString(port));
         long tAttach = System.nanoTime();
         vm = conn.attach(ca);
+        if (vscodeLike()) {
+            javaDebug = new JavaDebugLike(vm);
+        }
         if (threads > 1) {
             pool = Executors.newFixedThreadPool(threads);
         }
@@ -289,8 +309,11 @@ public final class Driver {
             pending.put(bp[0], waiting);
             ClassPrepareRequest cpr = erm.createClassPrepareRequest();
             cpr.addClassFilter(bp[0]);
-            cpr.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+            cpr.setSuspendPolicy(suspendPolicy());
             cpr.enable();
+        }
+        if (javaDebug != null) {
+            javaDebug.configurationDone(erm);
         }
         // The VM was started with suspend=y: its initial suspension is the
         // VMStartEvent's, which awaitBreakpoint() resumes (exactly once; an
@@ -299,14 +322,23 @@ public final class Driver {
         BreakpointEvent hit = (BreakpointEvent) first(set, BreakpointEvent.class);
         ThreadReference thread = hit.thread();
         // Only the first hit of this breakpoint is wanted; steps drive the
-        // rest. The others stay, as an IDE's do.
-        erm.deleteEventRequest(hit.request());
+        // rest. The others stay, as an IDE's do. java-debug keeps it too: a
+        // step that reaches its line stops for both.
+        if (javaDebug == null) {
+            erm.deleteEventRequest(hit.request());
+        }
         double firstStopMS = 0;
         double vmRunMS = vmRunNanos / 1e6;
 
         List<double[]> timings = new ArrayList<>();
         for (int stop = 0; stop <= steps; stop++) {
-            if (stop > 0) {
+            if (stop > 0 && javaDebug != null) {
+                t0 = System.nanoTime();
+                javaDebug.next(thread);
+                set = await(StepEvent.class);
+                thread = ((LocatableEvent) first(set, StepEvent.class)).thread();
+                javaDebug.stepped(erm);
+            } else if (stop > 0) {
                 t0 = System.nanoTime();
                 erm.deleteEventRequests(new ArrayList<>(erm.stepRequests()));
                 StepRequest sr = erm.createStepRequest(thread, StepRequest.STEP_LINE,
@@ -371,13 +403,43 @@ public final class Driver {
                 + ",\"median_burst_ms\":" + fmt(median(burst))
                 + ",\"first_stop_ms\":" + fmt(firstStopMS)
                 + ",\"vm_run_ms\":" + fmt(vmRunMS)
+                + ",\"jdi\":\"" + jdi + "\""
+                + (javaDebug == null ? "" : ",\"java_debug_latency_ms\":" + javaDebug.latencyMs
+                        + ",\"java_debug_async\":" + javaDebug.async)
                 + loadedClasses() + "}");
         System.out.flush();
         erm.deleteEventRequests(new ArrayList<>(erm.stepRequests()));
         if (pool != null) {
             pool.shutdownNow();
         }
+        if (javaDebug != null) {
+            javaDebug.close();
+        }
         vm.dispose();
+    }
+
+    private boolean vscodeLike() {
+        return profile.equals("vscode-like");
+    }
+
+    /** Breakpoints and class prepare requests suspend all, or the event thread as java-debug's do. */
+    private int suspendPolicy() {
+        return vscodeLike() ? EventRequest.SUSPEND_EVENT_THREAD : EventRequest.SUSPEND_ALL;
+    }
+
+    /**
+     * Eclipse JDT's JDI (java-debug's), when it is on the class path: the
+     * driver is compiled against the JDK alone, so it is found by name.
+     */
+    private static VirtualMachineManager eclipseJDI() {
+        try {
+            Class<?> b = Class.forName("org.eclipse.jdi.Bootstrap");
+            return (VirtualMachineManager) b.getMethod("virtualMachineManager").invoke(null);
+        } catch (ClassNotFoundException e) {
+            return null;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("Eclipse JDI: " + e, e);
+        }
     }
 
     private boolean bigApp() {
@@ -450,7 +512,7 @@ public final class Driver {
             throw new IllegalStateException("no code at " + rt.name() + ":" + line);
         }
         BreakpointRequest bp = erm.createBreakpointRequest(locs.get(0));
-        bp.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+        bp.setSuspendPolicy(suspendPolicy());
         bp.enable();
     }
 
@@ -524,7 +586,7 @@ public final class Driver {
     private String stopWork(ThreadReference thread, StringBuilder out) throws Exception {
         switch (profile) {
             case "jdb-min": return jdbMin(thread, out);
-            case "vscode-like": return vscodeLike(thread, out);
+            case "vscode-like": return javaDebug.stop(thread, out);
             case "transcript": return ideaLike(thread, out, true);
             case "idea-async": return ideaLike(thread, out, false);
             default: return ideaLike(thread, out, false);
@@ -569,22 +631,6 @@ public final class Driver {
                 }
             }
         }
-        return loc(frames.get(0).location());
-    }
-
-    /** VS Code java-debug-like: threads with names, frameCount + frames, per-frame line/source/signature, variables. */
-    private String vscodeLike(ThreadReference thread, StringBuilder out) throws Exception {
-        threadsView(vm.allThreads(), false, out);
-        int count = thread.frameCount();
-        List<StackFrame> frames = thread.frames(0, count);
-        out.append("frames ").append(count).append('\n');
-        for (StackFrame f : frames) {
-            Location l = f.location();
-            out.append("frame ").append(l.lineNumber()).append(' ').append(source(l)).append(' ')
-                    .append(l.declaringType().name()).append('.').append(l.method().name())
-                    .append(l.method().signature()).append('\n');
-        }
-        variables(frames.get(0), out, "");
         return loc(frames.get(0).location());
     }
 
@@ -833,7 +879,7 @@ public final class Driver {
     }
 
     /** Quotes s as a JSON string. */
-    private static String json(String s) {
+    static String json(String s) {
         StringBuilder sb = new StringBuilder("\"");
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);

@@ -1,0 +1,385 @@
+package speculator
+
+import (
+	"encoding/binary"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// The learned rules' learning (learned.go): where each ID of a stop's
+// replies is, and each command the debugger asks as a template.
+
+// asked learns a cacheable command the debugger asked during a stop.
+func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
+	st := lr.begin()
+	if st == nil {
+		return
+	}
+	predicted := st.emitted[*key]
+	n := lr.derive(key, info, sizes, true)
+	if n == nil {
+		return
+	}
+	if st.serial >= 3 && !n.verbatim() {
+		lr.asks++
+		if predicted {
+			lr.predicted++
+		}
+	}
+	n.seen = st.serial
+	n.unused = 0
+	if n.keys == nil {
+		n.keys = map[keyable.Key]bool{}
+	}
+	if len(n.keys) < maxSpecPerStop {
+		n.keys[*key] = true
+	}
+	if n.from != nil && n.moved > n.same {
+		// Its IDs change from stop to stop: replayed verbatim, it would
+		// ask the last stop's.
+		lr.learn.explained(key, sizes)
+	}
+	if e := lr.cache.lookup(key); e != nil && jdwp.Packet(e.reply).ErrorCode() == jdwp.ErrorNone {
+		lr.index(key, n, jdwp.Packet(e.reply).Body(), sizes, true)
+	}
+}
+
+// replied takes in where the IDs of a reply valid in the stop are.
+func (lr *learnedRules) replied(r *reply) {
+	if !r.ok || !r.valid {
+		return
+	}
+	st := lr.begin()
+	if st == nil {
+		return
+	}
+	var key keyable.Key
+	info, ok := keyable.Fill(&key, r.c, r.params, r.sizes)
+	if !ok {
+		return
+	}
+	if n := lr.derive(&key, info, r.sizes, false); n != nil {
+		lr.index(&key, n, r.p.Body(), r.sizes, n.seen == st.serial)
+	}
+}
+
+// index records where each ID of reply body (to key, template n) is.
+func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdwp.IDSizes, asked bool) {
+	st := &lr.st
+	walkReply(key.Cmd(), body, sizes, func(it *item) {
+		if it.path.listed() && !(it.sp == spObject && jdwp.ThreadID(it.id) == lr.learn.ep.thread) {
+			// (The stopped thread's reads are the event's templates.)
+			// eligible is kept by tag set; settleIndices asks with the
+			// template's, so every set of one or two bits that holds
+			// this element's is recorded.
+			ek := eligKey{key: *key, path: it.path}
+			for _, set := range tagSets(tagBit(it.tag)) {
+				ek.tags = set
+				if it.i < 64 {
+					st.eligible[ek] |= 1 << it.i
+				}
+			}
+		}
+		ik := idKey{sp: it.sp, id: it.id}
+		os := st.origins[ik]
+		o := origin{n: n, key: *key, path: it.path, i: it.i, tag: it.tag, asked: asked}
+		for j := range os {
+			if os[j].n == n && os[j].path == it.path && os[j].i == it.i {
+				os[j].asked = os[j].asked || asked
+				return
+			}
+		}
+		switch {
+		case len(os) < maxOrigins:
+			st.origins[ik] = append(os, o)
+		case asked:
+			for j := range os {
+				if !os[j].asked {
+					os[j] = o
+					return
+				}
+			}
+		}
+	})
+}
+
+// tagSets are the tag sets a template may ask with that hold bit b: b
+// alone, or b with one other of the object tags.
+func tagSets(b uint16) []uint16 {
+	sets := []uint16{b}
+	for o := uint16(1); o < 1<<7; o <<= 1 {
+		if o != b {
+			sets = append(sets, b|o)
+		}
+	}
+	return sets
+}
+
+// derive returns the template of command key: found by its shape, or
+// added (asked: the debugger sent it). Nil if a parameter does not fit or
+// names a frame no reply of the stop listed.
+func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes, asked bool) *lnode {
+	ep := &lr.learn.ep
+	lr.params = info.Params(lr.params[:0])
+	r := jdwp.NewBodyReader(key.Params(), sizes)
+	var ps []lparam
+	var from *lnode
+	var fromKey keyable.Key
+	elem := -1
+	var obj jdwp.ObjectID
+	var listTag jdwp.Tag
+	var listID idKey
+	frameKnown := false
+	if o, ok := lr.choose(key, sizes); ok {
+		from, fromKey, elem = o.n, o.key, o.i
+	}
+	for _, pk := range lr.params {
+		var p lparam
+		start := r.Offset()
+		var sp space
+		var id uint64
+		switch pk {
+		case keyable.ParamObject:
+			id = r.ObjectID()
+			sp = spObject
+			if len(ps) == 0 {
+				obj = jdwp.ObjectID(id)
+			}
+			if jdwp.ThreadID(id) == ep.thread {
+				p.src = srcThread
+			}
+		case keyable.ParamRefType:
+			id = r.ReferenceTypeID()
+			sp = spClass
+			if id == ep.loc.Class {
+				p.src = srcClass
+			}
+		case keyable.ParamMethod:
+			id = r.MethodID()
+			sp = spMethod
+			if id == ep.loc.Method && len(ps) > 0 && ps[len(ps)-1].src == srcClass {
+				p.src = srcMethod
+			}
+		case keyable.ParamFrame:
+			id = r.FrameID()
+			sp = spFrame
+		case keyable.ParamInt:
+			r.Int32()
+		case keyable.ParamFieldIDs:
+			rest := r.Bytes(r.Remaining())
+			if pos, ok := lr.fieldPositions(obj, rest, sizes); ok {
+				p.src, p.raw = srcFields, pos
+			} else {
+				p.raw = append([]byte(nil), rest...)
+			}
+		case keyable.ParamSlots:
+			rest := r.Bytes(r.Remaining())
+			if frameKnown {
+				p.src = srcSlots
+			} else {
+				p.raw = append([]byte(nil), rest...)
+			}
+		}
+		if r.Err() != nil {
+			return nil
+		}
+		if sp != 0 && p.src == srcConst {
+			if o, ok := lr.pick(idKey{sp: sp, id: id}, from, fromKey, elem); ok {
+				if from == nil {
+					from, fromKey, elem = o.n, o.key, o.i
+				}
+				p.src, p.path = srcReply, o.path
+				if o.path.listed() && listID.sp == 0 {
+					listTag, listID = o.tag, idKey{sp: sp, id: id}
+				}
+				frameKnown = frameKnown || o.path == pFrame
+			}
+		}
+		if sp == spFrame && p.src == srcConst {
+			return nil // a frame of another stop: never valid again
+		}
+		if p.src == srcConst && p.raw == nil {
+			p.raw = append([]byte(nil), key.Params()[start:r.Offset()]...)
+		}
+		ps = append(ps, p)
+	}
+	if !asked && !hasPaths(key.Cmd()) {
+		// A reply nobody asked for yet and with no ID to trace: no
+		// template until the debugger asks it.
+		return lr.st.g.byShape[lshape(key.Cmd(), ps, from)]
+	}
+	n := lr.node(key.Cmd(), ps, from)
+	if n == nil || !asked {
+		return n
+	}
+	if from != nil && elem >= 0 {
+		if lp := n.listParam(); lp != nil && elem < 64 {
+			if n.asked == nil {
+				n.asked = map[keyable.Key]uint64{}
+			}
+			n.asked[fromKey] |= 1 << elem
+			n.tags |= tagBit(listTag)
+			// An ID at several elements (the class of several frames)
+			// is asked once for all of them.
+			for _, o := range lr.st.origins[listID] {
+				if o.n == from && o.key == fromKey && o.path == lp.path && o.i < 64 {
+					n.asked[fromKey] |= 1 << o.i
+				}
+			}
+		}
+	}
+	return n
+}
+
+// choose picks the reply the parameters of key come from, and the
+// element: an origin of its first ID not the event's at which its other
+// IDs not the event's are found too (the class and method of one frame),
+// preferring one the debugger asked; false if none fits all.
+func (lr *learnedRules) choose(key *keyable.Key, sizes jdwp.IDSizes) (origin, bool) {
+	ep := &lr.learn.ep
+	var ids [4]idKey
+	n := 0
+	r := jdwp.NewBodyReader(key.Params(), sizes)
+	for _, pk := range lr.params {
+		var k idKey
+		switch pk {
+		case keyable.ParamObject:
+			if k = (idKey{sp: spObject, id: r.ObjectID()}); jdwp.ThreadID(k.id) == ep.thread {
+				continue
+			}
+		case keyable.ParamRefType:
+			if k = (idKey{sp: spClass, id: r.ReferenceTypeID()}); k.id == ep.loc.Class {
+				continue
+			}
+		case keyable.ParamMethod:
+			k = idKey{sp: spMethod, id: r.MethodID()}
+		case keyable.ParamFrame:
+			k = idKey{sp: spFrame, id: r.FrameID()}
+		default:
+			continue
+		}
+		if n < len(ids) {
+			ids[n] = k
+			n++
+		}
+	}
+	if n == 0 || r.Err() != nil {
+		return origin{}, false
+	}
+	var best origin
+	found := false
+	for _, o := range lr.st.origins[ids[0]] {
+		fits := true
+		for _, k := range ids[1:n] {
+			if _, ok := lr.pickIn(k, o.n, o.key, o.i); !ok {
+				fits = false
+				break
+			}
+		}
+		if fits && (!found || o.asked && !best.asked) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// pickIn is the origin of an ID in reply key (of template n) at element
+// i, or not at a list.
+func (lr *learnedRules) pickIn(k idKey, n *lnode, key keyable.Key, i int) (origin, bool) {
+	for _, o := range lr.st.origins[k] {
+		if o.n == n && o.key == key && (o.i == i || !o.path.listed()) {
+			return o, true
+		}
+	}
+	return origin{}, false
+}
+
+// pick chooses the origin of an ID: in reply fromKey (of template from)
+// at element elem when from is set (the parameters before it came from
+// there), else the first, preferring one the debugger asked.
+func (lr *learnedRules) pick(k idKey, from *lnode, fromKey keyable.Key, elem int) (origin, bool) {
+	if from != nil {
+		return lr.pickIn(k, from, fromKey, elem)
+	}
+	os := lr.st.origins[k]
+	for _, o := range os {
+		if o.asked {
+			return o, true
+		}
+	}
+	if len(os) > 0 {
+		return os[0], true
+	}
+	return origin{}, false
+}
+
+// fieldPositions names the field IDs of an ObjectReference.GetValues
+// tail asked of obj by their position in its type chain: 2 bytes each,
+// the hops up from the type and the index among that class's declared
+// fields. False while obj's type chain is not known.
+func (lr *learnedRules) fieldPositions(obj jdwp.ObjectID, tail []byte, sizes jdwp.IDSizes) ([]byte, bool) {
+	t, ok := lr.facts.objType[obj]
+	if !ok {
+		return nil, false
+	}
+	cf := &lr.facts.classes
+	r := jdwp.NewBodyReader(tail, sizes)
+	n := r.Count(sizes.FieldID)
+	if r.Err() != nil || n == 0 || n > maxShapeFields {
+		return nil, false
+	}
+	out := make([]byte, 0, 2*n)
+	for range n {
+		id := r.Field()
+		found := false
+		c := t
+		for hops := 0; c != 0 && hops < maxHops && !found; hops++ {
+			for i, f := range cf.fields[c] {
+				if f.id == id && i < 256 {
+					out, found = append(out, byte(hops), byte(i)), true
+					break
+				}
+			}
+			c = cf.super[c]
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return out, r.Err() == nil && r.Remaining() == 0
+}
+
+// node finds or adds the template of command c with parameters ps.
+func (lr *learnedRules) node(c jdwp.Cmd, ps []lparam, from *lnode) *lnode {
+	g := lr.st.g
+	shape := lshape(c, ps, from)
+	if n := g.byShape[shape]; n != nil {
+		return n
+	}
+	if len(g.nodes) >= maxLNodes {
+		return nil
+	}
+	n := &lnode{cmd: c, params: ps, from: from, shape: shape}
+	g.byShape[shape] = n
+	g.nodes = append(g.nodes, n)
+	if from != nil {
+		from.children = append(from.children, n)
+	}
+	return n
+}
+
+// lshape is a template's identity: its command and its parameters'
+// origins (not the list indices, which are learned).
+func lshape(c jdwp.Cmd, ps []lparam, from *lnode) string {
+	b := []byte{byte(c.Set), byte(c.Cmd)}
+	for _, p := range ps {
+		b = append(b, byte(p.src), byte(p.path))
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p.raw)))
+		b = append(b, p.raw...)
+	}
+	if from != nil {
+		b = append(b, from.shape...)
+	}
+	return string(b)
+}

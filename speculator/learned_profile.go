@@ -1,0 +1,179 @@
+package speculator
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// The learned rules' share of the profile (persist.go): the templates
+// whose parameters hold no ID — each comes from the event, a reply of the
+// stop, the slots or field positions, or is a constant int or slot list —
+// by kind of stop, each naming the template it reads from by its index
+// (parents first).
+
+// learnedTmpl is a template of the learned rules in a profile.
+type learnedTmpl struct {
+	Kind   jdwp.EventKind  `json:"kind"`
+	Set    jdwp.CommandSet `json:"set"`
+	Cmd    uint8           `json:"cmd"`
+	From   int             `json:"from"` // index of the template its reply parameters come from, -1: none
+	Params []learnedParam  `json:"params"`
+}
+
+// learnedParam is an lparam in a profile.
+type learnedParam struct {
+	Src  srcKind `json:"src"`
+	Path path    `json:"path,omitempty"`
+	Idx  uint64  `json:"idx,omitempty"`
+	Tags uint16  `json:"tags,omitempty"`
+	All  bool    `json:"all,omitempty"`
+	Raw  []byte  `json:"raw,omitempty"`
+}
+
+// exportTo leaves the templates asked in this session (and those they
+// read from) that hold no ID in p, and old's of kinds of stop this session
+// did not see.
+func (lr *learnedRules) exportTo(p, old *profile, _ jdwp.IDSizes) {
+	p.Learned = p.Learned[:0]
+	for k, g := range lr.graphs {
+		at := map[*lnode]int{}
+		for _, n := range g.nodes {
+			from := -1
+			if n.from != nil {
+				i, ok := at[n.from]
+				if !ok {
+					continue
+				}
+				from = i
+			}
+			if n.seen == 0 && !n.imported && len(n.children) == 0 || !idFree(n) || len(p.Learned) >= maxProfileLearned {
+				continue
+			}
+			t := learnedTmpl{Kind: k, Set: n.cmd.Set, Cmd: n.cmd.Cmd, From: from}
+			for _, q := range n.params {
+				t.Params = append(t.Params, learnedParam{Src: q.src, Path: q.path, Idx: q.idx, Tags: q.tags, All: q.all,
+					Raw: q.raw})
+			}
+			at[n] = len(p.Learned)
+			p.Learned = append(p.Learned, t)
+		}
+	}
+	if old == nil {
+		return
+	}
+	moved := map[int]int{} // old's index -> p's
+	for i, t := range old.Learned {
+		if _, seen := lr.graphs[t.Kind]; seen || len(p.Learned) >= maxProfileLearned {
+			continue
+		}
+		if t.From >= 0 {
+			j, ok := moved[t.From]
+			if !ok {
+				continue
+			}
+			t.From = j
+		}
+		moved[i] = len(p.Learned)
+		p.Learned = append(p.Learned, t)
+	}
+}
+
+// maxProfileLearned bounds the learned templates a profile keeps.
+const maxProfileLearned = 1024
+
+// idFree says whether a template's parameters hold no ID: constants only
+// where the layout has an int or slots.
+func idFree(n *lnode) bool {
+	kinds := keyableParams(n.cmd)
+	for i, q := range n.params {
+		if q.src == srcConst && kinds[i] != keyable.ParamInt && kinds[i] != keyable.ParamSlots {
+			return false
+		}
+	}
+	return true
+}
+
+// importFrom rebuilds the profile's templates, for this session's stops.
+func (lr *learnedRules) importFrom(p *profile, _ jdwp.IDSizes) {
+	if len(lr.graphs) > 0 {
+		return
+	}
+	nodes := make([]*lnode, len(p.Learned))
+	for i, t := range p.Learned {
+		g := lr.graphs[t.Kind]
+		if g == nil {
+			g = &lgraph{byShape: map[string]*lnode{}}
+			lr.graphs[t.Kind] = g
+		}
+		var from *lnode
+		if t.From >= 0 {
+			if from = nodes[t.From]; from == nil {
+				continue
+			}
+		}
+		ps := make([]lparam, len(t.Params))
+		for j, q := range t.Params {
+			ps[j] = lparam{src: q.Src, path: q.Path, idx: q.Idx, tags: q.Tags, all: q.All, raw: q.Raw}
+		}
+		c := jdwp.Cmd{Set: t.Set, Cmd: t.Cmd}
+		shape := lshape(c, ps, from)
+		if g.byShape[shape] != nil || len(g.nodes) >= maxLNodes {
+			continue
+		}
+		// A template from an earlier session rests after one stop whose
+		// replay went unused (the same debugger may ask otherwise now).
+		n := &lnode{cmd: c, params: ps, from: from, shape: shape, imported: true, unused: 1}
+		g.byShape[shape] = n
+		g.nodes = append(g.nodes, n)
+		if from != nil {
+			from.children = append(from.children, n)
+		}
+		nodes[i] = n
+	}
+}
+
+// learnedValid says whether templates read back from a file are within
+// bounds and fit their commands: cacheable, one parameter per element of
+// the layout, each from a source that fits the element (no ID constant),
+// reading only from an earlier template.
+func learnedValid(ts []learnedTmpl) bool {
+	if len(ts) > maxProfileLearned {
+		return false
+	}
+	for i, t := range ts {
+		kinds := keyableParams(jdwp.Cmd{Set: t.Set, Cmd: t.Cmd})
+		if kinds == nil || len(kinds) != len(t.Params) || t.From >= i || t.From < -1 {
+			return false
+		}
+		for j, q := range t.Params {
+			if !paramFits(kinds[j], q) || q.Src == srcReply && t.From < 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// paramFits says whether a parameter's source fits the layout's element.
+func paramFits(k keyable.Param, q learnedParam) bool {
+	if len(q.Raw) > keyable.MaxParams || q.Path > pIface {
+		return false
+	}
+	switch q.Src {
+	case srcConst:
+		return k == keyable.ParamInt && len(q.Raw) == 4 || k == keyable.ParamSlots
+	case srcThread:
+		return k == keyable.ParamObject
+	case srcClass:
+		return k == keyable.ParamRefType
+	case srcMethod:
+		return k == keyable.ParamMethod
+	case srcReply:
+		return k != keyable.ParamInt && k != keyable.ParamFieldIDs && k != keyable.ParamSlots && q.Path != pNone
+	case srcSlots:
+		return k == keyable.ParamSlots
+	case srcFields:
+		return k == keyable.ParamFieldIDs && len(q.Raw)%2 == 0 && len(q.Raw) > 0
+	}
+	return false
+}

@@ -1,0 +1,346 @@
+package speculator
+
+import (
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// The learned rules' replay (learned.go): the roots at wave 0, then each
+// reply fed to the templates that read from it.
+
+// wave replays, at wave 0, the templates whose parameters the event and
+// constants give.
+func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
+	if w != 0 {
+		return
+	}
+	st := lr.begin()
+	if st == nil {
+		return
+	}
+	for _, n := range st.replay.nodes {
+		if n.from == nil && n.live() && !n.verbatim() {
+			if params, ok := lr.build(n, nil, sizes); ok {
+				lr.emit(n, params, sizes, 0)
+			}
+		}
+	}
+}
+
+// verbatim says whether a root is the verbatim templates' (learner.go),
+// replayed in their own waves: constant parameters, or a ThreadReference
+// command about the stopped thread with constant parameters besides (rel).
+// A template of the learned rules all the same: where the IDs of its
+// reply are is learned from it.
+func (n *lnode) verbatim() bool {
+	for i, p := range n.params {
+		rel := i == 0 && p.src == srcThread && n.cmd.Set == jdwp.SetThreadReference
+		if p.src != srcConst && !rel {
+			return false
+		}
+	}
+	return true
+}
+
+// live says whether a template is replayed: asked at some stop (or in
+// the session the profile came from), and its replay not left unused
+// twice running since.
+func (n *lnode) live() bool { return (n.seen != 0 || n.imported) && n.unused < 2 }
+
+// build writes the parameters of template n, its srcReply ones from the
+// element els (nil for a root).
+func (lr *learnedRules) build(n *lnode, els []*item, sizes jdwp.IDSizes) ([]byte, bool) {
+	ep := &lr.learn.ep
+	w := jdwp.BodyWriter{Buf: lr.buf[:0], Sizes: sizes}
+	kinds := keyableParams(n.cmd)
+	if len(kinds) != len(n.params) {
+		return nil, false
+	}
+	var obj jdwp.ObjectID
+	var loc jdwp.Location
+	locKnown := false
+	for i, p := range n.params {
+		var id uint64
+		switch p.src {
+		case srcConst:
+			w.Buf = append(w.Buf, p.raw...)
+			if i == 0 && kinds[i] == keyable.ParamObject && len(p.raw) == sizes.ObjectID {
+				obj = jdwp.ObjectID(readBE(p.raw))
+			}
+			continue
+		case srcThread:
+			id = uint64(ep.thread)
+		case srcClass:
+			id = ep.loc.Class
+		case srcMethod:
+			id = ep.loc.Method
+		case srcReply:
+			found := false
+			for _, it := range els {
+				if it.path == p.path {
+					id, found = it.id, true
+					if it.path == pFrame {
+						loc, locKnown = it.loc, true
+					}
+					break
+				}
+			}
+			if !found {
+				return nil, false
+			}
+		case srcSlots:
+			if !locKnown {
+				return nil, false
+			}
+			tail, ok := lr.frameSlots(loc)
+			if !ok {
+				return nil, false
+			}
+			w.Buf = append(w.Buf, tail...)
+			continue
+		case srcFields:
+			t, ok := lr.facts.objType[obj]
+			if !ok || !lr.fieldTail(&w, t, p.raw) {
+				lr.buf = w.Buf
+				return nil, false
+			}
+			continue
+		}
+		switch kinds[i] {
+		case keyable.ParamObject:
+			w.ObjectID(id)
+			if i == 0 {
+				obj = jdwp.ObjectID(id)
+			}
+		case keyable.ParamRefType:
+			w.ReferenceTypeID(id)
+		case keyable.ParamMethod:
+			w.MethodID(id)
+		case keyable.ParamFrame:
+			w.FrameID(id)
+		default:
+			return nil, false
+		}
+	}
+	lr.buf = w.Buf
+	return w.Buf, true
+}
+
+// keyableParams is command c's parameter layout.
+func keyableParams(c jdwp.Cmd) []keyable.Param {
+	info, ok := keyable.Lookup(c)
+	if !ok {
+		return nil
+	}
+	var a [4]keyable.Param
+	return info.Params(a[:0])
+}
+
+func readBE(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// fieldTail writes the GetValues tail for the field positions pos of type
+// t from its chain's known fields; false while one is not known.
+func (lr *learnedRules) fieldTail(w *jdwp.BodyWriter, t jdwp.ClassID, pos []byte) bool {
+	cf := &lr.facts.classes
+	w.Int32(int32(len(pos) / 2))
+	for i := 0; i+1 < len(pos); i += 2 {
+		c, ok := cf.declaringClass(t, pos[i])
+		if !ok {
+			return false
+		}
+		fs, known := cf.fields[c]
+		if !known || int(pos[i+1]) >= len(fs) {
+			return false
+		}
+		w.Field(fs[pos[i+1]].id)
+	}
+	return true
+}
+
+// emit replays template n with params: its cached reply feeds its
+// children at once; otherwise it is speculated, and its reply feeds them
+// in the chain.
+func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth int) {
+	st := &lr.st
+	var key keyable.Key
+	if _, ok := keyable.Fill(&key, n.cmd, params, sizes); !ok {
+		return
+	}
+	if _, dup := st.nodeOf[key]; !dup {
+		st.nodeOf[key] = n
+	}
+	if len(st.emitted) < maxSpecPerStop {
+		st.emitted[key] = true
+	}
+	if e := lr.cache.lookup(&key); e != nil {
+		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
+			lr.feed(n, &key, p.Body(), sizes, depth+1)
+		}
+		return
+	}
+	s := &spec{kind: kLearned, lnode: n}
+	before := len(lr.learn.ep.specs)
+	lr.submitSpec(sizes, s, n.cmd, params)
+	if len(lr.learn.ep.specs) > before {
+		st.specs = append(st.specs, s)
+	}
+}
+
+// chain feeds a reply valid in the stop to the children of its template.
+func (lr *learnedRules) chain(x *chained) {
+	st := lr.begin()
+	if st == nil {
+		return
+	}
+	n := st.nodeOf[*x.key]
+	if n == nil {
+		info, _ := keyable.Lookup(x.key.Cmd())
+		if n = lr.derive(x.key, info, x.sizes, false); n == nil {
+			return
+		}
+		st.nodeOf[*x.key] = n
+	}
+	lr.feed(n, x.key, x.p.Body(), x.sizes, 0)
+	switch x.key.Cmd() {
+	case jdwp.CmdObjectReferenceReferenceType, jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric,
+		jdwp.CmdClassTypeSuperclass:
+		lr.retryFields(x.sizes)
+	}
+}
+
+// feed replays the live children of template n on the reply body to key.
+func (lr *learnedRules) feed(n *lnode, key *keyable.Key, body []byte, sizes jdwp.IDSizes, depth int) {
+	st := &lr.st
+	if st.fed[*key] || depth > maxFeed || len(n.children) == 0 {
+		return
+	}
+	st.fed[*key] = true
+	// The reply's items, grouped by element.
+	var items []item
+	walkReply(key.Cmd(), body, sizes, func(it *item) {
+		if len(items) < 4*maxSpecPerStop {
+			items = append(items, *it)
+		}
+	})
+	for i := 0; i < len(items); {
+		j := i
+		for j < len(items) && items[j].i == items[i].i {
+			j++
+		}
+		lr.feedElement(n, items[i:j], sizes, depth)
+		i = j
+	}
+}
+
+// feedElement replays the live children of template n on one element of
+// its reply (its items, all of one index), or its only one.
+func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, depth int) {
+	var els [4]*item
+	for _, c := range n.children {
+		if !c.live() {
+			continue
+		}
+		if lp := c.listParam(); lp != nil && !lr.wanted(lp, el) || lp == nil && el[0].i != 0 {
+			continue
+		}
+		ps := els[:0]
+		for k := range el {
+			ps = append(ps, &el[k])
+		}
+		params, ok := lr.build(c, ps, sizes)
+		if !ok {
+			if c.cmd == jdwp.CmdObjectReferenceGetValues {
+				lr.waitFor(c, ps)
+			}
+			continue
+		}
+		lr.emit(c, params, sizes, depth)
+	}
+}
+
+// frame feeds one frame of a Frames reply valid in the stop to the
+// children of the Frames template (a Frames reply goes to the framers,
+// not the chain).
+func (lr *learnedRules) frame(x *frameSeen) {
+	if !x.speculating || x.key == nil {
+		return
+	}
+	st := lr.begin()
+	if st == nil {
+		return
+	}
+	n := st.nodeOf[*x.key]
+	if n == nil {
+		info, _ := keyable.Lookup(x.key.Cmd())
+		if n = lr.derive(x.key, info, x.sizes, false); n == nil {
+			return
+		}
+		st.nodeOf[*x.key] = n
+	}
+	el := [3]item{
+		{sp: spFrame, id: uint64(x.frame), path: pFrame, i: x.index, loc: x.loc},
+		{sp: spClass, id: x.loc.Class, path: pFrameClass, i: x.index, loc: x.loc},
+		{sp: spMethod, id: x.loc.Method, path: pFrameMethod, i: x.index, loc: x.loc},
+	}
+	lr.feedElement(n, el[:], x.sizes, 0)
+}
+
+// wanted says whether element el of a list is one the template replays.
+func (lr *learnedRules) wanted(lp *lparam, el []item) bool {
+	for _, it := range el {
+		if it.path != lp.path {
+			continue
+		}
+		if lp.tags != 0 && tagBit(it.tag)&lp.tags == 0 {
+			return false
+		}
+		return lp.all || it.i < 64 && lp.idx&(1<<it.i) != 0
+	}
+	return false
+}
+
+// waitFor keeps an ObjectReference.GetValues template whose object's type
+// chain is not known yet, for the object found in el.
+func (lr *learnedRules) waitFor(n *lnode, el []*item) {
+	for _, it := range el {
+		if it.sp == spObject {
+			o := jdwp.ObjectID(it.id)
+			if len(lr.st.waitType[o]) < 8 && len(lr.st.waitType) < maxSpecPerStop {
+				lr.st.waitType[o] = append(lr.st.waitType[o], n)
+			}
+			return
+		}
+	}
+}
+
+// retryFields replays the ObjectReference.GetValues waiting for a type
+// chain, after a reply that may complete it.
+func (lr *learnedRules) retryFields(sizes jdwp.IDSizes) {
+	st := &lr.st
+	for o, ns := range st.waitType {
+		if _, ok := lr.facts.objType[o]; !ok {
+			continue
+		}
+		kept := ns[:0]
+		for _, n := range ns {
+			it := item{sp: spObject, id: uint64(o), path: n.params[0].path}
+			params, ok := lr.build(n, []*item{&it}, sizes)
+			if !ok {
+				kept = append(kept, n)
+				continue
+			}
+			lr.emit(n, params, sizes, 0)
+		}
+		if len(kept) == 0 {
+			delete(st.waitType, o)
+		} else {
+			st.waitType[o] = kept
+		}
+	}
+}

@@ -1,0 +1,487 @@
+package speculator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
+)
+
+// madeUpVM is a program whose every stop shows new frames, new objects of
+// new classes, and the same four threads: nothing a rule keyed by class
+// or by object carries from one stop to the next.
+type madeUpVM struct {
+	mu   sync.Mutex
+	stop uint64 // the current stop, from 1
+	// fields is how many fields each class declares; shifted moves the
+	// classes' field IDs to another range (a changed program).
+	fields  int
+	shifted bool
+	threads []uint64
+	// handed are the object IDs the VM handed out (replies), bad what it
+	// was asked that it did not hand out or that is not valid for the
+	// command.
+	handed map[uint64]bool
+	bad    []string
+	shapes map[uint64][2]int // by class: shape
+}
+
+// hand records object IDs the VM hands out.
+func (m *madeUpVM) hand(ids ...uint64) {
+	if m.handed == nil {
+		m.handed = map[uint64]bool{}
+	}
+	for _, id := range ids {
+		m.handed[id] = true
+	}
+}
+
+// check records a command naming an object the VM did not hand out.
+func (m *madeUpVM) check(c jdwp.Cmd, obj uint64) {
+	if !m.handed[obj] {
+		m.bad = append(m.bad, fmt.Sprintf("%v of object %#x, never handed out", c, obj))
+	}
+}
+
+const (
+	muClass  = 0x70
+	muMethod = 0x71
+)
+
+func (m *madeUpVM) frame(i int) uint64 { return 0x1000 + m.stop*16 + uint64(i) }
+func (m *madeUpVM) object(j int) uint64 {
+	return 0x2000 + m.stop*16 + uint64(j)
+}
+func (m *madeUpVM) classOf(obj uint64) uint64 { return obj + 0x1000 }
+
+// shape is a class's field count and whether its field IDs are in the
+// other range: fixed when the VM first describes it, as a loaded class's
+// fields are (a changed program changes the classes loaded after).
+func (m *madeUpVM) shape(class uint64) (n int, shifted bool) {
+	if m.shapes == nil {
+		m.shapes = map[uint64][2]int{}
+	}
+	sh, ok := m.shapes[class]
+	if !ok {
+		sh = [2]int{m.fields, 0}
+		if m.shifted {
+			sh[1] = 1
+		}
+		m.shapes[class] = sh
+	}
+	return sh[0], sh[1] == 1
+}
+
+func (m *madeUpVM) field(class uint64, i int) uint64 {
+	if _, shifted := m.shape(class); shifted {
+		return class<<8 + 0x80 + uint64(i)
+	}
+	return class<<8 + uint64(i)
+}
+
+func (m *madeUpVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := jdwp.NewBodyReader(p.Body(), sizes8)
+	switch p.Cmd() {
+	case jdwp.CmdVirtualMachineVersion:
+		return 0, body(func(w *jdwp.BodyWriter) { w.String("fake"); w.Int32(1); w.Int32(8); w.String("17"); w.String("fakevm") })
+	case jdwp.CmdVirtualMachineAllThreads:
+		m.hand(m.threads...)
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(len(m.threads)))
+			for _, t := range m.threads {
+				w.ObjectID(t)
+			}
+		})
+	case jdwp.CmdThreadReferenceName:
+		t := r.ObjectID()
+		m.check(p.Cmd(), t)
+		return 0, body(func(w *jdwp.BodyWriter) { w.String(fmt.Sprintf("T%x", t)) })
+	case jdwp.CmdThreadReferenceFrameCount:
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(2) })
+	case jdwp.CmdThreadReferenceFrames:
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(2)
+			for i := range 2 {
+				w.FrameID(m.frame(i))
+				w.Location(jdwp.Location{TypeTag: 1, Class: muClass, Method: muMethod + uint64(i), Index: 4})
+			}
+		})
+	case jdwp.CmdMethodVariableTable:
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(0)
+			w.Int32(2)
+			for j := range 2 {
+				w.Int64(0)
+				w.String(fmt.Sprintf("v%d", j))
+				w.String("Lp/C;")
+				w.Int32(100)
+				w.Int32(int32(j + 1))
+			}
+		})
+	case jdwp.CmdStackFrameGetValues:
+		r.ObjectID()
+		if f := r.FrameID(); f != m.frame(0) && f != m.frame(1) {
+			m.bad = append(m.bad, fmt.Sprintf("%v of frame %#x, not of stop %d", p.Cmd(), f, m.stop))
+			return jdwp.ErrorInvalidFrameID, nil
+		}
+		m.hand(m.object(0), m.object(1))
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(2)
+			for j := range 2 {
+				w.Value(jdwp.Value{Tag: jdwp.TagObject, Bits: m.object(j)})
+			}
+		})
+	case jdwp.CmdObjectReferenceReferenceType:
+		obj := r.ObjectID()
+		m.check(p.Cmd(), obj)
+		return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(1); w.ReferenceTypeID(m.classOf(obj)) })
+	case jdwp.CmdReferenceTypeFields:
+		class := r.ReferenceTypeID()
+		n, _ := m.shape(class)
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(n))
+			for i := range n {
+				w.FieldID(m.field(class, i))
+				w.String(fmt.Sprintf("f%d", i))
+				w.String("I")
+				w.Int32(0)
+			}
+		})
+	case jdwp.CmdObjectReferenceGetValues:
+		obj := r.ObjectID()
+		m.check(p.Cmd(), obj)
+		n := r.Int32()
+		var fs []uint64
+		for range n {
+			f := r.FieldID()
+			class := m.classOf(obj)
+			n, shifted := m.shape(class)
+			i := int(f & 0xff)
+			if shifted {
+				i -= 0x80
+			}
+			if f>>8 != class || i < 0 || i >= n || f != m.field(class, i) {
+				m.bad = append(m.bad, fmt.Sprintf("field %#x asked of object %#x of class %#x", f, obj, m.classOf(obj)))
+				return jdwp.ErrorInvalidFieldID, nil
+			}
+			fs = append(fs, f)
+		}
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(n)
+			for _, f := range fs {
+				w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: f})
+			}
+		})
+	}
+	return 0, nil
+}
+
+// madeUpClient is a debugger no rule was written for, at each stop: the
+// top frames, the top frame's two locals, then, from the last local to
+// the first, its type, the type's fields and the value of its 2nd field;
+// then the threads and their names, last thread first.
+func madeUpClient(t *testing.T, r *rig, m *madeUpVM, id *uint32) {
+	t.Helper()
+	call := func(c jdwp.Cmd, b []byte) jdwp.BodyReader {
+		t.Helper()
+		*id++
+		p := r.dbg.call(*id, c, b)
+		if p.ErrorCode() != 0 {
+			t.Fatalf("%v: error %d", c, p.ErrorCode())
+		}
+		return *jdwp.NewBodyReader(p.Body(), sizes8)
+	}
+	fr := call(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+	fr.Int32()
+	top, loc := fr.FrameID(), fr.Location()
+	call(jdwp.CmdMethodVariableTable, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(loc.Class); w.MethodID(loc.Method) }))
+	vals := call(jdwp.CmdStackFrameGetValues, body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(thread1)
+		w.FrameID(top)
+		w.Int32(2)
+		for j := range 2 {
+			w.Int32(int32(j + 1))
+			w.Uint8(uint8(jdwp.TagObject))
+		}
+	}))
+	var objs []uint64
+	for n := vals.Int32(); n > 0; n-- {
+		objs = append(objs, uint64(vals.Value().ObjectID()))
+	}
+	for _, o := range slices.Backward(objs) {
+		rt := call(jdwp.CmdObjectReferenceReferenceType, body(func(w *jdwp.BodyWriter) { w.ObjectID(o) }))
+		rt.Uint8()
+		class := rt.ReferenceTypeID()
+		fs := call(jdwp.CmdReferenceTypeFields, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(class) }))
+		var second uint64
+		for i, n := 0, int(fs.Int32()); i < n; i++ {
+			f := fs.FieldID()
+			fs.StringBytes()
+			fs.StringBytes()
+			fs.Int32()
+			if i == 1 {
+				second = f
+			}
+		}
+		if second == 0 {
+			continue // a class with one field
+		}
+		call(jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(o); w.Int32(1); w.FieldID(second) }))
+	}
+	at := call(jdwp.CmdVirtualMachineAllThreads, nil)
+	var threads []uint64
+	for n := at.Int32(); n > 0; n-- {
+		threads = append(threads, at.ObjectID())
+	}
+	for _, th := range slices.Backward(threads) {
+		call(jdwp.CmdThreadReferenceName, body(func(w *jdwp.BodyWriter) { w.ObjectID(th) }))
+	}
+}
+
+// stopAndAsk brings the made-up program to its next stop and has the
+// client read it; it returns the stop's counters.
+func stopAndAsk(t *testing.T, r *rig, m *madeUpVM, id *uint32) Stats {
+	t.Helper()
+	return stopAndAskKind(t, r, m, id, jdwp.EventBreakpoint, madeUpClient)
+}
+
+// TestLearnedMadeUpClient: a client whose pattern no rule was written for
+// (the 2nd field of each object local, of classes new at every stop; the
+// names of all threads, in its own order) is answered from speculation
+// for at least 90% of its reads from the second stop, with little waste.
+func TestLearnedMadeUpClient(t *testing.T) {
+	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	r := newRigWith(t, Config{}, m.handler)
+	id := uint32(100)
+	stopAndAsk(t, r, m, &id)
+	var total Stats
+	for range 4 {
+		st := stopAndAsk(t, r, m, &id)
+		t.Logf("stop: hits %d belays %d misses %d; speculation sent %d used %d wasted %d",
+			st.Hits, st.Belays, st.Misses, st.SpecSent, st.SpecUsed, st.SpecWasted)
+		total.Hits += st.Hits
+		total.Belays += st.Belays
+		total.Misses += st.Misses
+		total.SpecSent += st.SpecSent
+		total.SpecWasted += st.SpecWasted
+	}
+	served := total.Hits + total.Belays
+	if ratio := float64(served) / float64(served+total.Misses); ratio < 0.9 {
+		t.Errorf("from the second stop %d of %d reads served from speculation (%.0f%%), want >= 90%%",
+			served, served+total.Misses, 100*ratio)
+	}
+	if total.SpecSent == 0 || float64(total.SpecWasted)/float64(total.SpecSent) >= 0.2 {
+		t.Errorf("speculation wasted %d of %d, want < 20%%", total.SpecWasted, total.SpecSent)
+	}
+}
+
+// TestLearnedChangedProgram: when the program changes under the learned
+// templates (the classes loaded next with one field where the client read
+// the 2nd; then with field IDs in another range; threads ending and
+// starting), the replay
+// never asks the VM an ID it did not hand out in this connection, a frame
+// of another stop, or a field outside the object's own class chain.
+func TestLearnedChangedProgram(t *testing.T) {
+	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	r := newRigWith(t, Config{}, m.handler)
+	id := uint32(100)
+	stopAndAsk(t, r, m, &id)
+	stopAndAsk(t, r, m, &id)
+	m.mu.Lock()
+	m.fields = 1
+	m.threads = []uint64{thread1, 0x52, 0x55}
+	m.mu.Unlock()
+	stopAndAsk(t, r, m, &id)
+	m.mu.Lock()
+	m.fields, m.shifted = 3, true
+	m.threads = []uint64{thread1, 0x56, 0x52}
+	m.mu.Unlock()
+	stopAndAsk(t, r, m, &id)
+	st := stopAndAsk(t, r, m, &id)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range m.bad {
+		t.Error(b)
+	}
+	if st.Misses > 1 {
+		t.Errorf("the changed program's second stop missed %d reads, want at most 1", st.Misses)
+	}
+}
+
+// learnFrom has a split mode's far end take one stop of the made-up
+// client (a session without a VM, so in ModeNever: it learns as the far
+// end's does, and sends nothing): the replies its speculation stored
+// (offered here), then what the near end's usage reports and the misses tell it
+// the debugger asked, in order; the next stop settles what it learned.
+// It returns the learned templates, described.
+func learnFrom(t *testing.T, order func([]jdwp.Packet) []jdwp.Packet) []string {
+	t.Helper()
+	rs := &relay.Session{}
+	rs.SetIDSizes(sizes8)
+	s := New(Config{}, zerolog.Nop(), nil).NewTapped(rs, ModeNever, nil)
+	ic := s.Interceptor()
+	event := func() {
+		c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{bpEvent(thread1)}}
+		p := jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))
+		ic.FromVM(rs, &relay.Frame{Kind: relay.KindEvent, Packet: p})
+	}
+	m := &madeUpVM{stop: 1, fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	m.hand(m.object(0), m.object(1))
+	event()
+	// The client's commands at the stop, in its order (madeUpClient).
+	var asked []jdwp.Packet
+	ask := func(c jdwp.Cmd, b []byte) jdwp.BodyReader {
+		p := jdwp.AppendCommand(nil, uint32(len(asked)+1), c, b)
+		asked = append(asked, p)
+		code, reply := m.handler(p)
+		if code != 0 {
+			t.Fatalf("%v: error %d", c, code)
+		}
+		s.Offer(c, b, jdwp.AppendReply(nil, 1, 0, reply), MarkNow(), sizes8)
+		return *jdwp.NewBodyReader(reply, sizes8)
+	}
+	fr := ask(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+	fr.Int32()
+	top, loc := fr.FrameID(), fr.Location()
+	ask(jdwp.CmdMethodVariableTable, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(loc.Class); w.MethodID(loc.Method) }))
+	vals := ask(jdwp.CmdStackFrameGetValues, body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(thread1)
+		w.FrameID(top)
+		w.Int32(2)
+		for j := range 2 {
+			w.Int32(int32(j + 1))
+			w.Uint8(uint8(jdwp.TagObject))
+		}
+	}))
+	for n := vals.Int32(); n > 0; n-- {
+		o := uint64(vals.Value().ObjectID())
+		rt := ask(jdwp.CmdObjectReferenceReferenceType, body(func(w *jdwp.BodyWriter) { w.ObjectID(o) }))
+		rt.Uint8()
+		class := rt.ReferenceTypeID()
+		ask(jdwp.CmdReferenceTypeFields, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(class) }))
+		ask(jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(o); w.Int32(1); w.FieldID(m.field(class, 1)) }))
+	}
+	ask(jdwp.CmdVirtualMachineAllThreads, nil)
+	for _, th := range m.threads {
+		ask(jdwp.CmdThreadReferenceName, body(func(w *jdwp.BodyWriter) { w.ObjectID(th) }))
+	}
+	for _, p := range order(asked) {
+		s.Asked(nil, p.Cmd(), p.Body(), sizes8)
+	}
+	ic.FromDebugger(rs, &relay.Frame{Kind: relay.KindCommand, ID: 999,
+		Packet: jdwp.AppendCommand(nil, 999, jdwp.CmdVirtualMachineResume, nil)})
+	event()
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var out []string
+	for _, g := range ss.lrn.graphs {
+		for _, n := range g.nodes {
+			if n.seen == 0 {
+				continue
+			}
+			d := n.cmd.String()
+			if n.from != nil {
+				d += " from " + n.from.cmd.String()
+			}
+			for _, p := range n.params {
+				d += fmt.Sprintf(" [src %d path %d idx %b all %v tags %b raw %x]", p.src, p.path, p.idx, p.all, p.tags, p.raw)
+			}
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestLearnedFarEndOrder: a split mode's far end is told the debugger's
+// commands out of order (the misses as they come, the near end's cache
+// hits in a usage report before the resume); it learns the same templates
+// as a session that saw them in the debugger's order, and learns them:
+// the templates its next stop's gathering replays.
+func TestLearnedFarEndOrder(t *testing.T) {
+	inOrder := learnFrom(t, func(ps []jdwp.Packet) []jdwp.Packet { return ps })
+	// The near end answered the thread names, the locals and the types
+	// from the far end's bundle (reported last); the rest were misses.
+	batched := learnFrom(t, func(ps []jdwp.Packet) []jdwp.Packet {
+		var misses, hits []jdwp.Packet
+		for _, p := range ps {
+			switch p.Cmd() {
+			case jdwp.CmdThreadReferenceName, jdwp.CmdStackFrameGetValues, jdwp.CmdObjectReferenceReferenceType:
+				hits = append(hits, p)
+			default:
+				misses = append(misses, p)
+			}
+		}
+		slices.Reverse(hits)
+		return append(misses, hits...)
+	})
+	if !slices.Equal(inOrder, batched) {
+		t.Errorf("told in the debugger's order, the far end learned\n%s\ntold misses first and hits last\n%s",
+			strings.Join(inOrder, "\n"), strings.Join(batched, "\n"))
+	}
+	want := []string{"ObjectReference.GetValues from StackFrame.GetValues", "ThreadReference.Name from VirtualMachine.AllThreads",
+		"StackFrame.GetValues from ThreadReference.Frames", "ReferenceType.Fields from ObjectReference.ReferenceType"}
+	for _, w := range want {
+		if !slices.ContainsFunc(inOrder, func(s string) bool { return strings.HasPrefix(s, w) }) {
+			t.Errorf("no template %q learned in\n%s", w, strings.Join(inOrder, "\n"))
+		}
+	}
+}
+
+// TestLearnedProfileNextSession: the templates a session learned that
+// hold no ID go to the profile, and the next session of the same debugger
+// replays them from its first stop, with the IDs its own VM hands out.
+func TestLearnedProfileNextSession(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	attach := func() (*rig, *madeUpVM) {
+		m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+		r := startRigWith(t, sp, m.handler)
+		r.dbg.call(1, jdwp.CmdIDSizes, nil)
+		for i := uint32(2); i < 5; i++ {
+			r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
+		}
+		return r, m
+	}
+	r, m := attach()
+	id := uint32(100)
+	for range 3 {
+		stopAndAsk(t, r, m, &id)
+	}
+	r.stop()
+	r, m = attach()
+	st := stopAndAsk(t, r, m, &id)
+	served := st.Hits + st.Belays
+	t.Logf("the next session's first stop: hits %d belays %d misses %d", st.Hits, st.Belays, st.Misses)
+	// (Without the learned templates, the rules written for IDEs miss
+	// the 2nd field of each local and the types' fields.)
+	if st.Misses > 0 {
+		t.Errorf("the next session's first stop served %d reads from speculation and missed %d, want no miss", served, st.Misses)
+	}
+}
+
+// stopAndAskKind is stopAndAsk with a stop of kind k and the given client.
+func stopAndAskKind(t *testing.T, r *rig, m *madeUpVM, id *uint32, k jdwp.EventKind,
+	client func(*testing.T, *rig, *madeUpVM, *uint32)) Stats {
+	t.Helper()
+	before := r.sp.Stats()
+	m.mu.Lock()
+	m.stop++
+	m.mu.Unlock()
+	e := bpEvent(thread1)
+	e.Kind = k
+	r.event(jdwp.SuspendAll, e)
+	r.expectEvent()
+	client(t, r, m, id)
+	*id++
+	r.dbg.call(*id, jdwp.CmdVirtualMachineResume, nil)
+	return r.sp.Stats().Since(before)
+}
