@@ -317,7 +317,7 @@ func TestJDBWithTracers(t *testing.T) {
 	if n := front.Orphaned(); n != 0 {
 		t.Errorf("%d suspending events reached no controller after jdb left (its breakpoint was not cleared?)", n)
 	}
-	stays.everyWorker(t, "the tracer", 10) // the ten it waited for after jdb left
+	stays.everyWorker(t, "the tracer", 10)           // the ten it waited for after jdb left
 	leaves.everyWorker(t, "the tracer that left", 0) // it left at its first breakpoint: turn 0 or 1
 	if strings.Contains(stays.out.String(), "suspending event set") {
 		t.Errorf("an observer got a suspending event set:\n%s", stays.out)
