@@ -9,6 +9,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/share"
 )
 
 // Relay runs the front's JDWP streams through the accelerator (its Serve
@@ -28,6 +29,9 @@ type Relay struct {
 	// redial opens another JDWP stream to a process (Front.DialJDWP), set
 	// by SetRedial before the front serves; nil: none.
 	redial func(ctx context.Context, t Target) (net.Conn, error)
+
+	// onClient is told each client attaching and leaving; may be nil.
+	onClient func(share.ClientEvent)
 
 	mu      sync.Mutex // guards servers, each entry's streams, and ended
 	servers map[Target]*procServer
@@ -54,6 +58,7 @@ type endedMonitor struct {
 // number of its streams running.
 type procServer struct {
 	srv     *relay.Server
+	front   *share.Front    // shares the process's one JDWP connection among its clients
 	mon     *ddmtap.Monitor // nil without DDM decoding
 	streams int
 }
@@ -70,12 +75,12 @@ func (r *Relay) Monitors() *ddmtap.Monitors { return r.mons }
 
 // acquire returns t's server, making it (and its monitor) for t's first
 // stream; each acquire is paired with a release when the stream ends.
-func (r *Relay) acquire(t Target) *relay.Server {
+func (r *Relay) acquire(t Target) *procServer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ps := r.servers[t]; ps != nil {
 		ps.streams++
-		return ps.srv
+		return ps
 	}
 	key := t.String()
 	cfg := r.cfg
@@ -94,8 +99,9 @@ func (r *Relay) acquire(t Target) *relay.Server {
 		})
 	}
 	ps.srv = relay.NewServer(cfg)
+	ps.front = share.NewFront(key, share.Config{Logger: cfg.Logger.With().Str(logkey.Component, "share").Logger(), MaxPacketSize: cfg.MaxPacketSize, Metrics: cfg.Metrics, OnClient: r.onClient})
 	r.servers[t] = ps
-	return ps.srv
+	return ps
 }
 
 // release ends one of t's streams; the last one removes t's server and
@@ -119,14 +125,56 @@ func (r *Relay) release(t Target) {
 }
 
 // Serve relays one JDWP stream of process t (a JDWPFunc): client is the
-// debugger, vm the stream's VM side. It closes both.
+// debugger, vm the stream's VM side. It closes both. Clients of a process
+// share its one JDWP connection (package share): the first one's stream
+// carries the session, and a later client's stream is closed unused (the
+// app takes one debugger connection; Android Studio's, say, while a
+// tracer observes). The first client's call returns once the session
+// ended (its stream, which the caller closes on return, carries it).
 func (r *Relay) Serve(ctx context.Context, client, vm net.Conn, t Target) error {
 	defer client.Close()
-	srv := r.acquire(t)
+	ps := r.acquire(t)
 	defer r.release(t)
 	var redial relay.Dialer
 	if r.redial != nil && t.Serial != "" {
 		redial = relay.Plain(func(ctx context.Context) (net.Conn, error) { return r.redial(ctx, t) })
 	}
-	return srv.ServeWithVM(ctx, client, relay.VMConn{Conn: vm}, redial)
+	var session chan error // the session this client's stream carries
+	_, err := ps.front.Serve(ctx, client, false, func(debugger net.Conn) {
+		if debugger == nil {
+			vm.Close() // it joined the running session: its stream is not needed
+			return
+		}
+		session = make(chan error, 1)
+		go func() { session <- ps.srv.ServeWithVM(ctx, debugger, relay.VMConn{Conn: vm}, redial) }()
+	})
+	if session == nil {
+		vm.Close() // unused: no handshake, or it joined the running session (closed already)
+		return err
+	}
+	if serr := <-session; serr != nil {
+		err = serr
+	}
+	return err
 }
+
+// Clients lists the clients attached now to the VM whose key
+// (adb:SERIAL:PID, its sessions' VM) is vm.
+func (r *Relay) Clients(vm string) []share.ClientInfo {
+	r.mu.Lock()
+	var front *share.Front
+	for t, ps := range r.servers {
+		if t.String() == vm {
+			front = ps.front
+		}
+	}
+	r.mu.Unlock()
+	if front == nil {
+		return nil
+	}
+	return front.Clients()
+}
+
+// OnClient, set before the front serves, is told each client attaching to
+// and leaving a process's VM (the journal).
+func (r *Relay) OnClient(f func(share.ClientEvent)) { r.onClient = f }

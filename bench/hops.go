@@ -6,19 +6,20 @@ import (
 	"net"
 
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/share"
 	"github.com/jdwpaccel/jdwpaccel/split"
 	"github.com/rs/zerolog"
 )
 
 // startRelay runs a relay server in front of the VM dial reaches until
-// ctx ends.
+// ctx ends, its debuggers sharing the VM as the proxy's do (package share).
 func startRelay(ctx context.Context, dial relay.Dialer, hooks func(*relay.Session) relay.Hooks, log zerolog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	srv := relay.NewServer(relay.Config{DialVM: dial, NewHooks: hooks, Logger: log})
-	go srv.Serve(ctx, ln) //nolint:errcheck // ends with ctx
+	go share.Serve(ctx, srv, share.NewFront("bench", share.Config{Logger: log}), ln, nil, 0) //nolint:errcheck // ends with ctx
 	return ln.Addr().String(), nil
 }
 

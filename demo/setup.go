@@ -18,6 +18,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap"
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/share"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -145,7 +146,8 @@ func Keep(ctx context.Context, out io.Writer, self string, build *javavm.Build, 
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 	cfg.DialVM = relay.DialTCP(lk.Addr().String())
 	cfg.NewHooks = hooks
-	return relay.NewServer(cfg).Serve(ctx, ln)
+	front := share.NewFront(lk.Addr().String(), share.Config{Logger: cfg.Logger, MaxPacketSize: cfg.MaxPacketSize, Metrics: cfg.Metrics})
+	return share.Serve(ctx, relay.NewServer(cfg), front, ln, nil, cfg.MaxHandshakes)
 }
 
 // PrintComparison prints the benchmark's comparison of the demo (cells:

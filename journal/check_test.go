@@ -79,6 +79,8 @@ func Check(recs []Record) *Report {
 		case TypeSessionStart:
 			get(r.Session)
 			continue
+		case TypeClient:
+			continue
 		case TypeSessionEnd:
 			s := get(r.Session)
 			s.ended = true

@@ -119,6 +119,7 @@ const (
 	slotPacket uint8 = iota
 	slotSessionStart
 	slotSessionEnd
+	slotClient
 )
 
 // slot is one queued record. The ring owns every slot and its buf; a slot
@@ -143,11 +144,14 @@ type slot struct {
 	thread    uint64
 	hasThread bool
 	learned   bool
-	// Session start and end only.
+	// Session start and end, and client records.
 	debugger, vm string
-	user         string // split mode's far end: the session's user (sessionUser)
-	sizes        jdwp.IDSizes
-	err          string
+	// Client records only (Journal.Client).
+	client     uint64
+	role, left string
+	user       string // split mode's far end: the session's user (sessionUser)
+	sizes      jdwp.IDSizes
+	err        string
 }
 
 // Journal records every packet of every session it observes. It is a
@@ -385,6 +389,18 @@ func (j *Journal) SessionEnd(s *relay.Session, err error) {
 	if err != nil {
 		sl.err = err.Error()
 	}
+	j.commit()
+}
+
+// Client queues a record of a client of a shared VM attaching (left "")
+// or leaving (left says how): its number on the VM named vm, its address
+// and its role.
+func (j *Journal) Client(vm string, number uint64, addr, role, left string) {
+	sl := j.reserve()
+	if sl == nil {
+		return
+	}
+	*sl = slot{typ: slotClient, time: time.Now(), buf: sl.buf[:0], vm: vm, client: number, debugger: addr, role: role, left: left}
 	j.commit()
 }
 

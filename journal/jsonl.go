@@ -123,6 +123,14 @@ func appendRecordJSON(dst []byte, r *Record) []byte {
 	case TypeDropped:
 		dst = appendUintField(dst, "count", r.DroppedCount)
 		dst = appendUintField(dst, "total", r.DroppedTotal)
+	case TypeClient:
+		dst = appendStrField(dst, "vm", r.VM)
+		dst = appendUintField(dst, "client", r.Client)
+		dst = appendStrField(dst, "debugger", r.Debugger)
+		dst = appendStrField(dst, "role", r.Role)
+		if r.Left != "" {
+			dst = appendStrField(dst, "left", r.Left)
+		}
 	}
 	return append(dst, "}\n"...)
 }

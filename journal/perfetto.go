@@ -139,6 +139,15 @@ func (e *perfettoEncoder) record(dst []byte, w *writer, s *sessState, r *Record)
 	case TypeDropped:
 		dst = e.open(dst, "i", "JOURNAL DROPPED "+strconv.FormatUint(r.DroppedCount, 10)+" RECORDS", 0, 0, r.T)
 		dst = append(dst, `,"s":"g"}`...)
+	case TypeClient:
+		what := "client " + strconv.FormatUint(r.Client, 10) + " (" + r.Role + ") " + r.Debugger
+		if r.Left != "" {
+			what += " left: " + r.Left
+		} else {
+			what += " attached"
+		}
+		dst = e.open(dst, "i", what, 0, 0, r.T)
+		dst = append(dst, `,"s":"g"}`...)
 	case TypePacket:
 		dst = e.packet(dst, s, r)
 	}

@@ -45,6 +45,9 @@ const (
 	TypePacket       = "packet"
 	TypeIDSizes      = "id_sizes"
 	TypeDropped      = "dropped"
+	// TypeClient is a client of a shared VM attaching or leaving (package
+	// share): several may use one session's VM connection at once.
+	TypeClient = "client"
 )
 
 // Views (the "view" field of packets).
@@ -182,6 +185,13 @@ type Record struct {
 	// reply.
 	PacketsLogged uint64 `json:"packets,omitempty"`
 	Unanswered    int    `json:"unanswered,omitempty"`
+
+	// Client: the client's number on its VM (in attach order), its role
+	// (controller or observer), and, when it leaves, how (dispose, closed,
+	// dropped, refused); Debugger is its address and VM the VM's name.
+	Client uint64 `json:"client,omitempty"`
+	Role   string `json:"role,omitempty"`
+	Left   string `json:"left,omitempty"`
 
 	// Dropped: records lost since the previous dropped record, and in all.
 	DroppedCount uint64 `json:"count,omitempty"`

@@ -198,6 +198,14 @@ func FormatRecord(r *Record, o FormatOptions) string {
 	case TypeDropped:
 		fmt.Fprintf(&b, "!!! JOURNAL DROPPED %d RECORDS HERE (%d in all)", r.DroppedCount, r.DroppedTotal)
 		return b.String()
+	case TypeClient:
+		fmt.Fprintf(&b, "client %d of %s (%s, %s) ", r.Client, r.VM, r.Debugger, r.Role)
+		if r.Left != "" {
+			fmt.Fprintf(&b, "left: %s", r.Left)
+		} else {
+			b.WriteString("attached")
+		}
+		return b.String()
 	case TypePacket:
 	default:
 		fmt.Fprintf(&b, "record of unknown type %q", r.Type)

@@ -176,6 +176,9 @@ func (w *writer) slot(sl *slot, t int64) {
 			PacketsLogged: s.packets, Unanswered: s.nOpen}
 		w.emit(w.enc.record(w.buf[:0], w, s, &w.rec))
 		w.endSession(sl.session)
+	case slotClient:
+		w.rec = Record{Type: TypeClient, T: t, VM: sl.vm, Debugger: sl.debugger, Client: sl.client, Role: sl.role, Left: sl.left}
+		w.emit(w.enc.record(w.buf[:0], w, nil, &w.rec))
 	default:
 		w.packet(sl, t)
 	}

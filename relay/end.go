@@ -110,6 +110,14 @@ func discard(c net.Conn) {
 	}
 }
 
+// Classify maps an error that ended a connection to the protocol error
+// reason the relay logs and counts for it, or "" for an orderly end.
+func Classify(err error) Reason { return classify(err) }
+
+// PeerGone reports whether err is a peer closing or resetting its
+// connection (rather than breaking the protocol).
+func PeerGone(err error) bool { return peerGone(err) }
+
 // classify maps an error that ended a session to a protocol error reason,
 // or "" for an orderly end.
 func classify(err error) Reason {

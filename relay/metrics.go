@@ -127,6 +127,10 @@ func (m *Metrics) count(f *Frame) {
 	}
 }
 
+// ProtocolError counts an error of reason that ended a connection the
+// relay's caller served (package share's clients).
+func (m *Metrics) ProtocolError(reason Reason) { m.protocolError(reason) }
+
 func (m *Metrics) protocolError(reason Reason) {
 	if m == nil {
 		return

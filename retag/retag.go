@@ -47,6 +47,16 @@ const SyntheticBase uint32 = 0xA0000000
 // InRange reports whether id lies in the proxy's range.
 func InRange(id uint32) bool { return id >= SyntheticBase }
 
+// ObserverBase is the first ID of the range the shared-VM hub (package
+// share) gives the commands of observers, the clients that only look; the
+// range runs to SyntheticBase. Hooks that learn from the debugger
+// (the speculator) skip them: learning follows the controller.
+const ObserverBase uint32 = 0x80000000
+
+// FromObserver reports whether id is an observer's command's, as the
+// shared-VM hub numbers them.
+func FromObserver(id uint32) bool { return id >= ObserverBase && id < SyntheticBase }
+
 // Owner says whose command an ID in flight belongs to.
 type Owner uint8
 

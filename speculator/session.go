@@ -93,7 +93,10 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	// proxy send the VM JDWP commands of its own, on which ART (9+) loads
 	// its JDWP agent and then answers DDM requests it left unanswered
 	// before (ddmtap's rule: nothing but DDM for a DDM client).
-	if !ss.att.identified && p.Cmd() != jdwp.CmdDDMChunk {
+	// An observer sharing the VM (package share) is served from the cache
+	// but taught nothing: learning follows the controller.
+	observer := retag.FromObserver(f.ID)
+	if !ss.att.identified && p.Cmd() != jdwp.CmdDDMChunk && !observer {
 		ss.att.identify(p.Cmd(), sizes)
 	}
 	d := &ss.d
@@ -101,7 +104,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	if info, ok := keyable.Fill(&d.key, p.Cmd(), p.Body(), sizes); ok {
 		d.info, d.keyed = info, true
 		d.subj = d.key.Subject(info, sizes)
-		if !ss.peerSpeculation(f.ID) {
+		if !ss.peerSpeculation(f.ID) && !observer {
 			ss.asked(&d.key, info, sizes)
 		}
 		if e := ss.cache.lookup(&d.key); e != nil {

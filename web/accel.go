@@ -16,12 +16,28 @@ type SessionJSON struct {
 	Packets  uint64     `json:"packets"`
 	Bytes    uint64     `json:"bytes"`
 	Run      string     `json:"run,omitempty"`
+	// Clients share the session's VM connection, each with its role.
+	Clients []ClientJSON `json:"clients,omitempty"`
+}
+
+// ClientJSON is one client sharing a session (see Client).
+type ClientJSON struct {
+	Number   uint64    `json:"number"`
+	Addr     string    `json:"addr"`
+	Role     string    `json:"role"`
+	ReadOnly bool      `json:"read_only,omitempty"`
+	Since    time.Time `json:"since"`
+	Requests int       `json:"requests"`
+	Denied   int64     `json:"denied"`
 }
 
 func sessionsJSON(ss []Session) []SessionJSON {
 	out := make([]SessionJSON, len(ss))
 	for i, s := range ss {
 		out[i] = SessionJSON{ID: s.ID, Debugger: s.Debugger, VM: s.VM, Started: s.Started, Open: s.Ended.IsZero(), Packets: s.Packets, Bytes: s.Bytes, Run: s.Run}
+		for _, c := range s.Clients {
+			out[i].Clients = append(out[i].Clients, ClientJSON(c))
+		}
 		if !s.Ended.IsZero() {
 			t := s.Ended
 			out[i].Ended = &t

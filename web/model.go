@@ -306,4 +306,20 @@ type Session struct {
 	Packets  uint64    // packets relayed both ways
 	Bytes    uint64    // bytes relayed both ways
 	Run      string    // the run the session belongs to, when the source has runs
+	// Clients are the JDWP clients sharing the session's VM connection
+	// now (package share), in attach order; empty when the source does
+	// not say.
+	Clients []Client
+}
+
+// Client is one of the JDWP clients sharing a session: a debugger that
+// controls the VM, or a tool that observes it.
+type Client struct {
+	Number   uint64    // numbers the VM's clients in attach order
+	Addr     string    // its remote address
+	Role     string    // "controller" or "observer"
+	ReadOnly bool      // it attached where every client observes
+	Since    time.Time // when it attached
+	Requests int       // its event requests
+	Denied   int64     // its commands refused by its role
 }

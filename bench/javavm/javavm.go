@@ -20,12 +20,17 @@
 //   - Server: a pooled server, 200 worker threads parked on the pool's queue
 //     and the main thread handling requests.
 //   - Transcript: the debuggee of the jdb transcript tests.
+//   - Shared: the debuggee of the shared-VM tests (several clients on one
+//     VM): each turn of its loop starts and joins one thread, worker-N.
 //   - BigApp: an application-sized VM: over 15,000 classes of the JDK's own
 //     modules loaded before its first breakpoint, 40 pool threads, and a
 //     HashMap and arrays in the stop method's locals. The driver attaches
 //     to it as an IDE does to a real application (30 classes watched, most
 //     never loaded) and shows its variables three levels deep. Its start-up
 //     takes seconds: it is not in the default bench.
+//
+// Tracer is a JDI tool that only observes (the shared-VM tests' tracer):
+// see its source for what it prints.
 //
 // Each has a breakpoint line marked "// @breakpoint" in its source; see
 // BreakpointLine. Some have other breakpoint lines, never hit, marked
@@ -61,6 +66,7 @@ const (
 	ToStringWatch = "ToStringWatch"
 	HotSwap       = "HotSwap"
 	Transcript    = "Transcript"
+	Shared        = "Shared"
 	Server        = "Server"
 	BigApp        = "BigApp"
 	// Layouts: 24 classes with different field layouts take turns in the

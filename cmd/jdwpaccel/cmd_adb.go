@@ -110,11 +110,12 @@ func runADBFront(ctx context.Context, af *adbFlags, st *stack, log zerolog.Logge
 	}
 	st.tracker.VMOf = nil // each of the relay's servers names its VM (relay.Config.VM)
 	fr := adbfront.NewRelay(st.cfg, dm)
+	fr.OnClient(st.fronts.onClient)
 	if pf.httpAddr != "" {
 		src := &web.DDMSource{
 			Monitors:     fr.Monitors().List,
 			AccelFunc:    st.accel,
-			SessionsFunc: st.tracker.Sessions,
+			SessionsFunc: func() []web.Session { return withClients(st.tracker.Sessions(), fr.Clients) },
 		}
 		h := web.NewHandler(src, st.reg, log)
 		context.AfterFunc(ctx, h.Close)

@@ -137,14 +137,10 @@ func startBenchFront(ctx context.Context, upstream int, hooks func(*relay.Sessio
 	if err != nil {
 		return 0, err
 	}
-	srv := relay.NewServer(relay.Config{NewHooks: hooks, Logger: log})
 	front := adbfront.New(adbfront.Config{
 		Upstream: "127.0.0.1:" + strconv.Itoa(upstream),
-		JDWP: func(ctx context.Context, client, vm net.Conn, _ adbfront.Target) error {
-			defer client.Close()
-			return srv.ServeWithVM(ctx, client, relay.VMConn{Conn: vm}, nil)
-		},
-		Logger: log,
+		JDWP:     adbfront.NewRelay(relay.Config{NewHooks: hooks, Logger: log}, nil).Serve, // as "jdwpaccel adb" relays
+		Logger:   log,
 	})
 	go front.Serve(ctx, ln) //nolint:errcheck // ends with ctx
 	return ln.Addr().(*net.TCPAddr).Port, nil

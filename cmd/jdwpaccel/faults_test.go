@@ -775,11 +775,12 @@ func TestFaultDebuggerKilledMidSpeculation(t *testing.T) {
 // TestFaultSlowReader: a debugger asks for 128 MiB of replies and reads
 // none of them. The proxy stops reading that debugger's VM once its queue
 // is full, so the VM is pushed back on by TCP and the proxy's heap stays
-// bounded, while another session through the same proxy flows.
+// bounded, while another session (through another proxy: clients of one
+// proxy share its VM connection) flows.
 func TestFaultSlowReader(t *testing.T) {
 	f := newFakeVM(t)
 	p := faultProxy(t, f.addr())
-	other := attach(t, p.addr)
+	other := attach(t, faultProxy(t, f.addr()).addr)
 	other.echo("before")
 
 	base := liveHeap()
@@ -817,8 +818,9 @@ func TestFaultSlowReader(t *testing.T) {
 }
 
 // TestFaultGarbageFromDebugger: a debugger that sends garbage, or a header
-// announcing a 2 GiB packet, loses its session with a logged reason and
-// nothing allocated for the announced size; a session alongside goes on.
+// announcing a 2 GiB packet, loses its connection with a logged reason and
+// nothing allocated for the announced size; a debugger alongside (the
+// controller of the VM connection they share) goes on.
 func TestFaultGarbageFromDebugger(t *testing.T) {
 	f := newFakeVM(t)
 	p := faultProxy(t, f.addr())
@@ -868,11 +870,12 @@ func TestFaultGarbageFromDebugger(t *testing.T) {
 // loses its session with a logged reason; a VM reply announcing 2 GiB
 // (and sending all of it) is skipped, the debugger gets a JDWP INTERNAL
 // error for that command, and its session goes on. A session alongside
-// is unaffected throughout.
+// is unaffected throughout (through another proxy: clients of one proxy
+// share its VM connection).
 func TestFaultGarbageFromVM(t *testing.T) {
 	f := newFakeVM(t)
 	p := faultProxy(t, f.addr())
-	other := attach(t, p.addr)
+	other := attach(t, faultProxy(t, f.addr()).addr)
 
 	t.Run("a 2 GiB reply", func(t *testing.T) {
 		d := attach(t, p.addr)
@@ -1000,6 +1003,11 @@ func TestFault200Sessions(t *testing.T) {
 			d.call(jdwp.CmdVirtualMachineDispose, nil)
 		}
 		d.conn.Close()
+		// Each its own session: the next one attaches once this one has
+		// left (one attaching before would share its VM connection).
+		p.logs.wait(t, "of client "+d.conn.LocalAddr().String()+" leaving", 15*time.Second, func(rec map[string]any) bool {
+			return rec["debugger"] == d.conn.LocalAddr().String() && rec["message"] == "client detached"
+		})
 		return d.conn
 	}
 	// Warm up (lazily started runtime and library goroutines), then count.

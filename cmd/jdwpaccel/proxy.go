@@ -27,15 +27,17 @@ import (
 )
 
 type proxyFlags struct {
-	vm          string
-	far         string     // split mode's near end: the far end's HOST:PORT instead of --vm
-	link        splitFlags // split mode's TLS and token, with --far (and on the far end)
-	listen      string
-	allowRemote bool
-	metricsAddr string
-	httpAddr    string
-	maxPacket   int
-	maxHands    int
+	vm     string
+	far    string     // split mode's near end: the far end's HOST:PORT instead of --vm
+	link   splitFlags // split mode's TLS and token, with --far (and on the far end)
+	listen string
+	// readOnlyListen: a second address whose clients are all observers.
+	readOnlyListen string
+	allowRemote    bool
+	metricsAddr    string
+	httpAddr       string
+	maxPacket      int
+	maxHands       int
 
 	speculate   bool
 	writeBehind bool
@@ -59,7 +61,8 @@ func (p *proxyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.vm, "vm", "", vmSpecHelp)
 	fs.StringVar(&p.far, "far", "", "split mode: reach the VM through the far end (\"jdwpaccel far\", next to the VM) at `HOST:PORT`, instead of --vm")
 	p.link.registerNear(fs)
-	fs.StringVar(&p.listen, "listen", "127.0.0.1:8700", "where debuggers connect, `ADDR` (port 0 picks a free port and logs it)")
+	fs.StringVar(&p.listen, "listen", "127.0.0.1:8700", "where debuggers connect, `ADDR` (port 0 picks a free port and logs it); several may attach at once: the first controls the VM, the others observe")
+	fs.StringVar(&p.readOnlyListen, "read-only-listen", "", "where read-only clients (tracers, agents, monitors) connect, `ADDR`: each is an observer of the VM --listen serves, even when it attaches first (empty: none)")
 	p.registerRelay(fs, vmsDefaultHTTPAddr, "serve the live monitor page, JSON API (also used by \"jdwpaccel vms\" and \"select\") and /metrics at http://`ADDR`/ (loopback unless --allow-remote; empty: off)")
 	fs.DurationVar(&p.minRTT, "speculate-min-rtt", 0, "send speculative commands only when the measured round trip is at least this `duration`; 0 adapts (speculation pauses on fast links while it goes unused); cached replies are served at any RTT")
 	fs.BoolVar(&p.writeBehind, "write-behind", true, "with --speculate, answer EventRequest.Set/Clear and resumes at once when the VM's reply is proven, and send them on pipelined; a VM that answers otherwise ends the session")
@@ -129,6 +132,8 @@ type stack struct {
 	manager    *discover.Manager // with discovery, once runProxy made it; before serve
 	near       *split.NearConfig // with --far: how the near end reaches the far end
 	tunnel     *tunnel.Tunnel    // with --far-tunnel: the tunnel to the far end, run by runProxy
+	// fronts shares each VM among its clients (package share).
+	fronts fronts
 	// observers makes the hooks of a session but its speculator's.
 	observers    func(*relay.Session) relay.Hooks
 	pushMetrics  *push.Metrics  // registered by pushConfig
@@ -177,6 +182,9 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		return nil, err
 	}
 	st.journal = j
+	if j != nil {
+		st.fronts.onClient = journalClients(j)
+	}
 	var cacheBytes int64 // per session: none without speculation
 	if st.spec != nil {
 		cacheBytes = pf.cacheBytes
@@ -253,8 +261,14 @@ func (st *stack) monitorSource() *web.DDMSource {
 		Served:       st.servedVMs,
 		Conversation: st.convo,
 		AccelFunc:    st.accel,
-		SessionsFunc: st.tracker.Sessions,
+		SessionsFunc: st.sessions,
 	}
+}
+
+// sessions are the tracked sessions, each open one with the clients that
+// share its VM now.
+func (st *stack) sessions() []web.Session {
+	return withClients(st.tracker.Sessions(), st.fronts.clients)
 }
 
 // accel is the page's figures of the speculator (none with
@@ -425,7 +439,7 @@ func (pf *proxyFlags) check(log zerolog.Logger) error {
 			}
 		}
 	}
-	for _, a := range []struct{ name, addr string }{{"--listen", pf.listen}, {"--metrics-addr", pf.metricsAddr}, {"--http-addr", pf.httpAddr}} {
+	for _, a := range []struct{ name, addr string }{{"--listen", pf.listen}, {"--read-only-listen", pf.readOnlyListen}, {"--metrics-addr", pf.metricsAddr}, {"--http-addr", pf.httpAddr}} {
 		if a.addr == "" && a.name != "--listen" {
 			continue
 		}
@@ -449,6 +463,15 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 		log.Error().Err(err).Str(relay.LogListen, pf.listen).Msg("cannot listen")
 		return exitError
 	}
+	var roLn net.Listener // --read-only-listen: every client there is an observer
+	if pf.readOnlyListen != "" {
+		if roLn, err = net.Listen("tcp", pf.readOnlyListen); err != nil {
+			ln.Close()
+			log.Error().Err(err).Str(relay.LogListen, pf.readOnlyListen).Msg("cannot listen (--read-only-listen)")
+			return exitError
+		}
+		log.Info().Str(relay.LogListen, roLn.Addr().String()).Msg("read-only clients attach here: each is an observer, even the first")
+	}
 	var manager *discover.Manager
 	extra := map[string]http.Handler{}
 	if isDiscoverySpec(pf.vm) {
@@ -456,7 +479,7 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 		if st.vmDDM != nil {
 			namer = st.vmDDM.mons
 		}
-		manager, err = newVMManager(pf.vm, pf.vms, ln, relayServeFunc(st.cfg, st.vmDDM), namer, log, st.reg)
+		manager, err = newVMManager(pf.vm, pf.vms, ln, relayServeFunc(st.cfg, st.vmDDM, &st.fronts), namer, log, st.reg)
 		if err != nil {
 			ln.Close()
 			fmt.Fprintf(e.stderr, "jdwpaccel proxy: %v\n", err)
@@ -488,7 +511,7 @@ func runProxy(ctx context.Context, pf *proxyFlags, st *stack, log zerolog.Logger
 	if manager != nil {
 		err = manager.Run(ctx)
 	} else {
-		err = relay.NewServer(st.cfg).Serve(ctx, ln)
+		err = st.fronts.serve(ctx, st.cfg, st.vmSpec, ln, roLn)
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("proxy stopped")

@@ -214,6 +214,11 @@ func TestSplitFarRestart(t *testing.T) {
 		t.Errorf("version %q", v)
 	}
 	d.conn.Close()
+	// Between sessions: once it left (a client attaching before would
+	// share its session).
+	near.logs.wait(t, "of the debugger leaving", 10*time.Second, func(rec map[string]any) bool {
+		return rec["message"] == "client detached" && rec["debugger"] == d.conn.LocalAddr().String()
+	})
 	far.stop()
 	if _, err := tryAttach(near.addr); err == nil {
 		t.Error("a debugger attached while the far end was down")

@@ -74,8 +74,9 @@ func newVMManager(spec string, vf vmFlags, selected net.Listener, serve discover
 // base's settings (its DialVM is replaced by the VM's, and its sessions
 // name the VM by its key). ddm, if not nil, gives each VM its own DDM
 // holder and monitor for the VM's lifetime: the VM's debuggers get the
-// held connection (see ddmVMs.start).
-func relayServeFunc(base relay.Config, ddm *ddmVMs) discover.ServeFunc {
+// held connection (see ddmVMs.start). Each VM is shared among the clients
+// that attach to it at once (fs).
+func relayServeFunc(base relay.Config, ddm *ddmVMs, fs *fronts) discover.ServeFunc {
 	return func(ctx context.Context, vm discover.VM, dial discover.DialFunc, ln net.Listener) error {
 		cfg := base
 		cfg.VM = vm.Key
@@ -85,7 +86,7 @@ func relayServeFunc(base relay.Config, ddm *ddmVMs) discover.ServeFunc {
 			stop := ddm.start(ctx, vm, dial, &cfg)
 			defer stop()
 		}
-		err := relay.NewServer(cfg).Serve(ctx, ln)
+		err := fs.serve(ctx, cfg, vm.Key, ln, nil)
 		if err != nil && ddm != nil {
 			// Keep the holder (and a held connection a suspend=y VM waits
 			// on) until the VM is gone, as if the server were still up.

@@ -159,7 +159,10 @@
       const vmName = names.get(s.vm) || s.vm;
       const td = el("td", "name", vmName + (s.run ? " · " + s.run : ""));
       td.title = s.vm + (s.run ? " (run: " + s.run + ")" : "");
-      tr.append(el("td", "", "#" + s.id), td, el("td", "", s.debugger), el("td", "num", num(s.packets)),
+      // Several clients may share the session: each with its role.
+      const who = (s.clients || []).length ?
+        s.clients.map((c) => c.addr + " (" + c.role + (c.denied ? ", " + c.denied + " refused" : "") + ")").join(", ") : s.debugger;
+      tr.append(el("td", "", "#" + s.id), td, el("td", "", who), el("td", "num", num(s.packets)),
         el("td", "num", bytes(s.bytes)), el("td", "", s.open ? age(s.started) : "closed"));
       tb.appendChild(tr);
     }
