@@ -310,6 +310,11 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, 
 	}
 	srv.active.Add(1)
 	defer srv.active.Add(-1)
+	// The turn is held from before the hooks are made until the session
+	// started (run): a hook that hands the session to a goroutine of its
+	// own may call Do at once, whose work then waits for the hooks to be
+	// in place and the session's start observed.
+	s.turn.Lock()
 	s.hooks = ChainHooks(vc.Hooks, srv.cfg.NewHooks)(s)
 	s.ownIDs = vc.IDs != nil || len(s.hooks.Interceptors) > 0
 	s.turnOn = len(s.hooks.Interceptors) > 0 || len(s.hooks.Observers) > 0

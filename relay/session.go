@@ -289,7 +289,7 @@ func (s *Session) run(ctx context.Context, dbr, vmr *jdwp.Reader) error {
 		m.active.Inc()
 		defer m.active.Dec()
 	}
-	s.beginTurn()
+	// The turn is held since the hooks were made (Server.serve).
 	for _, o := range s.hooks.Observers {
 		if so, ok := o.(SessionObserver); ok {
 			s.lifecycle(func() { so.SessionStart(s) })
