@@ -216,6 +216,12 @@ final class JavaDebugLike {
         String string;
         String detail;
         boolean expandable;
+        /**
+         * A field of a superclass java-debug lists without waiting for it
+         * (allFieldsAsync): whether it shows depends on this client's own
+         * threads, so the stop's text leaves it out.
+         */
+        boolean racy;
 
         Var(String name, Value value) {
             this.name = name;
@@ -410,7 +416,11 @@ final class JavaDebugLike {
                 fields.sort((a, b) -> a.name().compareToIgnoreCase(b.name()));
                 Map<Field, Value> values = obj.getValues(fields);
                 for (Field f : fields) {
-                    kids.add(new Var(f.name(), values.get(f)));
+                    Var k = new Var(f.name(), values.get(f));
+                    // The type's own fields and its interfaces' are waited
+                    // for; a superclass's may or may not have come in time.
+                    k.racy = async && !f.declaringType().equals(type) && !(f.declaringType() instanceof InterfaceType);
+                    kids.add(k);
                 }
             }
         }
@@ -535,6 +545,9 @@ final class JavaDebugLike {
                 if (inherited((ObjectReference) value) != null || hasToString((ObjectReference) value)) {
                     v.detail = "(lazy)";
                 }
+            }
+            if (v.racy) {
+                continue;
             }
             out.append(label(parent, v)).append(" = ").append(shown);
             if (v.detail != null) {
