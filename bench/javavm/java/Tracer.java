@@ -114,6 +114,7 @@ public class Tracer {
                 BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
                 for (String l; (l = in.readLine()) != null; ) {
                     if (l.equals("quit")) {
+                        quitting = true;
                         vm.dispose();
                         say("disposed");
                         return;
@@ -131,6 +132,7 @@ public class Tracer {
                 set = vm.eventQueue().remove();
             } catch (com.sun.jdi.VMDisconnectedException e) {
                 say("disconnected");
+                awaitQuit(quit);
                 return;
             }
             if (set.suspendPolicy() != EventRequest.SUSPEND_NONE) {
@@ -161,10 +163,29 @@ public class Tracer {
                     }
                 } else if (e instanceof VMDisconnectEvent) {
                     say("disconnected");
+                    awaitQuit(quit);
                     return;
                 } else if (e instanceof VMDeathEvent) {
                     say("vm death");
                 }
+            }
+        }
+    }
+
+    /** Set by the stdin thread before it disposes of the VM. */
+    private volatile boolean quitting;
+
+    /**
+     * A "quit" disposes of the VM, which ends the event loop too: the
+     * stdin thread (a daemon) must get to say "disposed" before this
+     * returns and the program exits.
+     */
+    private void awaitQuit(Thread quit) {
+        if (quitting) {
+            try {
+                quit.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
         }
     }
