@@ -895,6 +895,12 @@ func TestFaultGarbageFromVM(t *testing.T) {
 		p.logs.wait(t, "about the skipped reply", 5*time.Second, func(rec map[string]any) bool {
 			return rec["debugger"] == d.conn.LocalAddr().String() && rec["length"] == float64(twoGiB) && rec["level"] == "warn"
 		})
+		// The next case's debugger attaches once this one has left (one
+		// attaching before would share its VM connection, as an observer).
+		d.conn.Close()
+		p.logs.wait(t, "of the debugger leaving", 15*time.Second, func(rec map[string]any) bool {
+			return rec["debugger"] == d.conn.LocalAddr().String() && rec["message"] == "client detached"
+		})
 	})
 	for _, c := range []struct {
 		name   string
