@@ -45,15 +45,7 @@ func (h *Handler) vmEvents(w http.ResponseWriter, r *http.Request) {
 		cursor = h.feed.Newest(id)
 	}
 	rc := http.NewResponseController(w)
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte("retry: 2000\n\n")); err != nil {
-		return
-	}
-	if rc.Flush() != nil {
+	if startEventStream(w) != nil || rc.Flush() != nil {
 		return
 	}
 	h.log.Debug().Str("remote", r.RemoteAddr).Str("vm", id).Uint64("after", cursor).Msg("web: VM event stream opened")

@@ -76,12 +76,7 @@ func (h *Handler) snapshot(now time.Time) []byte {
 // events streams snapshots as server-sent events until the client leaves.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte("retry: 2000\n\n")); err != nil {
+	if startEventStream(w) != nil {
 		return
 	}
 	h.log.Debug().Str("remote", r.RemoteAddr).Msg("web: event stream opened")
@@ -104,6 +99,18 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		}
 	}
+}
+
+// startEventStream writes the head of a server-sent event stream: its
+// headers, status 200 and the client's reconnection delay.
+func startEventStream(w http.ResponseWriter) error {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write([]byte("retry: 2000\n\n"))
+	return err
 }
 
 // writeEvent writes one server-sent event; data must hold no newline
