@@ -16,6 +16,20 @@ func body(f func(w *jdwp.BodyWriter)) []byte {
 	return w.Buf
 }
 
+// deepLines is the reply to Method.LineTable for Deep.level: code
+// indexes 0 to 20, lines 10 at 0, 11 at 5, 12 at 8 (out of order).
+func deepLines(w *jdwp.BodyWriter) {
+	w.Int64(0)
+	w.Int64(20)
+	w.Int32(3)
+	w.Int64(8)
+	w.Int32(12)
+	w.Int64(0)
+	w.Int32(10)
+	w.Int64(5)
+	w.Int32(11)
+}
+
 // exchange feeds one command and its reply (the packet ID is the
 // conversation's: the relay pairs them, see Watcher.Observe).
 func exchange(st *State, _ uint32, c jdwp.Cmd, cmd, reply func(w *jdwp.BodyWriter)) {
@@ -59,17 +73,7 @@ func TestConversation(t *testing.T) {
 		w.String("")
 		w.Int32(1)
 	})
-	exchange(st, 8, jdwp.CmdMethodLineTable, func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x500); w.MethodID(0x600) }, func(w *jdwp.BodyWriter) {
-		w.Int64(0)
-		w.Int64(20)
-		w.Int32(3)
-		w.Int64(8)
-		w.Int32(12)
-		w.Int64(0)
-		w.Int32(10)
-		w.Int64(5)
-		w.Int32(11)
-	})
+	exchange(st, 8, jdwp.CmdMethodLineTable, func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x500); w.MethodID(0x600) }, deepLines)
 	// A reply to a command the State never saw is ignored.
 	st.Reply(nil, jdwp.CmdThreadReferenceName, body(func(w *jdwp.BodyWriter) { w.String("ghost") }), sizes8)
 

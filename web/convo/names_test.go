@@ -32,17 +32,7 @@ func TestResolve(t *testing.T) {
 		w.String("(I)V")
 		w.Int32(1)
 	})
-	exchange(st, 4, jdwp.CmdMethodLineTable, func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x500); w.MethodID(0x600) }, func(w *jdwp.BodyWriter) {
-		w.Int64(0)
-		w.Int64(20)
-		w.Int32(3)
-		w.Int64(8)
-		w.Int32(12)
-		w.Int64(0)
-		w.Int32(10)
-		w.Int64(5)
-		w.Int32(11)
-	})
+	exchange(st, 4, jdwp.CmdMethodLineTable, func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x500); w.MethodID(0x600) }, deepLines)
 	want := feed.Resolved{Thread: "main", Class: "Lcom/example/Deep;", Method: "level", Line: 11}
 	if r := w.Resolve(s, 0x101, &loc); r != want {
 		t.Fatalf("%+v, want %+v", r, want)
