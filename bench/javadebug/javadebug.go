@@ -353,8 +353,8 @@ func (s *session) drive(ctx context.Context) (*Result, error) {
 	}
 	res.Summary.Stops = len(res.Stops)
 	res.Summary.Measured = len(steady)
-	res.Summary.MedianMS = median(steady)
-	res.Summary.MedianBurstMS = median(burst)
+	res.Summary.MedianMS = javavm.Median(steady)
+	res.Summary.MedianBurstMS = javavm.Median(burst)
 	s.stopFetches()
 	_ = c.call("disconnect", map[string]any{"restart": false, "terminateDebuggee": false}, nil)
 	return res, nil
@@ -518,19 +518,6 @@ var objectID = regexp.MustCompile(`(@|id=)[0-9a-fx]+`)
 func scrubIDs(v string) string { return objectID.ReplaceAllString(v, "${1}ID") }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
 
 func tailString(s string, n int) string {
 	if len(s) > n {

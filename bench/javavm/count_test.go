@@ -231,8 +231,8 @@ func BenchmarkStopBurst(b *testing.B) {
 				burst = append(burst, float64(res.MedianBurst())/1e6)
 				step = append(step, float64(res.MedianStep())/1e6)
 			}
-			b.ReportMetric(median(burst), "burst-ms/stop")
-			b.ReportMetric(median(step), "step-ms/stop")
+			b.ReportMetric(Median(burst), "burst-ms/stop")
+			b.ReportMetric(Median(step), "step-ms/stop")
 		})
 	}
 }

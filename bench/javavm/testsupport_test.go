@@ -3,10 +3,7 @@ package javavm
 // Test support: helpers that only the tests of this package use, kept out of
 // the binary.
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
 // ParseListeningPort finds the port in the first of the JDWP agent's
 // "Listening for transport dt_socket at address: N" lines within out.
@@ -24,7 +21,7 @@ func (r *DriverResult) MedianBurst() time.Duration {
 	for _, s := range r.Steady() {
 		v = append(v, s.BurstMS)
 	}
-	return msDuration(median(v))
+	return msDuration(Median(v))
 }
 
 // MedianStep is the median step wall time over the steady stops.
@@ -33,20 +30,7 @@ func (r *DriverResult) MedianStep() time.Duration {
 	for _, s := range r.Steady() {
 		v = append(v, s.MS)
 	}
-	return msDuration(median(v))
+	return msDuration(Median(v))
 }
 
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
