@@ -219,10 +219,11 @@ func (m *Monitor) sweepThreads(epoch uint64) {
 	defer func() {
 		fn := m.onThread
 		m.mu.Unlock()
+		if fn == nil {
+			return
+		}
 		for _, tc := range died {
-			if fn != nil {
-				fn(tc)
-			}
+			fn(tc)
 		}
 	}()
 	if m.support[FeatThreadNotify] != Supported {
@@ -236,15 +237,13 @@ func (m *Monitor) sweepThreads(epoch uint64) {
 		return // no THCR on this connection yet: nothing to compare with
 	}
 	now := time.Now()
-	changed := false
 	for id, t := range m.threads {
 		if m.seen[id] < epoch {
 			m.buryLocked(t, now)
 			died = append(died, ThreadChange{Kind: ThreadDied, ID: id, Name: t.Name, Time: now})
-			changed = true
 		}
 	}
-	if changed {
+	if len(died) > 0 {
 		m.bump()
 	}
 }
