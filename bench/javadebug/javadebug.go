@@ -10,7 +10,6 @@
 package javadebug
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -139,8 +138,8 @@ func (p *Peer) Run(ctx context.Context, b *javavm.Build, opts Options) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	stderr := javavm.NewLockedBuffer()
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("javadebug: starting java-debug: %w", err)
 	}
@@ -158,9 +157,9 @@ func (p *Peer) Run(ctx context.Context, b *javavm.Build, opts Options) (*Result,
 	<-done
 	_ = cmd.Wait()
 	if runErr != nil {
-		return nil, fmt.Errorf("%w\njava-debug's stderr:\n%s", runErr, tailString(stderr.String(), 4000))
+		return nil, fmt.Errorf("%w\njava-debug's stderr:\n%s", runErr, tailString(string(stderr.Bytes()), 4000))
 	}
-	res.Stderr = stderr.String()
+	res.Stderr = string(stderr.Bytes())
 	res.LatencyMS = -1
 	if m := latencyLine.FindStringSubmatch(res.Stderr); m != nil {
 		res.LatencyMS, _ = strconv.Atoi(m[1])
@@ -524,22 +523,4 @@ func tailString(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// lockedBuffer is a bytes.Buffer written by exec's copier and read after.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
