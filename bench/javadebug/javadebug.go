@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,16 +184,17 @@ func asyncOf(settings string, latencyMS int) bool {
 	return mode == "on" || (mode == "auto" && latencyMS > 15)
 }
 
+// splitAddr is the host and port of a JDWP address ("host:port", "[::1]:port").
 func splitAddr(addr string) (string, int, error) {
-	i := strings.LastIndexByte(addr, ':')
-	if i < 0 {
-		return "", 0, fmt.Errorf("javadebug: address %q: want host:port", addr)
-	}
-	port, err := strconv.Atoi(addr[i+1:])
+	host, p, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", 0, fmt.Errorf("javadebug: address %q: %w", addr, err)
 	}
-	return strings.Trim(addr[:i], "[]"), port, nil
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("javadebug: address %q: %w", addr, err)
+	}
+	return host, port, nil
 }
 
 // session is one DAP conversation, as VS Code's UI holds it.
