@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,44 +19,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// sseEvent is one server-sent event as a client reads it.
-type sseEvent struct {
-	id, name, data string
-}
-
-// sseReader reads server-sent events and comments from a stream.
-type sseReader struct {
-	sc       *bufio.Scanner
-	comments int
-}
-
-// next reads the next event (skipping comments, counted).
-func (r *sseReader) next() (sseEvent, error) {
-	var e sseEvent
-	seen := false
-	for r.sc.Scan() {
-		line := r.sc.Text()
-		switch {
-		case line == "":
-			if seen {
-				return e, nil
-			}
-		case strings.HasPrefix(line, ":"):
-			r.comments++
-		case strings.HasPrefix(line, "id: "):
-			e.id, seen = line[4:], true
-		case strings.HasPrefix(line, "event: "):
-			e.name, seen = line[7:], true
-		case strings.HasPrefix(line, "data: "):
-			e.data, seen = line[6:], true
-		}
-	}
-	if err := r.sc.Err(); err != nil {
-		return e, err
-	}
-	return e, io.EOF
-}
-
 // feedEvent decodes an event's data, checking its id line.
 func feedEvent(t *testing.T, e sseEvent) feed.Event {
 	t.Helper()
@@ -71,7 +32,7 @@ func feedEvent(t *testing.T, e sseEvent) feed.Event {
 	return fe
 }
 
-func openStream(t *testing.T, ctx context.Context, u string, header map[string]string) (*http.Response, *sseReader) {
+func openStream(t *testing.T, ctx context.Context, u string, header map[string]string) (*http.Response, *bufio.Reader) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
 	for k, v := range header {
@@ -84,7 +45,7 @@ func openStream(t *testing.T, ctx context.Context, u string, header map[string]s
 	if resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
 	}
-	return resp, &sseReader{sc: bufio.NewScanner(resp.Body)}
+	return resp, bufio.NewReader(resp.Body)
 }
 
 // TestVMEventsStream: over HTTP, a VM's event stream sends the history
@@ -108,10 +69,7 @@ func TestVMEventsStream(t *testing.T) {
 	resp, r := openStream(t, ctx, base, nil)
 	var got []feed.Event
 	for range 3 {
-		e, err := r.next()
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := readEvent(t, r)
 		got = append(got, feedEvent(t, e))
 	}
 	if got[0].Kind != feed.KindDDMThreadStart || got[0].DDMThread != 1 || got[0].Name != "t1" || got[2].DDMThread != 3 {
@@ -119,10 +77,7 @@ func TestVMEventsStream(t *testing.T) {
 	}
 	// Live: an event added now arrives.
 	f.DDMThread(FakeVMID, feed.KindDDMThreadDeath, 2, "", time.Time{})
-	e, err := r.next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := readEvent(t, r)
 	if fe := feedEvent(t, e); fe.Kind != feed.KindDDMThreadDeath || fe.ID != got[2].ID+1 {
 		t.Fatalf("live event %+v after %d", fe, got[2].ID)
 	}
@@ -139,10 +94,7 @@ func TestVMEventsStream(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		resp, r := openStream(t, ctx, u, hdr)
 		for want := cursor + 1; want <= cursor+3; want++ {
-			e, err := r.next()
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := readEvent(t, r)
 			if fe := feedEvent(t, e); fe.ID != want {
 				t.Fatalf("resumed (%v %s): event %d, want %d", hdr, u, fe.ID, want)
 			}
@@ -160,10 +112,7 @@ func TestVMEventsStream(t *testing.T) {
 	resp, r = openStream(t, ctx, base+"?after=now", nil)
 	newest := f.Newest(FakeVMID)
 	f.DDMThread(FakeVMID, feed.KindDDMThreadStart, 9, "new", time.Time{})
-	e, err = r.next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e = readEvent(t, r)
 	if fe := feedEvent(t, e); fe.ID != newest+1 || fe.DDMThread != 9 {
 		t.Fatalf("after=now: %+v, want the event after %d", fe, newest)
 	}
@@ -176,18 +125,12 @@ func TestVMEventsStream(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	resp, r = openStream(t, ctx, base, map[string]string{"Last-Event-ID": strconv.FormatUint(got[0].ID, 10)})
-	e, err = r.next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e = readEvent(t, r)
 	var reset feed.Reset
 	if e.name != "reset" || json.Unmarshal([]byte(e.data), &reset) != nil || reset.Reason != feed.ReasonLost || reset.After != got[0].ID || reset.Lost == 0 {
 		t.Fatalf("want a reset, got %+v", e)
 	}
-	e, err = r.next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e = readEvent(t, r)
 	if fe := feedEvent(t, e); fe.ID != reset.Oldest || fe.ID != got[0].ID+reset.Lost+1 {
 		t.Fatalf("after the reset: %+v, want %+v's oldest", fe, reset)
 	}

@@ -198,9 +198,15 @@ func TestAPIEmpty(t *testing.T) {
 	}
 }
 
-// readEvent reads one server-sent event.
-func readEvent(t *testing.T, r *bufio.Reader) (name, data string) {
+// sseEvent is one server-sent event as a client reads it.
+type sseEvent struct {
+	id, name, data string
+}
+
+// readEvent reads one server-sent event, skipping comments.
+func readEvent(t *testing.T, r *bufio.Reader) sseEvent {
 	t.Helper()
+	var e sseEvent
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
@@ -209,13 +215,15 @@ func readEvent(t *testing.T, r *bufio.Reader) (name, data string) {
 		line = strings.TrimRight(line, "\n")
 		switch {
 		case line == "":
-			if name != "" || data != "" {
-				return name, data
+			if e != (sseEvent{}) {
+				return e
 			}
+		case strings.HasPrefix(line, "id: "):
+			e.id = line[len("id: "):]
 		case strings.HasPrefix(line, "event: "):
-			name = line[len("event: "):]
+			e.name = line[len("event: "):]
 		case strings.HasPrefix(line, "data: "):
-			data += line[len("data: "):]
+			e.data += line[len("data: "):]
 		}
 	}
 }
@@ -236,12 +244,12 @@ func TestEvents(t *testing.T) {
 	}
 	r := bufio.NewReader(resp.Body)
 	snap := func() Snapshot {
-		name, data := readEvent(t, r)
-		if name != "snapshot" {
-			t.Fatalf("event %q", name)
+		e := readEvent(t, r)
+		if e.name != "snapshot" {
+			t.Fatalf("event %q", e.name)
 		}
 		var s Snapshot
-		if err := json.Unmarshal([]byte(data), &s); err != nil {
+		if err := json.Unmarshal([]byte(e.data), &s); err != nil {
 			t.Fatal(err)
 		}
 		return s
