@@ -33,11 +33,8 @@ func ParseCursor(lastEventID, after string) (cursor uint64, now bool, err error)
 	if len(s) > maxCursorLen {
 		return 0, false, ErrBadCursor
 	}
-	for _, c := range []byte(s) {
-		if c < '0' || c > '9' {
-			return 0, false, ErrBadCursor
-		}
-	}
+	// In base 10, ParseUint takes decimal digits alone: no sign, prefix or
+	// underscore.
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		return 0, false, ErrBadCursor
