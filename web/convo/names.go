@@ -27,12 +27,7 @@ func (w *Watcher) Resolve(s *relay.Session, thread uint64, loc *jdwp.Location) f
 	r.Class = st.classes[loc.Class].sig
 	if mi, ok := st.methods[methodKey{loc.Class, loc.Method}]; ok {
 		r.Method = mi.name
-		for _, l := range mi.lines {
-			if l.index > loc.Index {
-				break
-			}
-			r.Line = l.line
-		}
+		r.Line, _ = mi.lineAt(loc.Index)
 	}
 	return r
 }

@@ -42,6 +42,18 @@ type lineEntry struct {
 	line  int32
 }
 
+// lineAt is the source line at code index, from the method's line table:
+// the line of the last entry at or before index (ok false: none).
+func (mi methodInfo) lineAt(index uint64) (line int32, ok bool) {
+	for _, l := range mi.lines {
+		if l.index > index {
+			break
+		}
+		line, ok = l.line, true
+	}
+	return line, ok
+}
+
 type classInfo struct {
 	sig, source string
 }
@@ -233,11 +245,8 @@ func (st *State) resolve(f Frame) Frame {
 	}
 	f.Method = mi.name
 	f.Line = -1
-	for _, l := range mi.lines {
-		if l.index > f.Index {
-			break
-		}
-		f.Line = int(l.line)
+	if l, ok := mi.lineAt(f.Index); ok {
+		f.Line = int(l)
 	}
 	return f
 }
