@@ -485,21 +485,7 @@ func TestStreamIsJDWP(t *testing.T) {
 		if err := jdwp.ReadHandshake(r); err != nil {
 			t.Fatalf("no handshake after the preamble: %v", err)
 		}
-		jr := jdwp.NewReader(r, 0)
-		for {
-			p, err := jr.Next()
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				t.Fatalf("not JDWP after the handshake: %v", err)
-			}
-			if p.IsReply() {
-				replies++
-			} else {
-				cmds++
-			}
-		}
+		return countPackets(t, r)
 	}
 	ur := strings.NewReader(up.String())
 	if h, err := ReadHello(ur); err != nil || string(h.Token) != "0123456789abcdef0123" {
