@@ -91,42 +91,27 @@ type parts struct {
 // subscribes them to their event kinds.
 func (t *parts) register(trig *trigger.Manager, ps ...part) {
 	for _, p := range ps {
-		if x, ok := p.(commander); ok {
-			t.commanders = append(t.commanders, x)
-		}
-		if x, ok := p.(asker); ok {
-			t.askers = append(t.askers, x)
-		}
-		if x, ok := p.(misser); ok {
-			t.missers = append(t.missers, x)
-		}
-		if x, ok := p.(replier); ok {
-			t.repliers = append(t.repliers, x)
-		}
-		if x, ok := p.(holder); ok {
-			t.holders = append(t.holders, x)
-		}
+		add(&t.commanders, p)
+		add(&t.askers, p)
+		add(&t.missers, p)
+		add(&t.repliers, p)
+		add(&t.holders, p)
 		if x, ok := p.(subscriber); ok {
 			x.subscribe(trig)
 		}
-		if x, ok := p.(compositor); ok {
-			t.compositors = append(t.compositors, x)
-		}
-		if x, ok := p.(stopper); ok {
-			t.stoppers = append(t.stoppers, x)
-		}
-		if x, ok := p.(waver); ok {
-			t.wavers = append(t.wavers, x)
-		}
-		if x, ok := p.(framer); ok {
-			t.framers = append(t.framers, x)
-		}
-		if x, ok := p.(chainer); ok {
-			t.chainers = append(t.chainers, x)
-		}
-		if x, ok := p.(profiler); ok {
-			t.profilers = append(t.profilers, x)
-		}
+		add(&t.compositors, p)
+		add(&t.stoppers, p)
+		add(&t.wavers, p)
+		add(&t.framers, p)
+		add(&t.chainers, p)
+		add(&t.profilers, p)
+	}
+}
+
+// add appends p to list when p is a T (takes part in list's phase).
+func add[T any](list *[]T, p part) {
+	if x, ok := p.(T); ok {
+		*list = append(*list, x)
 	}
 }
 

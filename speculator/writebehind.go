@@ -280,6 +280,11 @@ func (w *writeBehind) decide(x *command, f *facts) *wbCmd {
 		if r.Err() != nil {
 			w.forgetIDs()
 		}
+	case jdwp.CmdStackFramePopFrames, jdwp.CmdStackFrameSetValues:
+		// The frame that held a ThisObject's object may be gone, or its
+		// slot overwritten: the object may be collected with the thread
+		// still suspended (thisObject).
+		clear(w.reachable)
 	case jdwp.CmdVirtualMachineRedefineClasses:
 		clear(w.locations)
 		clear(w.ranges)

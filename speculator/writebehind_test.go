@@ -491,8 +491,8 @@ func TestWriteBehindResumeInvalidates(t *testing.T) {
 // TestWriteBehindInstanceOnlyOfThis: a Set whose InstanceOnly names the
 // object a ThisObject reply gave for a frame of a thread suspended since
 // is written behind (its shape seen succeed): the frame holds the object,
-// so its ID is valid. Another object, or the same once the thread ran,
-// goes to the VM.
+// so its ID is valid. Another object, or the same once the thread ran or
+// its frames were popped, goes to the VM.
 func TestWriteBehindInstanceOnlyOfThis(t *testing.T) {
 	r, v := newWBRig(t, true)
 	const this, other = 0x77, 0x88
@@ -535,6 +535,10 @@ func TestWriteBehindInstanceOnlyOfThis(t *testing.T) {
 	if p := r.dbg.call(nextID(), jdwp.CmdEventRequestSet, exitSet(this)); p.ErrorCode() != 0 || r.sp.Stats().WrittenBehind != before+1 {
 		t.Fatalf("Set on this at the next stop: %v, not written behind", p.ErrorCode())
 	}
+	// A PopFrames may pop the frame that held it, with the thread still
+	// suspended.
+	r.dbg.call(nextID(), jdwp.CmdStackFramePopFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.FrameID(0xF3) }))
+	forwarded(t, r, jdwp.CmdEventRequestSet, exitSet(this), 0)
 	r.barrier()
 	if st := r.sp.Stats(); st.WriteBehindFailures != 0 {
 		t.Errorf("failures: %d", st.WriteBehindFailures)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -186,23 +185,7 @@ func TestCompressAgreed(t *testing.T) {
 	for _, tc := range []struct{ offer, agree bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 		v := newVMSide(t)
 		f := startFar(t, v, "127.0.0.1:0", FarConfig{Compress: tc.agree})
-		addr, up, down, done := recordingHop(t, f.addr)
-		near := startNear(t, NearConfig{Addr: addr, Compress: tc.offer})
-		d, err := jdwptest.Attach(near)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 3 {
-			if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		d.Close()
-		select {
-		case <-done:
-		case <-time.After(jdwptest.Timeout):
-			t.Fatal("the stream did not end with the session")
-		}
+		up, down := recordThreeCalls(t, f, NearConfig{Compress: tc.offer})
 		want := tc.offer && tc.agree
 		ur := strings.NewReader(up.String())
 		h, err := ReadHello(ur)

@@ -449,14 +449,14 @@ func recordingHop(t *testing.T, target string) (addr string, up, down *jdwptest.
 	return ln.Addr().String(), up, down, finished
 }
 
-// TestStreamIsJDWP: past its preamble, each direction of the stream is
-// the JDWP handshake and whole JDWP packets, as any JDWP reader expects.
-func TestStreamIsJDWP(t *testing.T) {
-	v := newVMSide(t)
-	f := startFar(t, v, "127.0.0.1:0", FarConfig{Token: []byte("0123456789abcdef0123")})
+// recordThreeCalls runs one session of three VirtualMachine.Version calls
+// through a near end of cfg (its Addr set here) and f, with a recordingHop
+// between them, and returns each direction's bytes once the stream ended.
+func recordThreeCalls(t *testing.T, f *farEnd, cfg NearConfig) (up, down *jdwptest.Buffer) {
+	t.Helper()
 	addr, up, down, done := recordingHop(t, f.addr)
-	near := startNear(t, NearConfig{Addr: addr, Token: []byte("0123456789abcdef0123")})
-	d, err := jdwptest.Attach(near)
+	cfg.Addr = addr
+	d, err := jdwptest.Attach(startNear(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,26 +471,21 @@ func TestStreamIsJDWP(t *testing.T) {
 	case <-time.After(jdwptest.Timeout):
 		t.Fatal("the stream did not end with the session")
 	}
+	return up, down
+}
+
+// TestStreamIsJDWP: past its preamble, each direction of the stream is
+// the JDWP handshake and whole JDWP packets, as any JDWP reader expects.
+func TestStreamIsJDWP(t *testing.T) {
+	v := newVMSide(t)
+	f := startFar(t, v, "127.0.0.1:0", FarConfig{Token: []byte("0123456789abcdef0123")})
+	up, down := recordThreeCalls(t, f, NearConfig{Token: []byte("0123456789abcdef0123")})
 	packets := func(r io.Reader) (cmds, replies int) {
 		t.Helper()
 		if err := jdwp.ReadHandshake(r); err != nil {
 			t.Fatalf("no handshake after the preamble: %v", err)
 		}
-		jr := jdwp.NewReader(r, 0)
-		for {
-			p, err := jr.Next()
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				t.Fatalf("not JDWP after the handshake: %v", err)
-			}
-			if p.IsReply() {
-				replies++
-			} else {
-				cmds++
-			}
-		}
+		return countPackets(t, r)
 	}
 	ur := strings.NewReader(up.String())
 	if h, err := ReadHello(ur); err != nil || string(h.Token) != "0123456789abcdef0123" {
