@@ -97,7 +97,6 @@ type Hub struct {
 	// ending: no client may join any more (the last one left, or sent
 	// Dispose, or the relay session ended); the front makes a new hub.
 	ending bool
-	ended  bool // readRelay returned: the session is over
 	// Scratch owned by whoever holds mu: the composite being split, one
 	// target per event, the copy being built, the hub's own commands.
 	comp    jdwp.Composite
@@ -202,7 +201,7 @@ func (h *Hub) fail(err error) {
 	h.readyErr = err
 	h.pipe.Close()
 	h.mu.Lock()
-	h.ending, h.ended = true, true
+	h.ending = true
 	h.mu.Unlock()
 	h.overOnce.Do(func() { close(h.over) })
 }
