@@ -127,8 +127,7 @@ type Client struct {
 	// Guarded by the hub's mu:
 	role     Role
 	gone     bool
-	disposed bool   // it sent Dispose that the hub answered
-	left     string // how it left (leaveLocked): dispose, closed, dropped, refused
+	left     string // how it left (leaveLocked): dispose (the hub answered its Dispose), closed, dropped, refused
 	requests map[int32]request
 	// vmSuspends and threadSuspends count the suspensions it caused and
 	// did not resume: VirtualMachine.Suspend and events suspending all
@@ -337,7 +336,7 @@ const LogMaxQueue = "max_queue_bytes"
 // may rewrite in place). mu is held.
 func (h *Hub) command(c *Client, p jdwp.Packet) {
 	if c.gone {
-		if !c.disposed {
+		if c.left != "dispose" {
 			return
 		}
 		// After its Dispose the hub answers as a VM that let it go would.
@@ -349,7 +348,6 @@ func (h *Hub) command(c *Client, p jdwp.Packet) {
 	if cmd == jdwp.CmdVirtualMachineDispose && len(h.clients) > 1 {
 		// Not the last client: the VM connection goes on for the others.
 		h.answer(c, p.ID(), jdwp.ErrorNone, nil)
-		c.disposed = true
 		h.leaveLocked(c, "dispose")
 		return
 	}
