@@ -45,7 +45,10 @@ func (h *Hub) events(p jdwp.Packet) {
 	// whole to the owner of its first event's request.
 	kind := jdwp.EventKind(body[offKind])
 	req := int32(binary.BigEndian.Uint32(body[offRequest:]))
-	thread, _ := readID(body, offThread, h.sizes.ObjectID)
+	var thread uint64 // 0: the event carries none
+	if kind != jdwp.EventVMDeath && kind != jdwp.EventClassUnload {
+		thread, _ = readID(body, offThread, h.sizes.ObjectID)
+	}
 	var only *Client
 	if len(h.clients) == 1 {
 		only = h.clients[0]
@@ -117,7 +120,7 @@ func (h *Hub) suspended(ctlGot bool, policy jdwp.SuspendPolicy, thread uint64, v
 	}
 	if policy == jdwp.SuspendAll {
 		c.vmSuspends++
-	} else {
+	} else if thread != 0 {
 		c.threadSuspends[thread]++
 	}
 }
@@ -134,7 +137,13 @@ func (h *Hub) orphan(policy jdwp.SuspendPolicy, thread uint64) {
 	}
 }
 
+// resumeThread queues ThreadReference.Resume of t; never of the null ID
+// (an event that carries no thread, or a body cut short): HotSpot does
+// not check it and would act on a thread of its own. mu is held.
 func (h *Hub) resumeThread(t uint64) {
+	if t == 0 {
+		return
+	}
 	var b [8]byte
 	n := h.sizes.ObjectID
 	for i := 0; i < n; i++ {

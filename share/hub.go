@@ -97,7 +97,6 @@ type Hub struct {
 	// ending: no client may join any more (the last one left, or sent
 	// Dispose, or the relay session ended); the front makes a new hub.
 	ending bool
-	ended  bool // readRelay returned: the session is over
 	// Scratch owned by whoever holds mu: the composite being split, one
 	// target per event, the copy being built, the hub's own commands.
 	comp    jdwp.Composite
@@ -128,8 +127,7 @@ type Client struct {
 	// Guarded by the hub's mu:
 	role     Role
 	gone     bool
-	disposed bool   // it sent Dispose that the hub answered
-	left     string // how it left (leaveLocked): dispose, closed, dropped, refused
+	left     string // how it left (leaveLocked): dispose (the hub answered its Dispose), closed, dropped, refused
 	requests map[int32]request
 	// vmSuspends and threadSuspends count the suspensions it caused and
 	// did not resume: VirtualMachine.Suspend and events suspending all
@@ -202,7 +200,7 @@ func (h *Hub) fail(err error) {
 	h.readyErr = err
 	h.pipe.Close()
 	h.mu.Lock()
-	h.ending, h.ended = true, true
+	h.ending = true
 	h.mu.Unlock()
 	h.overOnce.Do(func() { close(h.over) })
 }
@@ -338,7 +336,7 @@ const LogMaxQueue = "max_queue_bytes"
 // may rewrite in place). mu is held.
 func (h *Hub) command(c *Client, p jdwp.Packet) {
 	if c.gone {
-		if !c.disposed {
+		if c.left != "dispose" {
 			return
 		}
 		// After its Dispose the hub answers as a VM that let it go would.
@@ -350,7 +348,6 @@ func (h *Hub) command(c *Client, p jdwp.Packet) {
 	if cmd == jdwp.CmdVirtualMachineDispose && len(h.clients) > 1 {
 		// Not the last client: the VM connection goes on for the others.
 		h.answer(c, p.ID(), jdwp.ErrorNone, nil)
-		c.disposed = true
 		h.leaveLocked(c, "dispose")
 		return
 	}

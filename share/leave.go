@@ -100,7 +100,7 @@ func (h *Hub) big(br *bufio.Reader, tl *jdwp.TooLargeError) error {
 // for them (the reply to Dispose, VM_DEATH) is written first.
 func (h *Hub) end(err error) {
 	h.mu.Lock()
-	h.ending, h.ended = true, true
+	h.ending = true
 	clients := append([]*Client(nil), h.clients...)
 	h.mu.Unlock()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, net.ErrClosed) {

@@ -58,55 +58,6 @@ func sharedProxy(t testing.TB, vmAddr string, hooks func(*relay.Session) relay.H
 	return front, ln.Addr().String(), ro.Addr().String()
 }
 
-// gate is a TCP hop for one client that passes its JDWP handshake and
-// what the server sends, and holds what else the client sends until
-// release: the client attaches (and is the first) at once, and goes on
-// only when the test says.
-type gate struct {
-	ln      net.Listener
-	release chan struct{}
-}
-
-func startGate(t *testing.T, target string) *gate {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gate{ln: ln, release: make(chan struct{})}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		s, err := net.Dial("tcp", target)
-		if err != nil {
-			return
-		}
-		defer s.Close()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			io.Copy(c, s)
-			c.Close()
-		}()
-		if _, err := io.CopyN(s, c, 14); err != nil {
-			return
-		}
-		<-g.release
-		io.Copy(s, c)
-		s.Close()
-	}()
-	return g
-}
-
-func (g *gate) addr() string { return g.ln.Addr().String() }
-
 // tracer is the JDI Tracer (bench/javavm/java/Tracer.java) attached to a
 // VM, with its output so far.
 type tracer struct {
@@ -262,14 +213,14 @@ func TestJDBWithTracers(t *testing.T) {
 	}
 
 	front, addr, roAddr := sharedProxy(t, jdwptest.StartJava(t, b, javavm.Shared).Addr(), nil)
-	g := startGate(t, addr)
+	gate, release := jdwptest.HoldAfterHandshake(t, addr)
 	type result struct {
 		transcript string
 		err        error
 	}
 	jdb := make(chan result, 1)
 	go func() {
-		tr, err := jdbtest.Run(ctx, b, g.addr(), script)
+		tr, err := jdbtest.Run(ctx, b, gate, script)
 		jdb <- result{tr, err}
 	}()
 	jdwptest.Await(t, "jdb attached", front.Changed, func() (bool, string) {
@@ -285,7 +236,7 @@ func TestJDBWithTracers(t *testing.T) {
 	if cl := front.Clients(); len(cl) != 3 || cl[1].Role != "observer" || cl[2].Role != "observer" {
 		t.Fatalf("clients: %+v", cl)
 	}
-	close(g.release)
+	close(release)
 
 	res := <-jdb
 	if res.err != nil {

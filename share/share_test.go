@@ -429,3 +429,37 @@ func TestIDsPerRole(t *testing.T) {
 		t.Fatalf("the VM got %v; want the controller's ID 1, then an ID of the observers' range", got)
 	}
 }
+
+// TestOrphanedEventWithoutThreadResumesNoThread: a suspending event that
+// no controller gets and that carries no thread (CLASS_UNLOAD) makes the
+// hub resume no thread; it never sends ThreadReference.Resume with an ID
+// the VM did not give (a null one, or the signature's bytes).
+func TestOrphanedEventWithoutThreadResumesNoThread(t *testing.T) {
+	r := startRig(t)
+	obs := r.attachAt(t, r.roAddr)
+	call(t, obs, jdwp.CmdVirtualMachineIDSizes, nil)
+	for _, p := range []jdwp.Packet{
+		composite(jdwp.SuspendEventThread, jdwp.Event{Kind: jdwp.EventClassUnload, Signature: []byte("LGone;")}),
+		composite(jdwp.SuspendEventThread, jdwp.Event{Kind: jdwp.EventThreadStart, Thread: 9}),
+	} {
+		if err := r.vm.Send(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := obs.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jdwptest.Await(t, "the thread start's thread resumed", r.vm.Changed, func() (bool, string) {
+		n := r.vm.Count(jdwp.CmdThreadReferenceResume)
+		return n >= 1, itoa(n)
+	})
+	var resumed []uint64
+	for _, p := range r.vm.Commands() {
+		if p.Cmd() == jdwp.CmdThreadReferenceResume {
+			resumed = append(resumed, binary.BigEndian.Uint64(p.Body()))
+		}
+	}
+	if len(resumed) != 1 || resumed[0] != 9 {
+		t.Fatalf("the hub resumed threads %v, want only 9", resumed)
+	}
+}

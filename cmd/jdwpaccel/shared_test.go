@@ -2,14 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,44 +19,6 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/web"
 )
-
-// holdAfterHandshake is a TCP hop for one client to target: it passes the
-// client's JDWP handshake and everything target sends, and holds what
-// else the client sends until release closes, so that the client attaches
-// (first) at once and goes on only when the test says.
-func holdAfterHandshake(t *testing.T, target string) (addr string, release chan struct{}) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	release = make(chan struct{})
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		s, err := net.Dial("tcp", target)
-		if err != nil {
-			return
-		}
-		defer s.Close()
-		wg.Go(func() {
-			io.Copy(c, s)
-			c.Close()
-		})
-		if _, err := io.CopyN(s, c, int64(len(jdwp.Handshake))); err != nil {
-			return
-		}
-		<-release
-		io.Copy(s, c)
-		s.Close()
-	})
-	return ln.Addr().String(), release
-}
 
 // observeRefused checks what an observer may and may not do: it reads,
 // sets a SUSPEND_NONE request, and is refused a resume and a suspending
@@ -98,7 +58,7 @@ func TestSplitSharedJDB(t *testing.T) {
 		return rec["message"] == "read-only clients attach here: each is an observer, even the first"
 	})["listen"].(string)
 
-	gate, release := holdAfterHandshake(t, near.addr)
+	gate, release := jdwptest.HoldAfterHandshake(t, near.addr)
 	type result struct {
 		transcript string
 		err        error
