@@ -74,7 +74,8 @@ func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdw
 			// template's, so every set of one or two bits that holds
 			// this element's is recorded.
 			ek := eligKey{key: *key, path: it.path}
-			for _, set := range tagSets(tagBit(it.tag)) {
+			sets, nsets := tagSets(tagBit(it.tag))
+			for _, set := range sets[:nsets] {
 				ek.tags = set
 				if it.i < 64 {
 					st.eligible[ek] |= 1 << it.i
@@ -105,15 +106,17 @@ func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdw
 }
 
 // tagSets are the tag sets a template may ask with that hold bit b: b
-// alone, or b with one other of the object tags.
-func tagSets(b uint16) []uint16 {
-	sets := []uint16{b}
+// alone, or b with one other of the object tags: sets[:n] (an array, not
+// a slice: it is asked for every listed ID of every reply of a stop).
+func tagSets(b uint16) (sets [8]uint16, n int) {
+	sets[0], n = b, 1
 	for o := uint16(1); o < 1<<7; o <<= 1 {
 		if o != b {
-			sets = append(sets, b|o)
+			sets[n] = b | o
+			n++
 		}
 	}
-	return sets
+	return sets, n
 }
 
 // derive returns the template of command key: found by its shape, or
