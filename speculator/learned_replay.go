@@ -283,11 +283,7 @@ func (lr *learnedRules) frame(x *frameSeen) {
 		}
 		st.nodeOf[*x.key] = n
 	}
-	el := [3]item{
-		{sp: spFrame, id: uint64(x.frame), path: pFrame, i: x.index, loc: x.loc},
-		{sp: spClass, id: x.loc.Class, path: pFrameClass, i: x.index, loc: x.loc},
-		{sp: spMethod, id: x.loc.Method, path: pFrameMethod, i: x.index, loc: x.loc},
-	}
+	el := frameItems(uint64(x.frame), x.loc, x.index)
 	lr.feedElement(n, el[:], x.sizes, 0)
 }
 
