@@ -198,13 +198,9 @@ func (lr *learnedRules) chain(x *chained) {
 	if st == nil {
 		return
 	}
-	n := st.nodeOf[*x.key]
+	n := lr.nodeOf(st, x.key, x.sizes)
 	if n == nil {
-		info, _ := keyable.Lookup(x.key.Cmd())
-		if n = lr.derive(x.key, info, x.sizes, false); n == nil {
-			return
-		}
-		st.nodeOf[*x.key] = n
+		return
 	}
 	lr.feed(n, x.key, x.p.Body(), x.sizes, 0)
 	switch x.key.Cmd() {
@@ -212,6 +208,20 @@ func (lr *learnedRules) chain(x *chained) {
 		jdwp.CmdClassTypeSuperclass:
 		lr.retryFields(x.sizes)
 	}
+}
+
+// nodeOf is the template whose children the reply to key feeds: the one
+// that replayed it, else its own in the stop's graph (nil if none fits).
+func (lr *learnedRules) nodeOf(st *lstop, key *keyable.Key, sizes jdwp.IDSizes) *lnode {
+	if n := st.nodeOf[*key]; n != nil {
+		return n
+	}
+	info, _ := keyable.Lookup(key.Cmd())
+	n := lr.derive(key, info, sizes, false)
+	if n != nil {
+		st.nodeOf[*key] = n
+	}
+	return n
 }
 
 // feed replays the live children of template n on the reply body to key.
@@ -275,13 +285,9 @@ func (lr *learnedRules) frame(x *frameSeen) {
 	if st == nil {
 		return
 	}
-	n := st.nodeOf[*x.key]
+	n := lr.nodeOf(st, x.key, x.sizes)
 	if n == nil {
-		info, _ := keyable.Lookup(x.key.Cmd())
-		if n = lr.derive(x.key, info, x.sizes, false); n == nil {
-			return
-		}
-		st.nodeOf[*x.key] = n
+		return
 	}
 	el := frameItems(uint64(x.frame), x.loc, x.index)
 	lr.feedElement(n, el[:], x.sizes, 0)
