@@ -51,7 +51,9 @@ func (lr *learnedRules) replied(r *reply) {
 		return
 	}
 	st := lr.begin()
-	if st == nil {
+	if st == nil || !hasPaths(r.c) {
+		// A reply with no ID at a path has nothing to index (and derive
+		// adds no template for a reply nobody asked).
 		return
 	}
 	var key keyable.Key
