@@ -49,6 +49,7 @@ type learnedRules struct {
 	sent, used, asks, predicted int
 	params                      []keyable.Param // scratch
 	buf                         []byte          // scratch: parameters being built
+	shapeBuf                    []byte          // scratch: a template's shape being looked up (appendShape)
 }
 
 // lgraph is the templates learned after one kind of stop.

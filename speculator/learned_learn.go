@@ -212,7 +212,8 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 	if !asked && !hasPaths(key.Cmd()) {
 		// A reply nobody asked for yet and with no ID to trace: no
 		// template until the debugger asks it.
-		return lr.st.g.byShape[lshape(key.Cmd(), ps, from)]
+		lr.shapeBuf = appendShape(lr.shapeBuf[:0], key.Cmd(), ps, from)
+		return lr.st.g.byShape[string(lr.shapeBuf)]
 	}
 	n := lr.node(key.Cmd(), ps, from)
 	if n == nil || !asked {
@@ -358,13 +359,14 @@ func (lr *learnedRules) fieldPositions(obj jdwp.ObjectID, tail []byte, sizes jdw
 // node finds or adds the template of command c with parameters ps.
 func (lr *learnedRules) node(c jdwp.Cmd, ps []lparam, from *lnode) *lnode {
 	g := lr.st.g
-	shape := lshape(c, ps, from)
-	if n := g.byShape[shape]; n != nil {
+	lr.shapeBuf = appendShape(lr.shapeBuf[:0], c, ps, from)
+	if n := g.byShape[string(lr.shapeBuf)]; n != nil {
 		return n
 	}
 	if len(g.nodes) >= maxLNodes {
 		return nil
 	}
+	shape := string(lr.shapeBuf)
 	n := &lnode{cmd: c, params: ps, from: from, shape: shape}
 	g.byShape[shape] = n
 	g.nodes = append(g.nodes, n)
@@ -377,7 +379,13 @@ func (lr *learnedRules) node(c jdwp.Cmd, ps []lparam, from *lnode) *lnode {
 // lshape is a template's identity: its command and its parameters'
 // origins (not the list indices, which are learned).
 func lshape(c jdwp.Cmd, ps []lparam, from *lnode) string {
-	b := []byte{byte(c.Set), byte(c.Cmd)}
+	return string(appendShape(nil, c, ps, from))
+}
+
+// appendShape appends the template's identity (lshape) to b: a lookup
+// keyed by it (string(b) in the index) need not allocate a string.
+func appendShape(b []byte, c jdwp.Cmd, ps []lparam, from *lnode) []byte {
+	b = append(b, byte(c.Set), byte(c.Cmd))
 	for _, p := range ps {
 		b = append(b, byte(p.src), byte(p.path))
 		b = binary.BigEndian.AppendUint16(b, uint16(len(p.raw)))
@@ -386,5 +394,5 @@ func lshape(c jdwp.Cmd, ps []lparam, from *lnode) string {
 	if from != nil {
 		b = append(b, from.shape...)
 	}
-	return string(b)
+	return b
 }
