@@ -231,13 +231,17 @@ func (lr *learnedRules) feed(n *lnode, key *keyable.Key, body []byte, sizes jdwp
 		return
 	}
 	st.fed[*key] = true
-	// The reply's items, grouped by element.
-	var items []item
+	// The reply's items, grouped by element, on top of the items stack
+	// (lr.items): feeding them may feed a cached reply in turn, whose
+	// items go above these and are popped before these are.
+	start := len(lr.items)
 	walkReply(key.Cmd(), body, sizes, func(it *item) {
-		if len(items) < 4*maxSpecPerStop {
-			items = append(items, *it)
+		if len(lr.items)-start < 4*maxSpecPerStop {
+			lr.items = append(lr.items, *it)
 		}
 	})
+	items := lr.items[start:]
+	defer func() { lr.items = lr.items[:start] }()
 	for i := 0; i < len(items); {
 		j := i
 		for j < len(items) && items[j].i == items[i].i {
