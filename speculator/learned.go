@@ -49,6 +49,8 @@ type learnedRules struct {
 	sent, used, asks, predicted int
 	params                      []keyable.Param // scratch
 	buf                         []byte          // scratch: parameters being built
+	shapeBuf                    []byte          // scratch: a template's shape being looked up (appendShape)
+	items                       []item          // scratch: a stack of the items of the replies being fed (feed)
 }
 
 // lgraph is the templates learned after one kind of stop.

@@ -51,7 +51,9 @@ func (lr *learnedRules) replied(r *reply) {
 		return
 	}
 	st := lr.begin()
-	if st == nil {
+	if st == nil || !hasPaths(r.c) {
+		// A reply with no ID at a path has nothing to index (and derive
+		// adds no template for a reply nobody asked).
 		return
 	}
 	var key keyable.Key
@@ -74,7 +76,8 @@ func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdw
 			// template's, so every set of one or two bits that holds
 			// this element's is recorded.
 			ek := eligKey{key: *key, path: it.path}
-			for _, set := range tagSets(tagBit(it.tag)) {
+			sets, nsets := tagSets(tagBit(it.tag))
+			for _, set := range sets[:nsets] {
 				ek.tags = set
 				if it.i < 64 {
 					st.eligible[ek] |= 1 << it.i
@@ -105,15 +108,17 @@ func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdw
 }
 
 // tagSets are the tag sets a template may ask with that hold bit b: b
-// alone, or b with one other of the object tags.
-func tagSets(b uint16) []uint16 {
-	sets := []uint16{b}
+// alone, or b with one other of the object tags: sets[:n] (an array, not
+// a slice: it is asked for every listed ID of every reply of a stop).
+func tagSets(b uint16) (sets [8]uint16, n int) {
+	sets[0], n = b, 1
 	for o := uint16(1); o < 1<<7; o <<= 1 {
 		if o != b {
-			sets = append(sets, b|o)
+			sets[n] = b | o
+			n++
 		}
 	}
-	return sets
+	return sets, n
 }
 
 // derive returns the template of command key: found by its shape, or
@@ -207,7 +212,8 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 	if !asked && !hasPaths(key.Cmd()) {
 		// A reply nobody asked for yet and with no ID to trace: no
 		// template until the debugger asks it.
-		return lr.st.g.byShape[lshape(key.Cmd(), ps, from)]
+		lr.shapeBuf = appendShape(lr.shapeBuf[:0], key.Cmd(), ps, from)
+		return lr.st.g.byShape[string(lr.shapeBuf)]
 	}
 	n := lr.node(key.Cmd(), ps, from)
 	if n == nil || !asked {
@@ -353,13 +359,14 @@ func (lr *learnedRules) fieldPositions(obj jdwp.ObjectID, tail []byte, sizes jdw
 // node finds or adds the template of command c with parameters ps.
 func (lr *learnedRules) node(c jdwp.Cmd, ps []lparam, from *lnode) *lnode {
 	g := lr.st.g
-	shape := lshape(c, ps, from)
-	if n := g.byShape[shape]; n != nil {
+	lr.shapeBuf = appendShape(lr.shapeBuf[:0], c, ps, from)
+	if n := g.byShape[string(lr.shapeBuf)]; n != nil {
 		return n
 	}
 	if len(g.nodes) >= maxLNodes {
 		return nil
 	}
+	shape := string(lr.shapeBuf)
 	n := &lnode{cmd: c, params: ps, from: from, shape: shape}
 	g.byShape[shape] = n
 	g.nodes = append(g.nodes, n)
@@ -372,7 +379,13 @@ func (lr *learnedRules) node(c jdwp.Cmd, ps []lparam, from *lnode) *lnode {
 // lshape is a template's identity: its command and its parameters'
 // origins (not the list indices, which are learned).
 func lshape(c jdwp.Cmd, ps []lparam, from *lnode) string {
-	b := []byte{byte(c.Set), byte(c.Cmd)}
+	return string(appendShape(nil, c, ps, from))
+}
+
+// appendShape appends the template's identity (lshape) to b: a lookup
+// keyed by it (string(b) in the index) need not allocate a string.
+func appendShape(b []byte, c jdwp.Cmd, ps []lparam, from *lnode) []byte {
+	b = append(b, byte(c.Set), byte(c.Cmd))
 	for _, p := range ps {
 		b = append(b, byte(p.src), byte(p.path))
 		b = binary.BigEndian.AppendUint16(b, uint16(len(p.raw)))
@@ -381,5 +394,5 @@ func lshape(c jdwp.Cmd, ps []lparam, from *lnode) string {
 	if from != nil {
 		b = append(b, from.shape...)
 	}
-	return string(b)
+	return b
 }

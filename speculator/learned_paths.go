@@ -71,6 +71,16 @@ func tagBit(t jdwp.Tag) uint16 {
 	return 1 << 15
 }
 
+// frameItems are the IDs of frame i of a Frames reply: the frame, its
+// location's class and method.
+func frameItems(fr uint64, loc jdwp.Location, i int) [3]item {
+	return [3]item{
+		{sp: spFrame, id: fr, path: pFrame, i: i, loc: loc},
+		{sp: spClass, id: loc.Class, path: pFrameClass, i: i, loc: loc},
+		{sp: spMethod, id: loc.Method, path: pFrameMethod, i: i, loc: loc},
+	}
+}
+
 // hasPaths says whether replies to c hold IDs at paths (walkReply).
 func hasPaths(c jdwp.Cmd) bool {
 	switch c {
@@ -105,27 +115,14 @@ func walkReply(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes, fn func(it *item)) {
 			if r.Err() != nil {
 				return
 			}
-			it = item{sp: spFrame, id: fr, path: pFrame, i: i, loc: loc}
-			fn(&it)
-			it = item{sp: spClass, id: loc.Class, path: pFrameClass, i: i, loc: loc}
-			fn(&it)
-			it = item{sp: spMethod, id: loc.Method, path: pFrameMethod, i: i, loc: loc}
-			fn(&it)
-		}
-	case jdwp.CmdStackFrameGetValues, jdwp.CmdObjectReferenceGetValues:
-		n := r.Count(1)
-		for i := 0; i < n; i++ {
-			v := r.Value()
-			if r.Err() != nil {
-				return
-			}
-			if v.IsObject() && !v.IsNull() {
-				it = item{sp: spObject, id: uint64(v.ObjectID()), path: pValue, i: i, tag: v.Tag}
+			for _, it = range frameItems(fr, loc, i) {
 				fn(&it)
 			}
 		}
-	case jdwp.CmdArrayReferenceGetValues:
-		if tag := jdwp.Tag(r.Uint8()); !tag.IsObject() {
+	case jdwp.CmdStackFrameGetValues, jdwp.CmdObjectReferenceGetValues, jdwp.CmdArrayReferenceGetValues:
+		// An array region starts with its element tag: tagged values
+		// (objects) follow only for an object tag.
+		if c == jdwp.CmdArrayReferenceGetValues && !jdwp.Tag(r.Uint8()).IsObject() {
 			return
 		}
 		n := r.Count(1)

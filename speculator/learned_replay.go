@@ -198,13 +198,9 @@ func (lr *learnedRules) chain(x *chained) {
 	if st == nil {
 		return
 	}
-	n := st.nodeOf[*x.key]
+	n := lr.nodeOf(st, x.key, x.sizes)
 	if n == nil {
-		info, _ := keyable.Lookup(x.key.Cmd())
-		if n = lr.derive(x.key, info, x.sizes, false); n == nil {
-			return
-		}
-		st.nodeOf[*x.key] = n
+		return
 	}
 	lr.feed(n, x.key, x.p.Body(), x.sizes, 0)
 	switch x.key.Cmd() {
@@ -214,6 +210,20 @@ func (lr *learnedRules) chain(x *chained) {
 	}
 }
 
+// nodeOf is the template whose children the reply to key feeds: the one
+// that replayed it, else its own in the stop's graph (nil if none fits).
+func (lr *learnedRules) nodeOf(st *lstop, key *keyable.Key, sizes jdwp.IDSizes) *lnode {
+	if n := st.nodeOf[*key]; n != nil {
+		return n
+	}
+	info, _ := keyable.Lookup(key.Cmd())
+	n := lr.derive(key, info, sizes, false)
+	if n != nil {
+		st.nodeOf[*key] = n
+	}
+	return n
+}
+
 // feed replays the live children of template n on the reply body to key.
 func (lr *learnedRules) feed(n *lnode, key *keyable.Key, body []byte, sizes jdwp.IDSizes, depth int) {
 	st := &lr.st
@@ -221,13 +231,17 @@ func (lr *learnedRules) feed(n *lnode, key *keyable.Key, body []byte, sizes jdwp
 		return
 	}
 	st.fed[*key] = true
-	// The reply's items, grouped by element.
-	var items []item
+	// The reply's items, grouped by element, on top of the items stack
+	// (lr.items): feeding them may feed a cached reply in turn, whose
+	// items go above these and are popped before these are.
+	start := len(lr.items)
 	walkReply(key.Cmd(), body, sizes, func(it *item) {
-		if len(items) < 4*maxSpecPerStop {
-			items = append(items, *it)
+		if len(lr.items)-start < 4*maxSpecPerStop {
+			lr.items = append(lr.items, *it)
 		}
 	})
+	items := lr.items[start:]
+	defer func() { lr.items = lr.items[:start] }()
 	for i := 0; i < len(items); {
 		j := i
 		for j < len(items) && items[j].i == items[i].i {
@@ -275,19 +289,11 @@ func (lr *learnedRules) frame(x *frameSeen) {
 	if st == nil {
 		return
 	}
-	n := st.nodeOf[*x.key]
+	n := lr.nodeOf(st, x.key, x.sizes)
 	if n == nil {
-		info, _ := keyable.Lookup(x.key.Cmd())
-		if n = lr.derive(x.key, info, x.sizes, false); n == nil {
-			return
-		}
-		st.nodeOf[*x.key] = n
+		return
 	}
-	el := [3]item{
-		{sp: spFrame, id: uint64(x.frame), path: pFrame, i: x.index, loc: x.loc},
-		{sp: spClass, id: x.loc.Class, path: pFrameClass, i: x.index, loc: x.loc},
-		{sp: spMethod, id: x.loc.Method, path: pFrameMethod, i: x.index, loc: x.loc},
-	}
+	el := frameItems(uint64(x.frame), x.loc, x.index)
 	lr.feedElement(n, el[:], x.sizes, 0)
 }
 

@@ -184,21 +184,10 @@ func (m *madeUpVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	return 0, nil
 }
 
-// madeUpClient is a debugger no rule was written for, at each stop: the
-// top frames, the top frame's two locals, then, from the last local to
-// the first, its type, the type's fields and the value of its 2nd field;
-// then the threads and their names, last thread first.
-func madeUpClient(t *testing.T, r *rig, m *madeUpVM, id *uint32) {
-	t.Helper()
-	call := func(c jdwp.Cmd, b []byte) jdwp.BodyReader {
-		t.Helper()
-		*id++
-		p := r.dbg.call(*id, c, b)
-		if p.ErrorCode() != 0 {
-			t.Fatalf("%v: error %d", c, p.ErrorCode())
-		}
-		return *jdwp.NewBodyReader(p.Body(), sizes8)
-	}
+// askTopLocals asks, through call, thread1's top two frames, the top
+// frame's variable table and its two object locals (slots 1 and 2), and
+// returns the locals' objects: how madeUpClient begins a stop.
+func askTopLocals(call func(jdwp.Cmd, []byte) jdwp.BodyReader) []uint64 {
 	fr := call(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
 	fr.Int32()
 	top, loc := fr.FrameID(), fr.Location()
@@ -216,6 +205,25 @@ func madeUpClient(t *testing.T, r *rig, m *madeUpVM, id *uint32) {
 	for n := vals.Int32(); n > 0; n-- {
 		objs = append(objs, uint64(vals.Value().ObjectID()))
 	}
+	return objs
+}
+
+// madeUpClient is a debugger no rule was written for, at each stop: the
+// top frames, the top frame's two locals, then, from the last local to
+// the first, its type, the type's fields and the value of its 2nd field;
+// then the threads and their names, last thread first.
+func madeUpClient(t *testing.T, r *rig, m *madeUpVM, id *uint32) {
+	t.Helper()
+	call := func(c jdwp.Cmd, b []byte) jdwp.BodyReader {
+		t.Helper()
+		*id++
+		p := r.dbg.call(*id, c, b)
+		if p.ErrorCode() != 0 {
+			t.Fatalf("%v: error %d", c, p.ErrorCode())
+		}
+		return *jdwp.NewBodyReader(p.Body(), sizes8)
+	}
+	objs := askTopLocals(call)
 	for _, o := range slices.Backward(objs) {
 		rt := call(jdwp.CmdObjectReferenceReferenceType, body(func(w *jdwp.BodyWriter) { w.ObjectID(o) }))
 		rt.Uint8()
@@ -348,21 +356,7 @@ func learnFrom(t *testing.T, order func([]jdwp.Packet) []jdwp.Packet) []string {
 		s.Offer(c, b, jdwp.AppendReply(nil, 1, 0, reply), MarkNow(), sizes8)
 		return *jdwp.NewBodyReader(reply, sizes8)
 	}
-	fr := ask(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
-	fr.Int32()
-	top, loc := fr.FrameID(), fr.Location()
-	ask(jdwp.CmdMethodVariableTable, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(loc.Class); w.MethodID(loc.Method) }))
-	vals := ask(jdwp.CmdStackFrameGetValues, body(func(w *jdwp.BodyWriter) {
-		w.ObjectID(thread1)
-		w.FrameID(top)
-		w.Int32(2)
-		for j := range 2 {
-			w.Int32(int32(j + 1))
-			w.Uint8(uint8(jdwp.TagObject))
-		}
-	}))
-	for n := vals.Int32(); n > 0; n-- {
-		o := uint64(vals.Value().ObjectID())
+	for _, o := range askTopLocals(ask) {
 		rt := ask(jdwp.CmdObjectReferenceReferenceType, body(func(w *jdwp.BodyWriter) { w.ObjectID(o) }))
 		rt.Uint8()
 		class := rt.ReferenceTypeID()
