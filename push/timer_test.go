@@ -35,6 +35,10 @@ func TestFarTimerPanicEndsSession(t *testing.T) {
 	}
 	f := <-fars
 	f.mu.Lock()
+	// A hold of a stop the speculator never reports, so that nothing but
+	// the timer can release it (its Idle after the attach prefetch's
+	// replies flushed a hold of stop 0 first, now and then).
+	f.stop = ^uint64(0)
 	f.holding = true
 	f.holdSeq++
 	f.cfg.Counters = nil // expire counts the expiry first: a nil pointer
