@@ -81,6 +81,7 @@ type far struct {
 	sent      int        // bundle bytes sent for stop
 	full      bool       // stop's MaxBytesPerStop is spent
 	pending   []pend     // gathered records, not yet sent, in arrival order
+	sel       []pend     // sendBundle's scratch: the records a bundle takes, in arrival order
 	raw       []byte     // their encodings; owned by far
 	pendFence uint64     // fence when pending's first record was gathered
 	holding   bool       // a stop event (heldPkts[0]) is held
@@ -411,8 +412,12 @@ func (f *far) sendBundle(out *relay.Outbox) {
 	budget := f.cfg.MaxBytesPerStop - f.sent
 	n := len(f.pending)
 	for {
+		// The most likely used, in the order they were fetched: the near
+		// end takes that as the order the VM read them in (speculator.Offer).
+		f.sel = append(f.sel[:0], f.pending[:n]...)
+		slices.SortFunc(f.sel, func(a, b pend) int { return a.off - b.off })
 		f.payload = f.payload[:0]
-		for _, p := range f.pending[:n] {
+		for _, p := range f.sel {
 			f.payload = append(f.payload, f.raw[p.off:p.off+p.n]...)
 		}
 		h := Header{Stop: f.stop, Fence: f.pendFence, Records: uint32(n)}

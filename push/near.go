@@ -193,7 +193,8 @@ func (n *near) HoldDebugger(*relay.Session) {
 }
 
 // FromDebugger reports the stop's cache hits to the far end before the
-// first command that is not a cacheable read, and notes each hit.
+// first command that is not a cacheable read or is not answered here,
+// and notes each hit.
 func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind != relay.KindCommand || len(f.Packet) < jdwp.HeaderSize {
 		return n.ic.FromDebugger(rs, f)
@@ -204,6 +205,13 @@ func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 	first := !n.cmdSeen
 	n.cmdSeen = true
 	a := n.ic.FromDebugger(rs, f)
+	if a == relay.Forward {
+		// A miss: the far end learns the hits before it, so that it
+		// learns the order the debugger reads in (the order it gathers
+		// in, which decides what may answer reads of running state).
+		// The report goes to the VM before the command (relay.Outbox).
+		n.sendUsage(rs, f.Out())
+	}
 	if a == relay.Consume && f.Origin == relay.CacheHit {
 		n.mu.Lock()
 		attached := n.attached

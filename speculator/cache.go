@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"time"
 	"unsafe"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -14,8 +15,10 @@ type entry struct {
 	info  keyable.Info
 	subj  keyable.Subject
 	gen   generation
-	rec   *spec  // the speculation that fetched it, nil for organic replies
-	stop  uint64 // the last stop (learner serial) that stored or served it
+	rec   *spec     // the speculation that fetched it, nil for organic replies
+	stop  uint64    // the last stop (learner serial) that stored or served it
+	pos   uint64    // where the command that fetched it was on the wire (moment.go)
+	at    time.Time // when it came, for a reply of running state (moment.go)
 }
 
 // entryOverhead is what an entry costs the heap beyond its reply's bytes:
@@ -120,7 +123,7 @@ func storable(p jdwp.Packet, info keyable.Info) bool {
 // store caches a copy of reply p to the command key, fetched at gen. A
 // reply too large for the budget is neither copied nor cached, and an
 // older entry for the key is dropped either way.
-func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Subject, gen generation, p jdwp.Packet, rec *spec) {
+func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Subject, gen generation, pos uint64, p jdwp.Packet, rec *spec) {
 	if _, ok := c.lru.Peek(*key); ok {
 		c.lru.Remove(*key) // evicted() accounts for it
 	}
@@ -131,7 +134,10 @@ func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Sub
 	if c.paused || size > c.limit/maxShareOfBudget {
 		return
 	}
-	e := &entry{reply: append([]byte(nil), p...), info: info, subj: subj, gen: gen, rec: rec, stop: c.stop}
+	e := &entry{reply: append([]byte(nil), p...), info: info, subj: subj, gen: gen, rec: rec, stop: c.stop, pos: pos}
+	if c.facts.running(info, subj) {
+		e.at = time.Now()
+	}
 	c.lru.Add(*key, e)
 	if info.Tier == keyable.TierObject {
 		c.ageing = append(c.ageing, aged{key: *key, stop: c.stop})
@@ -171,13 +177,25 @@ func (c *replyCache) adopt(e *entry, rec *spec) {
 	c.sp.addCache(specOverhead, 0)
 }
 
-// lookup returns a valid cached entry for key, dropping an invalid one.
+// lookup returns a cached entry for key that may answer the debugger
+// now, dropping one that no longer may; the answer's position is the
+// debugger's from then on (moment.go).
 func (c *replyCache) lookup(key *keyable.Key) *entry {
+	e := c.peek(key)
+	if e == nil || !c.facts.served(e.info, e.subj, e.pos) {
+		return nil
+	}
+	return e
+}
+
+// peek returns a cached entry for key that is still true (for the parts
+// that read replies to speculate on), dropping one that is not.
+func (c *replyCache) peek(key *keyable.Key) *entry {
 	e, ok := c.lru.Get(*key)
 	if !ok {
 		return nil
 	}
-	if c.facts.valid(e.info, e.subj, e.gen) {
+	if c.usable(e) {
 		e.stop = c.stop
 		return e
 	}
@@ -212,7 +230,13 @@ func (c *replyCache) tick(serial uint64) {
 // its recency.
 func (c *replyCache) has(key *keyable.Key) bool {
 	e, ok := c.lru.Peek(*key)
-	return ok && c.facts.valid(e.info, e.subj, e.gen)
+	return ok && c.usable(e)
+}
+
+// usable reports whether e is still true now: valid, and (a reply of
+// state running threads may change) within the moment.
+func (c *replyCache) usable(e *entry) bool {
+	return c.facts.valid(e.info, e.subj, e.gen) && c.facts.momentOK(e.info, e.subj, e.pos, e.at)
 }
 
 // pause stops (on) or resumes storing; pausing empties the cache.

@@ -15,6 +15,7 @@ type cmdData struct {
 	subj   keyable.Subject // what the key's validity hangs on
 	keyed  bool
 	gen    generation     // invalidation generation when the command was sent
+	pos    uint64         // its place on the wire to the VM (moment.go)
 	eff    keyable.Effect // the effect applied when it was sent (not keyed)
 	thread jdwp.ThreadID  // the thread a ThreadReference.Suspend suspends
 	spec   *spec          // non-nil for a speculative command

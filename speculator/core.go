@@ -156,7 +156,8 @@ func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []by
 	if c.cache.has(&s.key) {
 		return
 	}
-	if old := c.disp.pending(&s.key); old != nil && !old.cancelled && c.facts.valid(old.info, old.subj, old.gen) {
+	if old := c.disp.pending(&s.key); old != nil && !old.cancelled && c.facts.valid(old.info, old.subj, old.gen) &&
+		(!old.sent || c.facts.momentOK(old.info, old.subj, old.pos, time.Now())) {
 		return
 	}
 	if c.learn.shadowed(s.kind, &s.key) {

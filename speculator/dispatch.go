@@ -16,6 +16,7 @@ type spec struct {
 	info      keyable.Info
 	subj      keyable.Subject
 	gen       generation
+	pos       uint64 // its place on the wire to the VM, once sent (moment.go)
 	kind      kind
 	tmpl      *template
 	lnode     *lnode     // the learned template it replays (learned.go)
@@ -53,8 +54,13 @@ type dispatcher struct {
 	inflight  map[keyable.Key]*spec // speculations sent or queued, by key
 	queue     []*spec               // speculations waiting for in-flight room
 	nInFlight int                   // speculations sent, reply not yet seen
-	sendBuf   []byte                // speculative command packets
-	rtt       rttEstimator
+	// holding: speculation submitted now waits in held until the turn's
+	// forwarded debugger command is on the wire (flushHeld): it must read
+	// the running program after that command did (moment.go).
+	holding bool
+	held    []*spec
+	sendBuf []byte // speculative command packets
+	rtt     rttEstimator
 	// onSend is told of each speculation as it is sent (stats, episode
 	// accounting, logging).
 	onSend func(s *spec)
@@ -68,6 +74,10 @@ func (d *dispatcher) pending(key *keyable.Key) *spec { return d.inflight[*key] }
 // queues it while the in-flight budget is spent.
 func (d *dispatcher) submit(out *relay.Outbox, s *spec) {
 	d.inflight[s.key] = s
+	if d.holding {
+		d.held = append(d.held, s)
+		return
+	}
 	if d.nInFlight < d.max {
 		d.send(out, s)
 	} else {
@@ -79,11 +89,31 @@ func (d *dispatcher) submit(out *relay.Outbox, s *spec) {
 func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	s.id = d.ids.NewSynthetic()
 	s.sent = true
+	s.pos = d.facts.nextPos()
 	d.nInFlight++
 	d.sendBuf = s.key.AppendCommand(d.sendBuf[:0], s.id)
 	d.onSend(s)
 	// The relay pairs the reply and hands the data back (relay.Frame.Data).
 	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{spec: s}))
+}
+
+// flushHeld submits the held speculation, in order, dropping what was
+// cancelled or invalidated meanwhile.
+func (d *dispatcher) flushHeld(out *relay.Outbox) {
+	d.holding = false
+	for i, s := range d.held {
+		d.held[i] = nil
+		switch {
+		case s.cancelled || !d.facts.valid(s.info, s.subj, s.gen):
+			d.forget(s)
+			s.cancelled = true
+		case d.nInFlight < d.max:
+			d.send(out, s)
+		default:
+			d.queue = append(d.queue, s)
+		}
+	}
+	d.held = d.held[:0]
 }
 
 // drain sends queued speculation as in-flight room frees up, dropping

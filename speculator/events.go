@@ -16,6 +16,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	ss.lock(f.Out())
 	defer ss.unlock()
 	ss.push.evented = true // the tap is told where the stops stand (tell)
+	ss.facts.evented()     // nothing sent before answers reads of running state (moment.go)
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing
 		// is cached yet, so there is nothing to invalidate.
@@ -78,6 +79,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	}
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread, loc)
+		ss.learn.ep.partial = !ss.facts.allSuspended
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
 			for w := range waves {

@@ -117,6 +117,7 @@ type Session struct{ ss *session }
 func (sp *Speculator) NewTapped(rs *relay.Session, mode Mode, tap Tap) *Session {
 	ss := newSession(sp, rs)
 	ss.push = pushSeams{mode: mode, tap: tap}
+	ss.facts.farEnd = mode == ModeAlways
 	ss.cache.pause(mode == ModeNever)
 	return &Session{ss: ss}
 }
@@ -217,7 +218,11 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 		ss.facts.classes.learn(c, d.key.Params(), reply, sizes)
 		ss.replied(offeredReply(c, d.key.Params(), reply, sizes)) // valid: checked above
 	}
-	ss.cache.store(&d.key, info, d.subj, m.gen, reply, nil)
+	var pos uint64
+	if ss.facts.running(info, d.subj) {
+		pos = ss.facts.offerPos() // after the stop's event (moment.go)
+	}
+	ss.cache.store(&d.key, info, d.subj, m.gen, pos, reply, nil)
 	return OfferStored
 }
 
@@ -249,7 +254,7 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 		a.identify(c, sizes)
 	}
 	ss.asked(&key, info, sizes)
-	if e := ss.cache.lookup(&key); e != nil {
+	if e := ss.cache.peek(&key); e != nil {
 		ss.markUsed(e.rec)
 	}
 }
@@ -329,7 +334,7 @@ func (s *Session) Attached(out *relay.Outbox) {
 		if !ok {
 			continue
 		}
-		e := ss.cache.lookup(&pushed.key)
+		e := ss.cache.peek(&pushed.key)
 		if e == nil {
 			continue
 		}
@@ -352,6 +357,7 @@ func (s *Session) Attached(out *relay.Outbox) {
 func (s *Session) SetMode(m Mode) {
 	s.ss.mu.Lock()
 	s.ss.push.mode = m
+	s.ss.facts.farEnd = m == ModeAlways
 	s.ss.cache.pause(m == ModeNever)
 	s.ss.mu.Unlock()
 }

@@ -47,6 +47,14 @@ type facts struct {
 	suspChanges     uint64                 // bumps on every change of the above
 	suspLost        uint64                 // bumps whenever threads may have run since (clearSuspension)
 
+	// Positions on the wire to the VM, for replies of state running
+	// threads may change (moment.go).
+	pos     uint64 // of the last command sent
+	floor   uint64 // least position a reply of running state served now may have
+	evFloor uint64 // the floor the last VM event set
+	offered uint64 // replies a far end offered since that event
+	farEnd  bool   // a far end: pushes such replies, never serves them
+
 	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
 	sigIDs   map[string][]jdwp.ClassID
 	idSig    map[jdwp.ClassID]string   // classes whose signature is known, with it
@@ -120,6 +128,9 @@ func (f *facts) scopeOK(info keyable.Info, subj keyable.Subject) bool {
 	}
 	if f.allSuspended {
 		return true
+	}
+	if info.Scope == keyable.ScopeVM {
+		return f.partialStop() // the moment (moment.go)
 	}
 	return info.Scope == keyable.ScopeThread && f.suspended[subj.Thread]
 }

@@ -40,7 +40,7 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 		// ask the last stop's.
 		lr.learn.explained(key, sizes)
 	}
-	if e := lr.cache.lookup(key); e != nil && jdwp.Packet(e.reply).ErrorCode() == jdwp.ErrorNone {
+	if e := lr.cache.peek(key); e != nil && jdwp.Packet(e.reply).ErrorCode() == jdwp.ErrorNone {
 		lr.index(key, n, jdwp.Packet(e.reply).Body(), sizes, true)
 	}
 }

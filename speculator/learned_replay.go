@@ -178,7 +178,7 @@ func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth 
 	if len(st.emitted) < maxSpecPerStop {
 		st.emitted[key] = true
 	}
-	if e := lr.cache.lookup(&key); e != nil {
+	if e := lr.cache.peek(&key); e != nil {
 		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
 			lr.feed(n, &key, p.Body(), sizes, depth+1)
 		}

@@ -46,6 +46,7 @@ type template struct {
 	rel     bool
 	seen    uint64 // last episode the debugger sent it
 	unused  int    // consecutive stops at which its replay went unused
+	stops   int    // stops at which the debugger sent it
 	removed bool
 }
 
@@ -88,6 +89,7 @@ type episode struct {
 	sentKind   [numKinds]int
 	usedKind   [numKinds]int
 	asked      map[jdwp.Cmd]bool // commands the debugger sent during this stop
+	partial    bool              // the stop suspended only some threads (moment.go)
 	// shadow holds what gated rules would have sent at this stop, scored
 	// against what the debugger asks as if sent (at no cost to the VM).
 	shadow     map[keyable.Key]kind
@@ -229,6 +231,17 @@ func (l *learner) endEpisode(d *dispatcher) (wasted int) {
 		}
 	}
 	d.dropQueue()
+	if ep.partial && len(ep.asked) > 0 {
+		// Other threads ran during this stop: a template of their state
+		// whose command the debugger did not send at all is not replayed
+		// again (each would be a read of the running program for nothing).
+		for _, t := range l.templates {
+			if info, _ := keyable.Describe(t.key.Cmd()); !t.removed && info.Scope == keyable.ScopeVM && !ep.asked[t.key.Cmd()] {
+				t.removed = true
+				delete(l.byKey, t.key)
+			}
+		}
+	}
 	if stopSent := countStopSent(ep.specs); stopSent > 0 {
 		l.waste = l.waste/2 + float64(wasted)/float64(stopSent)/2
 	} else {
@@ -366,6 +379,7 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 	t.unused = 0
 	if t.seen != ep.serial {
 		t.seen = ep.serial
+		t.stops++
 		ep.requested = append(ep.requested, t)
 	}
 }

@@ -51,6 +51,12 @@ func (sr *stopRules) wave(w int, sizes jdwp.IDSizes) {
 		if feeds != (w == 0) {
 			continue
 		}
+		if info, _ := keyable.Describe(c); info.Scope == keyable.ScopeVM && sr.learn.ep.partial && tp.stops < 2 {
+			// A read of the running program asked at one stop only (the
+			// first stop's thread list, say): not replayed until asked at
+			// a second.
+			continue
+		}
 		params := tp.key.Params()
 		if tp.rel {
 			sr.pbuf = replaceThread(sr.pbuf[:0], params, t, sizes)
@@ -65,7 +71,15 @@ func (sr *stopRules) wave(w int, sizes jdwp.IDSizes) {
 // chained on its reply: at the first stop no template names them yet.
 // (A thread that ended since answers with an error, which is what the
 // debugger would get; the learned rules cover threads started since.)
+//
+// Not at a stop that left other threads running: their names are read
+// there only by a debugger that lists its threads at each stop, which its
+// templates and the learned rules replay, and the miss widens
+// (expandSiblings).
 func (sr *stopRules) specKnownThreads(sizes jdwp.IDSizes) {
+	if sr.learn.ep.partial {
+		return
+	}
 	for _, t := range sr.learn.threads {
 		if t != sr.learn.ep.thread {
 			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)

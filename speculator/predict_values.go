@@ -118,7 +118,7 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		if _, ok := keyable.Fill(&lk, jdwp.CmdArrayReferenceLength, vr.pbuf, sizes); !ok {
 			return
 		}
-		if e := vr.cache.lookup(&lk); e != nil && len(e.reply) >= jdwp.HeaderSize+4 && jdwp.Packet(e.reply).ErrorCode() == 0 {
+		if e := vr.cache.peek(&lk); e != nil && len(e.reply) >= jdwp.HeaderSize+4 && jdwp.Packet(e.reply).ErrorCode() == 0 {
 			length := jdwp.NewBodyReader(jdwp.Packet(e.reply).Body(), sizes).Int32()
 			vr.specArrayValues(sizes, o, length, level)
 			return

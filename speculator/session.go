@@ -116,7 +116,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			return relay.Consume
 		}
 		if s := ss.disp.pending(&d.key); s != nil {
-			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() {
+			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() &&
+				ss.facts.momentOK(s.info, s.subj, s.pos, time.Now()) && ss.facts.served(s.info, s.subj, s.pos) {
 				s.waiters = append(s.waiters, f.ID)
 				ss.markUsed(s)
 				f.Origin = relay.Belay
@@ -129,8 +130,20 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 		traceMiss(d.key.Cmd(), ss.learn.ep.serial)
 		ss.sp.countRequest(resultMiss)
+		// What a miss of running state makes the parts speculate goes to
+		// the VM after the debugger's command, or the debugger could
+		// not be answered with it (moment.go).
+		if ss.disp.holding = ss.facts.running(d.info, d.subj); ss.disp.holding {
+			ss.refetch(sizes)
+		}
 		for _, x := range ss.on.missers {
 			x.missed(&d.key, sizes)
+		}
+		ss.disp.holding = false
+		if len(ss.disp.held) > 0 {
+			if rs.Do(ss.flushHeld) != nil {
+				ss.disp.flushHeld(f.Out()) // the session is ending: order no longer matters
+			}
 		}
 	} else {
 		d.peer = retag.InRange(f.ID)
@@ -150,11 +163,23 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		ss.applyEffect(p, sizes, d)
 	}
 	d.gen = ss.facts.gen
+	d.pos = ss.facts.nextPos()
+	ss.facts.forwarded(p.Cmd(), d, d.pos)
 	if d.wb != nil && d.wb.written {
 		return ss.wb.answer(f, d)
 	}
 	f.SetData(slot, ss.data.get(d)) // back with the reply (relay.Frame.Data)
 	return relay.Forward
+}
+
+// flushHeld sends the speculation held during a turn (dispatcher.held),
+// in the next turn: after the turn's forwarded command.
+func (ss *session) flushHeld(out *relay.Outbox) {
+	ss.lock(out)
+	defer ss.unlock()
+	if !ss.closed {
+		ss.disp.flushHeld(out)
+	}
 }
 
 // asked hands the parts a cacheable command the debugger asked, once the
@@ -218,6 +243,10 @@ func (ss *session) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
 		return ss.reply(rs, f)
 	case relay.KindEvent:
 		ss.event(rs, f)
+	case relay.KindVMCommand:
+		ss.lock(f.Out())
+		ss.facts.evented() // the debugger learns the VM got this far (moment.go)
+		ss.unlock()
 	}
 	return relay.Forward
 }
@@ -283,7 +312,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	}
 	ss.replied(r) // a written-behind one's reply is checked there and absorbed below
 	if d.keyed && storable(p, d.info) && ss.facts.valid(d.info, d.subj, d.gen) {
-		ss.cache.store(&d.key, d.info, d.subj, d.gen, p, nil)
+		ss.cache.store(&d.key, d.info, d.subj, d.gen, d.pos, p, nil)
 		if ok {
 			ss.chain(&d.key, d.gen, p, sizes, 0)
 		}
@@ -322,7 +351,7 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 		ss.replied(&ss.rep)
 	}
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
-		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
+		ss.cache.store(&s.key, s.info, s.subj, s.gen, s.pos, p, s)
 		ss.tapStored(s, p)
 		if p.ErrorCode() == jdwp.ErrorNone {
 			ss.chain(&s.key, s.gen, p, sizes, s.level)
@@ -348,7 +377,7 @@ func (ss *session) hold(s *spec, p jdwp.Packet) bool {
 // chains on it; a reply that cannot be stored is wasted.
 func (ss *session) storeSpec(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
-		ss.cache.store(&s.key, s.info, s.subj, s.gen, p, s)
+		ss.cache.store(&s.key, s.info, s.subj, s.gen, s.pos, p, s)
 		if p.ErrorCode() == jdwp.ErrorNone {
 			ss.chain(&s.key, s.gen, p, sizes, s.level)
 		}

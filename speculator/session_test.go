@@ -153,27 +153,46 @@ func TestResumeInvalidatesSpeculationInFlight(t *testing.T) {
 	r.dbg.quiet()
 }
 
+// At a stop that suspended only its thread, a read of state the running
+// threads may change is answered from the cache only as one moment
+// (moment.go): the same read again, with nothing between, may be answered
+// with the first answer (the other threads may not have run since); after
+// a read of other running state went to the VM, or after a VM event, it is
+// the VM's again. The stopped thread's own state stays cached; a running
+// thread's is never cached.
 func TestSuspendEventThreadScopesTheCache(t *testing.T) {
 	r, fs := newStopRig(t)
 	r.sp.cfg.MinRTT = 1 << 40 // organic caching only
 	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
 	r.expectEvent()
-	fields := body(func(w *jdwp.BodyWriter) { w.ObjectID(0x99); w.Int32(1); w.FieldID(0x5) })
-	r.dbg.call(40, jdwp.CmdObjectReferenceGetValues, fields)
-	fs.set(3, 12) // another thread changes the field
-	p := r.dbg.call(41, jdwp.CmdObjectReferenceGetValues, fields)
-	v := jdwp.NewBodyReader(p.Body()[4:], sizes8).Value()
-	if v.Int() != 12 {
-		t.Fatalf("object field served from cache while other threads run: %v", v)
+	fieldsOf := func(obj uint64) []byte {
+		return body(func(w *jdwp.BodyWriter) { w.ObjectID(obj); w.Int32(1); w.FieldID(0x5) })
 	}
-	r.dbg.call(42, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
-	r.dbg.call(43, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	value := func(p jdwp.Packet) int64 { return jdwp.NewBodyReader(p.Body()[4:], sizes8).Value().Int() }
+	r.dbg.call(40, jdwp.CmdObjectReferenceGetValues, fieldsOf(0x99))
+	fs.set(3, 12) // another thread changes the field
+	if v := value(r.dbg.call(41, jdwp.CmdObjectReferenceGetValues, fieldsOf(0x99))); v != 10 || r.vm.count(jdwp.CmdObjectReferenceGetValues) != 1 {
+		t.Fatalf("the same read again, nothing between: got %d, VM saw %d reads; want the first answer, 10, from the cache", v, r.vm.count(jdwp.CmdObjectReferenceGetValues))
+	}
+	r.dbg.call(42, jdwp.CmdObjectReferenceGetValues, fieldsOf(0x98)) // another object: to the VM, read after the change
+	if v := value(r.dbg.call(43, jdwp.CmdObjectReferenceGetValues, fieldsOf(0x99))); v != 12 {
+		t.Fatalf("after a later read of the running program, an earlier answer was served: %d, want 12", v)
+	}
+	fs.set(3, 13)
+	r.event(jdwp.SuspendNone, jdwp.Event{Kind: jdwp.EventClassPrepare, RequestID: 9, Thread: 0x52, RefTypeTag: jdwp.TypeTagClass,
+		TypeID: 0x80, Signature: []byte("LX;"), Status: 7})
+	r.expectEvent()
+	if v := value(r.dbg.call(44, jdwp.CmdObjectReferenceGetValues, fieldsOf(0x99))); v != 13 {
+		t.Fatalf("after a VM event, an answer read before it was served: %d, want 13", v)
+	}
+	r.dbg.call(45, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	r.dbg.call(46, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
 	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 1 {
 		t.Fatalf("the stopped thread's frame count must be cached (VM saw %d)", n)
 	}
 	// Another thread's frame count is not stable.
-	r.dbg.call(44, jdwp.CmdThreadReferenceFrameCount, threadBody(0x52))
-	r.dbg.call(45, jdwp.CmdThreadReferenceFrameCount, threadBody(0x52))
+	r.dbg.call(47, jdwp.CmdThreadReferenceFrameCount, threadBody(0x52))
+	r.dbg.call(48, jdwp.CmdThreadReferenceFrameCount, threadBody(0x52))
 	if n := r.vm.count(jdwp.CmdThreadReferenceFrameCount); n != 3 {
 		t.Fatalf("a running thread's frame count was cached (VM saw %d, want 3)", n)
 	}

@@ -1,0 +1,172 @@
+package speculator
+
+// The moment: what the cache may serve of state that running threads can
+// change, while a stop has suspended only some threads.
+//
+// A debugger that stops with SUSPEND_EVENT_THREAD (VS Code's Java
+// debugger by default) reads, at each stop, state the program's other
+// threads may change at any moment: the thread list, thread names, fields
+// and elements of shared objects, static fields (the ScopeVM facts of
+// keyable's table). A reply to such a read fetched before the debugger
+// asked is still one the VM could have given, if two things hold:
+//
+//   - Order. The VM carries out a connection's commands one at a time, in
+//     the order it receives them (HotSpot's and ART's JDWP agents both do).
+//     So every command the proxy sends has a position on that wire, and a
+//     direct debugger's reads are carried out in the order it sends them.
+//     The proxy serves a reply of such state only if its position is at
+//     least the position of every such answer the debugger got before it
+//     (the floor): served or forwarded, the debugger's answers are then
+//     read in the order it asked. A forwarded read of running state raises
+//     the floor to its own position; a served one to the served reply's.
+//   - Nothing the debugger knows is later. A VM event tells the debugger
+//     that the VM got that far: after any event (or VM-originated
+//     command) the floor rises past every command already sent, so only
+//     what the proxy asks after the event can answer reads after it.
+//
+// Served this way, the debugger's answers are those of a run in which the
+// other threads made no progress between the reads the proxy made and the
+// ones the debugger made: a schedule the VM may always choose (a thread
+// may be descheduled for any time). To keep that from outliving the burst
+// of reads that follows a stop, a reply of running state is served only
+// until momentAge after it came: a debugger that looks again later gets
+// the VM's answer of then. State the debugger changes (SetValues, invokes,
+// a resume) invalidates as before, through the generations.
+//
+// Split mode: the far end gathers such state at the stop and pushes it,
+// but never serves it itself (a near end's forwarded read must reach the
+// VM, since the far end cannot tell what the near end served); the near
+// end places the replies offered for a stop right after the stop's event,
+// in the order they came (the far end's order), and only while the
+// debugger has had no forwarded read of running state since the event.
+//
+// The facts fields it uses (pos, floor, evFloor, offered) are guarded by
+// session.mu with the rest of facts.
+
+import (
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// momentAge is how long after it came a reply of state that running
+// threads may change is served (the burst of reads after a stop).
+const momentAge = 500 * time.Millisecond
+
+// posStep separates the positions of commands sent: the positions in
+// between place replies offered by a far end (after the event they came
+// with, before anything sent after it).
+const posStep = 1 << 16
+
+// running reports whether a fact described by info and subj is about
+// state a running thread may change now: a stop-state fact while the VM
+// is not wholly suspended, other than one about a suspended thread.
+func (f *facts) running(info keyable.Info, subj keyable.Subject) bool {
+	if info.Tier != keyable.TierStop || f.allSuspended {
+		return false
+	}
+	return info.Scope != keyable.ScopeThread || !f.suspended[subj.Thread]
+}
+
+// partialStop reports whether some threads are suspended but not the
+// whole VM: where the moment lets ScopeVM facts be fetched and served.
+func (f *facts) partialStop() bool {
+	return !f.allSuspended && len(f.suspended) > 0 && f.resumesInFlight == 0
+}
+
+// nextPos is the position of a command about to be sent to the VM.
+func (f *facts) nextPos() uint64 {
+	f.pos += posStep
+	return f.pos
+}
+
+// evented: a VM event (or VM-originated command) came. The debugger will
+// know the VM got that far: nothing sent before may answer its reads of
+// running state.
+func (f *facts) evented() {
+	f.floor = f.nextPos()
+	f.evFloor, f.offered = f.floor, 0
+}
+
+// forwarded: the debugger's command at position pos goes to the VM; if
+// it reads running state, its answer is read there, and later answers
+// must not be read earlier.
+func (f *facts) forwarded(c jdwp.Cmd, d *cmdData, pos uint64) {
+	if f.allSuspended {
+		return
+	}
+	if d.keyed && f.running(d.info, d.subj) || !d.keyed && d.eff == keyable.EffectReadOnly && readsProgram(c) {
+		f.floor = max(f.floor, pos)
+	}
+}
+
+// readsProgram says whether a read-only command that is not cached
+// answers from the program's state (classes loaded, objects, instances)
+// rather than only from the debugger's own requests and holds.
+func readsProgram(c jdwp.Cmd) bool {
+	switch c {
+	case jdwp.CmdEventRequestSet, jdwp.CmdEventRequestClear, jdwp.CmdEventRequestClearAllBreakpoints,
+		jdwp.CmdVirtualMachineHoldEvents, jdwp.CmdVirtualMachineReleaseEvents,
+		jdwp.CmdObjectReferenceDisableCollection:
+		return false
+	}
+	return true
+}
+
+// momentOK reports whether a reply of info fetched at position pos that
+// came at time at may answer the debugger now (valid by generation
+// already checked; a far end serves none of running state: served).
+func (f *facts) momentOK(info keyable.Info, subj keyable.Subject, pos uint64, at time.Time) bool {
+	if !f.running(info, subj) {
+		return true
+	}
+	return pos >= f.floor && time.Since(at) <= momentAge
+}
+
+// served reports whether the debugger may be answered now with a reply
+// of info fetched at position pos, and if so takes that position as the
+// debugger's (a far end never answers with running state).
+func (f *facts) served(info keyable.Info, subj keyable.Subject, pos uint64) bool {
+	if !f.running(info, subj) {
+		return true
+	}
+	if f.farEnd {
+		return false
+	}
+	f.floor = max(f.floor, pos)
+	return true
+}
+
+// offerPos is the position of a reply a far end offers now: right after
+// the last event, in the order offered, if the debugger has had no
+// forwarded read of running state since (otherwise 0: never served while
+// threads run).
+func (f *facts) offerPos() uint64 {
+	if f.floor >= f.evFloor+posStep || f.offered >= posStep-1 {
+		return 0
+	}
+	f.offered++
+	return f.evFloor + f.offered
+}
+
+// refetch: the debugger's read of running state goes to the VM (a miss),
+// so nothing the stop's speculation read of running state before it may
+// answer the debugger's later reads. Each such speculation not used yet
+// is asked again, superseding the first (which counts as neither used nor
+// wasted); called while the dispatcher holds (dispatcher.holding), the new
+// ones go to the VM after the debugger's command.
+func (c *core) refetch(sizes jdwp.IDSizes) {
+	ep := &c.learn.ep
+	if !ep.active {
+		return
+	}
+	for i, n := 0, len(ep.specs); i < n; i++ {
+		s := ep.specs[i]
+		if !s.sent || s.used || s.done || s.cancelled || !c.facts.running(s.info, s.subj) {
+			continue
+		}
+		s.done = true
+		c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level}, s.key.Cmd(), s.key.Params())
+	}
+}

@@ -1,0 +1,81 @@
+package speculator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+)
+
+// The moment's rules (moment.go), on facts alone: the debugger's answers
+// of running state never go back on the wire, a VM event starts afresh,
+// an answer is served only while young, a far end serves none, and what a
+// far end offers is placed after the event, in the order offered, until
+// the debugger had a read forwarded.
+func TestMomentRules(t *testing.T) {
+	f := newFacts(nil)
+	f.suspended[thread1] = true // a stop of one thread: the others run
+	fields, _ := keyable.Describe(jdwp.CmdObjectReferenceGetValues)
+	frames, _ := keyable.Describe(jdwp.CmdThreadReferenceFrames)
+	obj := keyable.Subject{Object: 0x99}
+	now := time.Now()
+
+	if !f.partialStop() || !f.scopeOK(fields, obj) || !f.running(fields, obj) {
+		t.Fatal("an object's fields at a stop of one thread: want fetchable, as running state")
+	}
+	if f.running(frames, keyable.Subject{Thread: thread1}) {
+		t.Fatal("the stopped thread's frames taken for running state")
+	}
+	f.evented()
+	early, late := f.nextPos(), f.nextPos()
+	if !f.momentOK(fields, obj, early, now) || !f.served(fields, obj, late) {
+		t.Fatal("replies fetched after the event refused")
+	}
+	if f.momentOK(fields, obj, early, now) {
+		t.Fatal("after an answer read at a later position, an earlier one may still be served")
+	}
+	if !f.momentOK(fields, obj, late, now) {
+		t.Fatal("the answer the debugger got may not be served again")
+	}
+	if f.momentOK(fields, obj, late, now.Add(-momentAge-time.Millisecond)) {
+		t.Fatalf("a reply older than %v served", momentAge)
+	}
+
+	d := &cmdData{keyed: true, info: fields, subj: keyable.Subject{Object: 0x98}}
+	fwd := f.nextPos()
+	f.forwarded(jdwp.CmdObjectReferenceGetValues, d, fwd)
+	if f.momentOK(fields, obj, late, now) {
+		t.Fatal("a reply fetched before the debugger's forwarded read served after it")
+	}
+	before := f.floor
+	f.forwarded(jdwp.CmdEventRequestSet, &cmdData{eff: keyable.EffectReadOnly}, f.nextPos())
+	if f.floor != before {
+		t.Fatal("an EventRequest.Set, which reads nothing of the program, moved the floor")
+	}
+
+	f.evented()
+	if f.momentOK(fields, obj, fwd, now) {
+		t.Fatal("a reply fetched before a VM event served after it")
+	}
+	a, b := f.offerPos(), f.offerPos()
+	if a == 0 || b <= a || !f.momentOK(fields, obj, a, now) {
+		t.Fatalf("offered replies placed at %d, %d after the event at %d", a, b, f.evFloor)
+	}
+	if next := f.nextPos(); next <= b {
+		t.Fatalf("a command sent after the offers placed at %d, before them (%d)", next, b)
+	}
+	f.forwarded(jdwp.CmdObjectReferenceGetValues, d, f.nextPos())
+	if p := f.offerPos(); p != 0 {
+		t.Fatalf("a reply offered after a forwarded read placed at %d, want 0 (never served)", p)
+	}
+
+	f.farEnd = true
+	if f.served(fields, obj, f.nextPos()) {
+		t.Fatal("a far end served running state")
+	}
+	f.allSuspended = true
+	if f.running(fields, obj) || !f.served(fields, obj, 0) {
+		t.Fatal("with the whole VM suspended nothing is running state")
+	}
+}
