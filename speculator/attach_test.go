@@ -73,6 +73,9 @@ func TestAttachPrefetchOfStopStateIsNotServedAfterResume(t *testing.T) {
 	r := startRig(t, newTestSpeculator(Config{}))
 	r.vm.setHandler(attachVM(0x70, 0x71))
 	attachStart(t, r)
+	// The prefetch's second wave goes after Version's reply: a debugger
+	// asking before it is sent misses, as it should.
+	r.vm.waitFor(jdwp.CmdVirtualMachineTopLevelThreadGroups)
 	// TopLevelThreadGroups is answered after AllThreads (in order): once it
 	// is served from the prefetch, AllThreads' reply is cached.
 	r.dbg.call(10, jdwp.CmdVirtualMachineTopLevelThreadGroups, nil)
