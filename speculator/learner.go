@@ -83,6 +83,7 @@ type episode struct {
 	valueDepth uint64 // depths whose values the debugger asked (bit set)
 	thisDepth  uint64
 	threads    []jdwp.ThreadID         // the VM's threads, from this stop's AllThreads reply
+	others     [2]bool                 // the debugger asked the name, the status of a thread other than the stopped one
 	expanded   [numKinds]bool          // rules already widened by expandSiblings
 	wantFields map[jdwp.ObjectID]uint8 // objects awaiting their type before fields
 	wantArray  map[jdwp.ObjectID]bool  // arrays awaiting their length before values
@@ -134,7 +135,12 @@ type learner struct {
 	// threads are the VM's threads as the last AllThreads reply listed
 	// them (the attach's, before the first stop).
 	threads []jdwp.ThreadID
-	tbuf    []byte // template parameters scratch
+	// others says whether, at the last stop it asked anything, the
+	// debugger asked the name (0) and the status (1) of a thread other
+	// than the stopped one: it lists its threads, rather than only
+	// naming the one that stopped (specKnownThreads).
+	others [2]bool
+	tbuf   []byte // template parameters scratch
 }
 
 func newLearner() learner {
@@ -274,6 +280,9 @@ func (l *learner) endEpisode(d *dispatcher) (wasted int) {
 		}
 		l.templates = live
 	}
+	if len(ep.asked) > 0 {
+		l.others = ep.others
+	}
 	if ep.valueDepth != 0 {
 		l.valueDepth = ep.valueDepth
 	}
@@ -352,6 +361,10 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 			case n == cnt && (l.framesRule <= 0 || n > l.framesRule):
 				l.framesRule = -1
 			}
+		}
+	case jdwp.CmdThreadReferenceName, jdwp.CmdThreadReferenceStatus:
+		if firstThread(key, sizes) != ep.thread {
+			ep.others[b2i(c == jdwp.CmdThreadReferenceStatus)] = true
 		}
 	case jdwp.CmdArrayReferenceGetValues:
 		r := jdwp.NewBodyReader(params, sizes)
@@ -460,4 +473,11 @@ func (l *learner) arrRead(a arrRead) {
 	if len(l.arrReads) > maxArrReads {
 		l.arrReads = l.arrReads[:maxArrReads]
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -69,6 +69,8 @@ func (sr *stopRules) wave(w int, sizes jdwp.IDSizes) {
 // specKnownThreads speculates the name and status of the threads the last
 // AllThreads reply listed, with the stop's own AllThreads rather than
 // chained on its reply: at the first stop no template names them yet.
+// Only what the debugger asked of threads other than the stopped one at
+// its last stop (jdb names only the thread that stopped).
 // (A thread that ended since answers with an error, which is what the
 // debugger would get; the learned rules cover threads started since.)
 //
@@ -80,9 +82,15 @@ func (sr *stopRules) specKnownThreads(sizes jdwp.IDSizes) {
 	if sr.learn.ep.partial {
 		return
 	}
+	others := sr.learn.others
 	for _, t := range sr.learn.threads {
-		if t != sr.learn.ep.thread {
+		if t == sr.learn.ep.thread {
+			continue
+		}
+		if others[0] {
 			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
+		}
+		if others[1] {
 			sr.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
 		}
 	}

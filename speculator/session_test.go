@@ -398,3 +398,48 @@ func TestBelayedNotSuspendedIsAskedAgain(t *testing.T) {
 	}
 	r.dbg.quiet()
 }
+
+// The known threads' names are speculated at a stop only when the
+// debugger asked the name of a thread other than the stopped one at its
+// last stop: a debugger that names only the thread that stopped (jdb)
+// is not sent every thread's name.
+func TestKnownThreadsNamedOnlyForADebuggerThatListsThem(t *testing.T) {
+	r, fs := newStopRig(t)
+	fs.threads = []uint64{thread1, 0x52, 0x53}
+	specNames := func(thread uint64) int { // the proxy's own Name commands for thread
+		n := 0
+		for _, p := range r.vm.commands() {
+			if p.Cmd() == jdwp.CmdThreadReferenceName && retag.InRange(p.ID()) && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == thread {
+				n++
+			}
+		}
+		return n
+	}
+	id := uint32(100)
+	stop := func(names ...uint64) {
+		r.event(jdwp.SuspendAll, bpEvent(thread1))
+		r.expectEvent()
+		for _, c := range []jdwp.Cmd{jdwp.CmdVirtualMachineAllThreads} {
+			id++
+			r.dbg.call(id, c, nil)
+		}
+		for _, th := range names {
+			id++
+			r.dbg.call(id, jdwp.CmdThreadReferenceName, threadBody(th))
+		}
+		id++
+		r.dbg.call(id, jdwp.CmdVirtualMachineVersion, nil) // the VM has read what was sent before
+		id++
+		r.dbg.call(id, jdwp.CmdVirtualMachineResume, nil)
+	}
+	stop(thread1)
+	stop(thread1)
+	if n := specNames(0x52); n != 0 {
+		t.Fatalf("the proxy asked thread 0x52's name %d times; the debugger only ever named the stopped thread", n)
+	}
+	stop(thread1, 0x52, 0x53)
+	stop(thread1, 0x52, 0x53)
+	if specNames(0x52) == 0 || specNames(0x53) == 0 {
+		t.Fatalf("after a stop that named the other threads, their names are not speculated (asked %d, %d times)", specNames(0x52), specNames(0x53))
+	}
+}
