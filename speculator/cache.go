@@ -182,7 +182,7 @@ func (c *replyCache) adopt(e *entry, rec *spec) {
 // debugger's from then on (moment.go).
 func (c *replyCache) lookup(key *keyable.Key) *entry {
 	e := c.peek(key)
-	if e == nil || !c.facts.served(e.info, e.subj, e.pos) {
+	if e == nil || !c.facts.served(e.info, e.subj, e.pos, true) {
 		return nil
 	}
 	return e

@@ -16,6 +16,7 @@ type cmdData struct {
 	keyed  bool
 	gen    generation     // invalidation generation when the command was sent
 	pos    uint64         // its place on the wire to the VM (moment.go)
+	reads  bool           // it reads running state (moment.go)
 	eff    keyable.Effect // the effect applied when it was sent (not keyed)
 	thread jdwp.ThreadID  // the thread a ThreadReference.Suspend suspends
 	spec   *spec          // non-nil for a speculative command

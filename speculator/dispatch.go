@@ -90,6 +90,9 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	s.id = d.ids.NewSynthetic()
 	s.sent = true
 	s.pos = d.facts.nextPos()
+	if d.facts.running(s.info, s.subj) {
+		d.facts.sentRunning = true
+	}
 	d.nInFlight++
 	d.sendBuf = s.key.AppendCommand(d.sendBuf[:0], s.id)
 	d.onSend(s)

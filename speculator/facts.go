@@ -53,7 +53,9 @@ type facts struct {
 	floor   uint64 // least position a reply of running state served now may have
 	evFloor uint64 // the floor the last VM event set
 	offered uint64 // replies a far end offered since that event
-	farEnd  bool   // a far end: pushes such replies, never serves them
+	// sentRunning: a read of running state was sent since that event
+	sentRunning bool
+	farEnd      bool // a far end: pushes such replies, never serves them
 
 	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
 	sigIDs   map[string][]jdwp.ClassID

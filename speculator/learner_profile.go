@@ -111,7 +111,7 @@ func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 				w.Int32(n)
 			}
 		}
-		t := &template{rel: rt.Rel}
+		t := &template{rel: rt.Rel, stops: 2} // asked at stops of earlier sessions
 		if _, ok := keyable.Fill(&t.key, jdwp.Cmd{Set: rt.Set, Cmd: rt.Cmd}, w.Buf, sizes); !ok || l.byKey[t.key] != nil {
 			continue
 		}

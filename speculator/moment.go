@@ -12,13 +12,15 @@ package speculator
 //
 //   - Order. The VM carries out a connection's commands one at a time, in
 //     the order it receives them (HotSpot's and ART's JDWP agents both do).
-//     So every command the proxy sends has a position on that wire, and a
-//     direct debugger's reads are carried out in the order it sends them.
-//     The proxy serves a reply of such state only if its position is at
-//     least the position of every such answer the debugger got before it
-//     (the floor): served or forwarded, the debugger's answers are then
-//     read in the order it asked. A forwarded read of running state raises
-//     the floor to its own position; a served one to the served reply's.
+//     So every command the proxy sends has a position on that wire. A
+//     debugger that sends a read after it got the answer to another knows
+//     the VM read the second after the first; reads it sends without
+//     waiting for each other's answers may be carried out in any order
+//     (JDWP promises none). The proxy serves a reply of such state only if
+//     its position is at least the position of every such answer the
+//     debugger already got (the floor): an answer raises the floor to its
+//     position when it goes to the debugger, served from the cache,
+//     belayed or forwarded.
 //   - Nothing the debugger knows is later. A VM event tells the debugger
 //     that the VM got that far: after any event (or VM-originated
 //     command) the floor rises past every command already sent, so only
@@ -40,7 +42,7 @@ package speculator
 // in the order they came (the far end's order), and only while the
 // debugger has had no forwarded read of running state since the event.
 //
-// The facts fields it uses (pos, floor, evFloor, offered) are guarded by
+// The facts fields it uses (pos, floor, evFloor, offered, sentRunning) are guarded by
 // session.mu with the rest of facts.
 
 import (
@@ -86,20 +88,27 @@ func (f *facts) nextPos() uint64 {
 // running state.
 func (f *facts) evented() {
 	f.floor = f.nextPos()
-	f.evFloor, f.offered = f.floor, 0
+	f.evFloor, f.offered, f.sentRunning = f.floor, 0, false
 }
 
-// forwarded: the debugger's command at position pos goes to the VM; if
-// it reads running state, its answer is read there, and later answers
-// must not be read earlier.
-func (f *facts) forwarded(c jdwp.Cmd, d *cmdData, pos uint64) {
+// forwarded: the debugger's command d goes to the VM at position pos. It
+// reports whether it reads running state: then the floor rises to pos
+// once its answer reached the debugger (delivered), and no far end's
+// reply offered after it is placed before it (offerPos).
+func (f *facts) forwarded(c jdwp.Cmd, d *cmdData, pos uint64) bool {
 	if f.allSuspended {
-		return
+		return false
 	}
 	if d.keyed && f.running(d.info, d.subj) || !d.keyed && d.eff == keyable.EffectReadOnly && readsProgram(c) {
-		f.floor = max(f.floor, pos)
+		f.sentRunning = true
+		return true
 	}
+	return false
 }
+
+// delivered: an answer of running state read at position pos goes to the
+// debugger; whatever it asks after reading it must be read no earlier.
+func (f *facts) delivered(pos uint64) { f.floor = max(f.floor, pos) }
 
 // readsProgram says whether a read-only command that is not cached
 // answers from the program's state (classes loaded, objects, instances)
@@ -124,26 +133,29 @@ func (f *facts) momentOK(info keyable.Info, subj keyable.Subject, pos uint64, at
 	return pos >= f.floor && time.Since(at) <= momentAge
 }
 
-// served reports whether the debugger may be answered now with a reply
-// of info fetched at position pos, and if so takes that position as the
-// debugger's (a far end never answers with running state).
-func (f *facts) served(info keyable.Info, subj keyable.Subject, pos uint64) bool {
+// served reports whether the debugger may be answered with a reply of
+// info fetched at position pos (a far end never answers with running
+// state); now says the answer goes at once (a cache hit), so that its
+// position is the debugger's from now on (delivered).
+func (f *facts) served(info keyable.Info, subj keyable.Subject, pos uint64, now bool) bool {
 	if !f.running(info, subj) {
 		return true
 	}
 	if f.farEnd {
 		return false
 	}
-	f.floor = max(f.floor, pos)
+	if now {
+		f.delivered(pos)
+	}
 	return true
 }
 
 // offerPos is the position of a reply a far end offers now: right after
-// the last event, in the order offered, if the debugger has had no
-// forwarded read of running state since (otherwise 0: never served while
-// threads run).
+// the last event, in the order offered, if nothing sent from here since
+// read running state (otherwise 0: never served while threads run; the
+// far end may have read it after such a command).
 func (f *facts) offerPos() uint64 {
-	if f.floor >= f.evFloor+posStep || f.offered >= posStep-1 {
+	if f.sentRunning || f.offered >= posStep-1 {
 		return 0
 	}
 	f.offered++

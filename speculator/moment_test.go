@@ -8,11 +8,12 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
 
-// The moment's rules (moment.go), on facts alone: the debugger's answers
-// of running state never go back on the wire, a VM event starts afresh,
+// The moment's rules (moment.go), on facts alone: an answer of running
+// state is never read earlier than one the debugger already got (reads it
+// sent together may be answered in any order), a VM event starts afresh,
 // an answer is served only while young, a far end serves none, and what a
 // far end offers is placed after the event, in the order offered, until
-// the debugger had a read forwarded.
+// a read of running state was sent from here.
 func TestMomentRules(t *testing.T) {
 	f := newFacts(nil)
 	f.suspended[thread1] = true // a stop of one thread: the others run
@@ -29,7 +30,7 @@ func TestMomentRules(t *testing.T) {
 	}
 	f.evented()
 	early, late := f.nextPos(), f.nextPos()
-	if !f.momentOK(fields, obj, early, now) || !f.served(fields, obj, late) {
+	if !f.momentOK(fields, obj, early, now) || !f.served(fields, obj, late, true) {
 		t.Fatal("replies fetched after the event refused")
 	}
 	if f.momentOK(fields, obj, early, now) {
@@ -44,14 +45,18 @@ func TestMomentRules(t *testing.T) {
 
 	d := &cmdData{keyed: true, info: fields, subj: keyable.Subject{Object: 0x98}}
 	fwd := f.nextPos()
-	f.forwarded(jdwp.CmdObjectReferenceGetValues, d, fwd)
-	if f.momentOK(fields, obj, late, now) {
-		t.Fatal("a reply fetched before the debugger's forwarded read served after it")
+	if !f.forwarded(jdwp.CmdObjectReferenceGetValues, d, fwd) {
+		t.Fatal("a forwarded GetValues not taken for a read of running state")
 	}
-	before := f.floor
-	f.forwarded(jdwp.CmdEventRequestSet, &cmdData{eff: keyable.EffectReadOnly}, f.nextPos())
-	if f.floor != before {
-		t.Fatal("an EventRequest.Set, which reads nothing of the program, moved the floor")
+	if !f.momentOK(fields, obj, late, now) {
+		t.Fatal("while a forwarded read's answer is on its way, a read sent with it was refused an earlier reply")
+	}
+	f.delivered(fwd)
+	if f.momentOK(fields, obj, late, now) {
+		t.Fatal("a reply fetched before the debugger's forwarded read served after its answer")
+	}
+	if f.forwarded(jdwp.CmdEventRequestSet, &cmdData{eff: keyable.EffectReadOnly}, f.nextPos()) {
+		t.Fatal("an EventRequest.Set, which reads nothing of the program, taken for a read of running state")
 	}
 
 	f.evented()
@@ -67,15 +72,15 @@ func TestMomentRules(t *testing.T) {
 	}
 	f.forwarded(jdwp.CmdObjectReferenceGetValues, d, f.nextPos())
 	if p := f.offerPos(); p != 0 {
-		t.Fatalf("a reply offered after a forwarded read placed at %d, want 0 (never served)", p)
+		t.Fatalf("a reply offered after a read was forwarded placed at %d, want 0 (never served)", p)
 	}
 
 	f.farEnd = true
-	if f.served(fields, obj, f.nextPos()) {
+	if f.served(fields, obj, f.nextPos(), true) {
 		t.Fatal("a far end served running state")
 	}
 	f.allSuspended = true
-	if f.running(fields, obj) || !f.served(fields, obj, 0) {
+	if f.running(fields, obj) || !f.served(fields, obj, 0, true) {
 		t.Fatal("with the whole VM suspended nothing is running state")
 	}
 }

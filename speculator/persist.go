@@ -43,6 +43,7 @@ type profile struct {
 	WB         *wbProfile    `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
 	PrepClass  []jdwp.Cmd    `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
 	PrepMethod []jdwp.Cmd    `json:"prep_method,omitempty"` // asked of its methods there
+	PrepVM     []jdwp.Cmd    `json:"prep_vm,omitempty"`     // asked of the VM's state there (AllThreads)
 	Shapes     []objShape    `json:"shapes,omitempty"`      // fields read of objects, by type (shapes.go)
 	Learned    []learnedTmpl `json:"learned,omitempty"`     // the learned rules' templates that hold no ID (learned_profile.go)
 	Lookups    int           `json:"lookups,omitempty"`     // the debugger's lookups by name at attach (snapshot.go)
@@ -310,7 +311,7 @@ func (p *profile) valid() bool {
 		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) || len(p.ArrReads) > maxArrReads {
 		return false
 	}
-	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {
+	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !prepareValid(p.PrepVM) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {
 		return false
 	}
 	ok := func(c jdwp.Cmd) bool { _, ok := keyable.Lookup(c); return ok }

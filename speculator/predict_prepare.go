@@ -60,6 +60,7 @@ type prepareRule struct {
 	stop       map[jdwp.ClassID]bool // classes of the current prepare stop -> matched a request
 	classCmds  map[jdwp.Cmd]bool     // asked of a prepared class (class ID only) at a prepare stop
 	methodCmds map[jdwp.Cmd]bool     // asked of a prepared class's method at a prepare stop
+	vmCmds     map[jdwp.Cmd]bool     // asked without parameters of the VM's state at a prepare stop (AllThreads)
 	specs      []*spec               // sent at the current prepare stop
 }
 
@@ -157,6 +158,9 @@ func (pr *prepareRule) stopped(sizes jdwp.IDSizes) {
 			pr.specPrepare(sizes, c, pr.pbuf)
 		}
 	}
+	for c := range pr.vmCmds {
+		pr.specPrepare(sizes, c, nil)
+	}
 }
 
 // membersCmd is the methods command this debugger asks: MethodsWithGeneric
@@ -215,7 +219,7 @@ func (pr *prepareRule) specPrepare(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte
 	}
 	s := &spec{kind: prepareKind(c), prep: true}
 	info, ok := keyable.Fill(&s.key, c, params, sizes)
-	if !ok || info.Tier != keyable.TierClass {
+	if !ok || !prepareRead(info, c) || !pr.facts.scopeOK(info, keyable.Subject{}) {
 		return
 	}
 	s.info, s.subj = info, s.key.Subject(info, sizes)
@@ -242,10 +246,27 @@ func prepareKind(c jdwp.Cmd) kind {
 	return kClassInfo
 }
 
+// prepareRead says whether the prepare rule may speculate c (described
+// by info): a class-lifetime read of a class or its method, or a read of
+// the VM's state without parameters (its threads, read while the stop
+// lasts: ScopeVM, under the moment's rules at a stop of one thread).
+func prepareRead(info keyable.Info, c jdwp.Cmd) bool {
+	var a [4]keyable.Param
+	return info.Tier == keyable.TierClass ||
+		info.Tier == keyable.TierStop && info.Scope == keyable.ScopeVM && len(info.Params(a[:0])) == 0 && c.Set == jdwp.SetVirtualMachine
+}
+
 // asked learns what the debugger asks of a class prepared at the
-// current prepare stop.
+// current prepare stop, and of the VM's state there.
 func (pr *prepareRule) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
-	if len(pr.stop) == 0 || info.Tier != keyable.TierClass {
+	if len(pr.stop) == 0 {
+		return
+	}
+	if len(key.Params()) == 0 && prepareRead(info, key.Cmd()) && info.Tier == keyable.TierStop {
+		pr.note(&pr.vmCmds, key.Cmd())
+		return
+	}
+	if info.Tier != keyable.TierClass {
 		return
 	}
 	r := jdwp.NewBodyReader(key.Params(), sizes)
@@ -289,7 +310,7 @@ const maxPrepareCmds = 16
 // exportTo keeps in profile p what the debugger asks at CLASS_PREPARE stops
 // (ID-free: commands only).
 func (pr *prepareRule) exportTo(p, _ *profile, _ jdwp.IDSizes) {
-	p.PrepClass, p.PrepMethod = sortedCmds(pr.classCmds), sortedCmds(pr.methodCmds)
+	p.PrepClass, p.PrepMethod, p.PrepVM = sortedCmds(pr.classCmds), sortedCmds(pr.methodCmds), sortedCmds(pr.vmCmds)
 }
 
 // importFrom starts the session knowing what an earlier session of the same
@@ -300,6 +321,9 @@ func (pr *prepareRule) importFrom(p *profile, _ jdwp.IDSizes) {
 	}
 	for _, c := range p.PrepMethod {
 		pr.note(&pr.methodCmds, c)
+	}
+	for _, c := range p.PrepVM {
+		pr.note(&pr.vmCmds, c)
 	}
 }
 
@@ -331,7 +355,7 @@ func prepareValid(cs []jdwp.Cmd) bool {
 		return false
 	}
 	for _, c := range cs {
-		if info, ok := keyable.Lookup(c); !ok || info.Tier != keyable.TierClass {
+		if info, ok := keyable.Lookup(c); !ok || !prepareRead(info, c) {
 			return false
 		}
 	}

@@ -211,3 +211,29 @@ func TestPrepareRuleIsKeptInTheProfile(t *testing.T) {
 		t.Fatalf("second session's first prepare stop: %+v, want every read served", st)
 	}
 }
+
+// TestPrepareRuleLearnsTheThreadsRead: a debugger that lists the VM's
+// threads at a CLASS_PREPARE stop that suspended only its thread (java-
+// debug) gets that list speculated at the next one, served under the
+// moment's rules (the other threads run).
+func TestPrepareRuleLearnsTheThreadsRead(t *testing.T) {
+	r := prepareRig(t, 1, "")
+	prepare := func(id uint32, class uint64, sig string) {
+		r.dbg.call(id, jdwp.CmdVirtualMachineResume, nil)
+		r.event(jdwp.SuspendEventThread, jdwp.Event{Kind: jdwp.EventClassPrepare, RequestID: 7, Thread: thread1,
+			RefTypeTag: jdwp.TypeTagClass, TypeID: class, Signature: []byte(sig), Status: 7})
+		r.expectEvent()
+	}
+	prepare(10, 0x70, "LFoo;")
+	r.dbg.call(11, jdwp.CmdVirtualMachineAllThreads, nil)
+	r.resolve(20, 0x70, 1)
+	prepare(30, 0x80, "LBar;")
+	before := r.sp.Stats()
+	r.dbg.call(31, jdwp.CmdVirtualMachineAllThreads, nil)
+	if st := r.sp.Stats().Since(before); st.Misses != 0 || st.Hits+st.Belays != 1 {
+		t.Fatalf("the threads listed at the second prepare stop: %+v, want served", st)
+	}
+	if n := r.vm.count(jdwp.CmdVirtualMachineAllThreads); n != 3 {
+		t.Fatalf("VM got AllThreads %d times, want 3 (the attach's, the debugger's at the first prepare stop, the proxy's at the second)", n)
+	}
+}

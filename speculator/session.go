@@ -117,7 +117,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 		if s := ss.disp.pending(&d.key); s != nil {
 			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() &&
-				ss.facts.momentOK(s.info, s.subj, s.pos, time.Now()) && ss.facts.served(s.info, s.subj, s.pos) {
+				ss.facts.momentOK(s.info, s.subj, s.pos, time.Now()) && ss.facts.served(s.info, s.subj, s.pos, false) {
 				s.waiters = append(s.waiters, f.ID)
 				ss.markUsed(s)
 				f.Origin = relay.Belay
@@ -164,7 +164,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	}
 	d.gen = ss.facts.gen
 	d.pos = ss.facts.nextPos()
-	ss.facts.forwarded(p.Cmd(), d, d.pos)
+	d.reads = ss.facts.forwarded(p.Cmd(), d, d.pos)
 	if d.wb != nil && d.wb.written {
 		return ss.wb.answer(f, d)
 	}
@@ -287,6 +287,9 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		return relay.Forward
 	}
 	ok := p.ErrorCode() == jdwp.ErrorNone
+	if d.reads {
+		ss.facts.delivered(d.pos)
+	}
 	switch d.eff {
 	case keyable.EffectResume:
 		ss.facts.resumeReplied()
@@ -342,6 +345,9 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	for _, id := range s.waiters {
 		ss.belayBuf = retag.Retag(ss.belayBuf[:0], p, id)
 		ss.out.SendToDebugger(ss.belayBuf, relay.Belay, s.key.Cmd())
+	}
+	if len(s.waiters) > 0 && ss.facts.running(s.info, s.subj) {
+		ss.facts.delivered(s.pos)
 	}
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
