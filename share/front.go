@@ -56,10 +56,11 @@ type Front struct {
 	vm   string
 	done chan struct{} // closed by Close
 
-	mu   sync.Mutex // guards hub
-	hub  *Hub
-	wg   sync.WaitGroup // the clients being served
-	next atomic.Uint64  // client numbers
+	mu     sync.Mutex // guards hub and closed, and orders wg.Add before Close's wg.Wait
+	hub    *Hub
+	closed bool           // Close began: no client is served from then on
+	wg     sync.WaitGroup // the clients being served
+	next   atomic.Uint64  // client numbers
 
 	chMu sync.Mutex    // guards ch
 	ch   chan struct{} // closed and replaced by changed
@@ -116,6 +117,7 @@ func (f *Front) Clients() []ClientInfo {
 func (f *Front) Close() {
 	f.closeOnce.Do(func() { close(f.done) })
 	f.mu.Lock()
+	f.closed = true
 	h := f.hub
 	f.mu.Unlock()
 	if h != nil {
@@ -169,7 +171,15 @@ func (f *Front) Serve(ctx context.Context, conn net.Conn, readOnly bool, start f
 // serve is Serve, calling handshaken once the client's handshake was read
 // (or failed).
 func (f *Front) serve(ctx context.Context, conn net.Conn, readOnly bool, start func(debugger net.Conn), handshaken func()) (started bool, err error) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		handshaken()
+		conn.Close()
+		return false, net.ErrClosed
+	}
 	f.wg.Add(1)
+	f.mu.Unlock()
 	defer f.wg.Done()
 	conn.SetDeadline(time.Now().Add(f.cfg.HandshakeTimeout))
 	err = jdwp.ReadHandshake(conn)
