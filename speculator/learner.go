@@ -124,7 +124,7 @@ type learner struct {
 	thisDepth  uint64
 	ratio      [numKinds]float64 // smoothed used/sent per kind
 	waste      float64           // smoothed wasted/sent of stop-state speculation
-	// asked is the last episode (at least 1) in which the debugger sent
+	// asked is one more than the last episode (0: the attach) in which the debugger sent
 	// each cacheable command (any parameters); rules derived from replies
 	// predict only commands the debugger sends in this workload.
 	asked map[jdwp.Cmd]uint64
@@ -309,7 +309,7 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 	objType map[jdwp.ObjectID]jdwp.ClassID) {
 	ep := &l.ep
 	c := key.Cmd()
-	l.asked[c] = max(l.serial, 1)
+	l.asked[c] = l.serial + 1 // 1 at the attach, n+1 at stop n
 	if !ep.active {
 		return
 	}
@@ -480,4 +480,15 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// signatureCmd is the signature command the debugger asked last, if it
+// asked one: Eclipse's JDI asks the generic signature of classes at
+// attach and the plain one of the objects it shows at a stop.
+func (l *learner) signatureCmd() (jdwp.Cmd, bool) {
+	c, last := jdwp.CmdReferenceTypeSignatureWithGeneric, l.asked[jdwp.CmdReferenceTypeSignatureWithGeneric]
+	if plain := l.asked[jdwp.CmdReferenceTypeSignature]; plain > last {
+		c, last = jdwp.CmdReferenceTypeSignature, plain
+	}
+	return c, last != 0
 }

@@ -180,15 +180,14 @@ func (vr *valueRules) specTypeSig(sizes jdwp.IDSizes, t jdwp.ClassID) {
 	if _, own := vr.facts.ownNamed[t]; named && !own || t == 0 {
 		return
 	}
-	for _, c := range [...]jdwp.Cmd{jdwp.CmdReferenceTypeSignatureWithGeneric, jdwp.CmdReferenceTypeSignature} {
-		if vr.learn.asked[c] != 0 {
-			w := vr.writer(sizes)
-			w.Class(t)
-			vr.pbuf = w.Buf
-			vr.specParams(sizes, c, vr.pbuf, kTypeSig, nil, 0)
-			return
-		}
+	c, ok := vr.learn.signatureCmd()
+	if !ok {
+		return
 	}
+	w := vr.writer(sizes)
+	w.Class(t)
+	vr.pbuf = w.Buf
+	vr.specParams(sizes, c, vr.pbuf, kTypeSig, nil, 0)
 }
 
 // specTypeInfo speculates the type facts the debugger asked for types

@@ -380,3 +380,27 @@ func TestImportedRatiosShadowNothing(t *testing.T) {
 		t.Error("a rule is shadowed at the first stop by an earlier session's ratio")
 	}
 }
+
+// TestSignatureCmdIsTheLastAsked: the type signature read ahead is asked
+// with the command the debugger used last (Eclipse's JDI: the generic one
+// at attach, the plain one at stops).
+func TestSignatureCmdIsTheLastAsked(t *testing.T) {
+	l := newLearner()
+	if _, ok := l.signatureCmd(); ok {
+		t.Fatal("a signature command before the debugger asked any")
+	}
+	ask := func(c jdwp.Cmd) {
+		var k keyable.Key
+		info, _ := keyable.Fill(&k, c, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x70) }), sizes8)
+		l.learnCommand(&k, info, k.Subject(info, sizes8), sizes8, nil)
+	}
+	ask(jdwp.CmdReferenceTypeSignatureWithGeneric) // at attach
+	if c, _ := l.signatureCmd(); c != jdwp.CmdReferenceTypeSignatureWithGeneric {
+		t.Fatalf("after the attach's generic signature: %v", c)
+	}
+	l.beginEpisode(thread1, jdwp.Location{})
+	ask(jdwp.CmdReferenceTypeSignature) // at the first stop
+	if c, _ := l.signatureCmd(); c != jdwp.CmdReferenceTypeSignature {
+		t.Fatalf("after a plain signature at the first stop: %v, want the plain one", c)
+	}
+}
