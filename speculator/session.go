@@ -41,7 +41,8 @@ type session struct {
 	lrn    learnedRules    // templates learned per kind of stop, replayed reply by reply (learned.go)
 	live   liveness        // IsCollected of a suspended thread, proven (liveness.go)
 
-	ansBuf []byte // cache-hit answers (handed to the relay)
+	ansBuf  []byte              // cache-hit answers (handed to the relay)
+	flushFn func(*relay.Outbox) // flushHeld, bound once (a method value made per call would allocate)
 
 	// The phases' contexts, reused from packet to packet (a context
 	// handed to a part through an interface would escape to the heap).
@@ -70,6 +71,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss.shapes = shapeRules{core: c}
 	ss.lrn = newLearnedRules(c)
 	ss.live = liveness{core: c}
+	ss.flushFn = ss.flushHeld
 	ss.facts.subscribe(ss.trig)
 	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes, &ss.lrn, &ss.live)
 	return ss
@@ -141,7 +143,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 		ss.disp.holding = false
 		if len(ss.disp.held) > 0 {
-			if rs.Do(ss.flushHeld) != nil {
+			if rs.Do(ss.flushFn) != nil {
 				ss.disp.flushHeld(f.Out()) // the session is ending: order no longer matters
 			}
 		}
