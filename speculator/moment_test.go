@@ -6,6 +6,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 )
 
 // The moment's rules (moment.go), on facts alone: an answer of running
@@ -82,5 +83,39 @@ func TestMomentRules(t *testing.T) {
 	f.allSuspended = true
 	if f.running(fields, obj) || !f.served(fields, obj, 0, true) {
 		t.Fatal("with the whole VM suspended nothing is running state")
+	}
+}
+
+// TestMissWidensBehindTheDebuggersCommand: what a miss of running state
+// makes the speculator ask (every thread's name, after the debugger asked
+// one) reaches the VM after the debugger's own command, so that it may
+// answer what the debugger asks once it has that command's answer; and
+// it does.
+func TestMissWidensBehindTheDebuggersCommand(t *testing.T) {
+	r, fs := newStopRig(t)
+	fs.threads = []uint64{thread1, 0x52, 0x53}
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
+	before := r.sp.Stats()
+	r.dbg.call(42, jdwp.CmdThreadReferenceName, threadBody(0x52))
+	if st := r.sp.Stats().Since(before); st.Hits+st.Belays != 1 {
+		t.Fatalf("the name of 0x52, asked after the answer for 0x53: %+v, want it served", st)
+	}
+	own, spec := -1, -1
+	for i, p := range r.vm.commands() {
+		if p.Cmd() != jdwp.CmdThreadReferenceName {
+			continue
+		}
+		switch th := jdwp.NewBodyReader(p.Body(), sizes8).ObjectID(); {
+		case th == 0x53 && p.ID() == 41:
+			own = i
+		case th == 0x52 && retag.InRange(p.ID()) && spec < 0:
+			spec = i
+		}
+	}
+	if own < 0 || spec < 0 || spec < own {
+		t.Fatalf("the VM got the debugger's Name at %d and the proxy's at %d: want the proxy's after", own, spec)
 	}
 }
