@@ -454,7 +454,8 @@ func TestNearBundlesAwaitNoReply(t *testing.T) {
 }
 
 // TestFarPrefersLikelyUsed: under the byte cap, the records the learner
-// rates most likely to be used go first.
+// rates most likely to be used are the ones sent, in the order they were
+// fetched (the near end takes it for the order the VM read them in).
 func TestFarPrefersLikelyUsed(t *testing.T) {
 	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: vmScript()})
 	cnt := new(Counters)
@@ -470,7 +471,7 @@ func TestFarPrefersLikelyUsed(t *testing.T) {
 	f.stop = 9
 	f.mu.Unlock()
 	rng := rand.New(rand.NewPCG(1, 2))
-	scores := []float64{0.1, 0.9, 0.2, 0.8, 0.3, 0.7}
+	scores := []float64{0.1, 0.7, 0.2, 0.9, 0.3, 0.8}
 	// As the speculator would tell the far end, in the relay's turn.
 	err := f.rs.Do(func(out *relay.Outbox) {
 		for i, s := range scores {
@@ -498,7 +499,7 @@ func TestFarPrefersLikelyUsed(t *testing.T) {
 	for _, r := range recs {
 		got = append(got, scores[binary.BigEndian.Uint64(r.Params)])
 	}
-	if want := []float64{0.9, 0.8, 0.7}; !slices.Equal(got, want) {
+	if want := []float64{0.7, 0.9, 0.8}; !slices.Equal(got, want) {
 		t.Errorf("bundle of %d bytes holds the records scored %v, want %v", len(b), got, want)
 	}
 	if st := cnt.Stats(); st.Capped != 3 {
