@@ -323,6 +323,37 @@ func TestNearServesBundleAndReportsUsage(t *testing.T) {
 	}
 }
 
+// TestNearReportsUsageBeforeAMiss: the hits of a stop are reported
+// before a read the near end could not answer goes to the far end, so
+// the far end learns the order the debugger read in.
+func TestNearReportsUsageBeforeAMiss(t *testing.T) {
+	vm, d, _ := nearSetup(t, 0)
+	ev := stopEvent(77)
+	if err := vm.Send(append(bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev...)); err != nil {
+		t.Fatal(err)
+	}
+	next(t, d)
+	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1)); err != nil { // a hit
+		t.Fatal(err)
+	}
+	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(0x52)); err != nil { // a miss
+		t.Fatal(err)
+	}
+	cmds := vm.Commands()
+	usage, miss := -1, -1
+	for i, p := range cmds {
+		switch {
+		case p.Cmd() == CmdUsage && usage < 0:
+			usage = i
+		case p.Cmd() == jdwp.CmdThreadReferenceName:
+			miss = i
+		}
+	}
+	if usage < 0 || miss < 0 || usage > miss {
+		t.Fatalf("the far end got the usage report at %d and the missed read at %d: want the report first (%v)", usage, miss, cmds)
+	}
+}
+
 // TestNearDropsStaleBundles: a bundle for a stop the debugger has resumed
 // from is dropped, and so is one gathered before the far end saw a command
 // the debugger sent that may change the VM's state.
