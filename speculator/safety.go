@@ -51,7 +51,11 @@ import (
 //     every slot asked live with its tag at the frame's location there
 //     (confirmFrame, predictedSlotsLive); otherwise it is dropped;
 //   - thread- and VM-scoped commands only while that thread or the whole VM
-//     is suspended (scopeOK);
+//     is suspended, or, for reads of state the running threads may change
+//     (the thread list, fields, elements), while a stop holds a thread
+//     suspended: what a debugger that stops only the event thread reads
+//     there, with the program's other threads running (scopeOK; what may
+//     answer the debugger is moment.go's);
 //   - the attach's own commands (attach.go) take no IDs (IDSizes, Version,
 //     capabilities, thread lists: the ID-bearing replies are read only
 //     after IDSizes, which is sent first and answered first), or only a
