@@ -215,7 +215,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	}
 	if reply.ErrorCode() == jdwp.ErrorNone {
 		ss.facts.learnReply(c, &d, reply, sizes)
-		ss.facts.classes.learn(c, d.key.Params(), reply, sizes)
+		ss.facts.learnFromVM(c, d.key.Params(), reply, sizes)
 		ss.replied(offeredReply(c, d.key.Params(), reply, sizes)) // valid: checked above
 	}
 	var pos uint64

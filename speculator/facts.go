@@ -56,6 +56,7 @@ type facts struct {
 	// sentRunning: a read of running state was sent since that event
 	sentRunning bool
 	farEnd      bool // a far end: pushes such replies, never serves them
+	inOrder     bool // the VM's agent carries out commands in order (its Version reply): the moment applies
 
 	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
 	sigIDs   map[string][]jdwp.ClassID

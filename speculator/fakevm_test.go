@@ -339,16 +339,24 @@ func (fs *frameState) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	case jdwp.CmdObjectReferenceGetValues, jdwp.CmdStackFrameGetValues:
 		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: uint64(fs.values)}) })
 	case jdwp.CmdVirtualMachineVersion:
-		return 0, body(func(w *jdwp.BodyWriter) { w.String("fake"); w.Int32(1); w.Int32(8); w.String("17"); w.String("fakevm") })
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.String(refAgent)
+			w.Int32(1)
+			w.Int32(8)
+			w.String("17")
+			w.String("fakevm")
+		})
 	}
 	return 0, nil
 }
 
+// refAgent is the description the reference JDWP agent (libjdwp) gives in
+// its Version reply: the fake VMs claim it (the moment's rule needs it).
+const refAgent = "Java Debug Wire Protocol (Reference Implementation) version 17.0 (fake)"
+
 func newStopRig(t *testing.T) (*rig, *frameState) {
 	fs := &frameState{count: 3, values: 10}
-	r := newRig(t, Config{})
-	r.vm.setHandler(fs.handler)
-	return r, fs
+	return newRigWith(t, Config{}, fs.handler), fs
 }
 
 // waitStats waits until the speculator's counters satisfy cond: they are

@@ -118,6 +118,18 @@ func (fp *framePredictor) resumesOf(t jdwp.ThreadID) uint64 {
 	return fp.allResumes + fp.threadResumes[t]
 }
 
+// referenceAgent says whether a VirtualMachine.Version reply comes from
+// the reference JDWP agent (libjdwp: HotSpot's, OpenJ9's, ART's since
+// Android 9), whose one debug loop carries out a connection's commands
+// one at a time, in the order they arrive.
+func referenceAgent(p jdwp.Packet) bool {
+	if len(p) < jdwp.HeaderSize || p.ErrorCode() != jdwp.ErrorNone {
+		return false
+	}
+	desc := jdwp.NewBodyReader(p.Body(), jdwp.IDSizes{}).String()
+	return strings.HasPrefix(desc, "Java Debug Wire Protocol (Reference Implementation)")
+}
+
 // hotSpotVersion says whether a VirtualMachine.Version reply names a
 // HotSpot VM with the reference libjdwp. Other VMs are never sent a
 // predicted frame ID: Android's runtimes have their own frame IDs and
@@ -368,4 +380,7 @@ func (s *spec) servable() bool { return s.pred == nil || s.pred.state == predCon
 func (f *facts) learnFromVM(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
 	f.classes.learn(c, params, p, sizes)
 	f.frames.learnVM(c, p)
+	if c == jdwp.CmdVirtualMachineVersion {
+		f.inOrder = referenceAgent(p) // moment.go
+	}
 }

@@ -11,7 +11,9 @@ package speculator
 // asked is still one the VM could have given, if two things hold:
 //
 //   - Order. The VM carries out a connection's commands one at a time, in
-//     the order it receives them (HotSpot's and ART's JDWP agents both do).
+//     the order it receives them: the reference agent (libjdwp: HotSpot's,
+//     OpenJ9's, ART's since Android 9) does, and the rule applies only to
+//     a VM whose Version reply names it (facts.inOrder).
 //     So every command the proxy sends has a position on that wire. A
 //     debugger that sends a read after it got the answer to another knows
 //     the VM read the second after the first; reads it sends without
@@ -74,7 +76,7 @@ func (f *facts) running(info keyable.Info, subj keyable.Subject) bool {
 // partialStop reports whether some threads are suspended but not the
 // whole VM: where the moment lets ScopeVM facts be fetched and served.
 func (f *facts) partialStop() bool {
-	return !f.allSuspended && len(f.suspended) > 0 && f.resumesInFlight == 0
+	return f.inOrder && !f.allSuspended && len(f.suspended) > 0 && f.resumesInFlight == 0
 }
 
 // nextPos is the position of a command about to be sent to the VM.

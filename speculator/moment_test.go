@@ -18,6 +18,10 @@ import (
 func TestMomentRules(t *testing.T) {
 	f := newFacts(nil)
 	f.suspended[thread1] = true // a stop of one thread: the others run
+	if f.partialStop() {
+		t.Fatal("the moment applies before the VM's agent is known to carry out commands in order")
+	}
+	f.inOrder = true // the reference agent's Version reply
 	fields, _ := keyable.Describe(jdwp.CmdObjectReferenceGetValues)
 	frames, _ := keyable.Describe(jdwp.CmdThreadReferenceFrames)
 	obj := keyable.Subject{Object: 0x99}
