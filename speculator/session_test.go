@@ -162,7 +162,7 @@ func TestResumeInvalidatesSpeculationInFlight(t *testing.T) {
 // thread's is never cached.
 func TestSuspendEventThreadScopesTheCache(t *testing.T) {
 	r, fs := newStopRig(t)
-	r.sp.cfg.MinRTT = 1 << 40                          // organic caching only
+	r.sp.cfg.MinRTT = 1 << 40 // organic caching only
 	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
 	r.expectEvent()
 	fieldsOf := func(obj uint64) []byte {
