@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -316,7 +317,7 @@ type wait struct {
 }
 
 func (s *sessSteps) finish() SessionSteps {
-	out := SessionSteps{Session: s.id, RTT: medianDuration(s.vmLat)}
+	out := SessionSteps{Session: s.id, RTT: stat.Median(s.vmLat)}
 	links := map[string]int{}
 	var rts []float64
 	for _, st := range s.steps {
@@ -349,7 +350,7 @@ func (s *sessSteps) finish() SessionSteps {
 		}
 		out.Steps = append(out.Steps, st.Step)
 	}
-	out.MedianRoundTrips = medianFloat(rts)
+	out.MedianRoundTrips = stat.Median(rts)
 	for n, k := range links {
 		out.ByCommand = append(out.ByCommand, CommandLinks{Name: n, Links: k})
 	}
@@ -404,32 +405,6 @@ func criticalPath(ws []wait, st *stepState) ([]Link, time.Duration) {
 		union += time.Duration(curTo - curFrom)
 	}
 	return path, union
-}
-
-func medianDuration(v []time.Duration) time.Duration {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func medianFloat(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // StepsLegend explains WriteText's columns.

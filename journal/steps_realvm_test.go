@@ -12,6 +12,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
@@ -144,7 +145,7 @@ func TestStepsMatchMeasuredSteps(t *testing.T) {
 				t.Fatalf("RTT estimate %v at a %v link", ss.RTT, rtt)
 			}
 			implied := (measured - local) / ms(ss.RTT)
-			got := medianFloat(rts)
+			got := stat.Median(rts)
 			t.Logf("%s: journal says %.1f serial round trips per step (%.1f commands); the driver's fastest step took %.1f ms at %v (%v measured) and %.1f ms at 0 ms: %.1f round trips",
 				tc.name, got, float64(commands)/float64(len(rts)), measured, rtt, ss.RTT, local, implied)
 			// Load only ever adds time, so the measured steps can imply more

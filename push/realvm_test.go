@@ -15,6 +15,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/bench/link"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/internal/journaltest"
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -155,19 +156,10 @@ func steadyMedian(ss journal.SessionSteps, warmup int) (all, reads float64) {
 		rts = append(rts, float64(st.RoundTrips))
 		rrts = append(rrts, float64(n))
 	}
-	return median(rts), median(rrts)
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return -1
+	if len(rts) == 0 {
+		return -1, -1 // no complete step: no figure
 	}
-	v = slices.Clone(v)
-	slices.Sort(v)
-	if n := len(v); n%2 == 0 {
-		return (v[n/2-1] + v[n/2]) / 2
-	}
-	return v[len(v)/2]
+	return stat.Median(rts), stat.Median(rrts)
 }
 
 // steadyForwardedReads counts, per step after the first warmup ones, the
@@ -280,7 +272,7 @@ func TestSplitRealVM(t *testing.T) {
 	for i, n := range split.steadyMisses {
 		misses[i] = float64(n)
 	}
-	if m := median(misses); m != 0 {
+	if m := stat.Median(misses); len(misses) == 0 || m != 0 {
 		t.Errorf("the near end forwarded a median %g cacheable reads per steady step (%v), want 0", m, split.steadyMisses)
 	}
 	if split.medianReadRTs > 1.3 {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
 )
 
 // Profile is the workload profile name of the java-debug peer
@@ -354,8 +355,8 @@ func (s *session) drive(ctx context.Context) (*Result, error) {
 	}
 	res.Summary.Stops = len(res.Stops)
 	res.Summary.Measured = len(steady)
-	res.Summary.MedianMS = javavm.Median(steady)
-	res.Summary.MedianBurstMS = javavm.Median(burst)
+	res.Summary.MedianMS = stat.Median(steady)
+	res.Summary.MedianBurstMS = stat.Median(burst)
 	s.stopFetches()
 	_ = c.call("disconnect", map[string]any{"restart": false, "terminateDebuggee": false}, nil)
 	return res, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/jdktest"
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -231,8 +232,8 @@ func BenchmarkStopBurst(b *testing.B) {
 				burst = append(burst, float64(res.MedianBurst())/1e6)
 				step = append(step, float64(res.MedianStep())/1e6)
 			}
-			b.ReportMetric(Median(burst), "burst-ms/stop")
-			b.ReportMetric(Median(step), "step-ms/stop")
+			b.ReportMetric(stat.Median(burst), "burst-ms/stop")
+			b.ReportMetric(stat.Median(step), "step-ms/stop")
 		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -181,20 +180,6 @@ func (r *DriverResult) Steady() []Stop {
 		}
 	}
 	return out
-}
-
-// Median is the median of v (0 when v is empty); v is left as it was.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // ErrDriverOutput is wrapped by errors about malformed driver output.

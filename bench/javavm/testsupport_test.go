@@ -3,7 +3,11 @@ package javavm
 // Test support: helpers that only the tests of this package use, kept out of
 // the binary.
 
-import "time"
+import (
+	"time"
+
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
+)
 
 // ParseListeningPort finds the port in the first of the JDWP agent's
 // "Listening for transport dt_socket at address: N" lines within out.
@@ -21,7 +25,7 @@ func (r *DriverResult) MedianBurst() time.Duration {
 	for _, s := range r.Steady() {
 		v = append(v, s.BurstMS)
 	}
-	return msDuration(Median(v))
+	return msDuration(stat.Median(v))
 }
 
 // MedianStep is the median step wall time over the steady stops.
@@ -30,7 +34,7 @@ func (r *DriverResult) MedianStep() time.Duration {
 	for _, s := range r.Steady() {
 		v = append(v, s.MS)
 	}
-	return msDuration(Median(v))
+	return msDuration(stat.Median(v))
 }
 
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
