@@ -182,9 +182,10 @@ func (c *replyCache) adopt(e *entry, rec *spec) {
 // debugger's from then on (moment.go).
 func (c *replyCache) lookup(key *keyable.Key) *entry {
 	e := c.peek(key)
-	if e == nil || !c.facts.served(e.info, e.subj, e.pos, true) {
+	if e == nil || !c.facts.answerable(e.info, e.subj) {
 		return nil
 	}
+	c.facts.deliver(e.info, e.subj, e.pos)
 	return e
 }
 

@@ -157,7 +157,7 @@ func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []by
 		return
 	}
 	if old := c.disp.pending(&s.key); old != nil && !old.cancelled && c.facts.valid(old.info, old.subj, old.gen) &&
-		(!old.sent || c.facts.momentOK(old.info, old.subj, old.pos, time.Now())) {
+		(!old.sent || c.facts.inPlace(old.info, old.subj, old.pos)) {
 		return
 	}
 	if c.learn.shadowed(s.kind, &s.key) {

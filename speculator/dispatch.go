@@ -100,23 +100,14 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{spec: s}))
 }
 
-// flushHeld submits the held speculation, in order, dropping what was
-// cancelled or invalidated meanwhile.
+// flushHeld submits the held speculation, in order, behind what waits
+// for room already (drain drops what was cancelled or invalidated).
 func (d *dispatcher) flushHeld(out *relay.Outbox) {
 	d.holding = false
-	for i, s := range d.held {
-		d.held[i] = nil
-		switch {
-		case s.cancelled || !d.facts.valid(s.info, s.subj, s.gen):
-			d.forget(s)
-			s.cancelled = true
-		case d.nInFlight < d.max:
-			d.send(out, s)
-		default:
-			d.queue = append(d.queue, s)
-		}
-	}
+	d.queue = append(d.queue, d.held...)
+	clear(d.held)
 	d.held = d.held[:0]
+	d.drain(out)
 }
 
 // drain sends queued speculation as in-flight room frees up, dropping

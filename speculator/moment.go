@@ -125,31 +125,31 @@ func readsProgram(c jdwp.Cmd) bool {
 	return true
 }
 
-// momentOK reports whether a reply of info fetched at position pos that
-// came at time at may answer the debugger now (valid by generation
-// already checked; a far end serves none of running state: served).
-func (f *facts) momentOK(info keyable.Info, subj keyable.Subject, pos uint64, at time.Time) bool {
-	if !f.running(info, subj) {
-		return true
-	}
-	return pos >= f.floor && time.Since(at) <= momentAge
+// inPlace reports whether a reply of info fetched at position pos is not
+// read earlier than an answer of running state the debugger already got.
+func (f *facts) inPlace(info keyable.Info, subj keyable.Subject, pos uint64) bool {
+	return pos >= f.floor || !f.running(info, subj)
 }
 
-// served reports whether the debugger may be answered with a reply of
-// info fetched at position pos (a far end never answers with running
-// state); now says the answer goes at once (a cache hit), so that its
-// position is the debugger's from now on (delivered).
-func (f *facts) served(info keyable.Info, subj keyable.Subject, pos uint64, now bool) bool {
-	if !f.running(info, subj) {
-		return true
-	}
-	if f.farEnd {
-		return false
-	}
-	if now {
+// momentOK reports whether a cached reply of info fetched at position pos
+// (that came at time at, set for a reply of running state) is still
+// true: in place, and young enough (valid by generation checked apart).
+func (f *facts) momentOK(info keyable.Info, subj keyable.Subject, pos uint64, at time.Time) bool {
+	return f.inPlace(info, subj, pos) && (at.IsZero() || time.Since(at) <= momentAge)
+}
+
+// answerable reports whether a reply of info may answer the debugger
+// here: a far end never answers with running state.
+func (f *facts) answerable(info keyable.Info, subj keyable.Subject) bool {
+	return !f.farEnd || !f.running(info, subj)
+}
+
+// deliver: the debugger gets a reply of info read at position pos
+// (delivered, if it is of running state).
+func (f *facts) deliver(info keyable.Info, subj keyable.Subject, pos uint64) {
+	if f.running(info, subj) {
 		f.delivered(pos)
 	}
-	return true
 }
 
 // offerPos is the position of a reply a far end offers now: right after

@@ -119,7 +119,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 		if s := ss.disp.pending(&d.key); s != nil {
 			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() &&
-				ss.facts.momentOK(s.info, s.subj, s.pos, time.Now()) && ss.facts.served(s.info, s.subj, s.pos, false) {
+				ss.facts.inPlace(s.info, s.subj, s.pos) && ss.facts.answerable(s.info, s.subj) {
 				s.waiters = append(s.waiters, f.ID)
 				ss.markUsed(s)
 				f.Origin = relay.Belay
@@ -348,8 +348,8 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 		ss.belayBuf = retag.Retag(ss.belayBuf[:0], p, id)
 		ss.out.SendToDebugger(ss.belayBuf, relay.Belay, s.key.Cmd())
 	}
-	if len(s.waiters) > 0 && ss.facts.running(s.info, s.subj) {
-		ss.facts.delivered(s.pos)
+	if len(s.waiters) > 0 {
+		ss.facts.deliver(s.info, s.subj, s.pos)
 	}
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
