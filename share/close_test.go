@@ -37,10 +37,7 @@ func TestCloseWhileClientsArrive(t *testing.T) {
 	}
 	wg.Wait()
 	f.Close()
-	f.mu.Lock()
-	closed := f.closed
-	f.mu.Unlock()
-	if !closed {
+	if !f.isClosed() {
 		t.Fatal("the front does not know it was closed")
 	}
 }

@@ -56,11 +56,13 @@ type Front struct {
 	vm   string
 	done chan struct{} // closed by Close
 
-	mu     sync.Mutex // guards hub and closed, and orders wg.Add before Close's wg.Wait
-	hub    *Hub
-	closed bool           // Close began: no client is served from then on
-	wg     sync.WaitGroup // the clients being served
-	next   atomic.Uint64  // client numbers
+	// mu guards hub, and orders a client's wg.Add before Close's wg.Wait:
+	// serve checks done and adds under mu, Close closes done before it
+	// takes mu.
+	mu   sync.Mutex
+	hub  *Hub
+	wg   sync.WaitGroup // the clients being served
+	next atomic.Uint64  // client numbers
 
 	chMu sync.Mutex    // guards ch
 	ch   chan struct{} // closed and replaced by changed
@@ -117,7 +119,6 @@ func (f *Front) Clients() []ClientInfo {
 func (f *Front) Close() {
 	f.closeOnce.Do(func() { close(f.done) })
 	f.mu.Lock()
-	f.closed = true
 	h := f.hub
 	f.mu.Unlock()
 	if h != nil {
@@ -129,6 +130,16 @@ func (f *Front) Close() {
 		h.mu.Unlock()
 	}
 	f.wg.Wait()
+}
+
+// isClosed reports whether Close began.
+func (f *Front) isClosed() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Changed is closed when a client next attaches, leaves or changes role:
@@ -172,7 +183,7 @@ func (f *Front) Serve(ctx context.Context, conn net.Conn, readOnly bool, start f
 // (or failed).
 func (f *Front) serve(ctx context.Context, conn net.Conn, readOnly bool, start func(debugger net.Conn), handshaken func()) (started bool, err error) {
 	f.mu.Lock()
-	if f.closed {
+	if f.isClosed() {
 		f.mu.Unlock()
 		handshaken()
 		conn.Close()

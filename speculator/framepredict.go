@@ -136,18 +136,10 @@ func referenceAgent(p jdwp.Packet) bool {
 // older ART does not obviously validate them, and OpenJ9 (libjdwp, but its
 // own JVMTI) has not been checked for slot validation.
 func hotSpotVersion(p jdwp.Packet) bool {
-	if len(p) < jdwp.HeaderSize || p.ErrorCode() != jdwp.ErrorNone {
+	if !referenceAgent(p) {
 		return false
 	}
-	r := jdwp.NewBodyReader(p.Body(), jdwp.IDSizes{})
-	desc := r.String()
-	r.Int32()
-	r.Int32()
-	r.StringBytes() // vmVersion
-	name := r.String()
-	if r.Err() != nil || !strings.HasPrefix(desc, "Java Debug Wire Protocol (Reference Implementation)") {
-		return false
-	}
+	name := vmName(p.Body())
 	return strings.Contains(name, "HotSpot") ||
 		strings.HasPrefix(name, "OpenJDK ") && strings.HasSuffix(name, " VM") && !strings.Contains(name, "J9")
 }

@@ -83,7 +83,7 @@ type episode struct {
 	valueDepth uint64 // depths whose values the debugger asked (bit set)
 	thisDepth  uint64
 	threads    []jdwp.ThreadID         // the VM's threads, from this stop's AllThreads reply
-	others     [2]bool                 // the debugger asked the name, the status of a thread other than the stopped one
+	others     listed                  // what the debugger asked of threads other than the stopped one
 	expanded   [numKinds]bool          // rules already widened by expandSiblings
 	wantFields map[jdwp.ObjectID]uint8 // objects awaiting their type before fields
 	wantArray  map[jdwp.ObjectID]bool  // arrays awaiting their length before values
@@ -135,11 +135,11 @@ type learner struct {
 	// threads are the VM's threads as the last AllThreads reply listed
 	// them (the attach's, before the first stop).
 	threads []jdwp.ThreadID
-	// others says whether, at the last stop it asked anything, the
-	// debugger asked the name (0) and the status (1) of a thread other
-	// than the stopped one: it lists its threads, rather than only
-	// naming the one that stopped (specKnownThreads).
-	others [2]bool
+	// others is what, at the last stop it asked anything, the debugger
+	// asked of a thread other than the stopped one: a debugger that lists
+	// its threads, rather than only naming the one that stopped
+	// (specKnownThreads).
+	others listed
 	tbuf   []byte // template parameters scratch
 }
 
@@ -364,7 +364,8 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 		}
 	case jdwp.CmdThreadReferenceName, jdwp.CmdThreadReferenceStatus:
 		if firstThread(key, sizes) != ep.thread {
-			ep.others[b2i(c == jdwp.CmdThreadReferenceStatus)] = true
+			ep.others.names = ep.others.names || c == jdwp.CmdThreadReferenceName
+			ep.others.statuses = ep.others.statuses || c == jdwp.CmdThreadReferenceStatus
 		}
 	case jdwp.CmdArrayReferenceGetValues:
 		r := jdwp.NewBodyReader(params, sizes)
@@ -475,12 +476,8 @@ func (l *learner) arrRead(a arrRead) {
 	}
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
+// listed is what a debugger asked of the threads it lists.
+type listed struct{ names, statuses bool }
 
 // signatureCmd is the signature command the debugger asked last, if it
 // asked one: Eclipse's JDI asks the generic signature of classes at

@@ -87,10 +87,10 @@ func (sr *stopRules) specKnownThreads(sizes jdwp.IDSizes) {
 		if t == sr.learn.ep.thread {
 			continue
 		}
-		if others[0] {
+		if others.names {
 			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
 		}
-		if others[1] {
+		if others.statuses {
 			sr.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kThreadStatus)
 		}
 	}
