@@ -195,15 +195,9 @@ func (a *attach) replied(x *reply) {
 			}
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
-		n := r.Count(1 + sizes.ReferenceTypeID + 4)
-		for i := 0; i < n && r.Err() == nil; i++ {
-			r.Uint8()
-			id := r.Class()
-			r.Int32()
-			if r.Err() == nil {
-				a.attachClass(sizes, id, sig, x.d == nil || x.d.peer) // the attach's own lookup, or a proxy's in front
-			}
-		}
+		lookupClasses(r, func(id jdwp.ClassID) {
+			a.attachClass(sizes, id, sig, x.d == nil || x.d.peer) // the attach's own lookup, or a proxy's in front
+		})
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
 		a.attachMethods(c, params, r, sizes)
 	}

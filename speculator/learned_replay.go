@@ -194,11 +194,7 @@ func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth 
 
 // chain feeds a reply valid in the stop to the children of its template.
 func (lr *learnedRules) chain(x *chained) {
-	st := lr.begin()
-	if st == nil {
-		return
-	}
-	n := lr.nodeOf(st, x.key, x.sizes)
+	n := lr.nodeOf(x.key, x.sizes)
 	if n == nil {
 		return
 	}
@@ -211,8 +207,13 @@ func (lr *learnedRules) chain(x *chained) {
 }
 
 // nodeOf is the template whose children the reply to key feeds: the one
-// that replayed it, else its own in the stop's graph (nil if none fits).
-func (lr *learnedRules) nodeOf(st *lstop, key *keyable.Key, sizes jdwp.IDSizes) *lnode {
+// that replayed it, else its own in the stop's graph (nil if none fits, or
+// if no stop can begin).
+func (lr *learnedRules) nodeOf(key *keyable.Key, sizes jdwp.IDSizes) *lnode {
+	st := lr.begin()
+	if st == nil {
+		return nil
+	}
 	if n := st.nodeOf[*key]; n != nil {
 		return n
 	}
@@ -285,11 +286,7 @@ func (lr *learnedRules) frame(x *frameSeen) {
 	if !x.speculating || x.key == nil {
 		return
 	}
-	st := lr.begin()
-	if st == nil {
-		return
-	}
-	n := lr.nodeOf(st, x.key, x.sizes)
+	n := lr.nodeOf(x.key, x.sizes)
 	if n == nil {
 		return
 	}

@@ -95,14 +95,21 @@ func (a *attach) lookupServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 // lookup that answers a belayed debugger command is taken as the proxy's
 // own: the debugger may be asked a signature it has, a read wasted.)
 func (a *attach) lookupShown(sig string, p jdwp.Packet, sizes jdwp.IDSizes) {
-	r := jdwp.NewBodyReader(p.Body(), sizes)
-	n := r.Count(1 + sizes.ReferenceTypeID + 4)
+	lookupClasses(jdwp.NewBodyReader(p.Body(), sizes), func(id jdwp.ClassID) {
+		a.facts.addSignature([]byte(sig), id)
+	})
+}
+
+// lookupClasses calls fn with each class of a ClassesBySignature reply
+// read by r, in order; it stops at the first malformed entry.
+func lookupClasses(r *jdwp.BodyReader, fn func(id jdwp.ClassID)) {
+	n := r.Count(1 + r.Sizes().ReferenceTypeID + 4)
 	for i := 0; i < n && r.Err() == nil; i++ {
 		r.Uint8()
 		id := r.Class()
 		r.Int32()
 		if r.Err() == nil {
-			a.facts.addSignature([]byte(sig), id)
+			fn(id)
 		}
 	}
 }

@@ -262,13 +262,7 @@ final class JavaDebugLike {
                 });
             }
         }
-        if (async) {
-            all(reads);
-        } else {
-            for (Callable<Void> r : reads) {
-                r.call();
-            }
-        }
+        read(reads);
         List<String> shown = new ArrayList<>();
         for (ThreadReference t : all) {
             shown.add(names.get(t.uniqueID()));
@@ -316,13 +310,7 @@ final class JavaDebugLike {
                 return null;
             });
         }
-        if (async) {
-            all(reads);
-        } else {
-            for (Callable<Void> r : reads) {
-                r.call();
-            }
-        }
+        read(reads);
         out.append("frames ").append(total).append('\n');
         for (int i = 0; i < n; i++) {
             List<String> args = method[i].argumentTypeNames();
@@ -669,6 +657,17 @@ final class JavaDebugLike {
             return null;
         }
         return obj.invokeMethod(thread, m, Collections.emptyList(), ObjectReference.INVOKE_SINGLE_THREADED);
+    }
+
+    /** Runs the reads together on the pool in async mode, else one after another. */
+    private void read(List<Callable<Void>> reads) throws Exception {
+        if (async) {
+            all(reads);
+        } else {
+            for (Callable<Void> r : reads) {
+                r.call();
+            }
+        }
     }
 
     /** Runs the reads together on the pool and waits for all of them. */
