@@ -428,15 +428,7 @@ func (f *facts) learnReply(c jdwp.Cmd, d *cmdData, p jdwp.Packet, sizes jdwp.IDS
 			}
 		}
 	case jdwp.CmdVirtualMachineClassesBySignature:
-		n := r.Count(1 + sizes.ReferenceTypeID + 4)
-		for i := 0; i < n && r.Err() == nil; i++ {
-			r.Uint8()
-			id := r.Class()
-			r.Int32()
-			if r.Err() == nil {
-				f.addNamed([]byte(d.sig), id, d.peer)
-			}
-		}
+		lookupClasses(r, func(id jdwp.ClassID) { f.addNamed([]byte(d.sig), id, d.peer) })
 	case jdwp.CmdObjectReferenceReferenceType:
 		if d.keyed {
 			r.Uint8()
