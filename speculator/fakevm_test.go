@@ -88,6 +88,21 @@ func (vm *fakeVM) waitFor(c jdwp.Cmd) jdwp.Packet {
 	return got
 }
 
+// waitAsked waits until the VM received a command c with the body want
+// (what names it in a failure); it consumes nothing.
+func (vm *fakeVM) waitAsked(what string, c jdwp.Cmd, want []byte) {
+	vm.t.Helper()
+	jdwptest.Await(vm.t, what, vm.vm.Changed, func() (bool, string) {
+		cmds := vm.vm.Commands()
+		for _, p := range cmds {
+			if p.Cmd() == c && string(p.Body()) == string(want) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d commands", len(cmds))
+	})
+}
+
 // waitCount waits until the VM received command c at least n times (as
 // commands reach it: speculation is counted sent as it goes out), and
 // consumes the commands up to the nth.
