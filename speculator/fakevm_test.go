@@ -354,15 +354,22 @@ func (fs *frameState) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	case jdwp.CmdObjectReferenceGetValues, jdwp.CmdStackFrameGetValues:
 		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: uint64(fs.values)}) })
 	case jdwp.CmdVirtualMachineVersion:
-		return 0, body(func(w *jdwp.BodyWriter) {
-			w.String(refAgent)
-			w.Int32(1)
-			w.Int32(8)
-			w.String("17")
-			w.String("fakevm")
-		})
+		return 0, versionReply(refAgent)
 	}
 	return 0, nil
+}
+
+// versionReply is the body of a VirtualMachine.Version reply from a
+// JDWP 1.8 agent on a VM that calls itself fakevm 17, with the given
+// description.
+func versionReply(desc string) []byte {
+	return body(func(w *jdwp.BodyWriter) {
+		w.String(desc)
+		w.Int32(1)
+		w.Int32(8)
+		w.String("17")
+		w.String("fakevm")
+	})
 }
 
 // refAgent is the description the reference JDWP agent (libjdwp) gives in
