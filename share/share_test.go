@@ -82,6 +82,24 @@ func call(t *testing.T, d *jdwptest.Debugger, cmd jdwp.Cmd, body []byte) jdwp.Pa
 	return p
 }
 
+// callOK sends cmd and fails the test, saying what was called, unless
+// its reply carries no error.
+func callOK(t *testing.T, d *jdwptest.Debugger, cmd jdwp.Cmd, body []byte, what string) {
+	t.Helper()
+	if p := call(t, d, cmd, body); p.ErrorCode() != 0 {
+		t.Fatalf("%s: %v", what, p)
+	}
+}
+
+// wantSoleController fails the test unless exactly one client is attached
+// to r's hub and it is the controller.
+func wantSoleController(t *testing.T, r *rig) {
+	t.Helper()
+	if cl := r.front.Clients(); len(cl) != 1 || cl[0].Role != "controller" {
+		t.Fatalf("Clients = %+v", cl)
+	}
+}
+
 func setBody(kind jdwp.EventKind, policy jdwp.SuspendPolicy) []byte {
 	return []byte{byte(kind), byte(policy), 0, 0, 0, 0}
 }
@@ -141,9 +159,7 @@ func TestObserverRefusedNothingReachesVM(t *testing.T) {
 		}
 	}
 	// A read-only command and a SUSPEND_NONE request pass.
-	if p := call(t, obs, jdwp.CmdVirtualMachineVersion, nil); p.ErrorCode() != 0 {
-		t.Fatalf("Version: %v", p)
-	}
+	callOK(t, obs, jdwp.CmdVirtualMachineVersion, nil, "Version")
 	reqID(t, call(t, obs, jdwp.CmdEventRequestSet, setBody(jdwp.EventThreadStart, jdwp.SuspendNone)))
 	got := r.vm.Commands()[before:]
 	if len(got) != 2 || got[0].Cmd() != jdwp.CmdVirtualMachineVersion || got[1].Cmd() != jdwp.CmdEventRequestSet {
@@ -153,9 +169,7 @@ func TestObserverRefusedNothingReachesVM(t *testing.T) {
 		t.Errorf("Denied = %d, want %d", n, len(refused))
 	}
 	// The controller may do all of it.
-	if p := call(t, ctl, jdwp.CmdVirtualMachineResume, nil); p.ErrorCode() != 0 {
-		t.Fatalf("controller's Resume: %v", p)
-	}
+	callOK(t, ctl, jdwp.CmdVirtualMachineResume, nil, "controller's Resume")
 	cl := r.front.Clients()
 	if len(cl) != 2 || cl[0].Role != "controller" || cl[1].Role != "observer" || cl[1].Requests != 1 {
 		t.Fatalf("Clients = %+v", cl)
@@ -236,30 +250,20 @@ func TestControllerLeavingIsUndone(t *testing.T) {
 		return clears == 1 && resumes == 2 && enables == 1 && len(got) == 4, "clears/resumes/enables/all: " + itoa(clears) + itoa(resumes) + itoa(enables) + itoa(len(got))
 	})
 	// The observer goes on; it may take control by asking.
-	if p := call(t, obs, jdwp.CmdVirtualMachineResume, nil); p.ErrorCode() != 0 {
-		t.Fatalf("observer's Resume once no controller is attached: %v", p)
-	}
-	if cl := r.front.Clients(); len(cl) != 1 || cl[0].Role != "controller" {
-		t.Fatalf("Clients = %+v", cl)
-	}
+	callOK(t, obs, jdwp.CmdVirtualMachineResume, nil, "observer's Resume once no controller is attached")
+	wantSoleController(t, r)
 }
 
 func TestDisposeOfOneClient(t *testing.T) {
 	r := startRig(t)
 	a := r.attach(t)
 	b := r.attach(t)
-	if p := call(t, b, jdwp.CmdVirtualMachineDispose, nil); p.ErrorCode() != 0 {
-		t.Fatalf("Dispose: %v", p)
-	}
+	callOK(t, b, jdwp.CmdVirtualMachineDispose, nil, "Dispose")
 	if n := r.vm.Count(jdwp.CmdVirtualMachineDispose); n != 0 {
 		t.Fatalf("the VM got %d Dispose from a client that was not the last", n)
 	}
-	if p := call(t, a, jdwp.CmdVirtualMachineVersion, nil); p.ErrorCode() != 0 {
-		t.Fatalf("Version: %v", p)
-	}
-	if p := call(t, a, jdwp.CmdVirtualMachineDispose, nil); p.ErrorCode() != 0 {
-		t.Fatalf("Dispose: %v", p)
-	}
+	callOK(t, a, jdwp.CmdVirtualMachineVersion, nil, "Version")
+	callOK(t, a, jdwp.CmdVirtualMachineDispose, nil, "Dispose")
 	if n := r.vm.Count(jdwp.CmdVirtualMachineDispose); n != 1 {
 		t.Fatalf("the VM got %d Dispose from the last client, want 1", n)
 	}
@@ -277,9 +281,7 @@ func TestReadOnlyFirstClientIsObserver(t *testing.T) {
 	if cl := r.front.Clients(); len(cl) != 2 || cl[1].Role != "controller" {
 		t.Fatalf("the first client that may control is not the controller: %+v", cl)
 	}
-	if p := call(t, ctl, jdwp.CmdVirtualMachineSuspend, nil); p.ErrorCode() != 0 {
-		t.Fatalf("controller's Suspend: %v", p)
-	}
+	callOK(t, ctl, jdwp.CmdVirtualMachineSuspend, nil, "controller's Suspend")
 	// A suspending event no controller gets is resumed by the hub.
 	ctl.Close()
 	jdwptest.Await(t, "the controller's suspension released", r.vm.Changed, func() (bool, string) {
@@ -307,13 +309,9 @@ func TestReadOnlyFirstClientIsObserver(t *testing.T) {
 	}
 	// It controls only by asking, so the VM_START the hub holds is not its
 	// yet.
-	if p := call(t, ctl, jdwp.CmdVirtualMachineIDSizes, nil); p.ErrorCode() != 0 { // read-only: no control asked
-		t.Fatal(p)
-	}
-	call(t, ctl, jdwp.CmdObjectReferenceDisableCollection, binary.BigEndian.AppendUint64(nil, 5))                     // asks nothing either
-	if p := call(t, ctl, jdwp.CmdThreadReferenceSuspend, binary.BigEndian.AppendUint64(nil, 3)); p.ErrorCode() != 0 { // asks
-		t.Fatal(p)
-	}
+	callOK(t, ctl, jdwp.CmdVirtualMachineIDSizes, nil, "IDSizes")                                                    // read-only: no control asked
+	call(t, ctl, jdwp.CmdObjectReferenceDisableCollection, binary.BigEndian.AppendUint64(nil, 5))                    // asks nothing either
+	callOK(t, ctl, jdwp.CmdThreadReferenceSuspend, binary.BigEndian.AppendUint64(nil, 3), "ThreadReference.Suspend") // asks
 	ctl.Close()
 	jdwptest.Await(t, "the held start released", r.vm.Changed, func() (bool, string) {
 		n, m := r.vm.Count(jdwp.CmdVirtualMachineResume), r.vm.Count(jdwp.CmdThreadReferenceResume)
@@ -334,9 +332,7 @@ func TestDisposeObjectsKeptWhileShared(t *testing.T) {
 	body := append([]byte{0, 0, 0, 1}, binary.BigEndian.AppendUint64(nil, 5)...)
 	body = binary.BigEndian.AppendUint32(body, 1)
 	for _, d := range []*jdwptest.Debugger{a, b} {
-		if p := call(t, d, jdwp.CmdVirtualMachineDisposeObjects, body); p.ErrorCode() != 0 {
-			t.Fatalf("DisposeObjects: %v", p)
-		}
+		callOK(t, d, jdwp.CmdVirtualMachineDisposeObjects, body, "DisposeObjects")
 	}
 	if n := r.vm.Count(jdwp.CmdVirtualMachineDisposeObjects); n != 0 {
 		t.Fatalf("the VM got %d DisposeObjects while two clients share it: one could free an ID the other uses", n)
@@ -371,12 +367,8 @@ func TestSlowObserverDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if p := call(t, ctl, jdwp.CmdVirtualMachineVersion, nil); p.ErrorCode() != 0 {
-		t.Fatalf("controller after the observer was dropped: %v", p)
-	}
-	if cl := r.front.Clients(); len(cl) != 1 || cl[0].Role != "controller" {
-		t.Fatalf("clients: %+v", cl)
-	}
+	callOK(t, ctl, jdwp.CmdVirtualMachineVersion, nil, "controller after the observer was dropped")
+	wantSoleController(t, r)
 }
 
 // TestVMStartHeldForController: a read-only client attaches first to a

@@ -16,7 +16,7 @@ func attachVM(class, method uint64) func(p jdwp.Packet) (jdwp.ErrorCode, []byte)
 	return func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 		switch p.Cmd() {
 		case jdwp.CmdVirtualMachineVersion:
-			return 0, body(func(w *jdwp.BodyWriter) { w.String("fake"); w.Int32(1); w.Int32(8); w.String("17"); w.String("fakevm") })
+			return 0, versionReply("fake")
 		case jdwp.CmdVirtualMachineAllThreads:
 			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.ObjectID(thread1) })
 		case jdwp.CmdVirtualMachineTopLevelThreadGroups:

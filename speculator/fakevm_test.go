@@ -88,6 +88,21 @@ func (vm *fakeVM) waitFor(c jdwp.Cmd) jdwp.Packet {
 	return got
 }
 
+// waitAsked waits until the VM received a command c with the body want
+// (what names it in a failure); it consumes nothing.
+func (vm *fakeVM) waitAsked(what string, c jdwp.Cmd, want []byte) {
+	vm.t.Helper()
+	jdwptest.Await(vm.t, what, vm.vm.Changed, func() (bool, string) {
+		cmds := vm.vm.Commands()
+		for _, p := range cmds {
+			if p.Cmd() == c && string(p.Body()) == string(want) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d commands", len(cmds))
+	})
+}
+
 // waitCount waits until the VM received command c at least n times (as
 // commands reach it: speculation is counted sent as it goes out), and
 // consumes the commands up to the nth.
@@ -339,15 +354,22 @@ func (fs *frameState) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	case jdwp.CmdObjectReferenceGetValues, jdwp.CmdStackFrameGetValues:
 		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: uint64(fs.values)}) })
 	case jdwp.CmdVirtualMachineVersion:
-		return 0, body(func(w *jdwp.BodyWriter) {
-			w.String(refAgent)
-			w.Int32(1)
-			w.Int32(8)
-			w.String("17")
-			w.String("fakevm")
-		})
+		return 0, versionReply(refAgent)
 	}
 	return 0, nil
+}
+
+// versionReply is the body of a VirtualMachine.Version reply from a
+// JDWP 1.8 agent on a VM that calls itself fakevm 17, with the given
+// description.
+func versionReply(desc string) []byte {
+	return body(func(w *jdwp.BodyWriter) {
+		w.String(desc)
+		w.Int32(1)
+		w.Int32(8)
+		w.String("17")
+		w.String("fakevm")
+	})
 }
 
 // refAgent is the description the reference JDWP agent (libjdwp) gives in

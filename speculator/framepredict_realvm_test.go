@@ -104,11 +104,7 @@ func TestPredictedFramesRealVM(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	vm, err := javavm.Start(context.Background(), b, opts.Debuggee, javavm.VMOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Stop()
+	vm := jdwptest.StartJava(t, b, opts.Debuggee)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: 20 * time.Millisecond}, zerolog.Nop())

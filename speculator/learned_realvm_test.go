@@ -38,11 +38,7 @@ func learnedTemplates(t *testing.T, b *javavm.Build, profile string, wantNames b
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := javavm.Start(context.Background(), b, opts.Debuggee, javavm.VMOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Stop()
+	vm := jdwptest.StartJava(t, b, opts.Debuggee)
 	sp := New(Config{MinRTT: -1}, zerolog.Nop(), nil)
 	var mu sync.Mutex
 	var sess *Session

@@ -91,7 +91,7 @@ func (m *madeUpVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	r := jdwp.NewBodyReader(p.Body(), sizes8)
 	switch p.Cmd() {
 	case jdwp.CmdVirtualMachineVersion:
-		return 0, body(func(w *jdwp.BodyWriter) { w.String("fake"); w.Int32(1); w.Int32(8); w.String("17"); w.String("fakevm") })
+		return 0, versionReply("fake")
 	case jdwp.CmdVirtualMachineAllThreads:
 		m.hand(m.threads...)
 		return 0, body(func(w *jdwp.BodyWriter) {

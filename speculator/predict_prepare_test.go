@@ -32,13 +32,7 @@ func prepareVM(n int) func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 		case jdwp.CmdVirtualMachineResume:
 			return 0, nil
 		case jdwp.CmdVirtualMachineVersion:
-			return 0, body(func(w *jdwp.BodyWriter) {
-				w.String(refAgent)
-				w.Int32(1)
-				w.Int32(8)
-				w.String("17")
-				w.String("fakevm")
-			})
+			return 0, versionReply(refAgent)
 		}
 		return 0, []byte{0, 0, 0, 0}
 	}

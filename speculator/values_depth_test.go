@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
@@ -182,14 +181,7 @@ func TestInterfacesFieldsReadAhead(t *testing.T) {
 	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
 	iface := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xE0) })
 	for _, c := range []jdwp.Cmd{jdwp.CmdReferenceTypeFieldsWithGeneric, jdwp.CmdReferenceTypeInterfaces} {
-		jdwptest.Await(t, "the VM to be asked "+c.String()+" of the interface", r.vm.vm.Changed, func() (bool, string) {
-			for _, p := range r.vm.commands() {
-				if p.Cmd() == c && string(p.Body()) == string(iface) {
-					return true, ""
-				}
-			}
-			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
-		})
+		r.vm.waitAsked("the VM to be asked "+c.String()+" of the interface", c, iface)
 	}
 	r.dbg.call(64, jdwp.CmdVirtualMachineAllClasses, nil)
 	r.dbg.call(65, jdwp.CmdVirtualMachineAllClasses, nil)
@@ -237,14 +229,7 @@ func TestPeerLookupNamesNothingForTheDebugger(t *testing.T) {
 	r.dbg.call(60, jdwp.CmdReferenceTypeSignatureWithGeneric, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) }))
 	r.dbg.call(61, jdwp.CmdObjectReferenceReferenceType, threadBody(b))
 	want := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC1) })
-	jdwptest.Await(t, "the VM to be asked the signature of b's type", r.vm.vm.Changed, func() (bool, string) {
-		for _, p := range r.vm.commands() {
-			if p.Cmd() == jdwp.CmdReferenceTypeSignatureWithGeneric && string(p.Body()) == string(want) {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
-	})
+	r.vm.waitAsked("the VM to be asked the signature of b's type", jdwp.CmdReferenceTypeSignatureWithGeneric, want)
 	r.dbg.quiet()
 }
 
@@ -278,14 +263,7 @@ func TestArrayStringTypesReadAhead(t *testing.T) {
 	r.dbg.call(60, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(2) }))
 	for _, s := range []uint64{s1, s2} {
 		want := threadBody(s)
-		jdwptest.Await(t, "the VM to be asked an element's type", r.vm.vm.Changed, func() (bool, string) {
-			for _, p := range r.vm.commands() {
-				if p.Cmd() == jdwp.CmdObjectReferenceReferenceType && string(p.Body()) == string(want) {
-					return true, ""
-				}
-			}
-			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
-		})
+		r.vm.waitAsked("the VM to be asked an element's type", jdwp.CmdObjectReferenceReferenceType, want)
 	}
 	before := r.vm.count(jdwp.CmdObjectReferenceReferenceType)
 	r.dbg.call(61, jdwp.CmdObjectReferenceReferenceType, threadBody(s2))
@@ -352,14 +330,7 @@ func TestArrayHeadsReadAhead(t *testing.T) {
 	r.dbg.call(63, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0xA1); w.Int32(1); w.FieldID(0x10) }))
 	for _, n := range []int32{4, 10} {
 		want := body(func(w *jdwp.BodyWriter) { w.ObjectID(0xB2); w.Int32(0); w.Int32(n) })
-		jdwptest.Await(t, fmt.Sprintf("the VM to be asked %d elements of the field's array", n), r.vm.vm.Changed, func() (bool, string) {
-			for _, p := range r.vm.commands() {
-				if p.Cmd() == jdwp.CmdArrayReferenceGetValues && string(p.Body()) == string(want) {
-					return true, ""
-				}
-			}
-			return false, fmt.Sprintf("%d commands", len(r.vm.commands()))
-		})
+		r.vm.waitAsked(fmt.Sprintf("the VM to be asked %d elements of the field's array", n), jdwp.CmdArrayReferenceGetValues, want)
 	}
 	r.dbg.quiet()
 }

@@ -45,6 +45,15 @@ func TestBigApp(t *testing.T) {
 				t.Errorf("VM ran %.1f ms of a first stop of %.1f ms", res.Summary.VMRunMS, res.Summary.FirstStopMS)
 			}
 			text := res.Stops[0].Text
+			// firstStopHas reports each of wants the first stop's text lacks.
+			firstStopHas := func(wants ...string) {
+				t.Helper()
+				for _, want := range wants {
+					if !strings.Contains(text, want) {
+						t.Errorf("first stop lacks %q:\n%s", want, text)
+					}
+				}
+			}
 			t.Logf("first stop %.0f ms, VM ran %.0f ms, %d classes, AllClassesWithGeneric reply %d bytes",
 				res.Summary.FirstStopMS, res.Summary.VMRunMS, res.Summary.LoadedClasses, res.Summary.AllClassesReplyBytes)
 			if got := strings.Count(text, "thread app-pool-"); got != 40 {
@@ -61,33 +70,25 @@ func TestBigApp(t *testing.T) {
 				} else if *res.Summary.JavaDebugLatencyMS > 10 {
 					wants = []string{"local orders = instance of java.util.HashMap\n", "orders.table = java.util.HashMap$Node[] len=16"}
 				}
-				for _, want := range append(wants,
+				firstStopHas(append(wants,
 					"local counts = int[] len=10",
 					"counts[9] = int 3",
 					"recent[0] = instance of BigApp$Order",
 					"this.store = instance of Store",
-				) {
-					if !strings.Contains(text, want) {
-						t.Errorf("first stop lacks %q:\n%s", want, text)
-					}
-				}
+				)...)
 				if strings.Contains(text, "].detail") || strings.Contains(text, "this.store.") {
 					t.Errorf("first stop goes deeper than one level:\n%s", text)
 				}
 				return
 			}
-			for _, want := range []string{
+			firstStopHas(
 				"local orders = instance of java.util.HashMap",
 				"orders.table = java.util.HashMap$Node[] len=16",
 				"local counts = int[] len=10",
 				"counts[9] = int 3",
 				"recent[0].detail = instance of Payload",
 				"this.store.shelves[1] = instance of Payload",
-			} {
-				if !strings.Contains(text, want) {
-					t.Errorf("first stop lacks %q:\n%s", want, text)
-				}
-			}
+			)
 			// Three levels: the map, its table, a node's fields.
 			if !nodeKey.MatchString(text) {
 				t.Errorf("first stop lacks a HashMap node's key:\n%s", text)

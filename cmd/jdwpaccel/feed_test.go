@@ -84,6 +84,29 @@ func followFeed(t *testing.T, ctx context.Context, u string, lastID uint64) <-ch
 // Transcript.loop(), line=25 bci=4.
 var jdbStop = regexp.MustCompile(`(Breakpoint hit|Step completed): "thread=([^"]+)", ([\w.$]+)\.([\w<>$]+)\(\), line=(\d+) bci=(\d+)`)
 
+// readFeedUntil appends the events read from items to got until the last
+// one is of kind want. It fails the test at the stream's end, at any reset
+// (onReset says why none was due) and when deadline fires (missing says
+// what did not come).
+func readFeedUntil(t *testing.T, items <-chan feedItem, deadline <-chan time.Time, got []feed.Event, want feed.Kind, onReset, missing string) []feed.Event {
+	t.Helper()
+	for len(got) == 0 || got[len(got)-1].Kind != want {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				t.Fatalf("the stream ended; events so far: %+v", got)
+			}
+			if it.Reset != nil {
+				t.Fatalf("%s: %+v", onReset, it.Reset)
+			}
+			got = append(got, it.Event)
+		case <-deadline:
+			t.Fatalf("%s within a minute; events so far: %+v", missing, got)
+		}
+	}
+	return got
+}
+
 // TestEventFeedRealJDB follows a jdb stepping session on OpenJDK through
 // the proxy over its event stream, as a tracer would: it sees the session
 // start, the VM start, the class prepare of the breakpoint's class, each
@@ -113,22 +136,8 @@ func TestEventFeedRealJDB(t *testing.T) {
 		}
 		transcript <- tr
 	}()
-	var got []feed.Event
 	deadline := time.After(time.Minute)
-	for len(got) == 0 || got[len(got)-1].Kind != feed.KindStop {
-		select {
-		case it, ok := <-first:
-			if !ok {
-				t.Fatalf("the stream ended; events so far: %+v", got)
-			}
-			if it.Reset != nil {
-				t.Fatalf("a reset from a fresh stream: %+v", it.Reset)
-			}
-			got = append(got, it.Event)
-		case <-deadline:
-			t.Fatalf("no stop within a minute; events so far: %+v", got)
-		}
-	}
+	got := readFeedUntil(t, first, deadline, nil, feed.KindStop, "a reset from a fresh stream", "no stop")
 	cut()
 	for range first { // drain what was read ahead: it is not the reader's
 	}
@@ -136,20 +145,7 @@ func TestEventFeedRealJDB(t *testing.T) {
 
 	// The second part, resumed after the cursor: to the session's end.
 	rest := followFeed(t, testCtx(t), events, cursor)
-	for got[len(got)-1].Kind != feed.KindSessionEnd {
-		select {
-		case it, ok := <-rest:
-			if !ok {
-				t.Fatalf("the stream ended; events so far: %+v", got)
-			}
-			if it.Reset != nil {
-				t.Fatalf("resumed within the history, got a reset: %+v", it.Reset)
-			}
-			got = append(got, it.Event)
-		case <-deadline:
-			t.Fatalf("no session end within a minute; events so far: %+v", got)
-		}
-	}
+	got = readFeedUntil(t, rest, deadline, got, feed.KindSessionEnd, "resumed within the history, got a reset", "no session end")
 	tr := <-transcript
 	for i := 1; i < len(got); i++ {
 		if got[i].ID != got[i-1].ID+1 {

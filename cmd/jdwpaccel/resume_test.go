@@ -173,11 +173,7 @@ const (
 // stepDriver runs the JDI driver against a fresh VM at addr(vm).
 func stepDriver(t *testing.T, b *javavm.Build, opts javavm.DriverOptions, addr func(vm string) string) *javavm.DriverResult {
 	t.Helper()
-	vm, err := javavm.Start(context.Background(), b, opts.Debuggee, javavm.VMOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Stop)
+	vm := jdwptest.StartJava(t, b, opts.Debuggee)
 	opts.Addr = addr(vm.Addr())
 	ctx, cancel := context.WithTimeout(testCtx(t), 90*time.Second)
 	defer cancel()
