@@ -52,14 +52,20 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 // stops invoking size(), toArray() and toString() in the debuggee for its
 // Variables view). Its JDI (Eclipse's) sets an internal CLASS_UNLOAD
 // request before it, so "the session's first Set goes to the VM" is not
-// enough: until the session's first stop (an event that suspends, other
-// than VM_START), the first Set of each event kind is forwarded and
-// answered with the VM's own reply, so that whichever a client times at
-// attach sees the link's real latency. It costs one round trip per event
-// kind the attach uses (CLASS_UNLOAD after JDI's CLASS_PREPARE, say);
-// after the first stop (the breakpoints set at a CLASS_PREPARE stop, the
-// steps) everything is written behind as before, since a client that
-// measures the link does it as it attaches, to choose how to go on.
+// enough. A client measures the link as it attaches, before it sets up
+// what it debugs, and with a request that has no filter (nothing of it
+// to check, nothing it can get wrong): java-debug's VM_DEATH request, the
+// second Set of its session, is followed by its class-prepare requests,
+// each with a class pattern. So until the session's first stop (an event
+// that suspends, other than VM_START) and until the debugger sent a Set
+// with a modifier, the first Set of each event kind is forwarded and
+// answered with the VM's own reply, so that whichever of them a client
+// times sees the link's real latency. From the first Set with a modifier
+// on (that one included), and after the first stop, everything provable
+// is written behind. Never before the session's first forwarded Set came
+// back: the request ID is predicted from the VM's own (seqExact). It costs
+// one round trip per event kind the client sets unfiltered before its
+// first filtered request (two for java-debug: CLASS_UNLOAD, VM_DEATH).
 //
 // A written-behind command the VM answers otherwise (an error, another
 // request ID) is logged at error, counted, and ends the debugger's session
@@ -171,6 +177,7 @@ type writeBehind struct {
 	hotspot     bool       // the VM's Version reply names HotSpot with the reference libjdwp
 	kindsFwd    [4]uint64  // event kinds of which a forwarded Set succeeded in this session
 	stopSeen    bool       // an event other than VM_START suspended threads: the attach is over
+	filtered    bool       // the debugger sent a Set with a modifier: any link measurement is behind it
 	imported    bool       // the profile was looked at
 	setsFwd     int        // forwarded Sets awaiting replies
 	caps        string     // hash of the VM's CapabilitiesNew reply body, "" until known
@@ -303,6 +310,7 @@ func (w *writeBehind) set(set *eventRequest, f *facts) *wbCmd {
 		return c
 	}
 	c.shape.b[0], c.shape.b[1], c.shape.n = byte(c.kind), byte(set.policy), uint8(set.n)
+	w.filtered = w.filtered || set.n > 0
 	for i, m := range set.mods {
 		m.Pattern = nil
 		c.mods = append(c.mods, m)
@@ -320,7 +328,7 @@ func (w *writeBehind) set(set *eventRequest, f *facts) *wbCmd {
 // proven says whether a well-formed Set's success and request ID are
 // proven.
 func (w *writeBehind) proven(c *wbCmd, f *facts) bool {
-	if !w.stopSeen && !w.kindForwarded(c.kind) {
+	if !w.stopSeen && !w.filtered && !w.kindForwarded(c.kind) {
 		return false // at attach, the first of its kind goes to the VM (timing, above)
 	}
 	if _, ok := w.shapes[c.shape]; !ok && !(w.hotspot && provableShape(c)) {

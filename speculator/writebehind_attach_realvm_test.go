@@ -148,7 +148,7 @@ func burstPatterns() []string {
 // proxy with write-behind on and a fresh speculator, 60 CLASS_PREPARE
 // requests with class patterns (30 classes and their inner classes, 29 of
 // them never loaded) are written behind though their shape was never seen
-// accepted, but for the session's first CLASS_PREPARE request when the
+// accepted, also the session's first CLASS_PREPARE request when the
 // debugger's JDI set none before (Eclipse's), whether the VM is suspended
 // at its start or runs; when Deep loads, its event carries the request ID
 // the debugger was answered for the pattern "Deep"; every invalid variant
@@ -178,8 +178,8 @@ func TestWriteBehindPatternBurstRealVM(t *testing.T) {
 		fwd     int64
 	}{
 		{"OpenJDK JDI, suspend=y", [][]byte{{8, 0}, {9, 0}}, false, 0},
-		{"Eclipse JDI, suspend=y", [][]byte{{9, 0}}, false, 1},
-		{"Eclipse JDI, VM running", [][]byte{{9, 0}}, true, 1},
+		{"Eclipse JDI, suspend=y", [][]byte{{9, 0}}, false, 0},
+		{"Eclipse JDI, VM running", [][]byte{{9, 0}}, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startProxy(t, jdwptest.StartJava(t, b, javavm.Deep).Addr(), 2*time.Millisecond, Config{WriteBehind: true})
@@ -264,8 +264,9 @@ func TestWriteBehindPatternBurstRealVM(t *testing.T) {
 // internal CLASS_UNLOAD request, then the VM_DEATH request java-debug
 // times to pick its async mode. In both sessions, the second with what
 // the first taught (shapes, numbering), both go to the VM and the timed
-// one takes at least the link's round trip; later Sets of those kinds,
-// and all but the first CLASS_PREPARE request, are written behind.
+// one takes at least the link's round trip; from the first request with
+// a filter (a CLASS_PREPARE request with a class pattern) on, every Set
+// is written behind, of a kind seen before or not (THREAD_START).
 func TestWriteBehindTimedSetRealVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real JVM")
@@ -319,11 +320,12 @@ func TestWriteBehindTimedSetRealVM(t *testing.T) {
 			{uint8(jdwp.EventClassPrepare), matchMod("app.Foo$*")},
 			{uint8(jdwp.EventVMDeath), nil},
 			{uint8(jdwp.EventClassUnload), nil},
+			{uint8(jdwp.EventThreadStart), nil},
 		} {
 			w, _ := set(s.kind, s.mods)
 			later = append(later, w)
 		}
-		if want := []bool{false, true, true, true}; !slices.Equal(later, want) {
+		if want := []bool{true, true, true, true, true}; !slices.Equal(later, want) {
 			t.Errorf("session %d: later Sets written behind %v, want %v", session, later, want)
 		}
 		d.d.Close()

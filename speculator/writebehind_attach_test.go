@@ -243,14 +243,18 @@ func classMatch(p string) jdwp.Modifier {
 	return jdwp.Modifier{Kind: jdwp.ModClassMatch, Pattern: []byte(p)}
 }
 
-// TestWriteBehindFirstOfEachKindForwarded: in a second session with a
-// learned profile, java-debug's attach (Eclipse JDI's internal
+// TestWriteBehindFirstUnfilteredOfEachKindForwarded: in a second session
+// with a learned profile, java-debug's attach (Eclipse JDI's internal
 // CLASS_UNLOAD request, then the VM_DEATH request java-debug times to
 // measure the link) gets both forwarded, each answered with the VM's own
-// reply: at attach, the first Set of each event kind goes to the VM.
-// Later Sets of those kinds are written behind, and so, after the first
-// stop, is the first of another kind.
-func TestWriteBehindFirstOfEachKindForwarded(t *testing.T) {
+// reply: at attach, the first unfiltered Set of each event kind goes to
+// the VM. A later Set of those kinds is written behind; so is, from the
+// first Set with a modifier on (a class pattern), the first of any kind
+// (THREAD_START), and, after the first stop, the first of another kind.
+// Each check fails without its rule: with every first of a kind
+// forwarded at attach, the THREAD_START is; with the first Set with a
+// modifier not counted, its CLASS_PREPARE is.
+func TestWriteBehindFirstUnfilteredOfEachKindForwarded(t *testing.T) {
 	sp := newTestSpeculator(Config{WriteBehind: true})
 	attach := func(base int32) []bool {
 		r, v := wbAttach(t, sp, base, 1, true)
@@ -266,15 +270,16 @@ func TestWriteBehindFirstOfEachKindForwarded(t *testing.T) {
 			{jdwp.EventVMDeath, nil},
 			{jdwp.EventClassPrepare, []jdwp.Modifier{classMatch("a.Foo")}},
 			{jdwp.EventClassPrepare, []jdwp.Modifier{classMatch("a.Foo$*")}},
+			{jdwp.EventThreadStart, nil},
 		} {
 			id, w := sendSet(t, r, s.kind, jdwp.SuspendNone, s.mods...)
 			written, ids = append(written, w), append(ids, id)
 		}
 		// The first stop: the attach is over.
-		r.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventClassPrepare, RequestID: ids[len(ids)-1], Thread: thread1,
+		r.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventClassPrepare, RequestID: ids[len(ids)-2], Thread: thread1,
 			RefTypeTag: jdwp.TypeTagClass, TypeID: 0x70, Signature: []byte("La/Foo$1;"), Status: 7})
 		r.expectEvent()
-		id, w := sendSet(t, r, jdwp.EventThreadStart, jdwp.SuspendNone)
+		id, w := sendSet(t, r, jdwp.EventThreadDeath, jdwp.SuspendNone)
 		written, ids = append(written, w), append(ids, id)
 		r.barrier()
 		v.mu.Lock()
@@ -286,9 +291,9 @@ func TestWriteBehindFirstOfEachKindForwarded(t *testing.T) {
 	}
 	// The first session learns the shapes and the numbering.
 	attach(40)
-	// The second takes them from the profile: only the first Set of
-	// each kind goes to the VM.
-	if got, want := attach(7), []bool{false, false, true, false, true, true}; !slices.Equal(got, want) {
+	// The second takes them from the profile: only the first unfiltered
+	// Set of each kind before the first filtered one goes to the VM.
+	if got, want := attach(7), []bool{false, false, true, true, true, true, true}; !slices.Equal(got, want) {
 		t.Errorf("written behind %v, want %v", got, want)
 	}
 	if st := sp.Stats(); st.WriteBehindFailures != 0 {

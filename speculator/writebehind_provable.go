@@ -10,8 +10,9 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 // loaded, and JDI sets the breakpoints it deferred when each one loads.
 //
 // The proof, for HotSpot's reference JDWP agent (JDWP spec, and what the
-// JDK 17 VM answered; TestWriteBehindProvableRealVM checks every step on
-// the real VM). The agent answers a Set in this order:
+// JDK 17 VM answered; TestWriteBehindPatternBurstRealVM and
+// TestWriteBehindTimedSetRealVM check them on the real VM). The agent
+// answers a Set in this order:
 //
 //  1. It reads the event kind and rejects one it does not know
 //     (INVALID_EVENT_TYPE for 0, 3, 0x7F). CLASS_PREPARE and BREAKPOINT
@@ -50,6 +51,11 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //       accepted, or within its method's range from a LineTable reply:
 //       writeBehind.inRange), and otherwise Count, ThreadOnly (a thread
 //       proven alive) and ClassOnly (a class proven valid), succeeds.
+//     - THREAD_START and THREAD_DEATH: installing enables JVMTI's
+//       ThreadStart and ThreadEnd events, which need no capability and
+//       do not fail. So such a request with no modifier but Count
+//       succeeds (debuggers set them unfiltered at attach: java-debug
+//       both).
 //
 // What proven keeps for every Set: a thread only when proven alive (a
 // ThreadOnly of null brought the JDK 17 VM down: it is never proven), a
@@ -83,6 +89,13 @@ func provableShape(c *wbCmd) bool {
 		}
 	}
 	switch c.kind {
+	case jdwp.EventThreadStart, jdwp.EventThreadDeath:
+		for i := range c.mods {
+			if c.mods[i].Kind != jdwp.ModCount {
+				return false
+			}
+		}
+		return true
 	case jdwp.EventClassPrepare:
 		return locations == 0
 	case jdwp.EventBreakpoint:
