@@ -49,6 +49,19 @@ func (n *lnode) live() bool { return (n.seen != 0 || n.imported) && n.unused < 2
 
 // build writes the parameters of template n, its srcReply ones from the
 // element els (nil for a root).
+//
+// A srcConst ID is one this session's debugger sent at an earlier stop of
+// this connection (a profile keeps none: learnedValid), so the VM handed
+// it out here: the stale-ID guard in front of the speculator (package
+// staleid) answers, and so keeps from the learner, every command whose
+// first ID this debugger was never sent. It may have gone since: an
+// object collected or a class unloaded gets the VM's INVALID_OBJECT or
+// INVALID_CLASS (HotSpot checks object and class IDs against its table,
+// and never reuses one within a connection); a method ID stays paired
+// with the class the debugger sent it with (HotSpot clears an unloaded
+// class's method IDs, INVALID_METHODID). A frame ID is never constant
+// (learnedRules.derive: a frame of another stop). Field IDs go through
+// safeToSend's check against the object's own type chain.
 func (lr *learnedRules) build(n *lnode, els []*item, sizes jdwp.IDSizes) ([]byte, bool) {
 	ep := &lr.learn.ep
 	w := jdwp.BodyWriter{Buf: lr.buf[:0], Sizes: sizes}
