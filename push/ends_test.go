@@ -12,6 +12,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/rs/zerolog"
 )
@@ -800,5 +801,78 @@ func TestFarHoldsResumeReplyBehindEvent(t *testing.T) {
 	}
 	if st := cnt.Stats(); st.Stops != 2 || st.Bundles != 2 || st.HoldExpiry != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestNearReasksOffersAfterAMiss: at a stop of one thread on a VM that
+// carries out commands in order, a read of running state the near end
+// could not answer goes to the far end, and the replies of running state
+// the far end offered for the stop and the debugger has not read yet are
+// asked again behind it (they may no longer answer the debugger once it
+// has the miss's answer; here the debugger's read of a later offer
+// already left an earlier one out of place); the debugger's later read of
+// one is answered from the new reply, not sent on again. Fails without
+// the offers' re-ask (refetch).
+func TestNearReasksOffersAfterAMiss(t *testing.T) {
+	script := vmScript()
+	script[jdwp.CmdVirtualMachineVersion] = jdwptest.Body(writeBody(func(w *jdwp.BodyWriter) {
+		w.String("Java Debug Wire Protocol (Reference Implementation) version 17.0 (fake)")
+		w.Int32(17)
+		w.Int32(0)
+		w.String("17")
+		w.String("Fake")
+	}))
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: script})
+	d := attach(t, vm.Addr(), NearHooks(newSpec(), Config{Counters: new(Counters)}), 0)
+	if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := jdwp.Composite{SuspendPolicy: jdwp.SuspendEventThread, Events: []jdwp.Event{{
+		Kind: jdwp.EventBreakpoint, RequestID: 5, Thread: thread1,
+		Location: jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: class1, Method: method1, Index: 3},
+	}}}
+	ev := jdwp.AppendCommand(nil, 77, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))
+	offered := []Record{
+		{Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(0x52), Body: strBody("worker-2")},
+		{Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(0x53), Body: strBody("worker-3")},
+	}
+	if err := vm.Send(append(bundlePacket(1, 1, 0, offered), ev...)); err != nil {
+		t.Fatal(err)
+	}
+	next(t, d)
+	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(0x53)); err != nil { // offered: a hit
+		t.Fatal(err)
+	}
+	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(0x54)); err != nil { // not offered: a miss
+		t.Fatal(err)
+	}
+	jdwptest.Await(t, "the near end to ask the offer again", vm.Changed, func() (bool, string) {
+		for _, p := range vm.Commands() {
+			if p.Cmd() == jdwp.CmdThreadReferenceName && retag.InRange(p.ID()) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d commands", len(vm.Commands()))
+	})
+	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(0x52)); err != nil {
+		t.Fatal(err)
+	}
+	at, again := -1, -1
+	var by []uint32
+	for i, p := range vm.Commands() {
+		if p.Cmd() != jdwp.CmdThreadReferenceName {
+			continue
+		}
+		switch th := jdwp.NewBodyReader(p.Body(), sizes8).ObjectID(); th {
+		case 0x54:
+			at = i
+		case 0x52:
+			again, by = i, append(by, p.ID())
+		case 0x53:
+			t.Errorf("the name of 0x53, which the debugger read from the offer, asked again")
+		}
+	}
+	if at < 0 || again < at || len(by) != 1 || !retag.InRange(by[0]) {
+		t.Fatalf("the far end got the miss at %d and the name of 0x52 at %d by IDs %v: want it once, after the miss, asked by the near end", at, again, by)
 	}
 }

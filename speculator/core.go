@@ -23,6 +23,7 @@ type core struct {
 	disp  dispatcher  // speculation in flight or queued; the output to the VM
 	data  dataPool    // cmdData kept with commands in flight (slot)
 	push  pushSeams   // mode and tap (export.go)
+	reads offerReads  // which offered replies the debugger read (moment.go)
 
 	// canSend says the relay session has a VM connection to send on (a
 	// unit test's may have none).

@@ -79,6 +79,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	}
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread, loc)
+		ss.reads.stopped()
 		ss.learn.ep.partial = !ss.facts.allSuspended
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {

@@ -221,6 +221,10 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	var pos uint64
 	if ss.facts.running(info, d.subj) {
 		pos = ss.facts.offerPos() // after the stop's event (moment.go)
+		if pos != 0 && len(ss.facts.offers) < maxSpecPerStop {
+			ss.facts.offers = append(ss.facts.offers, d.key)
+			ss.reads.offered(&d.key)
+		}
 	}
 	ss.cache.store(&d.key, info, d.subj, m.gen, pos, reply, nil)
 	return OfferStored
@@ -364,11 +368,13 @@ func (s *Session) SetMode(m Mode) {
 
 // peerSpeculation says whether a command with the ID id, from this
 // session's debugger, is the speculation of a proxy in front of it rather
-// than the debugger's own: in a session that sends nothing of its own
-// (split mode's far end gone quiet), a command in the proxies' ID range
-// (retag.InRange) comes from the near end speculating itself. It is served
-// as any other, but not learned as something the debugger asks (the near
-// end's usage reports tell what the debugger used).
+// than the debugger's own: a command in the proxies' ID range
+// (retag.InRange) comes from the near end speculating itself, in a session
+// that sends nothing of its own (split mode's far end gone quiet) or at a
+// stop (what a near end's miss asks again, moment.go). It is served as any
+// other, but not learned as something the debugger asks (the near end's
+// usage reports tell what the debugger used). At attach the near end's
+// prefetch is learned as the debugger's attach, which it replays.
 func (ss *session) peerSpeculation(id uint32) bool {
-	return ss.push.mode == ModeNever && retag.InRange(id)
+	return retag.InRange(id) && (ss.push.mode == ModeNever || ss.learn.ep.active)
 }

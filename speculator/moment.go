@@ -44,7 +44,7 @@ package speculator
 // in the order they came (the far end's order), and only while the
 // debugger has had no forwarded read of running state since the event.
 //
-// The facts fields it uses (pos, floor, evFloor, offered, sentRunning) are guarded by
+// The facts fields it uses (pos, floor, evFloor, offered, offers, sentRunning) are guarded by
 // session.mu with the rest of facts.
 
 import (
@@ -91,6 +91,7 @@ func (f *facts) nextPos() uint64 {
 func (f *facts) evented() {
 	f.floor = f.nextPos()
 	f.evFloor, f.offered, f.sentRunning = f.floor, 0, false
+	f.offers = f.offers[:0]
 }
 
 // forwarded: the debugger's command d goes to the VM at position pos. It
@@ -164,15 +165,88 @@ func (f *facts) offerPos() uint64 {
 	return f.evFloor + f.offered
 }
 
+// unqueueRunning: at a far end, a read of running state from the near end
+// (the debugger's miss there) means the near end places nothing of running
+// state it receives from now on (offerPos): the stop's speculation of
+// running state not yet sent to the VM is dropped (neither used nor
+// wasted: it cost nothing), and none is asked again.
+func (c *core) unqueueRunning(ep *episode) {
+	for _, s := range ep.specs {
+		if !s.sent && !s.cancelled && c.facts.running(s.info, s.subj) {
+			s.done = true
+			c.disp.cancel(s)
+		}
+	}
+}
+
+// offerReads is which of the replies of running state a far end offered
+// the debugger read, at this stop and the last: after its first stop at
+// a location, a miss asks an offer again only if the debugger read it at
+// the last stop (a far end offers more than a debugger reads; what it
+// read it reads again at the next step). Bounded by maxSpecPerStop keys
+// a stop; guarded by session.mu.
+type offerReads struct {
+	now  map[keyable.Key]bool     // offered at this stop: read
+	last map[keyable.Key]struct{} // read at the last stop
+}
+
+// offered notes a reply of running state offered at this stop.
+func (o *offerReads) offered(k *keyable.Key) {
+	if o.now == nil {
+		o.now, o.last = map[keyable.Key]bool{}, map[keyable.Key]struct{}{}
+	}
+	if _, ok := o.now[*k]; !ok && len(o.now) < maxSpecPerStop {
+		o.now[*k] = false
+	}
+}
+
+// asked notes the debugger's command k.
+func (o *offerReads) asked(k *keyable.Key) {
+	if _, ok := o.now[*k]; ok {
+		o.now[*k] = true
+	}
+}
+
+// stopped: a new stop at a location begins.
+func (o *offerReads) stopped() {
+	clear(o.last)
+	for k, read := range o.now {
+		if read {
+			o.last[k] = struct{}{}
+		}
+	}
+	clear(o.now)
+}
+
+// readLast says whether the debugger read the offer k at the last stop.
+func (o *offerReads) readLast(k *keyable.Key) bool {
+	_, ok := o.last[*k]
+	return ok
+}
+
 // refetch: the debugger's read of running state goes to the VM (a miss),
-// so nothing the stop's speculation read of running state before it may
-// answer the debugger's later reads. Each such speculation not used yet
-// is asked again, superseding the first (which counts as neither used nor
-// wasted); called while the dispatcher holds (dispatcher.holding), the new
-// ones go to the VM after the debugger's command.
+// so nothing read of running state before it may answer the debugger's
+// later reads, once it has that answer. What the stop's speculation read
+// of running state and the debugger has not used yet is asked again:
+// each such speculation, superseding the first (which counts as neither
+// used nor wasted), and each reply of running state a far end offered
+// since the event that is still cached and was not served (facts.offers,
+// a near end's; one the debugger's reads in another order than the far
+// end's left out of place, too), at the first stop or if the debugger
+// read it at the last (offerReads). Their replies and
+// commands in flight are dropped here, so the new ones can go out (the
+// cache and the dispatcher keep one per key); a read the debugger sent
+// with the miss, without waiting for its answer, then waits for a new
+// reply, which comes with the miss's. Called while the dispatcher holds
+// (dispatcher.holding): the new ones go to the VM after the debugger's
+// command.
 func (c *core) refetch(sizes jdwp.IDSizes) {
 	ep := &c.learn.ep
 	if !ep.active {
+		return
+	}
+	if c.facts.farEnd {
+		c.unqueueRunning(ep)
 		return
 	}
 	for i, n := 0, len(ep.specs); i < n; i++ {
@@ -181,6 +255,19 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 			continue
 		}
 		s.done = true
+		c.cache.drop(&s.key)
+		c.disp.forget(s)
 		c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level}, s.key.Cmd(), s.key.Params())
 	}
+	offers := c.facts.offers
+	c.facts.offers = nil
+	for i := range offers {
+		k := &offers[i]
+		if !c.cache.unserved(k) || !c.recording() && !c.reads.readLast(k) {
+			continue
+		}
+		c.cache.drop(k)
+		c.submitSpec(sizes, &spec{kind: kTemplate}, k.Cmd(), k.Params())
+	}
+	c.facts.offers = offers[:0]
 }

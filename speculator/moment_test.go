@@ -1,9 +1,11 @@
 package speculator
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/retag"
@@ -103,6 +105,7 @@ func TestMissWidensBehindTheDebuggersCommand(t *testing.T) {
 	r.expectEvent()
 	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
 	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
+	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
 	before := r.sp.Stats()
 	r.dbg.call(42, jdwp.CmdThreadReferenceName, threadBody(0x52))
 	if st := r.sp.Stats().Since(before); st.Hits+st.Belays != 1 {
@@ -123,4 +126,57 @@ func TestMissWidensBehindTheDebuggersCommand(t *testing.T) {
 	if own < 0 || spec < 0 || spec < own {
 		t.Fatalf("the VM got the debugger's Name at %d and the proxy's at %d: want the proxy's after", own, spec)
 	}
+}
+
+// TestMissReasksTheStopsSpeculation: a miss of running state re-asks,
+// behind the debugger's command, the stop's speculation of running state
+// that came back unused before it (every thread's name, fetched after an
+// earlier miss widened), so that the debugger's later reads, asked once
+// it has the miss's answer, are served from the new replies rather than
+// going to the VM one by one.
+func TestMissReasksTheStopsSpeculation(t *testing.T) {
+	r, fs := newStopRig(t)
+	fs.threads = []uint64{thread1, 0x52, 0x53, 0x54}
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
+	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
+	r.barrier()                                                     // the widened names came back, unused
+	r.dbg.call(43, jdwp.CmdThreadReferenceStatus, threadBody(0x53)) // another miss: the names are asked again
+	r.vm.waitNames(0x52, 2)
+	before := r.sp.Stats()
+	r.dbg.call(44, jdwp.CmdThreadReferenceName, threadBody(0x52))
+	if st := r.sp.Stats().Since(before); st.Hits+st.Belays != 1 {
+		t.Fatalf("the name of 0x52, asked after the answer to a later miss: %+v, want it served", st)
+	}
+	status, again := -1, -1
+	names := 0
+	for i, p := range r.vm.commands() {
+		switch {
+		case p.Cmd() == jdwp.CmdThreadReferenceStatus && p.ID() == 43:
+			status = i
+		case p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == 0x52:
+			if names++; names == 2 {
+				again = i
+			}
+		}
+	}
+	if status < 0 || again < status {
+		t.Fatalf("the VM got the debugger's Status at %d and the name of 0x52 again at %d: want it asked again, after", status, again)
+	}
+}
+
+// waitNames waits until the VM was asked the name of thread t n times.
+func (vm *fakeVM) waitNames(t uint64, n int) {
+	vm.t.Helper()
+	jdwptest.Await(vm.t, "the VM to be asked a name again", vm.vm.Changed, func() (bool, string) {
+		got := 0
+		for _, p := range vm.vm.Commands() {
+			if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == t {
+				got++
+			}
+		}
+		return got >= n, fmt.Sprintf("asked %d times", got)
+	})
 }

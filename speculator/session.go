@@ -44,6 +44,16 @@ type session struct {
 	ansBuf  []byte              // cache-hit answers (handed to the relay)
 	flushFn func(*relay.Outbox) // flushHeld, bound once (a method value made per call would allocate)
 
+	// The held speculation's flush (dispatcher.held): once the debugger's
+	// misses of running state stop coming for heldWait (a burst of reads
+	// sent together is one wave: what it asks again must follow the last
+	// of them), or heldMax after the first was held. rs is the relay
+	// session flushTimer hands the flush to; heldSince is zero when
+	// nothing is held.
+	rs         *relay.Session
+	flushTimer *time.Timer
+	heldSince  time.Time
+
 	// The phases' contexts, reused from packet to packet (a context
 	// handed to a part through an interface would escape to the heap).
 	d   cmdData   // the debugger command being routed (copied into the slot's)
@@ -72,6 +82,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss.lrn = newLearnedRules(c)
 	ss.live = liveness{core: c}
 	ss.flushFn = ss.flushHeld
+	ss.rs = rs
 	ss.facts.subscribe(ss.trig)
 	ss.on.register(ss.trig, &ss.att, &ss.wb, &ss.prep, &ss.fp, &ss.stops, &ss.vals, &ss.shapes, &ss.lrn, &ss.live)
 	return ss
@@ -106,8 +117,10 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	if info, ok := keyable.Fill(&d.key, p.Cmd(), p.Body(), sizes); ok {
 		d.info, d.keyed = info, true
 		d.subj = d.key.Subject(info, sizes)
-		if !ss.peerSpeculation(f.ID) && !observer {
+		peer := ss.peerSpeculation(f.ID)
+		if !peer && !observer {
 			ss.asked(&d.key, info, sizes)
+			ss.reads.asked(&d.key)
 		}
 		if e := ss.cache.lookup(&d.key); e != nil {
 			ss.markUsed(e.rec)
@@ -134,18 +147,19 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		ss.sp.countRequest(resultMiss)
 		// What a miss of running state makes the parts speculate goes to
 		// the VM after the debugger's command, or the debugger could
-		// not be answered with it (moment.go).
-		if ss.disp.holding = ss.facts.running(d.info, d.subj); ss.disp.holding {
+		// not be answered with it (moment.go). A near end's own
+		// speculation is no miss of the debugger's: nothing widens on it.
+		if ss.disp.holding = ss.facts.running(d.info, d.subj) && !peer; ss.disp.holding {
 			ss.refetch(sizes)
 		}
 		for _, x := range ss.on.missers {
-			x.missed(&d.key, sizes)
+			if !peer {
+				x.missed(&d.key, sizes)
+			}
 		}
 		ss.disp.holding = false
 		if len(ss.disp.held) > 0 {
-			if rs.Do(ss.flushFn) != nil {
-				ss.disp.flushHeld(f.Out()) // the session is ending: order no longer matters
-			}
+			ss.holdFlush()
 		}
 	} else {
 		d.peer = retag.InRange(f.ID)
@@ -174,11 +188,40 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	return relay.Forward
 }
 
-// flushHeld sends the speculation held during a turn (dispatcher.held),
-// in the next turn: after the turn's forwarded command.
+// heldWait is how long the held speculation waits for the debugger's
+// next miss of running state, heldMax how long it waits at most: the
+// reads a debugger sends together come within microseconds, and what a
+// miss asks again overlaps its round trip either way.
+const (
+	heldWait = 2 * time.Millisecond
+	heldMax  = 10 * time.Millisecond
+)
+
+// holdFlush (re)arms the flush of the held speculation (ss.mu held).
+func (ss *session) holdFlush() {
+	now := time.Now()
+	if ss.heldSince.IsZero() {
+		ss.heldSince = now
+	}
+	wait := min(heldWait, max(ss.heldSince.Add(heldMax).Sub(now), 0))
+	if ss.flushTimer == nil {
+		ss.flushTimer = time.AfterFunc(wait, ss.flushLater)
+	} else {
+		ss.flushTimer.Reset(wait)
+	}
+}
+
+// flushLater hands the flush to the relay's turn (the timer's goroutine).
+func (ss *session) flushLater() {
+	_ = ss.rs.Do(ss.flushFn) // fails only once the session ended: nothing to send
+}
+
+// flushHeld sends the speculation held since a turn that forwarded a
+// miss of running state (dispatcher.held): after the debugger's command.
 func (ss *session) flushHeld(out *relay.Outbox) {
 	ss.lock(out)
 	defer ss.unlock()
+	ss.heldSince = time.Time{}
 	if !ss.closed {
 		ss.disp.flushHeld(out)
 	}
@@ -507,6 +550,9 @@ func (ss *session) Close(rs *relay.Session) {
 		return
 	}
 	ss.closed = true
+	if ss.flushTimer != nil {
+		ss.flushTimer.Stop()
+	}
 	ss.endEpisode()
 	if sizes, known := rs.IDSizes(); known {
 		if key, p, old := ss.att.profile(); p != nil {
