@@ -815,13 +815,7 @@ func TestFarHoldsResumeReplyBehindEvent(t *testing.T) {
 // the offers' re-ask (refetch).
 func TestNearReasksOffersAfterAMiss(t *testing.T) {
 	script := vmScript()
-	script[jdwp.CmdVirtualMachineVersion] = jdwptest.Body(writeBody(func(w *jdwp.BodyWriter) {
-		w.String("Java Debug Wire Protocol (Reference Implementation) version 17.0 (fake)")
-		w.Int32(17)
-		w.Int32(0)
-		w.String("17")
-		w.String("Fake")
-	}))
+	script[jdwp.CmdVirtualMachineVersion] = jdwptest.Body(versionBody("Java Debug Wire Protocol (Reference Implementation) version 17.0 (fake)"))
 	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: script})
 	d := attach(t, vm.Addr(), NearHooks(newSpec(), Config{Counters: new(Counters)}), 0)
 	if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
