@@ -180,3 +180,28 @@ func (vm *fakeVM) waitNames(t uint64, n int) {
 		return got >= n, fmt.Sprintf("asked %d times", got)
 	})
 }
+
+// TestPeerSpeculationAtAStopWidensNothing: at a stop, a command in the
+// proxies' ID range (a near end asking again what its far end offered)
+// is not the debugger's: it is not learned, and a miss of it widens
+// nothing (here: no other thread's name is asked), where the debugger's
+// own miss widens (TestMissWidensBehindTheDebuggersCommand).
+func TestPeerSpeculationAtAStopWidensNothing(t *testing.T) {
+	r, fs := newStopRig(t)
+	fs.threads = []uint64{thread1, 0x52, 0x53}
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+	before := r.sp.Stats()
+	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(thread1)) // the debugger reads names
+	if st := r.sp.Stats().Since(before); st.Misses != 0 {
+		t.Fatalf("the stopped thread's name: %+v, want it served (a miss would widen)", st)
+	}
+	r.dbg.call(retag.SyntheticBase+7, jdwp.CmdThreadReferenceName, threadBody(0x53))
+	r.barrier()
+	for _, p := range r.vm.commands() {
+		if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == 0x52 {
+			t.Fatalf("a near end's own read widened to the name of 0x52 (VM command %d)", p.ID())
+		}
+	}
+}
