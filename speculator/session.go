@@ -148,12 +148,15 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		// What a miss of running state makes the parts speculate goes to
 		// the VM after the debugger's command, or the debugger could
 		// not be answered with it (moment.go). A near end's own
-		// speculation is no miss of the debugger's: nothing widens on it.
-		if ss.disp.holding = ss.facts.running(d.info, d.subj) && !peer; ss.disp.holding {
+		// speculation is no miss of the debugger's: nothing widens on
+		// it; nor, at a far end, does a miss of running state (its near
+		// end would give what it widened no place: offerPos).
+		running := ss.facts.running(d.info, d.subj)
+		if ss.disp.holding = running && !peer; ss.disp.holding {
 			ss.refetch(sizes)
 		}
 		for _, x := range ss.on.missers {
-			if !peer {
+			if !peer && !(running && ss.facts.farEnd) {
 				x.missed(&d.key, sizes)
 			}
 		}
