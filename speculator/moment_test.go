@@ -205,3 +205,33 @@ func TestPeerSpeculationAtAStopWidensNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestFarEndWidensNoMissOfRunningState: a far end widens nothing on a
+// read of running state its near end forwarded (the names of the other
+// threads, which the proxy of TestMissWidensBehindTheDebuggersCommand
+// asks): its near end would give what it pushed after that read no place.
+// It still learns the read. Fails with the far end widening (session.go).
+func TestFarEndWidensNoMissOfRunningState(t *testing.T) {
+	fs := &frameState{count: 3, values: 10, threads: []uint64{thread1, 0x52, 0x53}}
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeAlways)
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil) // the reference agent's: the moment applies
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53))
+	v, _ := rigSessions.Load(sp)
+	ss := v.(*Session).ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, s := range ss.learn.ep.specs {
+		if s.key.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(s.key.Params(), sizes8).ObjectID() == 0x52 {
+			t.Fatal("the far end speculated the name of 0x52 on its near end's miss of running state")
+		}
+	}
+	if !ss.learn.ep.asked[jdwp.CmdThreadReferenceName] {
+		t.Fatal("the far end did not learn the name read")
+	}
+}
