@@ -43,22 +43,10 @@ func splitLink(t *testing.T, vm *jdwptest.VM, cfg Config, attach bool) (*jdwptes
 	return d, seen
 }
 
-// versionBody is a VirtualMachine.Version reply body with the
-// description desc, of a Java 17 VM.
-func versionBody(desc string) []byte {
-	return writeBody(func(w *jdwp.BodyWriter) {
-		w.String(desc)
-		w.Int32(17)
-		w.Int32(0)
-		w.String("17")
-		w.String("Fake")
-	})
-}
-
 // attachScript is vmScript with the rest of what a debugger asks first.
 func attachScript() map[jdwp.Cmd]jdwptest.ReplyFunc {
 	s := vmScript()
-	s[jdwp.CmdVirtualMachineVersion] = jdwptest.Body(versionBody("fake VM"))
+	s[jdwp.CmdVirtualMachineVersion] = jdwptest.Body(jdwptest.VersionBody("fake VM", "Fake"))
 	s[jdwp.CmdVirtualMachineCapabilitiesNew] = jdwptest.Body(make([]byte, 32))
 	return s
 }

@@ -815,7 +815,7 @@ func TestFarHoldsResumeReplyBehindEvent(t *testing.T) {
 // the offers' re-ask (refetch).
 func TestNearReasksOffersAfterAMiss(t *testing.T) {
 	script := vmScript()
-	script[jdwp.CmdVirtualMachineVersion] = jdwptest.Body(versionBody("Java Debug Wire Protocol (Reference Implementation) version 17.0 (fake)"))
+	script[jdwp.CmdVirtualMachineVersion] = jdwptest.Body(jdwptest.VersionBody("Java Debug Wire Protocol (Reference Implementation) version 17.0 (fake)", "Fake"))
 	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: script})
 	d := attach(t, vm.Addr(), NearHooks(newSpec(), Config{Counters: new(Counters)}), 0)
 	if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {

@@ -359,18 +359,9 @@ func (fs *frameState) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	return 0, nil
 }
 
-// versionReply is the body of a VirtualMachine.Version reply from a
-// JDWP 1.8 agent on a VM that calls itself fakevm 17, with the given
-// description.
-func versionReply(desc string) []byte {
-	return body(func(w *jdwp.BodyWriter) {
-		w.String(desc)
-		w.Int32(1)
-		w.Int32(8)
-		w.String("17")
-		w.String("fakevm")
-	})
-}
+// versionReply is the body of a VirtualMachine.Version reply from an
+// agent with the description desc, on a VM that calls itself fakevm.
+func versionReply(desc string) []byte { return jdwptest.VersionBody(desc, "fakevm") }
 
 // refAgent is the description the reference JDWP agent (libjdwp) gives in
 // its Version reply: the fake VMs claim it (the moment's rule needs it).

@@ -80,13 +80,7 @@ func (m *hotspotVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	r := jdwp.NewBodyReader(p.Body(), sizes8)
 	switch p.Cmd() {
 	case jdwp.CmdVirtualMachineVersion:
-		return 0, body(func(w *jdwp.BodyWriter) {
-			w.String(m.desc)
-			w.Int32(17)
-			w.Int32(0)
-			w.String("17.0.15")
-			w.String(m.name)
-		})
+		return 0, jdwptest.VersionBody(m.desc, m.name)
 	case jdwp.CmdVirtualMachineResume:
 		m.gen += m.step
 		m.stop++
@@ -535,7 +529,7 @@ func TestNoPredictionOnOtherVMs(t *testing.T) {
 
 func TestHotSpotVersion(t *testing.T) {
 	version := func(desc, name string) jdwp.Packet {
-		return jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.String(desc); w.Int32(17); w.Int32(0); w.String("17"); w.String(name) }))
+		return jdwp.AppendReply(nil, 1, 0, jdwptest.VersionBody(desc, name))
 	}
 	const ri = "Java Debug Wire Protocol (Reference Implementation) version 17.0\n..."
 	for _, tc := range []struct {
@@ -559,13 +553,7 @@ func TestHotSpotVersion(t *testing.T) {
 }
 
 func FuzzHotSpotVersion(f *testing.F) {
-	f.Add([]byte(jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) {
-		w.String("Java Debug Wire Protocol (Reference Implementation) version 17.0")
-		w.Int32(17)
-		w.Int32(0)
-		w.String("17")
-		w.String("OpenJDK 64-Bit Server VM")
-	}))))
+	f.Add([]byte(jdwp.AppendReply(nil, 1, 0, jdwptest.VersionBody("Java Debug Wire Protocol (Reference Implementation) version 17.0", "OpenJDK 64-Bit Server VM"))))
 	f.Add([]byte{0, 0, 0, 11, 0, 0, 0, 1, 0x80, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		hotSpotVersion(jdwp.Packet(b))

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -207,13 +208,8 @@ func TestWriteBehindBreakpointInLineTableRange(t *testing.T) {
 
 // hotSpotVersionBody is a Version reply body naming HotSpot with the
 // reference agent, as JDK 17's.
-var hotSpotVersionBody = body(func(w *jdwp.BodyWriter) {
-	w.String("Java Debug Wire Protocol (Reference Implementation) version 17.0\nJVM Debug Interface version 11.0\nJVM version 17.0.15 (OpenJDK 64-Bit Server VM, mixed mode, sharing)")
-	w.Int32(17)
-	w.Int32(0)
-	w.String("17.0.15")
-	w.String("OpenJDK 64-Bit Server VM")
-})
+var hotSpotVersionBody = jdwptest.VersionBody("Java Debug Wire Protocol (Reference Implementation) version 17.0\nJVM Debug Interface version 11.0\nJVM version 17.0.15 (OpenJDK 64-Bit Server VM, mixed mode, sharing)",
+	"OpenJDK 64-Bit Server VM")
 
 // sendSet sends an EventRequest.Set of kind with policy and mods, and says
 // whether it was written behind; it fails the test on an error.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
@@ -130,13 +131,7 @@ func TestRecordFindsEveryID(t *testing.T) {
 
 // version is a VirtualMachine.Version reply naming vm.
 func version(vm string) *relay.Frame {
-	w := jdwp.BodyWriter{Sizes: sizes8}
-	w.String("Java Debug Wire Protocol (Reference Implementation) version 17.0")
-	w.Int32(17)
-	w.Int32(0)
-	w.String("17.0.9")
-	w.String(vm)
-	return reply(jdwp.CmdVirtualMachineVersion, w.Buf)
+	return reply(jdwp.CmdVirtualMachineVersion, jdwptest.VersionBody("Java Debug Wire Protocol (Reference Implementation) version 17.0", vm))
 }
 
 // newHotSpotGuard is a guard that saw a HotSpot VM's Version reply.

@@ -15,3 +15,17 @@ func AppendComposite(dst []byte, sizes jdwp.IDSizes, c *jdwp.Composite) []byte {
 	}
 	return w.Buf
 }
+
+// VersionBody is the body of a VirtualMachine.Version reply of a Java 17
+// VM called vmName whose JDWP agent describes itself as desc (the
+// reference agent's description begins "Java Debug Wire Protocol
+// (Reference Implementation)").
+func VersionBody(desc, vmName string) []byte {
+	w := jdwp.BodyWriter{}
+	w.String(desc)
+	w.Int32(17)
+	w.Int32(0)
+	w.String("17")
+	w.String(vmName)
+	return w.Buf
+}
