@@ -19,9 +19,6 @@ type entry struct {
 	stop  uint64    // the last stop (learner serial) that stored or served it
 	pos   uint64    // where the command that fetched it was on the wire (moment.go)
 	at    time.Time // when it came, for a reply of running state (moment.go)
-	// served: it answered the debugger (lookup); a miss does not ask
-	// again what the debugger already read (refetch).
-	served bool
 }
 
 // entryOverhead is what an entry costs the heap beyond its reply's bytes:
@@ -189,19 +186,12 @@ func (c *replyCache) lookup(key *keyable.Key) *entry {
 		return nil
 	}
 	c.facts.deliver(e.info, e.subj, e.pos)
-	e.served = true
 	return e
 }
 
 // drop removes the entry for key, if any (evicted accounts for it).
 func (c *replyCache) drop(key *keyable.Key) { c.lru.Remove(*key) }
 
-// unserved says whether an entry for key is cached, true now or not,
-// that never answered the debugger.
-func (c *replyCache) unserved(key *keyable.Key) bool {
-	e, ok := c.lru.Peek(*key)
-	return ok && !e.served
-}
 
 // peek returns a cached entry for key that is still true (for the parts
 // that read replies to speculate on), dropping one that is not.

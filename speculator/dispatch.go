@@ -103,7 +103,6 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 // flushHeld submits the held speculation, in order, behind what waits
 // for room already (drain drops what was cancelled or invalidated).
 func (d *dispatcher) flushHeld(out *relay.Outbox) {
-	d.holding = false
 	d.queue = append(d.queue, d.held...)
 	clear(d.held)
 	d.held = d.held[:0]

@@ -221,8 +221,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	var pos uint64
 	if ss.facts.running(info, d.subj) {
 		pos = ss.facts.offerPos() // after the stop's event (moment.go)
-		if pos != 0 && len(ss.facts.offers) < maxSpecPerStop {
-			ss.facts.offers = append(ss.facts.offers, d.key)
+		if pos != 0 {
 			ss.reads.offered(&d.key)
 		}
 	}

@@ -53,10 +53,6 @@ type facts struct {
 	floor   uint64 // least position a reply of running state served now may have
 	evFloor uint64 // the floor the last VM event set
 	offered uint64 // replies a far end offered since that event
-	// offers: the keys of those replies that are of running state and
-	// were placed (offerPos), for a miss to ask again (refetch); at most
-	// maxSpecPerStop.
-	offers []keyable.Key
 	// sentRunning: a read of running state was sent since that event
 	sentRunning bool
 	farEnd      bool // a far end: pushes such replies, never serves them

@@ -44,7 +44,7 @@ package speculator
 // in the order they came (the far end's order), and only while the
 // debugger has had no forwarded read of running state since the event.
 //
-// The facts fields it uses (pos, floor, evFloor, offered, offers, sentRunning) are guarded by
+// The facts fields it uses (pos, floor, evFloor, offered, sentRunning) are guarded by
 // session.mu with the rest of facts.
 
 import (
@@ -91,7 +91,6 @@ func (f *facts) nextPos() uint64 {
 func (f *facts) evented() {
 	f.floor = f.nextPos()
 	f.evFloor, f.offered, f.sentRunning = f.floor, 0, false
-	f.offers = f.offers[:0]
 }
 
 // forwarded: the debugger's command d goes to the VM at position pos. It
@@ -179,24 +178,26 @@ func (c *core) unqueueRunning(ep *episode) {
 	}
 }
 
-// offerReads is which of the replies of running state a far end offered
-// the debugger read, at this stop and the last: after its first stop at
-// a location, a miss asks an offer again only if the debugger read it at
-// the last stop (a far end offers more than a debugger reads; what it
-// read it reads again at the next step). Bounded by maxSpecPerStop keys
-// a stop; guarded by session.mu.
+// offerReads is the replies of running state a far end offered at this
+// stop (a near end's), in the order offered, and which of them the
+// debugger read, at this stop and the last: what a miss asks again
+// (refetch). Bounded by maxSpecPerStop keys a stop; guarded by
+// session.mu.
 type offerReads struct {
-	now  map[keyable.Key]bool     // offered at this stop: read
-	last map[keyable.Key]struct{} // read at the last stop
+	placed []keyable.Key            // offered at this stop and not asked again yet, in order
+	now    map[keyable.Key]bool     // offered at this stop: read
+	last   map[keyable.Key]struct{} // read at the last stop
 }
 
-// offered notes a reply of running state offered at this stop.
+// offered notes a reply of running state offered at this stop, placed
+// (offerPos).
 func (o *offerReads) offered(k *keyable.Key) {
 	if o.now == nil {
 		o.now, o.last = map[keyable.Key]bool{}, map[keyable.Key]struct{}{}
 	}
 	if _, ok := o.now[*k]; !ok && len(o.now) < maxSpecPerStop {
 		o.now[*k] = false
+		o.placed = append(o.placed, *k)
 	}
 }
 
@@ -216,12 +217,19 @@ func (o *offerReads) stopped() {
 		}
 	}
 	clear(o.now)
+	o.placed = o.placed[:0]
 }
 
-// readLast says whether the debugger read the offer k at the last stop.
-func (o *offerReads) readLast(k *keyable.Key) bool {
-	_, ok := o.last[*k]
-	return ok
+// again says whether a miss at this stop asks the offer k again: the
+// debugger has not read it, and (after the session's first stop, where
+// nothing tells) read it at the last stop: a far end offers more than a
+// debugger reads, and what it read it reads again at the next step.
+func (o *offerReads) again(k *keyable.Key, first bool) bool {
+	if o.now[*k] {
+		return false
+	}
+	_, read := o.last[*k]
+	return first || read
 }
 
 // refetch: the debugger's read of running state goes to the VM (a miss),
@@ -229,11 +237,10 @@ func (o *offerReads) readLast(k *keyable.Key) bool {
 // later reads, once it has that answer. What the stop's speculation read
 // of running state and the debugger has not used yet is asked again:
 // each such speculation, superseding the first (which counts as neither
-// used nor wasted), and each reply of running state a far end offered
-// since the event that is still cached and was not served (facts.offers,
-// a near end's; one the debugger's reads in another order than the far
-// end's left out of place, too), at the first stop or if the debugger
-// read it at the last (offerReads). Their replies and
+// used nor wasted), and each reply of running state a far end offered at
+// this stop (a near end's; one the debugger's reads in another order than
+// the far end's left out of place, too) that offerReads.again names.
+// Their replies and
 // commands in flight are dropped here, so the new ones can go out (the
 // cache and the dispatcher keep one per key); a read the debugger sent
 // with the miss, without waiting for its answer, then waits for a new
@@ -259,15 +266,11 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 		c.disp.forget(s)
 		c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level}, s.key.Cmd(), s.key.Params())
 	}
-	offers := c.facts.offers
-	c.facts.offers = nil
-	for i := range offers {
-		k := &offers[i]
-		if !c.cache.unserved(k) || !c.recording() && !c.reads.readLast(k) {
-			continue
+	for i := range c.reads.placed {
+		if k := &c.reads.placed[i]; c.reads.again(k, c.recording()) {
+			c.cache.drop(k)
+			c.submitSpec(sizes, &spec{kind: kTemplate}, k.Cmd(), k.Params())
 		}
-		c.cache.drop(k)
-		c.submitSpec(sizes, &spec{kind: kTemplate}, k.Cmd(), k.Params())
 	}
-	c.facts.offers = offers[:0]
+	c.reads.placed = c.reads.placed[:0]
 }

@@ -155,8 +155,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		if ss.disp.holding = running && !peer; ss.disp.holding {
 			ss.refetch(sizes)
 		}
-		for _, x := range ss.on.missers {
-			if !peer && !(running && ss.facts.farEnd) {
+		if !peer && !(running && ss.facts.farEnd) {
+			for _, x := range ss.on.missers {
 				x.missed(&d.key, sizes)
 			}
 		}
