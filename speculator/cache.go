@@ -192,7 +192,6 @@ func (c *replyCache) lookup(key *keyable.Key) *entry {
 // drop removes the entry for key, if any (evicted accounts for it).
 func (c *replyCache) drop(key *keyable.Key) { c.lru.Remove(*key) }
 
-
 // peek returns a cached entry for key that is still true (for the parts
 // that read replies to speculate on), dropping one that is not.
 func (c *replyCache) peek(key *keyable.Key) *entry {

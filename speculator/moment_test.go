@@ -100,10 +100,7 @@ func TestMomentRules(t *testing.T) {
 // it does.
 func TestMissWidensBehindTheDebuggersCommand(t *testing.T) {
 	r, fs := newStopRig(t)
-	fs.threads = []uint64{thread1, 0x52, 0x53}
-	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
-	r.expectEvent()
-	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+	stopOfOneThread(r, fs, 0x52, 0x53)
 	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
 	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
 	before := r.sp.Stats()
@@ -136,10 +133,7 @@ func TestMissWidensBehindTheDebuggersCommand(t *testing.T) {
 // going to the VM one by one.
 func TestMissReasksTheStopsSpeculation(t *testing.T) {
 	r, fs := newStopRig(t)
-	fs.threads = []uint64{thread1, 0x52, 0x53, 0x54}
-	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
-	r.expectEvent()
-	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+	stopOfOneThread(r, fs, 0x52, 0x53, 0x54)
 	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
 	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
 	r.barrier()                                                     // the widened names came back, unused
@@ -167,16 +161,33 @@ func TestMissReasksTheStopsSpeculation(t *testing.T) {
 	}
 }
 
+// stopOfOneThread makes r's VM list thread1 and others, stops thread1
+// alone at a breakpoint, and has the debugger list the threads.
+func stopOfOneThread(r *rig, fs *frameState, others ...uint64) {
+	fs.mu.Lock()
+	fs.threads = append([]uint64{thread1}, others...)
+	fs.mu.Unlock()
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+}
+
+// names is how many times the VM was asked the name of thread t.
+func (vm *fakeVM) names(t uint64) int {
+	n := 0
+	for _, p := range vm.vm.Commands() {
+		if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == t {
+			n++
+		}
+	}
+	return n
+}
+
 // waitNames waits until the VM was asked the name of thread t n times.
 func (vm *fakeVM) waitNames(t uint64, n int) {
 	vm.t.Helper()
 	jdwptest.Await(vm.t, "the VM to be asked a name again", vm.vm.Changed, func() (bool, string) {
-		got := 0
-		for _, p := range vm.vm.Commands() {
-			if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == t {
-				got++
-			}
-		}
+		got := vm.names(t)
 		return got >= n, fmt.Sprintf("asked %d times", got)
 	})
 }
@@ -188,10 +199,7 @@ func (vm *fakeVM) waitNames(t uint64, n int) {
 // own miss widens (TestMissWidensBehindTheDebuggersCommand).
 func TestPeerSpeculationAtAStopWidensNothing(t *testing.T) {
 	r, fs := newStopRig(t)
-	fs.threads = []uint64{thread1, 0x52, 0x53}
-	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
-	r.expectEvent()
-	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+	stopOfOneThread(r, fs, 0x52, 0x53)
 	before := r.sp.Stats()
 	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(thread1)) // the debugger reads names
 	if st := r.sp.Stats().Since(before); st.Misses != 0 {
@@ -199,10 +207,8 @@ func TestPeerSpeculationAtAStopWidensNothing(t *testing.T) {
 	}
 	r.dbg.call(retag.SyntheticBase+7, jdwp.CmdThreadReferenceName, threadBody(0x53))
 	r.barrier()
-	for _, p := range r.vm.commands() {
-		if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == 0x52 {
-			t.Fatalf("a near end's own read widened to the name of 0x52 (VM command %d)", p.ID())
-		}
+	if n := r.vm.names(0x52); n != 0 {
+		t.Fatalf("a near end's own read widened to the name of 0x52 (asked %d times)", n)
 	}
 }
 
@@ -212,15 +218,13 @@ func TestPeerSpeculationAtAStopWidensNothing(t *testing.T) {
 // asks): its near end would give what it pushed after that read no place.
 // It still learns the read. Fails with the far end widening (session.go).
 func TestFarEndWidensNoMissOfRunningState(t *testing.T) {
-	fs := &frameState{count: 3, values: 10, threads: []uint64{thread1, 0x52, 0x53}}
+	fs := &frameState{count: 3, values: 10}
 	sp := newTestSpeculator(Config{})
 	rigModes.Store(sp, ModeAlways)
 	r := startRigWith(t, sp, fs.handler)
 	r.dbg.call(1, jdwp.CmdIDSizes, nil)
 	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil) // the reference agent's: the moment applies
-	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
-	r.expectEvent()
-	r.dbg.call(40, jdwp.CmdVirtualMachineAllThreads, nil)
+	stopOfOneThread(r, fs, 0x52, 0x53)
 	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53))
 	v, _ := rigSessions.Load(sp)
 	ss := v.(*Session).ss
