@@ -245,6 +245,14 @@ func statusRecord() Record {
 	return Record{Cmd: jdwp.CmdThreadReferenceStatus, Params: threadParams(thread1), Body: intBody(1, 1)}
 }
 
+// pushStop sends a far end's bundle, then the stop event it goes with.
+func pushStop(t *testing.T, vm *jdwptest.VM, bundle, ev jdwp.Packet) {
+	t.Helper()
+	if err := vm.Send(append(bundle, ev...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // count is how many commands c vm received.
 func count(vm *jdwptest.VM, c jdwp.Cmd) int {
 	n := 0
@@ -270,9 +278,7 @@ func nearSetup(t *testing.T, maxOutstanding int) (*jdwptest.VM, *jdwptest.Debugg
 func TestNearServesBundleAndReportsUsage(t *testing.T) {
 	vm, d, cnt := nearSetup(t, 0)
 	ev := stopEvent(77)
-	if err := vm.Send(append(bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev...)); err != nil {
-		t.Fatal(err)
-	}
+	pushStop(t, vm, bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev)
 	if p := next(t, d); string(p) != string(ev) {
 		t.Fatalf("first packet %v, want the event (the bundle must not reach the debugger)", p)
 	}
@@ -330,9 +336,7 @@ func TestNearServesBundleAndReportsUsage(t *testing.T) {
 func TestNearReportsUsageBeforeAMiss(t *testing.T) {
 	vm, d, _ := nearSetup(t, 0)
 	ev := stopEvent(77)
-	if err := vm.Send(append(bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev...)); err != nil {
-		t.Fatal(err)
-	}
+	pushStop(t, vm, bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev)
 	next(t, d)
 	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1)); err != nil { // a hit
 		t.Fatal(err)
@@ -361,9 +365,7 @@ func TestNearReportsUsageBeforeAMiss(t *testing.T) {
 func TestNearDropsStaleBundles(t *testing.T) {
 	vm, d, cnt := nearSetup(t, 0)
 	ev := stopEvent(77)
-	if err := vm.Send(append(bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev...)); err != nil {
-		t.Fatal(err)
-	}
+	pushStop(t, vm, bundlePacket(1, 1, 0, []Record{nameRecord("pushed")}), ev)
 	next(t, d)
 	if _, err := d.Call(jdwp.CmdVirtualMachineResume, nil); err != nil {
 		t.Fatal(err)
@@ -377,9 +379,7 @@ func TestNearDropsStaleBundles(t *testing.T) {
 	if _, err := d.Call(jdwp.CmdObjectReferenceSetValues, append(threadParams(thread1), 0, 0, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := vm.Send(append(bundlePacket(3, 2, fenceOf(2), []Record{nameRecord("stale")}), stopEvent(78)...)); err != nil {
-		t.Fatal(err)
-	}
+	pushStop(t, vm, bundlePacket(3, 2, fenceOf(2), []Record{nameRecord("stale")}), stopEvent(78))
 	for {
 		if p := next(t, d); p.Cmd() == jdwp.CmdComposite {
 			break
@@ -400,9 +400,7 @@ func TestNearDropsStaleBundles(t *testing.T) {
 	if _, err := d.Call(jdwp.CmdVirtualMachineResume, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := vm.Send(append(bundlePacket(4, 3, fenceOf(5), []Record{nameRecord("fresh")}), stopEvent(79)...)); err != nil {
-		t.Fatal(err)
-	}
+	pushStop(t, vm, bundlePacket(4, 3, fenceOf(5), []Record{nameRecord("fresh")}), stopEvent(79))
 	for {
 		if p := next(t, d); p.Cmd() == jdwp.CmdComposite {
 			break
@@ -427,9 +425,7 @@ func TestNearKeepsBundleAcrossEventRequest(t *testing.T) {
 	cnt := new(Counters)
 	d := attach(t, vm.Addr(), NearHooks(newSpec(), Config{Counters: cnt}), 0)
 	ev := stopEvent(77)
-	if err := vm.Send(append(bundlePacket(1, 1, 0, []Record{statusRecord()}), ev...)); err != nil {
-		t.Fatal(err)
-	}
+	pushStop(t, vm, bundlePacket(1, 1, 0, []Record{statusRecord()}), ev)
 	next(t, d)
 	// The rest of the stop's records, gathered before the far end got the
 	// Clear below; the Clear's reply comes after them.
@@ -590,9 +586,7 @@ func TestNearReusedIDsMatchNoFence(t *testing.T) {
 	call(8, jdwp.CmdObjectReferenceSetValues, setValues)
 	call(7, jdwp.CmdObjectReferenceSetValues, setValues) // 7 again
 	// Gathered after the first 7: the far end would say 7 either way.
-	if err := vm.Send(append(bundlePacket(1, 1, fenceOf(7), []Record{nameRecord("maybe stale")}), stopEvent(77)...)); err != nil {
-		t.Fatal(err)
-	}
+	pushStop(t, vm, bundlePacket(1, 1, fenceOf(7), []Record{nameRecord("maybe stale")}), stopEvent(77))
 	for {
 		p, err := r.Next()
 		if err != nil {
@@ -716,9 +710,7 @@ func TestNearReportsLinkRTT(t *testing.T) {
 	fence := uint64(0)
 	for stop := uint64(1); stop <= 2; stop++ {
 		ev := stopEvent(uint32(76 + stop))
-		if err := vm.Send(append(bundlePacket(uint32(stop), stop, fence, []Record{nameRecord("pushed")}), ev...)); err != nil {
-			t.Fatal(err)
-		}
+		pushStop(t, vm, bundlePacket(uint32(stop), stop, fence, []Record{nameRecord("pushed")}), ev)
 		if p := next(t, d); string(p) != string(ev) {
 			t.Fatalf("packet %v, want the event", p)
 		}
@@ -830,9 +822,7 @@ func TestNearReasksOffersAfterAMiss(t *testing.T) {
 		{Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(0x52), Body: strBody("worker-2")},
 		{Cmd: jdwp.CmdThreadReferenceName, Params: threadParams(0x53), Body: strBody("worker-3")},
 	}
-	if err := vm.Send(append(bundlePacket(1, 1, 0, offered), ev...)); err != nil {
-		t.Fatal(err)
-	}
+	pushStop(t, vm, bundlePacket(1, 1, 0, offered), ev)
 	next(t, d)
 	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(0x53)); err != nil { // offered: a hit
 		t.Fatal(err)
