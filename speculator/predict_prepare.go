@@ -262,7 +262,7 @@ func (pr *prepareRule) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDS
 	if len(pr.stop) == 0 {
 		return
 	}
-	if len(key.Params()) == 0 && prepareRead(info, key.Cmd()) && info.Tier == keyable.TierStop {
+	if info.Tier == keyable.TierStop && prepareRead(info, key.Cmd()) { // the VM's state, no parameters
 		pr.note(&pr.vmCmds, key.Cmd())
 		return
 	}
