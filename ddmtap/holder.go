@@ -39,6 +39,10 @@ type HolderConfig struct {
 	// reply to a debugger's VirtualMachine.Version names an Android
 	// runtime.
 	KnownDDM bool
+	// OnThreadChange, if not nil, is the Monitor's (Monitor.OnThreadChange)
+	// from before the holder runs, so that it misses no thread of the
+	// VM's first list.
+	OnThreadChange func(ThreadChange)
 }
 
 // Holder keeps a connection to one VM while no debugger is attached, so
@@ -95,12 +99,14 @@ func NewHolder(cfg HolderConfig) *Holder {
 	}
 	cfg.Options = cfg.Options.withDefaults()
 	log := cfg.Logger.With().Str(relay.LogComponent, "ddm").Logger()
-	return &Holder{
+	h := &Holder{
 		cfg:  cfg,
 		log:  log,
 		mon:  NewMonitor(cfg.Addr, log, cfg.Metrics),
 		wake: make(chan struct{}, 1),
 	}
+	h.mon.OnThreadChange(cfg.OnThreadChange)
+	return h
 }
 
 // Monitor is the VM's monitor; it lives as long as the Holder.

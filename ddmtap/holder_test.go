@@ -467,3 +467,37 @@ func TestTakeInsideAPacket(t *testing.T) {
 		})
 	}
 }
+
+// TestHolderReportsTheFirstThreads: a holder given OnThreadChange reports
+// every thread of the VM's first list as created (the callback is the
+// monitor's before the holder runs: the live page's thread events begin
+// with each thread's start, and no death comes without one).
+func TestHolderReportsTheFirstThreads(t *testing.T) {
+	vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 7, Logger: zerolog.Nop()})
+	created := make(chan uint32, 64)
+	h := ddmtap.NewHolder(ddmtap.HolderConfig{Addr: vm.Addr(), KnownDDM: true, Logger: zerolog.Nop(), Options: testOpts,
+		ReconnectDelay: 10 * time.Millisecond, OnThreadChange: func(c ddmtap.ThreadChange) {
+			if c.Kind == ddmtap.ThreadCreated {
+				created <- c.ID
+			}
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	s := wait(t, h.Monitor(), "the first threads", func(s ddmtap.Snapshot) bool { return len(s.Threads) == 4 })
+	seen := map[uint32]bool{}
+	for len(seen) < len(s.Threads) {
+		select {
+		case id := <-created:
+			seen[id] = true
+		case <-time.After(jdwptest.Timeout):
+			t.Fatalf("reported created %v of %+v", seen, s.Threads)
+		}
+	}
+	for _, th := range s.Threads {
+		if !seen[th.ID] {
+			t.Errorf("thread %d (%s) never reported created", th.ID, th.Name)
+		}
+	}
+}

@@ -73,13 +73,16 @@ func (f *ddmFlags) register(fs *flag.FlagSet) {
 // (cfg.DialVM dials through it). The holder runs until ctx ends or stop is
 // called; stop ends it (disabling what it enabled on a held connection and
 // closing it) and waits for it: call it once the relay server has
-// returned. With DDM disabled it changes nothing and returns nil and a
-// no-op stop.
-func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config) (h *ddmtap.Holder, stop func()) {
+// returned. onThread (may be nil) gets the monitor's thread changes from
+// the holder's start. With DDM disabled it changes nothing and returns nil
+// and a no-op stop.
+func setupDDM(ctx context.Context, log zerolog.Logger, reg prometheus.Registerer, vmAddr string, f ddmFlags, cfg *relay.Config,
+	onThread func(ddmtap.ThreadChange)) (h *ddmtap.Holder, stop func()) {
 	if f.mode == ddmOff {
 		return nil, func() {}
 	}
 	h = ddmtap.NewHolder(ddmtap.HolderConfig{
+		OnThreadChange:   onThread,
 		Addr:             vmAddr,
 		KnownDDM:         f.mode == ddmForce,
 		Logger:           log,
@@ -141,6 +144,7 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 		return func() {}
 	}
 	h, stop := d.mons.Start(ctx, ddmtap.HolderConfig{
+		OnThreadChange:   ddmThreadsTo(d.feed, vm.Key),
 		Addr:             vm.Key,
 		KnownDDM:         vm.Kind == discover.KindADB || d.flags.mode == ddmForce,
 		Dial:             dial,
@@ -150,7 +154,6 @@ func (d *ddmVMs) start(ctx context.Context, vm discover.VM, dial discover.DialFu
 		ReconnectDelay:   d.flags.reconnect,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 	})
-	h.Monitor().OnThreadChange(ddmThreadsTo(d.feed, vm.Key))
 	cfg.DialVM = h.Dial // the held connection, with the DDM tap as its hooks
 	return stop
 }

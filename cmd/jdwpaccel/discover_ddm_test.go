@@ -278,7 +278,7 @@ func TestSetupDDMStopJoinsHolder(t *testing.T) {
 	vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: fakevm.Dalvik, Threads: 2, Logger: zerolog.Nop()})
 	var cfg relay.Config
 	f := ddmFlags{mode: ddmForce, poll: time.Hour, timeout: 5 * time.Second, reconnect: time.Second}
-	h, stop := setupDDM(context.Background(), zerolog.Nop(), prometheus.NewRegistry(), vm.Addr(), f, &cfg)
+	h, stop := setupDDM(context.Background(), zerolog.Nop(), prometheus.NewRegistry(), vm.Addr(), f, &cfg, nil)
 	if h == nil || cfg.DialVM == nil {
 		t.Fatalf("holder %v, dialling through it %v", h, cfg.DialVM != nil)
 	}
@@ -291,7 +291,7 @@ func TestSetupDDMStopJoinsHolder(t *testing.T) {
 	if h.Monitor().Snapshot().Connected {
 		t.Error("stop returned while the holder's DDM connection was still up")
 	}
-	if _, stopOff := setupDDM(context.Background(), zerolog.Nop(), prometheus.NewRegistry(), vm.Addr(), ddmFlags{mode: ddmOff}, &cfg); stopOff == nil {
+	if _, stopOff := setupDDM(context.Background(), zerolog.Nop(), prometheus.NewRegistry(), vm.Addr(), ddmFlags{mode: ddmOff}, &cfg, nil); stopOff == nil {
 		t.Error("setupDDM without DDM returned a nil stop")
 	} else {
 		stopOff()

@@ -238,10 +238,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 		}
 		return st, nil
 	}
-	st.holder, st.stopHolder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg)
-	if st.holder != nil {
-		st.holder.Monitor().OnThreadChange(ddmThreadsTo(st.feed, name))
-	}
+	st.holder, st.stopHolder = setupDDM(ctx, log, st.reg, pf.vm, pf.ddm, &st.cfg, ddmThreadsTo(st.feed, name))
 	st.cfg.DialVM = explainDial(st.cfg.DialVM, pf.vm)
 	return st, nil
 }
