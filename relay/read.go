@@ -36,9 +36,6 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 		} else {
 			f.Kind = KindCommand
 			f.Cmd = p.Cmd()
-			if f.Cmd == jdwp.CmdVirtualMachineDispose || f.Cmd == jdwp.CmdVirtualMachineExit {
-				s.ending.Store(true)
-			}
 		}
 		// A command whose ID is in the proxy's range goes to the VM
 		// under a fresh proxy ID (in the packet; f.ID keeps the
@@ -52,6 +49,7 @@ func (s *Session) relayDebuggerToVM(r *jdwp.Reader) error {
 		}
 		if !s.turnOn {
 			s.observe(f)
+			s.endsSession(f)
 			// A big packet's buffer is the reader's no more: queue it
 			// as it is, rather than hold a copy too.
 			if err := s.queueToVM(f, r.Owned(f.Packet)); err != nil {
@@ -111,6 +109,7 @@ func (s *Session) debuggerTurn(f *Frame, wire uint32, remapped bool, r *jdwp.Rea
 		}
 	}
 	s.applyOut(false)
+	s.endsSession(f)
 	if action == Forward {
 		// A big packet's buffer is the reader's no more: queue it as it
 		// is, rather than hold a copy too.
@@ -123,6 +122,16 @@ func (s *Session) debuggerTurn(f *Frame, wire uint32, remapped bool, r *jdwp.Rea
 		}
 	}
 	return action, nil
+}
+
+// endsSession marks the session ending at the debugger's Dispose or
+// Exit, once what the proxy sent in its turn is queued ahead of it
+// (inject drops the proxy's own commands from then on: they would go
+// after it).
+func (s *Session) endsSession(f *Frame) {
+	if f.Kind == KindCommand && (f.Cmd == jdwp.CmdVirtualMachineDispose || f.Cmd == jdwp.CmdVirtualMachineExit) {
+		s.ending.Store(true)
+	}
 }
 
 // holdDebugger calls the gates (Gate) before a debugger's packet's turn.

@@ -151,7 +151,7 @@ func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []by
 	}
 	s.info = info
 	s.subj = s.key.Subject(info, sizes)
-	if !c.facts.scopeOK(info, s.subj) {
+	if !c.facts.scopeOK(info, s.subj) || ep.unplaced && c.facts.running(info, s.subj) {
 		return
 	}
 	if c.cache.has(&s.key) {
@@ -223,6 +223,7 @@ func (c *core) sent(s *spec) {
 		return // the debugger's own command, asked again: no speculation
 	}
 	c.learn.ep.sentKind[s.kind]++
+	s.serial, s.far = c.learn.ep.serial, c.facts.farEnd
 	traceSpec(s, outcomeSent, c.learn.ep.serial)
 	c.sp.countSpec(outcomeSent, 1)
 	if time.Since(c.began) < logOwnFor {

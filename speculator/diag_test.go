@@ -17,9 +17,9 @@ func TestDiagnose(t *testing.T) {
 	traceSpec(s, outcomeSent, 2)
 	traceSpec(s, outcomeUsed, 2)
 	traceSpec(s, outcomeWasted, 999)
-	traceMiss(jdwp.CmdIDSizes, 4)
+	traceMiss(jdwp.CmdIDSizes, 4, "never asked")
 	stop()
-	traceMiss(jdwp.CmdIDSizes, 4) // not counted
+	traceMiss(jdwp.CmdIDSizes, 4, "never asked") // not counted
 	var b strings.Builder
 	if _, err := d.WriteTo(&b); err != nil {
 		t.Fatal(err)
@@ -29,6 +29,7 @@ func TestDiagnose(t *testing.T) {
 		"serial   2 sent: 2":   true,
 		"serial 999 wasted: 1": true,
 		"miss serial   4 " + jdwp.CmdIDSizes.String() + ": 1": true,
+		"near k3  sent at   0 wasted: 1":                      true,
 	}
 	found := 0
 	for _, l := range lines {
@@ -39,7 +40,7 @@ func TestDiagnose(t *testing.T) {
 			found++
 		}
 	}
-	if found != len(want)+1 || len(lines) != 6 {
+	if found != len(want)+2 || len(lines) != 10 { // two "k3 ... used: 1" lines: by command and by end
 		t.Fatalf("report:\n%s", b.String())
 	}
 }

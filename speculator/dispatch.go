@@ -23,11 +23,14 @@ type spec struct {
 	pred      *predFrame // the predicted frame it names, if any (framepredict.go)
 	level     uint8      // object nesting of the values it will return
 	id        uint32
+	serial    uint64 // the stop it was sent at (for the diagnostic tally)
+	far       bool   // sent by a far end (for the diagnostic tally)
 	sent      bool
 	cancelled bool
 	used      bool
 	done      bool     // accounted as wasted (or superseded)
 	reask     bool     // belayed debugger commands asked again (notSuspended)
+	again     bool     // a miss's re-ask of this stop's speculation (refetch): not asked a third time
 	prep      bool     // sent by the prepare rule (predict_prepare.go): IDs from this connection's event and replies
 	waiters   []uint32 // belayed debugger command IDs
 }

@@ -256,10 +256,14 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 		// (attach.go), as if it had come here.
 		a.identify(c, sizes)
 	}
-	ss.asked(&key, info, sizes)
-	if e := ss.cache.peek(&key); e != nil {
+	// The near end served the reply pushed from here: its speculation is
+	// used, even if the reply no longer answers here (out of place at
+	// this end after the near end's later reads, or too old), before
+	// anything here looks it up as an answer (and drops it).
+	if e, ok := ss.cache.lru.Peek(key); ok {
 		ss.markUsed(e.rec)
 	}
+	ss.asked(&key, info, sizes)
 }
 
 // tapStored tells the tap of speculative reply p to s, just stored.

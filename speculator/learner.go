@@ -71,14 +71,18 @@ func methodOf(loc jdwp.Location) methodKey {
 
 // episode is one stop: from a suspending event to the next resume or stop.
 type episode struct {
-	active     bool
-	serial     uint64
-	thread     jdwp.ThreadID
-	loc        jdwp.Location              // where the stop event says the thread is
-	frames     map[jdwp.FrameID]frameInfo // frames of this stop's Frames replies
-	predicted  []*spec                    // speculation on predicted frame IDs (framepredict.go)
-	requested  []*template                // templates the debugger sent, in order
-	specs      []*spec
+	active    bool
+	serial    uint64
+	thread    jdwp.ThreadID
+	loc       jdwp.Location              // where the stop event says the thread is
+	frames    map[jdwp.FrameID]frameInfo // frames of this stop's Frames replies
+	predicted []*spec                    // speculation on predicted frame IDs (framepredict.go)
+	requested []*template                // templates the debugger sent, in order
+	specs     []*spec
+	// unplaced: at a far end, the near end read running state at this
+	// stop, so it places none of this stop's replies of running state
+	// sent from here on (offerPos): none is sent (unqueueRunning).
+	unplaced   bool
 	frameCount int32  // the stopped thread's frame count, 0 until seen
 	valueDepth uint64 // depths whose values the debugger asked (bit set)
 	thisDepth  uint64

@@ -168,8 +168,10 @@ func (f *facts) offerPos() uint64 {
 // (the debugger's miss there) means the near end places nothing of running
 // state it receives from now on (offerPos): the stop's speculation of
 // running state not yet sent to the VM is dropped (neither used nor
-// wasted: it cost nothing), and none is asked again.
+// wasted: it cost nothing), and none is asked again or sent anew at this
+// stop (submitSpec).
 func (c *core) unqueueRunning(ep *episode) {
+	ep.unplaced = true
 	for _, s := range ep.specs {
 		if !s.sent && !s.cancelled && c.facts.running(s.info, s.subj) {
 			s.done = true
@@ -236,9 +238,12 @@ func (o *offerReads) again(k *keyable.Key, first bool) bool {
 // so nothing read of running state before it may answer the debugger's
 // later reads, once it has that answer. What the stop's speculation read
 // of running state and the debugger has not used yet is asked again:
-// each such speculation, superseding the first (which counts as neither
-// used nor wasted), and each reply of running state a far end offered at
-// this stop (a near end's; one the debugger's reads in another order than
+// each such speculation, superseding the first (which counts as wasted:
+// it went to the VM and answers nothing), once a stop (a re-ask is not
+// asked again: each later miss would ask it anew, chasing a debugger that
+// reads running state on and on, for nothing used: measured with
+// java-debug, twice the commands and no more hits), and each reply of
+// running state a far end offered at this stop (a near end's; one the debugger's reads in another order than
 // the far end's left out of place, too) that offerReads.again names.
 // Their replies and
 // commands in flight are dropped here, so the new ones can go out (the
@@ -258,18 +263,18 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 	}
 	for i, n := 0, len(ep.specs); i < n; i++ {
 		s := ep.specs[i]
-		if !s.sent || s.used || s.done || s.cancelled || !c.facts.running(s.info, s.subj) {
+		if !s.sent || s.used || s.done || s.cancelled || s.again || !c.facts.running(s.info, s.subj) {
 			continue
 		}
-		s.done = true
+		c.wasted(s)
 		c.cache.drop(&s.key)
 		c.disp.forget(s)
-		c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level}, s.key.Cmd(), s.key.Params())
+		c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level, again: true}, s.key.Cmd(), s.key.Params())
 	}
 	for i := range c.reads.placed {
 		if k := &c.reads.placed[i]; c.reads.again(k, c.recording()) {
 			c.cache.drop(k)
-			c.submitSpec(sizes, &spec{kind: kTemplate}, k.Cmd(), k.Params())
+			c.submitSpec(sizes, &spec{kind: kTemplate, again: true}, k.Cmd(), k.Params())
 		}
 	}
 	c.reads.placed = c.reads.placed[:0]

@@ -8,7 +8,9 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
+	"github.com/rs/zerolog"
 )
 
 // The moment's rules (moment.go), on facts alone: an answer of running
@@ -237,5 +239,117 @@ func TestFarEndWidensNoMissOfRunningState(t *testing.T) {
 	}
 	if !ss.learn.ep.asked[jdwp.CmdThreadReferenceName] {
 		t.Fatal("the far end did not learn the name read")
+	}
+}
+
+// TestFarEndSendsNoRunningStateAfterItsNearEndsRead: once its near end
+// forwarded a read of running state at a stop, a far end sends no
+// speculation of running state at that stop (its near end would place
+// none of it: every such reply would be wasted), but still what is
+// about the stopped thread. Fails without the unplaced gate (submitSpec).
+func TestFarEndSendsNoRunningStateAfterItsNearEndsRead(t *testing.T) {
+	fs := &frameState{count: 3, values: 10}
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeAlways)
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	stopOfOneThread(r, fs, 0x52, 0x53)
+	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53))
+	v, _ := rigSessions.Load(sp)
+	ss := v.(*Session).ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	has := func(c jdwp.Cmd, thread uint64) bool {
+		for _, s := range ss.learn.ep.specs {
+			if s.key.Cmd() == c && jdwp.NewBodyReader(s.key.Params(), sizes8).ObjectID() == thread {
+				return true
+			}
+		}
+		return false
+	}
+	ss.disp.holding = true // nothing goes out from here (no turn): kept in ep.specs
+	defer func() { ss.disp.holding, ss.disp.held = false, nil }()
+	ss.specParams(sizes8, jdwp.CmdThreadReferenceName, threadBody(0x52), kThreadName, nil, 0)
+	if has(jdwp.CmdThreadReferenceName, 0x52) {
+		t.Error("the far end speculated a running thread's name after its near end read running state")
+	}
+	ss.specParams(sizes8, jdwp.CmdThreadReferenceName, threadBody(thread1), kThreadName, nil, 0)
+	if !has(jdwp.CmdThreadReferenceName, thread1) {
+		t.Error("the far end did not speculate the stopped thread's name")
+	}
+}
+
+// TestMissReasksOnceAStop: what a miss asked again is not asked a third
+// time by a later miss at the stop, and the speculation a re-ask
+// superseded counts as wasted (it went to the VM and answered nothing).
+// Fails with re-asks asked again (refetch's again flag), or with the
+// superseded speculation left uncounted.
+func TestMissReasksOnceAStop(t *testing.T) {
+	fs := &frameState{count: 3, values: 10}
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeAdaptive) // the proxy's usual mode, with its Session kept
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	stopOfOneThread(r, fs, 0x52, 0x53, 0x54)
+	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
+	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
+	r.barrier()
+	before := r.sp.Stats()
+	r.dbg.call(43, jdwp.CmdThreadReferenceStatus, threadBody(0x53)) // another miss: the names are asked again
+	r.vm.waitNames(0x52, 2)
+	if st := r.sp.Stats().Since(before); st.SpecWasted < 2 {
+		t.Errorf("the superseded names of 0x52 and 0x54: %+v, want them counted as wasted", st)
+	}
+	r.dbg.call(45, jdwp.CmdThreadReferenceStatus, threadBody(0x54)) // a third miss: nothing asked again
+	v, _ := rigSessions.Load(r.sp)
+	ss := v.(*Session).ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for _, s := range ss.learn.ep.specs { // held speculation too
+		if s.key.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(s.key.Params(), sizes8).ObjectID() == 0x52 {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("the name of 0x52 speculated %d times at the stop, want twice (widened, asked again once)", n)
+	}
+}
+
+// TestUsageReportCountsAReplyNoLongerServable: a near end's usage report
+// marks used the speculation whose pushed reply it served, even once the
+// reply could no longer answer here (a user who read a variable slowly:
+// older than the moment). Fails with the report looking the reply up as
+// an answer would (cache.peek drops it unserved).
+func TestUsageReportCountsAReplyNoLongerServable(t *testing.T) {
+	rs := &relay.Session{}
+	rs.SetIDSizes(sizes8)
+	s := New(Config{}, zerolog.Nop(), nil).NewTapped(rs, ModeNever, nil)
+	ic := s.Interceptor()
+	c := jdwp.Composite{SuspendPolicy: jdwp.SuspendEventThread, Events: []jdwp.Event{bpEvent(thread1)}}
+	ic.FromVM(rs, &relay.Frame{Kind: relay.KindEvent, Packet: jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))})
+	ss := s.ss
+	params := threadBody(0x52) // another thread's name: running state
+	ss.mu.Lock()
+	ss.cache.pause(false) // as a far end's that pushes (ModeAlways), without sending
+	rec := &spec{kind: kThreadName, sent: true}
+	info, _ := keyable.Fill(&rec.key, jdwp.CmdThreadReferenceName, params, sizes8)
+	rec.info, rec.subj = info, rec.key.Subject(info, sizes8)
+	ss.learn.ep.specs = append(ss.learn.ep.specs, rec)
+	ss.cache.store(&rec.key, info, rec.subj, ss.facts.gen, ss.facts.nextPos(), jdwp.AppendReply(nil, 1, 0, sigBody("w")), rec)
+	e, ok := ss.cache.lru.Peek(rec.key)
+	if !ok {
+		ss.mu.Unlock()
+		t.Fatal("the reply was not stored")
+	}
+	e.at = time.Now().Add(-2 * momentAge)
+	ss.mu.Unlock()
+	s.Asked(nil, jdwp.CmdThreadReferenceName, params, sizes8)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !rec.used {
+		t.Error("the near end served the pushed name, but its speculation is not counted used")
 	}
 }

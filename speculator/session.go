@@ -122,6 +122,10 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			ss.asked(&d.key, info, sizes)
 			ss.reads.asked(&d.key)
 		}
+		why := ""
+		if specTracer != nil {
+			why = ss.missWhy(&d.key)
+		}
 		if e := ss.cache.lookup(&d.key); e != nil {
 			ss.markUsed(e.rec)
 			f.Answer = retag.Retag(ss.ansBuf[:0], e.reply, f.ID)
@@ -143,7 +147,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 				ss.disp.cancel(s)
 			}
 		}
-		traceMiss(d.key.Cmd(), ss.learn.ep.serial)
+		traceMiss(d.key.Cmd(), ss.learn.ep.serial, why)
 		ss.sp.countRequest(resultMiss)
 		// What a miss of running state makes the parts speculate goes to
 		// the VM after the debugger's command, or the debugger could
