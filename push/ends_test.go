@@ -799,12 +799,12 @@ func TestFarHoldsResumeReplyBehindEvent(t *testing.T) {
 // TestNearReasksOffersAfterAMiss: at a stop of one thread on a VM that
 // carries out commands in order, a read of running state the near end
 // could not answer goes to the far end, and the replies of running state
-// the far end offered for the stop and the debugger has not read yet are
-// asked again behind it (they may no longer answer the debugger once it
-// has the miss's answer; here the debugger's read of a later offer
-// already left an earlier one out of place); the debugger's later read of
-// one is answered from the new reply, not sent on again. Fails without
-// the offers' re-ask (refetch).
+// the far end offered for the stop that the debugger read at the last
+// stop and has not read yet at this one are asked again behind it (they
+// may no longer answer the debugger once it has the miss's answer; here
+// the debugger's read of a later offer already left an earlier one out of
+// place); the debugger's later read of one is answered from the new
+// reply, not sent on again. Fails without the offers' re-ask (refetch).
 func TestNearReasksOffersAfterAMiss(t *testing.T) {
 	script := vmScript()
 	script[jdwp.CmdVirtualMachineVersion] = jdwptest.Body(jdwptest.VersionBody("Java Debug Wire Protocol (Reference Implementation) version 17.0 (fake)", "Fake"))
@@ -824,6 +824,17 @@ func TestNearReasksOffersAfterAMiss(t *testing.T) {
 	}
 	pushStop(t, vm, bundlePacket(1, 1, 0, offered), ev)
 	next(t, d)
+	for _, th := range []uint64{0x52, 0x53} { // the first stop: both offers read
+		if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(th)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resume, err := d.Call(jdwp.CmdVirtualMachineResume, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushStop(t, vm, bundlePacket(2, 2, fenceOf(resume.ID()), offered), jdwp.AppendCommand(nil, 78, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c)))
+	next(t, d)
 	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(0x53)); err != nil { // offered: a hit
 		t.Fatal(err)
 	}
@@ -832,7 +843,7 @@ func TestNearReasksOffersAfterAMiss(t *testing.T) {
 	}
 	jdwptest.Await(t, "the near end to ask the offer again", vm.Changed, func() (bool, string) {
 		for _, p := range vm.Commands() {
-			if p.Cmd() == jdwp.CmdThreadReferenceName && retag.InRange(p.ID()) {
+			if p.Cmd() == jdwp.CmdThreadReferenceName && retag.InRange(p.ID()) && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == 0x52 {
 				return true, ""
 			}
 		}

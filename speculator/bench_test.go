@@ -20,7 +20,7 @@ func hitRig(tb testing.TB) (*session, *relay.Session, *relay.Frame) {
 	if !ok {
 		tb.Fatal("not keyable")
 	}
-	ss.cache.store(&k, info, k.Subject(info, sizes8), ss.facts.gen, 0, jdwp.AppendReply(nil, 0xA0000001, 0, []byte{0}), nil)
+	ss.cache.store(&k, info, k.Subject(info, sizes8), ss.facts.gen, 0, jdwp.AppendReply(nil, 0xA0000001, 0, []byte{0}), nil, sizes8)
 	return ss, rs, &relay.Frame{Kind: relay.KindCommand, Packet: cmd, ID: 7}
 }
 

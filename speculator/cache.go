@@ -102,6 +102,11 @@ type replyCache struct {
 	// for an entry that has since left the cache; tick skips it.
 	ageing []aged
 	head   int // ageing[:head] is consumed
+	// twins maps the canonical key of each cached read of an object's
+	// fields to the key it is cached under (permute.go); sizes are the
+	// ID sizes of the last store.
+	twins map[keyable.Key]keyable.Key
+	sizes jdwp.IDSizes
 }
 
 func newReplyCache(sp *Speculator, f *facts) *replyCache {
@@ -123,7 +128,8 @@ func storable(p jdwp.Packet, info keyable.Info) bool {
 // store caches a copy of reply p to the command key, fetched at gen. A
 // reply too large for the budget is neither copied nor cached, and an
 // older entry for the key is dropped either way.
-func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Subject, gen generation, pos uint64, p jdwp.Packet, rec *spec) {
+func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Subject, gen generation, pos uint64, p jdwp.Packet, rec *spec, sizes jdwp.IDSizes) {
+	c.sizes = sizes
 	if _, ok := c.lru.Peek(*key); ok {
 		c.lru.Remove(*key) // evicted() accounts for it
 	}
@@ -139,6 +145,7 @@ func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Sub
 		e.at = time.Now()
 	}
 	c.lru.Add(*key, e)
+	c.indexTwin(key, true)
 	if info.Tier == keyable.TierObject {
 		c.ageing = append(c.ageing, aged{key: *key, stop: c.stop})
 	}
@@ -154,7 +161,8 @@ func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Sub
 }
 
 // evicted is the LRU's callback for every entry leaving the cache.
-func (c *replyCache) evicted(_ keyable.Key, e *entry) {
+func (c *replyCache) evicted(k keyable.Key, e *entry) {
+	c.indexTwin(&k, false)
 	size := e.cost()
 	c.bytes -= size
 	c.sp.addCache(-size, -1)

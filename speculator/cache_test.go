@@ -58,7 +58,7 @@ func TestCacheAccountsRealCost(t *testing.T) {
 			if speculated {
 				rec = &spec{key: keys[i], info: infos[i], sent: true}
 			}
-			c.store(&keys[i], infos[i], keyable.Subject{}, 0, 0, reply, rec)
+			c.store(&keys[i], infos[i], keyable.Subject{}, 0, 0, reply, rec, sizes8)
 		}
 		used := heapInUse() - before
 		runtime.KeepAlive(c)
@@ -80,11 +80,11 @@ func TestCacheSkipsHugeReplies(t *testing.T) {
 	small := jdwp.AppendReply(nil, 1, jdwp.ErrorNone, make([]byte, 100))
 	for i := 0; i < 100; i++ {
 		k, info := stringKey(t, uint64(i+1))
-		c.store(&k, info, keyable.Subject{}, 0, 0, small, nil)
+		c.store(&k, info, keyable.Subject{}, 0, 0, small, nil, sizes8)
 	}
 	huge := jdwp.AppendReply(nil, 2, jdwp.ErrorNone, make([]byte, 300<<10))
 	k, info := stringKey(t, 1000)
-	allocs := testing.AllocsPerRun(10, func() { c.store(&k, info, keyable.Subject{}, 0, 0, huge, nil) })
+	allocs := testing.AllocsPerRun(10, func() { c.store(&k, info, keyable.Subject{}, 0, 0, huge, nil, sizes8) })
 	if c.lru.Len() != 100 || c.lru.Contains(k) {
 		t.Fatalf("%d entries after a huge reply (cached: %v), want the 100 small ones", c.lru.Len(), c.lru.Contains(k))
 	}
@@ -101,14 +101,14 @@ func TestCacheAgesOutObjects(t *testing.T) {
 	reply := jdwp.AppendReply(nil, 1, jdwp.ErrorNone, make([]byte, 20))
 	kept, keptInfo := stringKey(t, 1)
 	c.tick(1)
-	c.store(&kept, keptInfo, keyable.Subject{}, 0, 0, reply, nil)
+	c.store(&kept, keptInfo, keyable.Subject{}, 0, 0, reply, nil, sizes8)
 	var id uint64 = 100
 	for stop := uint64(1); stop <= 200; stop++ {
 		c.tick(stop)
 		for i := 0; i < 5; i++ { // a few new objects every stop
 			k, info := stringKey(t, id)
 			id++
-			c.store(&k, info, keyable.Subject{}, 0, 0, reply, nil)
+			c.store(&k, info, keyable.Subject{}, 0, 0, reply, nil, sizes8)
 		}
 		if c.lookup(&kept) == nil {
 			t.Fatalf("stop %d: the entry read at every stop was dropped", stop)

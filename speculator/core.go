@@ -154,7 +154,7 @@ func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []by
 	if !c.facts.scopeOK(info, s.subj) || ep.unplaced && c.facts.running(info, s.subj) {
 		return
 	}
-	if c.cache.has(&s.key) {
+	if c.cache.has(&s.key) || c.cache.hasTwin(&s.key, sizes) {
 		return
 	}
 	if old := c.disp.pending(&s.key); old != nil && !old.cancelled && c.facts.valid(old.info, old.subj, old.gen) &&

@@ -225,7 +225,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 			ss.reads.offered(&d.key)
 		}
 	}
-	ss.cache.store(&d.key, info, d.subj, m.gen, pos, reply, nil)
+	ss.cache.store(&d.key, info, d.subj, m.gen, pos, reply, nil, sizes)
 	return OfferStored
 }
 

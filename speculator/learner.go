@@ -91,10 +91,15 @@ type episode struct {
 	expanded   [numKinds]bool          // rules already widened by expandSiblings
 	wantFields map[jdwp.ObjectID]uint8 // objects awaiting their type before fields
 	wantArray  map[jdwp.ObjectID]bool  // arrays awaiting their length before values
-	sentKind   [numKinds]int
-	usedKind   [numKinds]int
-	asked      map[jdwp.Cmd]bool // commands the debugger sent during this stop
-	partial    bool              // the stop suspended only some threads (moment.go)
+	// objLevel is the nesting level at which the stop's speculation found
+	// each object (values), and readLevel one more than the deepest level
+	// of the objects the debugger read, by kind of read (valueRules.asked).
+	objLevel  map[jdwp.ObjectID]uint8
+	readLevel [numReads]uint8
+	sentKind  [numKinds]int
+	usedKind  [numKinds]int
+	asked     map[jdwp.Cmd]bool // commands the debugger sent during this stop
+	partial   bool              // the stop suspended only some threads (moment.go)
 	// shadow holds what gated rules would have sent at this stop, scored
 	// against what the debugger asks as if sent (at no cost to the VM).
 	shadow     map[keyable.Key]kind
@@ -126,8 +131,13 @@ type learner struct {
 	framesRule int32
 	valueDepth uint64
 	thisDepth  uint64
-	ratio      [numKinds]float64 // smoothed used/sent per kind
-	waste      float64           // smoothed wasted/sent of stop-state speculation
+	// readLevel is, by kind of read, one more than the deepest nesting
+	// level of the values a stop shows that the debugger read at the last
+	// stop it read any (0: none), once levelsKnown (valueRules.follows).
+	readLevel   [numReads]uint8
+	levelsKnown bool
+	ratio       [numKinds]float64 // smoothed used/sent per kind
+	waste       float64           // smoothed wasted/sent of stop-state speculation
 	// asked is one more than the last episode (0: the attach) in which the debugger sent
 	// each cacheable command (any parameters); rules derived from replies
 	// predict only commands the debugger sends in this workload.
@@ -203,7 +213,7 @@ func derived(k kind) bool { return k != kTemplate && k != kDefault && k != kLear
 func (l *learner) beginEpisode(thread jdwp.ThreadID, loc jdwp.Location) {
 	l.serial++
 	l.ep = episode{active: true, serial: l.serial, thread: thread, loc: loc, frames: map[jdwp.FrameID]frameInfo{},
-		wantFields: map[jdwp.ObjectID]uint8{}, wantArray: map[jdwp.ObjectID]bool{}}
+		wantFields: map[jdwp.ObjectID]uint8{}, wantArray: map[jdwp.ObjectID]bool{}, objLevel: map[jdwp.ObjectID]uint8{}}
 }
 
 // endEpisode accounts the stop's speculation, drops what it still had
@@ -289,6 +299,9 @@ func (l *learner) endEpisode(d *dispatcher) (wasted int) {
 	}
 	if ep.valueDepth != 0 {
 		l.valueDepth = ep.valueDepth
+	}
+	if ep.readLevel != [numReads]uint8{} {
+		l.readLevel, l.levelsKnown = ep.readLevel, true
 	}
 	if ep.thisDepth != 0 {
 		l.thisDepth = ep.thisDepth

@@ -52,6 +52,10 @@ func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
 	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
 	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
 	p.ArrKnown = l.arrKnown
+	p.ReadLevels = nil
+	if l.levelsKnown {
+		p.ReadLevels = append(p.ReadLevels, l.readLevel[:]...)
+	}
 	if len(l.arrReads) > 0 {
 		p.ArrFirst, p.ArrLen = l.arrReads[0].First, l.arrReads[0].Len
 		p.ArrReads = append(p.ArrReads[:0], l.arrReads...)
@@ -94,6 +98,9 @@ func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 
 	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
 	l.arrKnown, l.arrReads = p.ArrKnown, l.arrReads[:0]
+	if l.levelsKnown = len(p.ReadLevels) == int(numReads); l.levelsKnown {
+		copy(l.readLevel[:], p.ReadLevels)
+	}
 	switch {
 	case len(p.ArrReads) > 0:
 		l.arrReads = append(l.arrReads, p.ArrReads[:min(len(p.ArrReads), maxArrReads)]...)

@@ -223,15 +223,17 @@ func (o *offerReads) stopped() {
 }
 
 // again says whether a miss at this stop asks the offer k again: the
-// debugger has not read it, and (after the session's first stop, where
-// nothing tells) read it at the last stop: a far end offers more than a
-// debugger reads, and what it read it reads again at the next step.
-func (o *offerReads) again(k *keyable.Key, first bool) bool {
+// debugger has not read it, and read it at the last stop: a far end
+// offers more than a debugger reads, and what it read it reads again at
+// the next step. (At the session's first stop nothing tells: asking
+// every offer again there was measured with java-debug to cost a
+// command each and serve none.)
+func (o *offerReads) again(k *keyable.Key) bool {
 	if o.now[*k] {
 		return false
 	}
 	_, read := o.last[*k]
-	return first || read
+	return read
 }
 
 // refetch: the debugger's read of running state goes to the VM (a miss),
@@ -272,7 +274,7 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 		c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level, again: true}, s.key.Cmd(), s.key.Params())
 	}
 	for i := range c.reads.placed {
-		if k := &c.reads.placed[i]; c.reads.again(k, c.recording()) {
+		if k := &c.reads.placed[i]; c.reads.again(k) {
 			c.cache.drop(k)
 			c.submitSpec(sizes, &spec{kind: kTemplate, again: true}, k.Cmd(), k.Params())
 		}

@@ -338,7 +338,7 @@ func TestUsageReportCountsAReplyNoLongerServable(t *testing.T) {
 	info, _ := keyable.Fill(&rec.key, jdwp.CmdThreadReferenceName, params, sizes8)
 	rec.info, rec.subj = info, rec.key.Subject(info, sizes8)
 	ss.learn.ep.specs = append(ss.learn.ep.specs, rec)
-	ss.cache.store(&rec.key, info, rec.subj, ss.facts.gen, ss.facts.nextPos(), jdwp.AppendReply(nil, 1, 0, sigBody("w")), rec)
+	ss.cache.store(&rec.key, info, rec.subj, ss.facts.gen, ss.facts.nextPos(), jdwp.AppendReply(nil, 1, 0, sigBody("w")), rec, sizes8)
 	e, ok := ss.cache.lru.Peek(rec.key)
 	if !ok {
 		ss.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -37,7 +38,8 @@ type profile struct {
 	ArrFirst   int32         `json:"arr_first"`
 	ArrLen     int32         `json:"arr_len"`
 	ArrKnown   bool          `json:"arr_known"`
-	ArrReads   []arrRead     `json:"arr_reads,omitempty"` // learner.arrReads (ArrFirst, ArrLen: the first, for older readers)
+	ArrReads   []arrRead     `json:"arr_reads,omitempty"`   // learner.arrReads (ArrFirst, ArrLen: the first, for older readers)
+	ReadLevels []uint8       `json:"read_levels,omitempty"` // learner.readLevel, if known (predict_values.go)
 	Templates  []relTmpl     `json:"templates,omitempty"`
 	Slots      []slotsOf     `json:"slots,omitempty"`       // learner.slots by method name
 	WB         *wbProfile    `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
@@ -308,7 +310,8 @@ func parseProfiles(b []byte) (map[string]*profile, error) {
 // ratio length (or fewer).
 func (p *profile) valid() bool {
 	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
-		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) || len(p.ArrReads) > maxArrReads {
+		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) || len(p.ArrReads) > maxArrReads ||
+		len(p.ReadLevels) > int(numReads) || slices.ContainsFunc(p.ReadLevels, func(l uint8) bool { return l > maxValueLevel+1 }) {
 		return false
 	}
 	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !prepareValid(p.PrepVM) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {

@@ -95,12 +95,20 @@ func (vr *valueRules) chain(x *chained) {
 
 // values speculates on one value found in a frame, object or array: a
 // string's value, an array's length and first elements, an object's type
-// and (at the first level) its fields.
+// and (at the first level) its fields, as deep as the debugger reads
+// (learner.follows).
 func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 	if v.IsNull() || !v.IsObject() || level > maxValueLevel {
 		return
 	}
 	o := v.ObjectID()
+	ep := &vr.learn.ep
+	if old, ok := ep.objLevel[o]; ok && level < old || !ok && len(ep.objLevel) < maxObjLevels {
+		ep.objLevel[o] = level
+	}
+	if !vr.learn.follows(readNames, level) {
+		return
+	}
 	w := vr.writer(sizes)
 	w.Object(o)
 	vr.pbuf = w.Buf
@@ -114,29 +122,87 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		if !vr.learn.arrKnown {
 			return
 		}
+		elements := vr.learn.follows(readElements, level)
 		var lk keyable.Key
 		if _, ok := keyable.Fill(&lk, jdwp.CmdArrayReferenceLength, vr.pbuf, sizes); !ok {
 			return
 		}
 		if e := vr.cache.peek(&lk); e != nil && len(e.reply) >= jdwp.HeaderSize+4 && jdwp.Packet(e.reply).ErrorCode() == 0 {
-			length := jdwp.NewBodyReader(jdwp.Packet(e.reply).Body(), sizes).Int32()
-			vr.specArrayValues(sizes, o, length, level)
+			if elements {
+				length := jdwp.NewBodyReader(jdwp.Packet(e.reply).Body(), sizes).Int32()
+				vr.specArrayValues(sizes, o, length, level)
+			}
 			return
 		}
-		vr.learn.ep.wantArray[o] = true
+		if elements {
+			vr.learn.ep.wantArray[o] = true
+		}
 		vr.specParams(sizes, jdwp.CmdArrayReferenceLength, vr.pbuf, kArrayLength, nil, level)
 	case jdwp.TagObject:
+		fields := level < maxValueLevel && vr.learn.follows(readFields, level)
 		if t, ok := vr.facts.objType[o]; ok {
-			if level < maxValueLevel {
+			if fields {
 				vr.shapes.specFields(sizes, o, t, level)
 			}
 			return
 		}
-		if level < maxValueLevel {
+		if fields {
 			vr.learn.ep.wantFields[o] = level
 		}
 		vr.specParams(sizes, jdwp.CmdObjectReferenceReferenceType, vr.pbuf, kRefType, nil, level)
 	}
+}
+
+// readKind is what the debugger reads of a value a stop shows: an
+// object's fields, an array's elements, or what shows it (its type, a
+// string's value, an array's length).
+type readKind uint8
+
+const (
+	readFields   readKind = iota // ObjectReference.GetValues
+	readElements                 // ArrayReference.GetValues
+	readNames                    // ObjectReference.ReferenceType, StringReference.Value, ArrayReference.Length
+	numReads
+)
+
+// maxObjLevels bounds the objects a stop keeps the level of.
+const maxObjLevels = 4 * maxSpecPerStop
+
+// readOf is the kind of read command c is, if it reads a value a stop
+// shows.
+func readOf(c jdwp.Cmd) (readKind, bool) {
+	switch c {
+	case jdwp.CmdObjectReferenceGetValues:
+		return readFields, true
+	case jdwp.CmdArrayReferenceGetValues:
+		return readElements, true
+	case jdwp.CmdObjectReferenceReferenceType, jdwp.CmdStringReferenceValue, jdwp.CmdArrayReferenceLength:
+		return readNames, true
+	}
+	return 0, false
+}
+
+// asked learns how deep the debugger reads the values a stop shows: by
+// kind of read, the deepest level at which the stop's speculation found
+// an object the debugger read.
+func (vr *valueRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes) {
+	ep := &vr.learn.ep
+	rk, ok := readOf(key.Cmd())
+	if !ok || !ep.active {
+		return
+	}
+	if lvl, found := ep.objLevel[jdwp.NewBodyReader(key.Params(), sizes).Object()]; found {
+		ep.readLevel[rk] = max(ep.readLevel[rk], lvl+1)
+	}
+}
+
+// follows reports whether the rules speculate a read of kind rk of a value
+// at level: always until the debugger read values at a stop of this
+// session (or of the profile it began from); then as deep as it read at
+// the last stop it read any. A debugger that reads deeper misses, and the
+// next stop follows it.
+func (l *learner) follows(rk readKind, level uint8) bool {
+	return !l.levelsKnown || level < l.readLevel[rk]
 }
 
 // maxValueLevel is the deepest level of the values a stop shows that the
@@ -151,7 +217,7 @@ const maxValueLevel = 3
 // names the type of each element it shows (an object's or an array's is
 // read by values already).
 func (vr *valueRules) elementType(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
-	if v.Tag != jdwp.TagString || v.IsNull() || level > maxValueLevel {
+	if v.Tag != jdwp.TagString || v.IsNull() || level > maxValueLevel || !vr.learn.follows(readNames, level) {
 		return
 	}
 	if _, known := vr.facts.objType[v.ObjectID()]; known {

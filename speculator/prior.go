@@ -73,7 +73,7 @@ func (p *profile) generic() bool {
 			return false
 		}
 	}
-	return p.WB == nil && len(p.Ratio) == 0
+	return p.WB == nil && len(p.Ratio) == 0 && len(p.ReadLevels) == 0
 }
 
 // vmName is the vmName of a Version reply body, "" if it does not parse.

@@ -10,6 +10,7 @@ func (p *profile) stripToGeneric() {
 	p.Shapes = keep(p.Shapes, func(e objShape) bool { return jdkSignature(e.Sig) })
 	p.WB = nil
 	p.Ratio, p.Waste = nil, 0 // how much of its speculation that session used: its own
+	p.ReadLevels = nil        // how deep that session's program's values go: its own
 }
 
 func keep[T any](s []T, ok func(T) bool) []T {

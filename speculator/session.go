@@ -41,8 +41,9 @@ type session struct {
 	lrn    learnedRules    // templates learned per kind of stop, replayed reply by reply (learned.go)
 	live   liveness        // IsCollected of a suspended thread, proven (liveness.go)
 
-	ansBuf  []byte              // cache-hit answers (handed to the relay)
-	flushFn func(*relay.Outbox) // flushHeld, bound once (a method value made per call would allocate)
+	ansBuf   []byte              // cache-hit answers (handed to the relay)
+	permOffs []int               // permuteValues' value offsets (reused)
+	flushFn  func(*relay.Outbox) // flushHeld, bound once (a method value made per call would allocate)
 
 	// The held speculation's flush (dispatcher.held): once the debugger's
 	// misses of running state stop coming for heldWait (a burst of reads
@@ -133,6 +134,15 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			f.Origin = relay.CacheHit
 			ss.sp.countRequest(resultHit)
 			return relay.Consume
+		}
+		if e, twin := ss.cache.twin(&d.key, sizes); e != nil {
+			if ans, ok := permuteValues(ss.ansBuf[:0], f.ID, &d.key, twin, e.reply, sizes, &ss.permOffs); ok {
+				ss.markUsed(e.rec)
+				f.Answer, ss.ansBuf = ans, ans[:0]
+				f.Origin = relay.CacheHit
+				ss.sp.countRequest(resultHit)
+				return relay.Consume
+			}
 		}
 		if s := ss.disp.pending(&d.key); s != nil {
 			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() &&
@@ -367,7 +377,7 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 	}
 	ss.replied(r) // a written-behind one's reply is checked there and absorbed below
 	if d.keyed && storable(p, d.info) && ss.facts.valid(d.info, d.subj, d.gen) {
-		ss.cache.store(&d.key, d.info, d.subj, d.gen, d.pos, p, nil)
+		ss.cache.store(&d.key, d.info, d.subj, d.gen, d.pos, p, nil, sizes)
 		if ok {
 			ss.chain(&d.key, d.gen, p, sizes, 0)
 		}
@@ -409,7 +419,7 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 		ss.replied(&ss.rep)
 	}
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
-		ss.cache.store(&s.key, s.info, s.subj, s.gen, s.pos, p, s)
+		ss.cache.store(&s.key, s.info, s.subj, s.gen, s.pos, p, s, sizes)
 		ss.tapStored(s, p)
 		if p.ErrorCode() == jdwp.ErrorNone {
 			ss.chain(&s.key, s.gen, p, sizes, s.level)
@@ -435,7 +445,7 @@ func (ss *session) hold(s *spec, p jdwp.Packet) bool {
 // chains on it; a reply that cannot be stored is wasted.
 func (ss *session) storeSpec(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
-		ss.cache.store(&s.key, s.info, s.subj, s.gen, s.pos, p, s)
+		ss.cache.store(&s.key, s.info, s.subj, s.gen, s.pos, p, s, sizes)
 		if p.ErrorCode() == jdwp.ErrorNone {
 			ss.chain(&s.key, s.gen, p, sizes, s.level)
 		}
