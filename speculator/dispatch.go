@@ -30,7 +30,7 @@ type spec struct {
 	used      bool
 	done      bool     // accounted as wasted (or superseded)
 	reask     bool     // belayed debugger commands asked again (notSuspended)
-	again     bool     // a miss's re-ask of this stop's speculation (refetch): not asked a third time
+	again     bool     // a miss's re-ask of this stop's speculation or offers (refetch): not asked a third time
 	prep      bool     // sent by the prepare rule (predict_prepare.go): IDs from this connection's event and replies
 	waiters   []uint32 // belayed debugger command IDs
 }

@@ -133,7 +133,7 @@ type learner struct {
 	thisDepth  uint64
 	// readLevel is, by kind of read, one more than the deepest nesting
 	// level of the values a stop shows that the debugger read at the last
-	// stop it read any (0: none), once levelsKnown (valueRules.follows).
+	// stop it showed (0: none), once levelsKnown (learner.follows).
 	readLevel   [numReads]uint8
 	levelsKnown bool
 	ratio       [numKinds]float64 // smoothed used/sent per kind
@@ -300,7 +300,10 @@ func (l *learner) endEpisode(d *dispatcher) (wasted int) {
 	if ep.valueDepth != 0 {
 		l.valueDepth = ep.valueDepth
 	}
-	if ep.readLevel != [numReads]uint8{} {
+	if ep.readLevel != [numReads]uint8{} || ep.asked[jdwp.CmdThreadReferenceFrames] {
+		// The debugger showed the stop (its frames): as deep as it read
+		// values there, or none (a debugger that steps with no variable
+		// shown, as jdb).
 		l.readLevel, l.levelsKnown = ep.readLevel, true
 	}
 	if ep.thisDepth != 0 {

@@ -11,7 +11,8 @@ import (
 // read, how deep the debugger reads the values a stop shows (the level at
 // which the stop's speculation found each object it read), follow every
 // level until it has read values at a stop, then only as deep as it read
-// at the last stop it read any; a profile carries what was learned. Fails
+// at the last stop it showed (none, if it read no value there); a profile
+// carries what was learned. Fails
 // with the levels not learned (valueRules.asked, endEpisode) or not
 // followed (learner.follows).
 func TestReadLevelsFollowTheDebugger(t *testing.T) {
@@ -69,7 +70,15 @@ func TestReadLevelsFollowTheDebugger(t *testing.T) {
 	imported := newLearner()
 	imported.importFrom(&p, sizes8)
 	check(&imported, "from the profile")
-	l.beginEpisode(thread1, jdwp.Location{}) // a stop with no value read: the levels stay
+	l.beginEpisode(thread1, jdwp.Location{}) // a stop not shown (no frames, no value read): the levels stay
 	l.endEpisode(&c.disp)
-	check(l, "after a stop that read no value")
+	check(l, "after a stop not shown")
+	l.beginEpisode(thread1, jdwp.Location{}) // shown, no value read (jdb): none followed
+	l.ep.asked = map[jdwp.Cmd]bool{jdwp.CmdThreadReferenceFrames: true}
+	l.endEpisode(&c.disp)
+	for rk := range numReads {
+		if l.follows(rk, 0) {
+			t.Errorf("read %d followed after a stop shown with no value read", rk)
+		}
+	}
 }

@@ -353,3 +353,50 @@ func TestUsageReportCountsAReplyNoLongerServable(t *testing.T) {
 		t.Error("the near end served the pushed name, but its speculation is not counted used")
 	}
 }
+
+// TestLearnedSessionReasksOffersAtItsFirstStop: at a near end's first
+// stop, a miss of running state asks again every offer the debugger has
+// not read yet only in a session that began from what an earlier session
+// of this debugger learned (its far end then offers what the debugger
+// read); in a session from nothing, none (nothing tells which offers it
+// reads). Fails with the first stop asking them in both, or in neither.
+func TestLearnedSessionReasksOffersAtItsFirstStop(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeNear)
+	session := func() (reasked bool) {
+		fs := &frameState{count: 3, values: 10}
+		r := startRigWith(t, sp, fs.handler)
+		defer r.stop()
+		r.dbg.call(1, jdwp.CmdIDSizes, nil)
+		r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+		fs.mu.Lock()
+		fs.threads = []uint64{thread1, 0x52, 0x53, 0x54}
+		fs.mu.Unlock()
+		r.dbg.call(3, jdwp.CmdVirtualMachineAllThreads, nil) // the threads, before the stop
+		r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+		r.expectEvent()
+		v, _ := rigSessions.Load(sp)
+		s := v.(*Session)
+		for _, th := range []uint64{0x52, 0x53} {
+			if res := s.Offer(jdwp.CmdThreadReferenceName, threadBody(th), jdwp.AppendReply(nil, 1, 0, sigBody("w")), MarkNow(), sizes8); res != OfferStored {
+				t.Fatalf("offer of the name of %#x: %v", th, res)
+			}
+		}
+		r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // offered: a hit
+		r.dbg.call(42, jdwp.CmdThreadReferenceName, threadBody(0x54)) // a miss of running state
+		s.ss.mu.Lock()
+		defer s.ss.mu.Unlock()
+		for _, sp := range s.ss.learn.ep.specs { // held speculation too
+			if sp.key.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(sp.key.Params(), sizes8).ObjectID() == 0x52 {
+				return true
+			}
+		}
+		return false
+	}
+	if session() {
+		t.Error("a session from nothing asked an unread offer again at its first stop")
+	}
+	if !session() {
+		t.Error("a session from a learned profile did not ask the unread offer again at its first stop")
+	}
+}

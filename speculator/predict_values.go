@@ -197,10 +197,11 @@ func (vr *valueRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes
 }
 
 // follows reports whether the rules speculate a read of kind rk of a value
-// at level: always until the debugger read values at a stop of this
-// session (or of the profile it began from); then as deep as it read at
-// the last stop it read any. A debugger that reads deeper misses, and the
-// next stop follows it.
+// at level: always until the debugger showed a stop (read its frames) in
+// this session (or the one whose profile it began from); then as deep as
+// it read at the last stop it showed (not at all, if it read no value
+// there: jdb). A debugger that reads deeper misses, and the next stop
+// follows it.
 func (l *learner) follows(rk readKind, level uint8) bool {
 	return !l.levelsKnown || level < l.readLevel[rk]
 }
