@@ -116,7 +116,6 @@ func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 	}
 	a.key = profileKey(a.version, a.first)
 	a.prof = a.sp.profiles.get(a.key)
-	a.learned = a.prof != nil
 	if a.prof == nil && !a.sp.noPrior {
 		a.prof = priorFor(a.first, a.push.mode == ModeAlways, a.version) // prior.go
 	}

@@ -34,9 +34,6 @@ type core struct {
 	ownSpecs []*spec
 	prevUse  float64
 	hasPrev  bool
-	// learned: the session began from a profile an earlier session of
-	// this debugger left (not the prior).
-	learned bool
 
 	// out is the outbox of the relay's turn in progress (relay.Frame.Out,
 	// or relay.Session.Do's), set by each entry point for its duration
