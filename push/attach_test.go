@@ -218,3 +218,35 @@ func TestAttachUsageIdentifies(t *testing.T) {
 		t.Errorf("first usage report %+v %+v %v, want stop 0 with the IDSizes", h, recs, err)
 	}
 }
+
+// TestNearReportsFirstCommand: without an attach bundle too, the
+// debugger's first command, answered at the near end (here from its own
+// attach prefetch), reaches the far end in a usage report before any
+// command of the debugger's: the far end knows the debugger (its profile)
+// by it, not by its near end's own commands, which follow the near end's
+// profile and differ from session to session. Fails with the report sent
+// only when an attach bundle was stored.
+func TestNearReportsFirstCommand(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: attachScript()})
+	d, seen := splitLink(t, vm, Config{}, false)
+	if _, err := d.Call(jdwp.CmdIDSizes, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Call(jdwp.CmdThreadReferenceName, threadParams(thread1)); err != nil { // forwarded
+		t.Fatal(err)
+	}
+	var c codec
+	defer c.close()
+	p := parser{c: &c}
+	for _, cmd := range seen.commands() {
+		switch {
+		case cmd.Cmd() == CmdUsage:
+			if _, recs, err := p.parse(cmd.Body(), true); err == nil && len(recs) > 0 && recs[0].Cmd == jdwp.CmdIDSizes {
+				return
+			}
+		case cmd.Cmd() == jdwp.CmdThreadReferenceName:
+			t.Fatalf("the debugger's Name reached the far end before a report of its first command: %v", seen.commands())
+		}
+	}
+	t.Fatalf("no usage report of the first command among %v", seen.commands())
+}

@@ -212,17 +212,19 @@ func (n *near) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
 		// The report goes to the VM before the command (relay.Outbox).
 		n.sendUsage(rs, f.Out())
 	}
-	if a == relay.Consume && f.Origin == relay.CacheHit {
+	if a == relay.Consume && (f.Origin == relay.CacheHit || first) {
 		n.mu.Lock()
 		attached := n.attached
-		if (n.cur != 0 || attached) && n.usageN < maxUsageRecords && len(n.usage) < maxUsageBytes {
+		if (n.cur != 0 || attached || first) && n.usageN < maxUsageRecords && len(n.usage) < maxUsageBytes {
 			n.usage = appendUsage(n.usage, f.Cmd, f.Packet.Body())
 			n.usageN++
 		}
 		n.mu.Unlock()
-		if first && attached {
+		if first {
 			// The debugger's first command identifies it (its profile's
-			// key): the far end learns it before any command from here.
+			// key): the far end learns it before any command from here,
+			// however it was answered here (from the attach bundle, the
+			// attach's prefetch, the VM connection's ID sizes).
 			n.sendUsage(rs, f.Out())
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/retag"
 )
 
 // attachVM scripts a VM whose classes have the given IDs: a class LFoo;
@@ -356,5 +358,28 @@ func TestQuietSessionDoesNotLearnPeerSpeculation(t *testing.T) {
 			t.Errorf("quiet %v, ID %#x: learned %v, want %v", tc.quiet, tc.id, learned, tc.learn)
 		}
 		r.stop()
+	}
+}
+
+// TestFarEndKnowsTheDebuggerByItsFirstCommand: a far end does not take its
+// near end's own commands (the near end's attach prefetch, in the proxies'
+// ID range) for the debugger's first command, but the one its near end
+// reports: its profile's key stays the debugger's from session to
+// session. Fails with the far end identifying on the first command it
+// gets.
+func TestFarEndKnowsTheDebuggerByItsFirstCommand(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeAlways)
+	r := startRigWith(t, sp, (&frameState{count: 3, values: 10}).handler)
+	r.dbg.call(retag.SyntheticBase+1, jdwp.CmdVirtualMachineAllThreads, nil) // the near end's own
+	v, _ := rigSessions.Load(sp)
+	s := v.(*Session)
+	if err := s.ss.rs.Do(func(out *relay.Outbox) { s.Asked(out, jdwp.CmdIDSizes, nil, sizes8) }); err != nil { // the near end's report of the debugger's first
+		t.Fatal(err)
+	}
+	s.ss.mu.Lock()
+	defer s.ss.mu.Unlock()
+	if a := &s.ss.att; !a.identified || a.first != jdwp.CmdIDSizes {
+		t.Fatalf("far end identified %v by %v, want the debugger's IDSizes", a.identified, a.first)
 	}
 }

@@ -250,7 +250,7 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 	if !ok || ss.closed {
 		return
 	}
-	if a := &ss.att; !a.identified && a.started {
+	if a := &ss.att; !a.identified {
 		// The first command the debugger sent, answered elsewhere (from
 		// the attach's replies pushed there): it identifies the debugger
 		// (attach.go), as if it had come here.

@@ -109,8 +109,12 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	// before (ddmtap's rule: nothing but DDM for a DDM client).
 	// An observer sharing the VM (package share) is served from the cache
 	// but taught nothing: learning follows the controller.
+	// Nor, at a far end, does its near end's own command (the attach's
+	// prefetch there, which follows the near end's profile): the near
+	// end reports the debugger's first command (Session.Asked).
 	observer := retag.FromObserver(f.ID)
-	if !ss.att.identified && p.Cmd() != jdwp.CmdDDMChunk && !observer {
+	own := ss.facts.farEnd && retag.InRange(f.ID)
+	if !ss.att.identified && p.Cmd() != jdwp.CmdDDMChunk && !observer && !own {
 		ss.att.identify(p.Cmd(), sizes)
 	}
 	d := &ss.d
