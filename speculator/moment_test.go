@@ -220,16 +220,7 @@ func TestPeerSpeculationAtAStopWidensNothing(t *testing.T) {
 // asks): its near end would give what it pushed after that read no place.
 // It still learns the read. Fails with the far end widening (session.go).
 func TestFarEndWidensNoMissOfRunningState(t *testing.T) {
-	fs := &frameState{count: 3, values: 10}
-	sp := newTestSpeculator(Config{})
-	rigModes.Store(sp, ModeAlways)
-	r := startRigWith(t, sp, fs.handler)
-	r.dbg.call(1, jdwp.CmdIDSizes, nil)
-	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil) // the reference agent's: the moment applies
-	stopOfOneThread(r, fs, 0x52, 0x53)
-	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53))
-	v, _ := rigSessions.Load(sp)
-	ss := v.(*Session).ss
+	ss := farEndAfterNearRead(t)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for _, s := range ss.learn.ep.specs {
@@ -242,12 +233,10 @@ func TestFarEndWidensNoMissOfRunningState(t *testing.T) {
 	}
 }
 
-// TestFarEndSendsNoRunningStateAfterItsNearEndsRead: once its near end
-// forwarded a read of running state at a stop, a far end sends no
-// speculation of running state at that stop (its near end would place
-// none of it: every such reply would be wasted), but still what is
-// about the stopped thread. Fails without the unplaced gate (submitSpec).
-func TestFarEndSendsNoRunningStateAfterItsNearEndsRead(t *testing.T) {
+// farEndAfterNearRead is a far end's session at a stop of one thread,
+// once its near end forwarded the debugger's read of a running thread's
+// name (on a VM whose agent is the reference one: the moment applies).
+func farEndAfterNearRead(t *testing.T) *session {
 	fs := &frameState{count: 3, values: 10}
 	sp := newTestSpeculator(Config{})
 	rigModes.Store(sp, ModeAlways)
@@ -257,7 +246,16 @@ func TestFarEndSendsNoRunningStateAfterItsNearEndsRead(t *testing.T) {
 	stopOfOneThread(r, fs, 0x52, 0x53)
 	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53))
 	v, _ := rigSessions.Load(sp)
-	ss := v.(*Session).ss
+	return v.(*Session).ss
+}
+
+// TestFarEndSendsNoRunningStateAfterItsNearEndsRead: once its near end
+// forwarded a read of running state at a stop, a far end sends no
+// speculation of running state at that stop (its near end would place
+// none of it: every such reply would be wasted), but still what is
+// about the stopped thread. Fails without the unplaced gate (submitSpec).
+func TestFarEndSendsNoRunningStateAfterItsNearEndsRead(t *testing.T) {
+	ss := farEndAfterNearRead(t)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	has := func(c jdwp.Cmd, thread uint64) bool {
