@@ -86,6 +86,7 @@ public final class DdmlibPeer {
         }
         client.requestAllocationStatus(); // as DeviceMonitor.createClient does
         device.addClient(client);
+        awaitSelector(MonitorThread.getInstance());
         MonitorThread.getInstance().addClient(client);
 
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
@@ -255,5 +256,25 @@ public final class DdmlibPeer {
             }
         }
         return b.append('"').toString();
+    }
+
+    /**
+     * Waits until ddmlib's MonitorThread has opened its selector: its thread
+     * opens it when it starts running, after AndroidDebugBridge.init has
+     * returned, and addClient wakes that selector (a NullPointerException
+     * inside ddmlib when the thread has not run yet). ddmlib offers no
+     * signal for it; its field is the state itself.
+     */
+    private static void awaitSelector(MonitorThread m) throws Exception {
+        java.lang.reflect.Field f = MonitorThread.class.getDeclaredField("mSelector");
+        f.setAccessible(true);
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (f.get(m) == null) {
+            if (System.nanoTime() > deadline) {
+                emit("{\"event\":\"fatal\",\"msg\":\"ddmlib's monitor thread never opened its selector\"}");
+                System.exit(2);
+            }
+            Thread.sleep(1);
+        }
     }
 }
