@@ -374,9 +374,15 @@ func TestFarEndKnowsTheDebuggerByItsFirstCommand(t *testing.T) {
 	r.dbg.call(retag.SyntheticBase+1, jdwp.CmdVirtualMachineAllThreads, nil) // the near end's own
 	v, _ := rigSessions.Load(sp)
 	s := v.(*Session)
-	if err := s.ss.rs.Do(func(out *relay.Outbox) { s.Asked(out, jdwp.CmdIDSizes, nil, sizes8) }); err != nil { // the near end's report of the debugger's first
+	done := make(chan struct{})
+	if err := s.ss.rs.Do(func(out *relay.Outbox) { // the near end's report of the debugger's first
+		s.Asked(out, jdwp.CmdIDSizes, nil, sizes8)
+		close(done)
+	}); err != nil {
 		t.Fatal(err)
 	}
+	<-done // Do runs fn later if another turn holds the session
+
 	s.ss.mu.Lock()
 	defer s.ss.mu.Unlock()
 	if a := &s.ss.att; !a.identified || a.first != jdwp.CmdIDSizes {

@@ -240,24 +240,18 @@ func (o *offerReads) again(k *keyable.Key) bool {
 // refetch: the debugger's read of running state goes to the VM (a miss),
 // so nothing read of running state before it may answer the debugger's
 // later reads, once it has that answer. What the stop's speculation read
-// of running state and the debugger has not used yet is asked again:
-// each such speculation, superseding the first (which counts as wasted:
-// it went to the VM and answers nothing), once a stop (a re-ask is not
-// asked again: each later miss would ask it anew, chasing a debugger that
-// reads running state on and on, for nothing used: measured with
-// java-debug, twice the commands and no more hits), and each reply of
-// running state a far end offered at this stop (a near end's; one the
-// debugger's reads in another order than the far end's left out of place,
-// too) that offerReads.again names, once a stop too (asking them again at
-// each later miss until read, measured with java-debug in split mode: a
-// learned session's first stop 4 serial round trips rather than 8, and
-// 24% of its speculation wasted rather than 20%). Their replies and
-// commands in flight are dropped here, so the new ones can go out (the
-// cache and the dispatcher keep one per key); a read the debugger sent
-// with the miss, without waiting for its answer, then waits for a new
-// reply, which comes with the miss's. Called while the dispatcher holds
-// (dispatcher.holding): the new ones go to the VM after the debugger's
-// command.
+// of running state and the debugger has not used yet is asked again,
+// superseding the first (counted as wasted: it went to the VM and answers
+// nothing), and so is each reply of running state a far end offered at
+// this stop that offerReads.again names (a near end's). Each only once a
+// stop: a re-ask is not asked again by a later miss, which would chase a
+// debugger that reads running state on and on (DESIGN.md, Misses). The
+// old replies and commands in flight are dropped first, so the new ones
+// can go out (the cache and the dispatcher keep one per key); a read the
+// debugger sent with the miss, without waiting for its answer, then waits
+// for a new reply, which comes with the miss's. Called while the
+// dispatcher holds (dispatcher.holding): the new ones go to the VM after
+// the debugger's command.
 func (c *core) refetch(sizes jdwp.IDSizes) {
 	ep := &c.learn.ep
 	if !ep.active {

@@ -54,40 +54,34 @@ func canonicalFields(canon, key *keyable.Key, sizes jdwp.IDSizes) bool {
 	return ok
 }
 
-// twin returns the cached entry that may answer key, a read of an
-// object's fields, from the same fields asked in another order, and that
-// order's key; nil if none (replyCache.lookup's rules).
-func (c *replyCache) twin(key *keyable.Key, sizes jdwp.IDSizes) (*entry, *keyable.Key) {
-	if key.Cmd() != jdwp.CmdObjectReferenceGetValues || len(c.twins) == 0 {
-		return nil, nil
-	}
+// twinKey is the key under which the cache holds key's fields in another
+// order, if any.
+func (c *replyCache) twinKey(key *keyable.Key, sizes jdwp.IDSizes) (keyable.Key, bool) {
 	var canon keyable.Key
-	if !canonicalFields(&canon, key, sizes) {
-		return nil, nil
+	if key.Cmd() != jdwp.CmdObjectReferenceGetValues || len(c.twins) == 0 || !canonicalFields(&canon, key, sizes) {
+		return keyable.Key{}, false
 	}
 	t, ok := c.twins[canon]
-	if !ok || t == *key {
-		return nil, nil
+	return t, ok && t != *key
+}
+
+// twin returns the cached entry that may answer key, a read of an
+// object's fields, from the same fields asked in another order, and that
+// order's key; nil if none (replyCache.lookup's rules). The key is
+// returned by value: a pointer to it would move it to the heap.
+func (c *replyCache) twin(key *keyable.Key, sizes jdwp.IDSizes) (*entry, keyable.Key) {
+	t, ok := c.twinKey(key, sizes)
+	if !ok {
+		return nil, t
 	}
-	e := c.lookup(&t)
-	if e == nil {
-		return nil, nil
-	}
-	return e, &t
+	return c.lookup(&t), t
 }
 
 // hasTwin reports whether key's fields are cached, usable, in another
 // order (replyCache.has).
 func (c *replyCache) hasTwin(key *keyable.Key, sizes jdwp.IDSizes) bool {
-	if key.Cmd() != jdwp.CmdObjectReferenceGetValues || len(c.twins) == 0 {
-		return false
-	}
-	var canon keyable.Key
-	if !canonicalFields(&canon, key, sizes) {
-		return false
-	}
-	t, ok := c.twins[canon]
-	return ok && t != *key && c.has(&t)
+	t, ok := c.twinKey(key, sizes)
+	return ok && c.has(&t)
 }
 
 // indexTwin records the canonical key of key (stored now), or forgets

@@ -128,3 +128,24 @@ func FuzzPermuteValues(f *testing.F) {
 		}
 	})
 }
+
+// TestPermuteValuesAllocatesNothing: answering another order of the same
+// fields allocates nothing once the answer and offset buffers have grown.
+func TestPermuteValuesAllocatesNothing(t *testing.T) {
+	var key, twin keyable.Key
+	keyable.Fill(&key, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x3, 0x7), sizes8)
+	keyable.Fill(&twin, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x7, 0x3), sizes8)
+	reply := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) {
+		w.Int32(2)
+		w.Value(jdwp.Value{Tag: jdwp.TagLong, Bits: 0x7})
+		w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: 0x3})
+	}))
+	buf, offs := make([]byte, 0, 64), make([]int, 0, 4)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, ok := permuteValues(buf[:0], 9, &key, &twin, reply, sizes8, &offs); !ok {
+			t.Fatal("not permuted")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations a call, want 0", n)
+	}
+}

@@ -140,7 +140,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			return relay.Consume
 		}
 		if e, twin := ss.cache.twin(&d.key, sizes); e != nil {
-			if ans, ok := permuteValues(ss.ansBuf[:0], f.ID, &d.key, twin, e.reply, sizes, &ss.permOffs); ok {
+			if ans, ok := permuteValues(ss.ansBuf[:0], f.ID, &d.key, &twin, e.reply, sizes, &ss.permOffs); ok {
 				ss.markUsed(e.rec)
 				f.Answer, ss.ansBuf = ans, ans[:0]
 				f.Origin = relay.CacheHit
