@@ -146,6 +146,11 @@ type lstop struct {
 	// waitType are ObjectReference.GetValues waiting for their object's
 	// type chain to be known, by object.
 	waitType map[jdwp.ObjectID][]*lnode
+	// asked are the keys the debugger asked at this stop; held the
+	// replies whose list the profile's templates were not replayed on
+	// yet (learnedRules.feed), by key, with their template.
+	asked map[keyable.Key]bool
+	held  map[keyable.Key]*lnode
 }
 
 type eligKey struct {
@@ -356,6 +361,7 @@ func (lr *learnedRules) begin() *lstop {
 	}
 	lr.last = g
 	*st = lstop{serial: ep.serial, g: g, replay: replay, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
-		fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{}}
+		fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{},
+		asked: map[keyable.Key]bool{}, held: map[keyable.Key]*lnode{}}
 	return st
 }

@@ -16,6 +16,15 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 	if st == nil {
 		return
 	}
+	if len(st.asked) < maxSpecPerStop {
+		st.asked[*key] = true
+	}
+	if n := st.held[*key]; n != nil {
+		delete(st.held, *key)
+		if e := lr.cache.peek(key); e != nil && jdwp.Packet(e.reply).ErrorCode() == jdwp.ErrorNone {
+			lr.feedList(n, key, jdwp.Packet(e.reply).Body(), sizes, 0, feedHeld)
+		}
+	}
 	predicted := st.emitted[*key]
 	n := lr.derive(key, info, sizes, true)
 	if n == nil {

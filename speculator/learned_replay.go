@@ -179,10 +179,16 @@ func (lr *learnedRules) fieldTail(w *jdwp.BodyWriter, t jdwp.ClassID, pos []byte
 // emit replays template n with params: its cached reply feeds its
 // children at once; otherwise it is speculated, and its reply feeds them
 // in the chain.
+//
+// A thread's name the debugger asked in this session is not replayed
+// while it names each thread once (learner.nameKnown).
 func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth int) {
 	st := &lr.st
 	var key keyable.Key
 	if _, ok := keyable.Fill(&key, n.cmd, params, sizes); !ok {
+		return
+	}
+	if n.cmd == jdwp.CmdThreadReferenceName && lr.learn.nameKnown(jdwp.NewBodyReader(params, sizes).Thread()) {
 		return
 	}
 	if _, dup := st.nodeOf[key]; !dup {
@@ -239,12 +245,50 @@ func (lr *learnedRules) nodeOf(key *keyable.Key, sizes jdwp.IDSizes) *lnode {
 }
 
 // feed replays the live children of template n on the reply body to key.
+//
+// A list of the whole VM (the reply of a root template, whose parameters
+// the stop does not give: the thread list) that the debugger has not
+// asked for at this stop is not replayed on by the templates of the
+// profile this session began from until it asks: a debugger new to this
+// session may show no such list (jdb after IntelliJ: their JDI's attach
+// is the same, so is their profile), and replayed, each is a command per
+// element (the name and status of every thread). It costs no round trip
+// where the debugger is near and shows the list first, as IDEs do (it
+// asks before the reply is back); a far end, whose near end serves the
+// debugger, replays at once. The lists of the stop's own state (frames,
+// values) are replayed at once: every debugger reads them.
 func (lr *learnedRules) feed(n *lnode, key *keyable.Key, body []byte, sizes jdwp.IDSizes, depth int) {
 	st := &lr.st
 	if st.fed[*key] || depth > maxFeed || len(n.children) == 0 {
 		return
 	}
 	st.fed[*key] = true
+	how := feedAll
+	if n.from == nil && !lr.facts.farEnd && !st.asked[*key] {
+		how = feedHold
+	}
+	lr.feedList(n, key, body, sizes, depth, how)
+}
+
+// feedHow is which of a template's children feedList replays.
+type feedHow uint8
+
+const (
+	feedAll  feedHow = iota // every live child
+	feedHold                // all but the profile's list templates, held until the debugger asks (feed)
+	feedHeld                // only those, once it asked
+)
+
+// heldUntilAsked says whether template c replays on each element of a
+// list and came from the profile, not asked in this session yet (feed).
+func (c *lnode) heldUntilAsked() bool {
+	return c.imported && c.seen == 0 && c.listParam() != nil
+}
+
+// feedList replays the children of template n (as how says) on the
+// elements of the reply body to key.
+func (lr *learnedRules) feedList(n *lnode, key *keyable.Key, body []byte, sizes jdwp.IDSizes, depth int, how feedHow) {
+	st := &lr.st
 	// The reply's items, grouped by element, on top of the items stack
 	// (lr.items): feeding them may feed a cached reply in turn, whose
 	// items go above these and are popped before these are.
@@ -261,17 +305,27 @@ func (lr *learnedRules) feed(n *lnode, key *keyable.Key, body []byte, sizes jdwp
 		for j < len(items) && items[j].i == items[i].i {
 			j++
 		}
-		lr.feedElement(n, items[i:j], sizes, depth)
+		if lr.feedElement(n, items[i:j], sizes, depth, how) && len(st.held) < maxSpecPerStop {
+			st.held[*key] = n
+		}
 		i = j
 	}
 }
 
-// feedElement replays the live children of template n on one element of
-// its reply (its items, all of one index), or its only one.
-func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, depth int) {
+// feedElement replays the live children of template n (as how says) on
+// one element of its reply (its items, all of one index), or its only
+// one; held says whether it held one (feed).
+func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, depth int, how feedHow) (held bool) {
 	var els [4]*item
 	for _, c := range n.children {
 		if !c.live() {
+			continue
+		}
+		switch h := c.heldUntilAsked(); {
+		case how == feedHeld && !h:
+			continue
+		case how == feedHold && h:
+			held = true
 			continue
 		}
 		if lp := c.listParam(); lp != nil && !lr.wanted(lp, el) || lp == nil && el[0].i != 0 {
@@ -290,6 +344,7 @@ func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, dep
 		}
 		lr.emit(c, params, sizes, depth)
 	}
+	return held
 }
 
 // frame feeds one frame of a Frames reply valid in the stop to the
@@ -304,7 +359,7 @@ func (lr *learnedRules) frame(x *frameSeen) {
 		return
 	}
 	el := frameItems(uint64(x.frame), x.loc, x.index)
-	lr.feedElement(n, el[:], x.sizes, 0)
+	lr.feedElement(n, el[:], x.sizes, 0, feedAll)
 }
 
 // wanted says whether element el of a list is one the template replays.

@@ -479,3 +479,58 @@ func stopAndAskKind(t *testing.T, r *rig, m *madeUpVM, id *uint32, k jdwp.EventK
 	r.dbg.call(*id, jdwp.CmdVirtualMachineResume, nil)
 	return r.sp.Stats().Since(before)
 }
+
+// TestProfileListsWaitForTheDebugger: a session that began from another
+// session's profile replays that profile's per-element templates (the
+// name of every thread) on a list only once its debugger asks for that
+// list: a debugger whose attach is the same as the profile's (jdb after
+// IntelliJ) may read no list, and each replay is a command per element.
+// Fails with the replay not held (learnedRules.feed) or not released when
+// the debugger asks (learnedRules.asked).
+func TestProfileListsWaitForTheDebugger(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	attach := func() (*rig, *madeUpVM) {
+		m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+		r := startRigWith(t, sp, m.handler)
+		r.dbg.call(1, jdwp.CmdIDSizes, nil)
+		for i := uint32(2); i < 5; i++ {
+			r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
+		}
+		return r, m
+	}
+	r, m := attach()
+	id := uint32(100)
+	for range 3 {
+		stopAndAsk(t, r, m, &id)
+	}
+	r.stop()
+
+	r, m = attach()
+	namesOfOthers := func() int {
+		n := 0
+		for _, p := range r.vm.commands() {
+			if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() != thread1 {
+				n++
+			}
+		}
+		return n
+	}
+	m.mu.Lock()
+	m.stop++
+	m.mu.Unlock()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// The profile's replay asks the thread list at the event; its reply
+	// is handled before the barrier's.
+	r.vm.waitFor(jdwp.CmdVirtualMachineAllThreads)
+	r.barrier()
+	r.barrier()
+	if n := namesOfOthers(); n != 0 {
+		t.Fatalf("the VM was asked %d names of other threads before the debugger asked for the thread list, want none", n)
+	}
+	// The debugger asks for the list: the names follow at once.
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+	r.vm.waitAsked("the VM to be asked the name of a listed thread", jdwp.CmdThreadReferenceName,
+		body(func(w *jdwp.BodyWriter) { w.ObjectID(0x54) }))
+	r.dbg.quiet()
+}

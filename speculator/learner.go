@@ -96,10 +96,16 @@ type episode struct {
 	// of the objects the debugger read, by kind of read (valueRules.asked).
 	objLevel  map[jdwp.ObjectID]uint8
 	readLevel [numReads]uint8
-	sentKind  [numKinds]int
-	usedKind  [numKinds]int
-	asked     map[jdwp.Cmd]bool // commands the debugger sent during this stop
-	partial   bool              // the stop suspended only some threads (moment.go)
+	// deeper: the debugger read a value deeper than the stop followed
+	// (learner.follows), so the rest of the stop follows every level, and
+	// deferred (what the value rules found and did not follow) is
+	// followed at once (valueRules.deepen).
+	deeper   bool
+	deferred []deferredValue
+	sentKind [numKinds]int
+	usedKind [numKinds]int
+	asked    map[jdwp.Cmd]bool // commands the debugger sent during this stop
+	partial  bool              // the stop suspended only some threads (moment.go)
 	// shadow holds what gated rules would have sent at this stop, scored
 	// against what the debugger asks as if sent (at no cost to the VM).
 	shadow     map[keyable.Key]kind
@@ -136,8 +142,15 @@ type learner struct {
 	// stop it showed (0: none), once levelsKnown (learner.follows).
 	readLevel   [numReads]uint8
 	levelsKnown bool
-	ratio       [numKinds]float64 // smoothed used/sent per kind
-	waste       float64           // smoothed wasted/sent of stop-state speculation
+	// named is, for each thread whose name the debugger asked in this
+	// session, serial+1 when it last did; renames, that it asked one
+	// again after a resume (OpenJDK's JDI, at each stop) rather than once
+	// a thread (Eclipse's JDI: java-debug names a thread when it first
+	// lists it). Until it renames, the rules name no thread it named.
+	named   map[jdwp.ThreadID]uint64
+	renames bool
+	ratio   [numKinds]float64 // smoothed used/sent per kind
+	waste   float64           // smoothed wasted/sent of stop-state speculation
 	// asked is one more than the last episode (0: the attach) in which the debugger sent
 	// each cacheable command (any parameters); rules derived from replies
 	// predict only commands the debugger sends in this workload.
@@ -330,6 +343,9 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 	ep := &l.ep
 	c := key.Cmd()
 	l.asked[c] = l.serial + 1 // 1 at the attach, n+1 at stop n
+	if c == jdwp.CmdThreadReferenceName {
+		l.nameAsked(jdwp.NewBodyReader(key.Params(), sizes).Thread())
+	}
 	if !ep.active {
 		return
 	}
@@ -498,6 +514,28 @@ func (l *learner) arrRead(a arrRead) {
 
 // listed is what a debugger asked of the threads it lists.
 type listed struct{ names, statuses bool }
+
+// maxNamed bounds the threads a session keeps it named (learner.named).
+const maxNamed = 4096
+
+// nameAsked learns that the debugger asked thread t's name.
+func (l *learner) nameAsked(t jdwp.ThreadID) {
+	if s, ok := l.named[t]; ok && s != l.serial+1 {
+		l.renames = true
+	}
+	if l.named == nil || len(l.named) >= maxNamed {
+		l.named = map[jdwp.ThreadID]uint64{}
+	}
+	l.named[t] = l.serial + 1
+}
+
+// nameKnown says whether the rules leave thread t's name unasked: the
+// debugger named it in this session, and names a thread once. Never the
+// stopped thread's: every debugger shows it at a stop.
+func (l *learner) nameKnown(t jdwp.ThreadID) bool {
+	_, ok := l.named[t]
+	return ok && !l.renames && t != l.ep.thread
+}
 
 // signatureCmd is the signature command the debugger asked last, if it
 // asked one: Eclipse's JDI asks the generic signature of classes at

@@ -107,6 +107,7 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		ep.objLevel[o] = level
 	}
 	if !vr.learn.follows(readNames, level) {
+		vr.deferValue(level, v, false)
 		return
 	}
 	w := vr.writer(sizes)
@@ -123,6 +124,9 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 			return
 		}
 		elements := vr.learn.follows(readElements, level)
+		if !elements {
+			vr.deferValue(level, v, false)
+		}
 		var lk keyable.Key
 		if _, ok := keyable.Fill(&lk, jdwp.CmdArrayReferenceLength, vr.pbuf, sizes); !ok {
 			return
@@ -140,6 +144,9 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		vr.specParams(sizes, jdwp.CmdArrayReferenceLength, vr.pbuf, kArrayLength, nil, level)
 	case jdwp.TagObject:
 		fields := level < maxValueLevel && vr.learn.follows(readFields, level)
+		if !fields && level < maxValueLevel {
+			vr.deferValue(level, v, false)
+		}
 		if t, ok := vr.facts.objType[o]; ok {
 			if fields {
 				vr.shapes.specFields(sizes, o, t, level)
@@ -191,19 +198,77 @@ func (vr *valueRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes
 	if !ok || !ep.active {
 		return
 	}
-	if lvl, found := ep.objLevel[jdwp.NewBodyReader(key.Params(), sizes).Object()]; found {
-		ep.readLevel[rk] = max(ep.readLevel[rk], lvl+1)
+	lvl, found := ep.objLevel[jdwp.NewBodyReader(key.Params(), sizes).Object()]
+	if !found {
+		return
+	}
+	ep.readLevel[rk] = max(ep.readLevel[rk], lvl+1)
+	if !vr.learn.follows(rk, lvl) {
+		vr.deepen(sizes)
 	}
 }
 
 // follows reports whether the rules speculate a read of kind rk of a value
-// at level: always until the debugger showed a stop (read its frames) in
-// this session (or the one whose profile it began from); then as deep as
-// it read at the last stop it showed (not at all, if it read no value
-// there: jdb). A debugger that reads deeper misses, and the next stop
-// follows it.
+// at level: as deep as the debugger read at the last stop it showed (not
+// at all, if it read no value there: jdb), or, until it showed one in
+// this session (or the one whose profile it began from), as deep as every
+// debugger reads at a first stop (firstLevels); and every level for the
+// rest of a stop at which it read deeper than that (episode.deeper).
 func (l *learner) follows(rk readKind, level uint8) bool {
-	return !l.levelsKnown || level < l.readLevel[rk]
+	switch {
+	case l.ep.deeper:
+		return true
+	case l.levelsKnown:
+		return level < l.readLevel[rk]
+	}
+	return level < firstLevels[rk]
+}
+
+// firstLevels are the levels a stop follows before the debugger showed
+// one (learner.follows): the fields of each local object and of this,
+// the elements of each local array, and what shows each value they hold
+// (its type, a string's value, an array's length). Every debugger
+// measured reads that much at a stop (java-debug as VS Code's UI drives
+// it, Eclipse's and OpenJDK's JDI workloads); no deeper unless its user
+// opens a field, which it reads and misses: then the stop follows
+// every level (the user opened one, and IDEs show a field's fields).
+var firstLevels = [numReads]uint8{readFields: 1, readElements: 1, readNames: 2}
+
+// deferredValue is a value a stop's value rules found and did not
+// follow to the end (a read of it or of what it holds deeper than
+// learner.follows said), kept to follow once the stop follows deeper.
+type deferredValue struct {
+	v       jdwp.Value
+	level   uint8
+	element bool // an array's element (elementType too)
+}
+
+// maxDeferred bounds the values a stop keeps to follow deeper.
+const maxDeferred = maxSpecPerStop
+
+func (vr *valueRules) deferValue(level uint8, v jdwp.Value, element bool) {
+	ep := &vr.learn.ep
+	if ep.active && !ep.deeper && len(ep.deferred) < maxDeferred {
+		ep.deferred = append(ep.deferred, deferredValue{v: v, level: level, element: element})
+	}
+}
+
+// deepen follows every level for the rest of the stop, beginning with
+// the values found and not followed so far.
+func (vr *valueRules) deepen(sizes jdwp.IDSizes) {
+	ep := &vr.learn.ep
+	if ep.deeper {
+		return
+	}
+	ep.deeper = true
+	deferred := ep.deferred
+	ep.deferred = nil
+	for _, d := range deferred {
+		vr.values(sizes, d.level, d.v)
+		if d.element {
+			vr.elementType(sizes, d.level, d.v)
+		}
+	}
 }
 
 // maxValueLevel is the deepest level of the values a stop shows that the
@@ -218,7 +283,11 @@ const maxValueLevel = 3
 // names the type of each element it shows (an object's or an array's is
 // read by values already).
 func (vr *valueRules) elementType(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
-	if v.Tag != jdwp.TagString || v.IsNull() || level > maxValueLevel || !vr.learn.follows(readNames, level) {
+	if v.Tag != jdwp.TagString || v.IsNull() || level > maxValueLevel {
+		return
+	}
+	if !vr.learn.follows(readNames, level) {
+		vr.deferValue(level, v, true)
 		return
 	}
 	if _, known := vr.facts.objType[v.ObjectID()]; known {

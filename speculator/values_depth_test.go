@@ -79,12 +79,14 @@ func getValuesOf(vm *fakeVM, obj uint64) int {
 	return n
 }
 
-// TestValuesThreeLevelsDeep: once the debugger has shown an object (its
-// type, the type's fields, then the object's field), the value rules read
-// the fields of the object it holds before the debugger asks (level 1),
-// and of the one that holds (level 2), and of the next one's own value
-// only its type (level 3): an IDE shows a variable's fields and opens
-// them three levels deep.
+// TestValuesThreeLevelsDeep: at a first stop the value rules read ahead
+// the fields of the objects a frame shows, and only the type of the ones
+// those hold (firstLevels: every debugger measured reads that much); once
+// the debugger reads deeper (its user opened a field), the rest of the
+// stop reads ahead every level: the fields of the object found in the
+// field it opened (level 2), and of the next one only its type (level 3).
+// Fails with the first levels not kept (learner.follows) or the stop not
+// deepened at once (valueRules.deepen).
 func TestValuesThreeLevelsDeep(t *testing.T) {
 	r, fs := newStopRig(t)
 	const a, b, c, d, e = 0xA1, 0xA2, 0xA3, 0xA4, 0xA5
@@ -99,36 +101,54 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
 	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
 	r.dbg.call(64, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(a); w.Int32(1); w.FieldID(0x10) }))
-	// b and c, the values of a's field and of b's (levels 1 and 2): their
-	// fields read ahead.
-	for _, o := range []uint64{b, c} {
-		p := r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
-		for jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() != o {
-			p = r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+	// b, the value of a's field (level 1): its type read ahead, not its
+	// fields.
+	waitTypeOf := func(o uint64) {
+		for {
+			p := r.vm.waitFor(jdwp.CmdObjectReferenceReferenceType)
+			if jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == o {
+				return
+			}
 		}
 	}
-	// d, c's field's value (level 3): its type, not its fields.
-	for {
-		p := r.vm.waitFor(jdwp.CmdObjectReferenceReferenceType)
-		if jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == d {
-			break
-		}
-	}
+	waitTypeOf(b)
 	r.vm.waitFor(jdwp.CmdClassTypeSuperclass)
-	// Two round trips through the VM after d's type facts: whatever they
+	// Two round trips through the VM after b's type facts: whatever they
 	// led to was sent before the second.
 	r.dbg.call(65, jdwp.CmdVirtualMachineAllClasses, nil)
 	r.dbg.call(66, jdwp.CmdVirtualMachineAllClasses, nil)
-	if n := getValuesOf(r.vm, d); n != 0 {
-		t.Errorf("the VM got %d GetValues of the level-3 object, want none (its fields are not shown)", n)
+	if n := getValuesOf(r.vm, b); n != 0 {
+		t.Fatalf("the VM got %d GetValues of the level-1 object before the debugger read deeper, want none", n)
 	}
-	// The debugger's own read of b's field is answered without the VM.
+	// The debugger opens b: c (level 2) and its fields are read ahead, and
+	// d's type (level 3), not its fields.
 	got := r.dbg.call(67, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(b); w.Int32(1); w.FieldID(0x11) }))
 	if v := jdwp.NewBodyReader(got.Body()[4:], sizes8).Value(); v.ObjectID() != c {
 		t.Errorf("b's field = %v, want object %#x", v, c)
 	}
+	for {
+		p := r.vm.waitFor(jdwp.CmdObjectReferenceGetValues)
+		if jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == c {
+			break
+		}
+	}
+	waitTypeOf(d)
+	r.vm.waitFor(jdwp.CmdClassTypeSuperclass)
+	r.dbg.call(68, jdwp.CmdVirtualMachineAllClasses, nil)
+	r.dbg.call(69, jdwp.CmdVirtualMachineAllClasses, nil)
+	if n := getValuesOf(r.vm, d); n != 0 {
+		t.Errorf("the VM got %d GetValues of the level-3 object, want none (its fields are not shown)", n)
+	}
+	// The debugger's own read of c's field is answered without the VM.
+	got = r.dbg.call(70, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(c); w.Int32(1); w.FieldID(0x12) }))
+	if v := jdwp.NewBodyReader(got.Body()[4:], sizes8).Value(); v.ObjectID() != d {
+		t.Errorf("c's field = %v, want object %#x", v, d)
+	}
+	if n := getValuesOf(r.vm, c); n != 1 {
+		t.Errorf("the VM got %d GetValues of c, want the one read ahead", n)
+	}
 	if n := getValuesOf(r.vm, b); n != 1 {
-		t.Errorf("the VM got %d GetValues of b, want the one read ahead", n)
+		t.Errorf("the VM got %d GetValues of b, want the debugger's own", n)
 	}
 	r.dbg.quiet()
 }
@@ -323,11 +343,14 @@ func TestArrayHeadsReadAhead(t *testing.T) {
 	r.event(jdwp.SuspendAll, bpEvent(thread1))
 	r.expectEvent()
 	// The debugger shows an array twice at this stop (4, then all 10 of
-	// its elements), then an object's field holding another array.
+	// its elements), then an object's field holding another array, and
+	// reads that array's first element (deeper than a first stop follows:
+	// the stop follows every level from there).
 	r.dbg.call(60, jdwp.CmdArrayReferenceLength, threadBody(arr))
 	r.dbg.call(61, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(4) }))
 	r.dbg.call(62, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(arr); w.Int32(0); w.Int32(10) }))
 	r.dbg.call(63, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0xA1); w.Int32(1); w.FieldID(0x10) }))
+	r.dbg.call(64, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0xB2); w.Int32(0); w.Int32(1) }))
 	for _, n := range []int32{4, 10} {
 		want := body(func(w *jdwp.BodyWriter) { w.ObjectID(0xB2); w.Int32(0); w.Int32(n) })
 		r.vm.waitAsked(fmt.Sprintf("the VM to be asked %d elements of the field's array", n), jdwp.CmdArrayReferenceGetValues, want)
