@@ -226,13 +226,16 @@ func (l *learner) follows(rk readKind, level uint8) bool {
 
 // firstLevels are the levels a stop follows before the debugger showed
 // one (learner.follows): the fields of each local object and of this,
-// the elements of each local array, and what shows each value they hold
-// (its type, a string's value, an array's length). Every debugger
-// measured reads that much at a stop (java-debug as VS Code's UI drives
-// it, Eclipse's and OpenJDK's JDI workloads); no deeper unless its user
-// opens a field, which it reads and misses: then the stop follows
-// every level (the user opened one, and IDEs show a field's fields).
-var firstLevels = [numReads]uint8{readFields: 1, readElements: 1, readNames: 2}
+// the elements of each array a local or one of those fields holds, and
+// what shows each value they hold (its type, a string's value, an
+// array's length). The debuggers measured read that much at a stop
+// (java-debug as VS Code's UI drives it, Eclipse's and OpenJDK's JDI
+// workloads; java-debug no array a field holds, OpenJDK's JDI workload
+// those, a miss each at a first stop in split mode otherwise); no deeper
+// unless its user opens a field, which it reads and misses: then the
+// stop follows every level (the user opened one, and IDEs show a
+// field's fields).
+var firstLevels = [numReads]uint8{readFields: 1, readElements: 2, readNames: 2}
 
 // deferredValue is a value a stop's value rules found and did not
 // follow to the end (a read of it or of what it holds deeper than
