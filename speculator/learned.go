@@ -151,6 +151,11 @@ type lstop struct {
 	// yet (learnedRules.feed), by key, with their template.
 	asked map[keyable.Key]bool
 	held  map[keyable.Key]*lnode
+	// named are, per list reply, the elements that are threads the
+	// debugger named before this stop (learner.namedBefore): a debugger
+	// that names a thread once skips them, and still names every thread
+	// (settleIndices).
+	named map[keyable.Key]uint64
 }
 
 type eligKey struct {
@@ -273,7 +278,11 @@ func (lr *learnedRules) settleIndices(n *lnode) {
 	}
 	for k, asked := range n.asked {
 		idx |= asked
-		if e := lr.st.eligible[eligKey{key: k, path: p.path, tags: n.tags}]; asked&e != e {
+		e := lr.st.eligible[eligKey{key: k, path: p.path, tags: n.tags}]
+		if n.cmd == jdwp.CmdThreadReferenceName {
+			e &^= lr.st.named[k]
+		}
+		if asked&e != e {
 			all = false
 		}
 	}
@@ -362,6 +371,6 @@ func (lr *learnedRules) begin() *lstop {
 	lr.last = g
 	*st = lstop{serial: ep.serial, g: g, replay: replay, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
 		fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{},
-		asked: map[keyable.Key]bool{}, held: map[keyable.Key]*lnode{}}
+		asked: map[keyable.Key]bool{}, held: map[keyable.Key]*lnode{}, named: map[keyable.Key]uint64{}}
 	return st
 }

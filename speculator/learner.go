@@ -529,6 +529,13 @@ func (l *learner) nameAsked(t jdwp.ThreadID) {
 	l.named[t] = l.serial + 1
 }
 
+// namedBefore says whether the debugger, which names a thread once,
+// named thread t before this stop.
+func (l *learner) namedBefore(t jdwp.ThreadID) bool {
+	s, ok := l.named[t]
+	return ok && !l.renames && s != l.serial+1
+}
+
 // nameKnown says whether the rules leave thread t's name unasked: the
 // debugger named it in this session, and names a thread once. Never the
 // stopped thread's: every debugger shows it at a stop.

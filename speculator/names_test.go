@@ -75,3 +75,38 @@ func TestNameKnown(t *testing.T) {
 		t.Error("a name is known after the debugger renamed")
 	}
 }
+
+// TestNamesOfNewThreadsFollowTheList: a debugger that names each thread
+// once names, at a stop, every listed thread it has not named; the
+// learned template replays that on the whole list, so a thread started
+// since is named ahead too. Fails with the threads named before not left
+// out of what "every element" means (learnedRules.settleIndices).
+func TestNamesOfNewThreadsFollowTheList(t *testing.T) {
+	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	r := newRigWith(t, Config{}, m.handler)
+	stop := func() {
+		m.mu.Lock()
+		m.stop++
+		m.mu.Unlock()
+		r.event(jdwp.SuspendAll, bpEvent(thread1))
+		r.expectEvent()
+	}
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+	r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(0x52))
+	for _, th := range [][]uint64{{0x53, 0x54}, {0x55}} {
+		stop()
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+		for _, x := range th {
+			r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(x))
+		}
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineResume, nil)
+		m.mu.Lock()
+		m.threads = append(m.threads, 0x55+uint64(len(m.threads))-4)
+		m.mu.Unlock()
+	}
+	// Threads 0x55 and 0x56 started; the debugger has named all others.
+	stop()
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+	r.vm.waitAsked("the name of the thread started since", jdwp.CmdThreadReferenceName, threadBody(0x56))
+	r.dbg.quiet()
+}
