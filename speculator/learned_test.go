@@ -436,22 +436,9 @@ func TestLearnedFarEndOrder(t *testing.T) {
 // replays them from its first stop, with the IDs its own VM hands out.
 func TestLearnedProfileNextSession(t *testing.T) {
 	sp := newTestSpeculator(Config{})
-	attach := func() (*rig, *madeUpVM) {
-		m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
-		r := startRigWith(t, sp, m.handler)
-		r.dbg.call(1, jdwp.CmdIDSizes, nil)
-		for i := uint32(2); i < 5; i++ {
-			r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
-		}
-		return r, m
-	}
-	r, m := attach()
 	id := uint32(100)
-	for range 3 {
-		stopAndAsk(t, r, m, &id)
-	}
-	r.stop()
-	r, m = attach()
+	learnMadeUp(t, sp, &id)
+	r, m := attachMadeUp(t, sp)
 	st := stopAndAsk(t, r, m, &id)
 	served := st.Hits + st.Belays
 	t.Logf("the next session's first stop: hits %d belays %d misses %d", st.Hits, st.Belays, st.Misses)
@@ -460,6 +447,29 @@ func TestLearnedProfileNextSession(t *testing.T) {
 	if st.Misses > 0 {
 		t.Errorf("the next session's first stop served %d reads from speculation and missed %d, want no miss", served, st.Misses)
 	}
+}
+
+// attachMadeUp attaches a session of sp to a new made-up program.
+func attachMadeUp(t *testing.T, sp *Speculator) (*rig, *madeUpVM) {
+	t.Helper()
+	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	r := startRigWith(t, sp, m.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	for i := uint32(2); i < 5; i++ {
+		r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
+	}
+	return r, m
+}
+
+// learnMadeUp has the made-up client read three stops of a session of
+// sp, which leaves its profile.
+func learnMadeUp(t *testing.T, sp *Speculator, id *uint32) {
+	t.Helper()
+	r, m := attachMadeUp(t, sp)
+	for range 3 {
+		stopAndAsk(t, r, m, id)
+	}
+	r.stop()
 }
 
 // stopAndAskKind is stopAndAsk with a stop of kind k and the given client.
@@ -489,23 +499,9 @@ func stopAndAskKind(t *testing.T, r *rig, m *madeUpVM, id *uint32, k jdwp.EventK
 // the debugger asks (learnedRules.asked).
 func TestProfileListsWaitForTheDebugger(t *testing.T) {
 	sp := newTestSpeculator(Config{})
-	attach := func() (*rig, *madeUpVM) {
-		m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
-		r := startRigWith(t, sp, m.handler)
-		r.dbg.call(1, jdwp.CmdIDSizes, nil)
-		for i := uint32(2); i < 5; i++ {
-			r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
-		}
-		return r, m
-	}
-	r, m := attach()
 	id := uint32(100)
-	for range 3 {
-		stopAndAsk(t, r, m, &id)
-	}
-	r.stop()
-
-	r, m = attach()
+	learnMadeUp(t, sp, &id)
+	r, m := attachMadeUp(t, sp)
 	namesOfOthers := func() int {
 		n := 0
 		for _, p := range r.vm.commands() {
@@ -515,11 +511,7 @@ func TestProfileListsWaitForTheDebugger(t *testing.T) {
 		}
 		return n
 	}
-	m.mu.Lock()
-	m.stop++
-	m.mu.Unlock()
-	r.event(jdwp.SuspendAll, bpEvent(thread1))
-	r.expectEvent()
+	madeUpStop(r, m)
 	// The profile's replay asks the thread list at the event; its reply
 	// is handled before the barrier's.
 	r.vm.waitFor(jdwp.CmdVirtualMachineAllThreads)

@@ -25,11 +25,7 @@ func TestThreadsNamedOnce(t *testing.T) {
 		return n
 	}
 	stop := func() {
-		m.mu.Lock()
-		m.stop++
-		m.mu.Unlock()
-		r.event(jdwp.SuspendAll, bpEvent(thread1))
-		r.expectEvent()
+		madeUpStop(r, m)
 		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
 	}
 	// While the program runs, the debugger lists the threads and names
@@ -84,13 +80,7 @@ func TestNameKnown(t *testing.T) {
 func TestNamesOfNewThreadsFollowTheList(t *testing.T) {
 	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
 	r := newRigWith(t, Config{}, m.handler)
-	stop := func() {
-		m.mu.Lock()
-		m.stop++
-		m.mu.Unlock()
-		r.event(jdwp.SuspendAll, bpEvent(thread1))
-		r.expectEvent()
-	}
+	stop := func() { madeUpStop(r, m) }
 	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
 	r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(0x52))
 	for _, th := range [][]uint64{{0x53, 0x54}, {0x55}} {
@@ -109,4 +99,14 @@ func TestNamesOfNewThreadsFollowTheList(t *testing.T) {
 	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
 	r.vm.waitAsked("the name of the thread started since", jdwp.CmdThreadReferenceName, threadBody(0x56))
 	r.dbg.quiet()
+}
+
+// madeUpStop brings the made-up program to its next stop, at a
+// breakpoint of thread1 that suspends it all.
+func madeUpStop(r *rig, m *madeUpVM) {
+	m.mu.Lock()
+	m.stop++
+	m.mu.Unlock()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
 }

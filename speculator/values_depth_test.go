@@ -111,12 +111,15 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 			}
 		}
 	}
-	waitTypeOf(b)
-	r.vm.waitFor(jdwp.CmdClassTypeSuperclass)
-	// Two round trips through the VM after b's type facts: whatever they
-	// led to was sent before the second.
-	r.dbg.call(65, jdwp.CmdVirtualMachineAllClasses, nil)
-	r.dbg.call(66, jdwp.CmdVirtualMachineAllClasses, nil)
+	// After b's type facts, two round trips through the VM: whatever
+	// they led to was sent before the second.
+	settled := func(o uint64) {
+		waitTypeOf(o)
+		r.vm.waitFor(jdwp.CmdClassTypeSuperclass)
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
+	}
+	settled(b)
 	if n := getValuesOf(r.vm, b); n != 0 {
 		t.Fatalf("the VM got %d GetValues of the level-1 object before the debugger read deeper, want none", n)
 	}
@@ -132,10 +135,7 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 			break
 		}
 	}
-	waitTypeOf(d)
-	r.vm.waitFor(jdwp.CmdClassTypeSuperclass)
-	r.dbg.call(68, jdwp.CmdVirtualMachineAllClasses, nil)
-	r.dbg.call(69, jdwp.CmdVirtualMachineAllClasses, nil)
+	settled(d)
 	if n := getValuesOf(r.vm, d); n != 0 {
 		t.Errorf("the VM got %d GetValues of the level-3 object, want none (its fields are not shown)", n)
 	}
