@@ -14,13 +14,51 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
+// liveVM is a VM startVM started: its connection, which has done the
+// handshake, and what it printed after announcing its port.
+type liveVM struct {
+	conn net.Conn
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  strings.Builder // guarded by mu; bounded by maxVMOutput
+	more chan struct{}   // signalled (capacity 1) when out grows
+}
+
+const maxVMOutput = 1 << 20
+
+// threadDump has the VM print its threads (SIGQUIT) and returns what it
+// printed since its port, once the dump is complete or 10 s passed: what
+// a test that waited in vain for the VM says about it.
+func (v *liveVM) threadDump() string {
+	if err := v.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return "no thread dump: " + err.Error()
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		v.mu.Lock()
+		out := v.out.String()
+		v.mu.Unlock()
+		// HotSpot ends a thread dump with its JNI references.
+		if strings.Contains(out, "JNI global refs") {
+			return out
+		}
+		select {
+		case <-v.more:
+		case <-deadline:
+			return out + "\n(the thread dump did not complete in 10 s)"
+		}
+	}
+}
+
 // startVM compiles testdata/Hello.java and starts it under the JDWP agent,
-// suspended, and returns a connection that has done the handshake.
-func startVM(t *testing.T) net.Conn {
+// suspended, and returns it with a connection that has done the handshake.
+func startVM(t *testing.T) *liveVM {
 	t.Helper()
 	java := needJava(t)
 	javac, err := exec.LookPath("javac")
@@ -49,7 +87,9 @@ func startVM(t *testing.T) net.Conn {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	// The agent announces its port on stdout before anything else.
+	// The agent announces its port on stdout before anything else; what
+	// follows is kept for threadDump.
+	v := &liveVM{cmd: cmd, more: make(chan struct{}, 1)}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -59,6 +99,17 @@ func startVM(t *testing.T) net.Conn {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil && !sent {
 				addr <- "127.0.0.1:" + m[1]
 				sent = true
+				continue
+			}
+			v.mu.Lock()
+			if v.out.Len() < maxVMOutput {
+				v.out.WriteString(sc.Text())
+				v.out.WriteByte('\n')
+			}
+			v.mu.Unlock()
+			select {
+			case v.more <- struct{}{}:
+			default:
 			}
 		}
 		if !sent {
@@ -88,7 +139,8 @@ func startVM(t *testing.T) net.Conn {
 	if err := ReadHandshake(conn); err != nil {
 		t.Fatal(err)
 	}
-	return conn
+	v.conn = conn
+	return v
 }
 
 // TestLiveVM drives a real HotSpot VM: learns its ID sizes, sets event
@@ -96,7 +148,8 @@ func startVM(t *testing.T) net.Conn {
 // Event.Composite it sends until it dies. With JDWP_WRITE_CORPUS=1 it saves
 // what it saw as fuzz seeds under testdata/fuzz.
 func TestLiveVM(t *testing.T) {
-	conn := startVM(t)
+	vm := startVM(t)
+	conn := vm.conn
 	var raw bytes.Buffer // everything the VM sent after the handshake
 	rd := NewReader(io.TeeReader(conn, &raw), 0)
 	var out []byte
@@ -161,14 +214,18 @@ func TestLiveVM(t *testing.T) {
 	}
 	send(50, CmdVirtualMachineResume, nil)
 	reply(50)
-	// The VM runs Hello to its end, sends VM_DEATH and closes.
+	// The VM runs Hello to its end and sends VM_DEATH, its last event
+	// (then it closes, in its own time).
 	for {
-		_, err := read()
+		p, err := read()
 		if errors.Is(err, io.EOF) || isReset(err) {
 			break
 		}
 		if err != nil {
-			t.Fatalf("read after resume: %v", err)
+			t.Fatalf("read after resume (%d composites): %v\n%s", len(composites), err, vm.threadDump())
+		}
+		if !p.IsReply() && p.Cmd() == CmdComposite && StartsWithVMDeath(p.Body()) {
+			break
 		}
 	}
 
