@@ -154,6 +154,9 @@ func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []by
 	if !c.facts.scopeOK(info, s.subj) || ep.unplaced && c.facts.running(info, s.subj) {
 		return
 	}
+	if cmd == jdwp.CmdThreadReferenceName && c.learn.nameKnown(jdwp.NewBodyReader(params, sizes).Thread()) {
+		return // named once, and it named this one (learner.nameKnown)
+	}
 	if c.cache.has(&s.key) || c.cache.hasTwin(&s.key, sizes) {
 		return
 	}

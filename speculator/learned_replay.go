@@ -179,16 +179,10 @@ func (lr *learnedRules) fieldTail(w *jdwp.BodyWriter, t jdwp.ClassID, pos []byte
 // emit replays template n with params: its cached reply feeds its
 // children at once; otherwise it is speculated, and its reply feeds them
 // in the chain.
-//
-// A thread's name the debugger asked in this session is not replayed
-// while it names each thread once (learner.nameKnown).
 func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth int) {
 	st := &lr.st
 	var key keyable.Key
 	if _, ok := keyable.Fill(&key, n.cmd, params, sizes); !ok {
-		return
-	}
-	if n.cmd == jdwp.CmdThreadReferenceName && lr.learn.nameKnown(jdwp.NewBodyReader(params, sizes).Thread()) {
 		return
 	}
 	if _, dup := st.nodeOf[key]; !dup {

@@ -536,9 +536,10 @@ func (l *learner) namedBefore(t jdwp.ThreadID) bool {
 	return ok && !l.renames && s != l.serial+1
 }
 
-// nameKnown says whether the rules leave thread t's name unasked: the
-// debugger named it in this session, and names a thread once. Never the
-// stopped thread's: every debugger shows it at a stop.
+// nameKnown says whether no rule asks thread t's name ahead (the gate is
+// core.submitSpec's): the debugger named it in this session, and names a
+// thread once. Never the stopped thread's: every debugger shows it at a
+// stop.
 func (l *learner) nameKnown(t jdwp.ThreadID) bool {
 	_, ok := l.named[t]
 	return ok && !l.renames && t != l.ep.thread

@@ -87,7 +87,7 @@ func (sr *stopRules) specKnownThreads(sizes jdwp.IDSizes) {
 		if t == sr.learn.ep.thread {
 			continue
 		}
-		if others.names && !sr.learn.nameKnown(t) {
+		if others.names {
 			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kThreadName)
 		}
 		if others.statuses {
@@ -229,7 +229,7 @@ func (sr *stopRules) missed(key *keyable.Key, sizes jdwp.IDSizes) {
 		}
 		ep.expanded[k] = true
 		for _, t := range ep.threads {
-			if t != own && (k != kThreadName || !sr.learn.nameKnown(t)) {
+			if t != own {
 				sr.specThread(sizes, c, t, k)
 			}
 		}
