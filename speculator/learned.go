@@ -146,11 +146,9 @@ type lstop struct {
 	// waitType are ObjectReference.GetValues waiting for their object's
 	// type chain to be known, by object.
 	waitType map[jdwp.ObjectID][]*lnode
-	// asked are the keys the debugger asked at this stop; held the
-	// replies whose list the profile's templates were not replayed on
-	// yet (learnedRules.feed), by key, with their template.
+	// asked are the keys the debugger asked at this stop (a list fed
+	// before it asked was held: learnedRules.feed).
 	asked map[keyable.Key]bool
-	held  map[keyable.Key]*lnode
 	// named are, per list reply, the elements that are threads the
 	// debugger named before this stop (learner.namedBefore): a debugger
 	// that names a thread once skips them, and still names every thread
@@ -371,6 +369,6 @@ func (lr *learnedRules) begin() *lstop {
 	lr.last = g
 	*st = lstop{serial: ep.serial, g: g, replay: replay, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
 		fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{},
-		asked: map[keyable.Key]bool{}, held: map[keyable.Key]*lnode{}, named: map[keyable.Key]uint64{}}
+		asked: map[keyable.Key]bool{}, named: map[keyable.Key]uint64{}}
 	return st
 }

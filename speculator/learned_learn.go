@@ -16,13 +16,13 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 	if st == nil {
 		return
 	}
-	if len(st.asked) < maxSpecPerStop {
+	if !st.asked[*key] && len(st.asked) < maxSpecPerStop {
 		st.asked[*key] = true
-	}
-	if n := st.held[*key]; n != nil {
-		delete(st.held, *key)
-		if e := lr.cache.peek(key); e != nil && jdwp.Packet(e.reply).ErrorCode() == jdwp.ErrorNone {
-			lr.feedList(n, key, jdwp.Packet(e.reply).Body(), sizes, 0, feedHeld)
+		// A list fed before the debugger asked for it: what was held.
+		if n := st.nodeOf[*key]; n != nil && st.fed[*key] && lr.holds(n) {
+			if e := lr.cache.peek(key); e != nil && jdwp.Packet(e.reply).ErrorCode() == jdwp.ErrorNone {
+				lr.feedList(n, key, jdwp.Packet(e.reply).Body(), sizes, 0, feedHeld)
+			}
 		}
 	}
 	predicted := st.emitted[*key]

@@ -258,11 +258,15 @@ func (lr *learnedRules) feed(n *lnode, key *keyable.Key, body []byte, sizes jdwp
 	}
 	st.fed[*key] = true
 	how := feedAll
-	if n.from == nil && !lr.facts.farEnd && !st.asked[*key] {
+	if lr.holds(n) && !st.asked[*key] {
 		how = feedHold
 	}
 	lr.feedList(n, key, body, sizes, depth, how)
 }
+
+// holds says whether template n's reply is a list whose profile
+// templates wait for the debugger to ask for it (feed).
+func (lr *learnedRules) holds(n *lnode) bool { return n.from == nil && !lr.facts.farEnd }
 
 // feedHow is which of a template's children feedList replays.
 type feedHow uint8
@@ -282,7 +286,6 @@ func (c *lnode) heldUntilAsked() bool {
 // feedList replays the children of template n (as how says) on the
 // elements of the reply body to key.
 func (lr *learnedRules) feedList(n *lnode, key *keyable.Key, body []byte, sizes jdwp.IDSizes, depth int, how feedHow) {
-	st := &lr.st
 	// The reply's items, grouped by element, on top of the items stack
 	// (lr.items): feeding them may feed a cached reply in turn, whose
 	// items go above these and are popped before these are.
@@ -299,27 +302,21 @@ func (lr *learnedRules) feedList(n *lnode, key *keyable.Key, body []byte, sizes 
 		for j < len(items) && items[j].i == items[i].i {
 			j++
 		}
-		if lr.feedElement(n, items[i:j], sizes, depth, how) && len(st.held) < maxSpecPerStop {
-			st.held[*key] = n
-		}
+		lr.feedElement(n, items[i:j], sizes, depth, how)
 		i = j
 	}
 }
 
 // feedElement replays the live children of template n (as how says) on
 // one element of its reply (its items, all of one index), or its only
-// one; held says whether it held one (feed).
-func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, depth int, how feedHow) (held bool) {
+// one.
+func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, depth int, how feedHow) {
 	var els [4]*item
 	for _, c := range n.children {
 		if !c.live() {
 			continue
 		}
-		switch h := c.heldUntilAsked(); {
-		case how == feedHeld && !h:
-			continue
-		case how == feedHold && h:
-			held = true
+		if h := c.heldUntilAsked(); how == feedHeld && !h || how == feedHold && h {
 			continue
 		}
 		if lp := c.listParam(); lp != nil && !lr.wanted(lp, el) || lp == nil && el[0].i != 0 {
@@ -338,7 +335,6 @@ func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, dep
 		}
 		lr.emit(c, params, sizes, depth)
 	}
-	return held
 }
 
 // frame feeds one frame of a Frames reply valid in the stop to the
