@@ -84,7 +84,7 @@ func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdw
 			// eligible is kept by tag set; settleIndices asks with the
 			// template's, so every set of one or two bits that holds
 			// this element's is recorded.
-			if it.sp == spObject && it.i < 64 && lr.learn.namedBefore(jdwp.ThreadID(it.id)) && len(st.named) < maxSpecPerStop {
+			if it.tag == jdwp.TagThread && it.i < 64 && lr.learn.namedBefore(jdwp.ThreadID(it.id)) && len(st.named) < maxSpecPerStop {
 				st.named[*key] |= 1 << it.i
 			}
 			ek := eligKey{key: *key, path: it.path}
