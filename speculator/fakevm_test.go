@@ -67,6 +67,18 @@ func (vm *fakeVM) count(c jdwp.Cmd) int { return vm.vm.Count(c) }
 // commands is every command the VM received so far.
 func (vm *fakeVM) commands() []jdwp.Packet { return vm.vm.Commands() }
 
+// askedOf is how many commands c the VM received whose first parameter
+// is the object (thread, array) obj.
+func (vm *fakeVM) askedOf(c jdwp.Cmd, obj uint64) int {
+	n := 0
+	for _, p := range vm.vm.Commands() {
+		if p.Cmd() == c && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == obj {
+			n++
+		}
+	}
+	return n
+}
+
 // waitFor waits until the VM received a command c after the ones already
 // consumed, and consumes it and those before it.
 func (vm *fakeVM) waitFor(c jdwp.Cmd) jdwp.Packet {

@@ -503,13 +503,7 @@ func TestProfileListsWaitForTheDebugger(t *testing.T) {
 	learnMadeUp(t, sp, &id)
 	r, m := attachMadeUp(t, sp)
 	namesOfOthers := func() int {
-		n := 0
-		for _, p := range r.vm.commands() {
-			if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() != thread1 {
-				n++
-			}
-		}
-		return n
+		return r.vm.count(jdwp.CmdThreadReferenceName) - r.vm.askedOf(jdwp.CmdThreadReferenceName, thread1)
 	}
 	madeUpStop(r, m)
 	// The profile's replay asks the thread list at the event; its reply

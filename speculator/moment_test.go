@@ -175,21 +175,11 @@ func stopOfOneThread(r *rig, fs *frameState, others ...uint64) {
 }
 
 // names is how many times the VM was asked the name of thread t.
-func (vm *fakeVM) names(t uint64) int {
-	n := 0
-	for _, p := range vm.vm.Commands() {
-		if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == t {
-			n++
-		}
-	}
-	return n
-}
-
 // waitNames waits until the VM was asked the name of thread t n times.
 func (vm *fakeVM) waitNames(t uint64, n int) {
 	vm.t.Helper()
 	jdwptest.Await(vm.t, "the VM to be asked a name again", vm.vm.Changed, func() (bool, string) {
-		got := vm.names(t)
+		got := vm.askedOf(jdwp.CmdThreadReferenceName, t)
 		return got >= n, fmt.Sprintf("asked %d times", got)
 	})
 }
@@ -209,7 +199,7 @@ func TestPeerSpeculationAtAStopWidensNothing(t *testing.T) {
 	}
 	r.dbg.call(retag.SyntheticBase+7, jdwp.CmdThreadReferenceName, threadBody(0x53))
 	r.barrier()
-	if n := r.vm.names(0x52); n != 0 {
+	if n := r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x52); n != 0 {
 		t.Fatalf("a near end's own read widened to the name of 0x52 (asked %d times)", n)
 	}
 }

@@ -15,15 +15,6 @@ import (
 func TestThreadsNamedOnce(t *testing.T) {
 	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
 	r := newRigWith(t, Config{}, m.handler)
-	names := func(th uint64) int {
-		n := 0
-		for _, p := range r.vm.commands() {
-			if p.Cmd() == jdwp.CmdThreadReferenceName && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == th {
-				n++
-			}
-		}
-		return n
-	}
 	stop := func() {
 		madeUpStop(r, m)
 		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
@@ -40,7 +31,7 @@ func TestThreadsNamedOnce(t *testing.T) {
 	r.vm.waitAsked("the name of the thread never named", jdwp.CmdThreadReferenceName, threadBody(0x54))
 	r.vm.waitAsked("the name of the stopped thread", jdwp.CmdThreadReferenceName, threadBody(thread1))
 	r.barrier()
-	if n := names(0x52); n != 1 {
+	if n := r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x52); n != 1 {
 		t.Fatalf("the VM was asked the name of a thread the debugger had named %d times, want once (its own)", n)
 	}
 	// It names that thread again: from now on every thread's name is

@@ -68,17 +68,6 @@ func (ow *objWorld) handler(fs *frameState) func(p jdwp.Packet) (jdwp.ErrorCode,
 	}
 }
 
-// getValuesOf counts the ObjectReference.GetValues the VM received for obj.
-func getValuesOf(vm *fakeVM, obj uint64) int {
-	n := 0
-	for _, p := range vm.commands() {
-		if p.Cmd() == jdwp.CmdObjectReferenceGetValues && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() == obj {
-			n++
-		}
-	}
-	return n
-}
-
 // TestValuesThreeLevelsDeep: at a first stop the value rules read ahead
 // the fields of the objects a frame shows, and only the type of the ones
 // those hold (firstLevels: every debugger measured reads that much); once
@@ -120,7 +109,7 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
 	}
 	settled(b)
-	if n := getValuesOf(r.vm, b); n != 0 {
+	if n := r.vm.askedOf(jdwp.CmdObjectReferenceGetValues, b); n != 0 {
 		t.Fatalf("the VM got %d GetValues of the level-1 object before the debugger read deeper, want none", n)
 	}
 	// The debugger opens b: c (level 2) and its fields are read ahead, and
@@ -136,7 +125,7 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 		}
 	}
 	settled(d)
-	if n := getValuesOf(r.vm, d); n != 0 {
+	if n := r.vm.askedOf(jdwp.CmdObjectReferenceGetValues, d); n != 0 {
 		t.Errorf("the VM got %d GetValues of the level-3 object, want none (its fields are not shown)", n)
 	}
 	// The debugger's own read of c's field is answered without the VM.
@@ -144,10 +133,10 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 	if v := jdwp.NewBodyReader(got.Body()[4:], sizes8).Value(); v.ObjectID() != d {
 		t.Errorf("c's field = %v, want object %#x", v, d)
 	}
-	if n := getValuesOf(r.vm, c); n != 1 {
+	if n := r.vm.askedOf(jdwp.CmdObjectReferenceGetValues, c); n != 1 {
 		t.Errorf("the VM got %d GetValues of c, want the one read ahead", n)
 	}
-	if n := getValuesOf(r.vm, b); n != 1 {
+	if n := r.vm.askedOf(jdwp.CmdObjectReferenceGetValues, b); n != 1 {
 		t.Errorf("the VM got %d GetValues of b, want the debugger's own", n)
 	}
 	r.dbg.quiet()
