@@ -103,8 +103,10 @@ type replyCache struct {
 	ageing []aged
 	head   int // ageing[:head] is consumed
 	// twins maps the canonical key of each cached read of an object's
-	// fields to the key it is cached under (permute.go); sizes are the
-	// ID sizes of the last store.
+	// fields to the key it is cached under (permute.go). sizes are the
+	// connection's ID sizes, as stores give them (they do not change
+	// within a connection): evicted, the LRU's callback, has none of its
+	// own to make a canonical key with.
 	twins map[keyable.Key]keyable.Key
 	sizes jdwp.IDSizes
 }
