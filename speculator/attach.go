@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"slices"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -71,6 +72,7 @@ type attach struct {
 	*core
 	rs            *relay.Session
 	importProfile func(p *profile, sizes jdwp.IDSizes) // hands the profile to every part
+	offerStops    func(p *profile)                     // offers the prior's stop templates too (learnedRules.offer)
 	started       bool                                 // the prefetch was sent (see start)
 	identified    bool                                 // first is known
 	first         jdwp.Cmd                             // the debugger's first command: its identity
@@ -116,15 +118,48 @@ func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 	}
 	a.key = profileKey(a.version, a.first)
 	a.prof = a.sp.profiles.get(a.key)
-	if a.prof == nil && !a.sp.noPrior {
-		a.prof = priorFor(a.first, a.push.mode == ModeAlways, a.version) // prior.go
+	var prior *profile
+	if !a.sp.noPrior {
+		prior = priorFor(a.first, a.push.mode == ModeAlways, a.version) // prior.go
+	}
+	if a.prof == nil {
+		a.prof, prior = prior, nil
 	}
 	if a.prof != nil {
 		a.hasPrev, a.prevUse = true, a.prof.AttachUse
 		a.importProfile(a.prof, sizes)
 	}
+	if prior != nil {
+		// Another debugger (one first command, other JDIs) may have left
+		// the profile: the prior's stop templates stand in for its.
+		a.offerStops(prior)
+	}
 	a.attachSecondWave(sizes)
 }
+
+// firstSets is the event kinds of a session's first Sets, in order
+// (core.sets). Every JDI sets up requests of its own as it attaches,
+// before its debugger does anything (OpenJDK's: CLASS_PREPARE, then
+// CLASS_UNLOAD; Eclipse's: CLASS_UNLOAD, then its debugger's): debuggers
+// that begin with the same command (IDSizes) differ there.
+type firstSets struct {
+	n     int
+	kinds [2]jdwp.EventKind
+}
+
+func (s *firstSets) add(k jdwp.EventKind) {
+	if s.n < len(s.kinds) {
+		s.kinds[s.n] = k
+		s.n++
+	}
+}
+
+func (s *firstSets) list() []jdwp.EventKind { return s.kinds[:s.n] }
+
+// fits says whether a profile recorded after Sets of kinds ks came from a
+// debugger that attached as this session's did; a profile that recorded
+// none (written before they were) is taken as before.
+func (s *firstSets) fits(ks []jdwp.EventKind) bool { return ks == nil || slices.Equal(ks, s.list()) }
 
 // specAttach sends command c with params as attach speculation.
 func (a *attach) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {
@@ -386,6 +421,7 @@ func (a *attach) profile() (key string, p, old *profile) {
 		}
 	}
 	rec := a.rec
+	rec.Sets = slices.Clone(a.sets.list())
 	rec.Lookups, rec.SnapBytes = a.snap.lookups, a.snap.bytes
 	if rec.SnapBytes == 0 && a.prof != nil {
 		rec.SnapBytes = a.prof.SnapBytes

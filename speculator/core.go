@@ -34,6 +34,11 @@ type core struct {
 	ownSpecs []*spec
 	prevUse  float64
 	hasPrev  bool
+	// sets is the event kinds of the session's first Sets, in order:
+	// what its JDI sets up as it attaches, which tells one debugger's
+	// stops from another's (attach.go writes it; the learned rules read
+	// it to take a profile's stop templates, learned_profile.go).
+	sets firstSets
 
 	// out is the outbox of the relay's turn in progress (relay.Frame.Out,
 	// or relay.Session.Do's), set by each entry point for its duration

@@ -47,10 +47,16 @@ type learnedRules struct {
 	// stop on but the verbatim templates', predicted those the replay had
 	// named before it asked (sent, or found cached or in flight).
 	sent, used, asks, predicted int
-	params                      []keyable.Param // scratch
-	buf                         []byte          // scratch: parameters being built
-	shapeBuf                    []byte          // scratch: a template's shape being looked up (appendShape)
-	items                       []item          // scratch: a stack of the items of the replies being fed (feed)
+	// cands are the profiles offered (the learned one, then the prior),
+	// of which take took the templates of took, once (decided).
+	cands   []*profile
+	took    *profile
+	decided bool
+
+	params   []keyable.Param // scratch
+	buf      []byte          // scratch: parameters being built
+	shapeBuf []byte          // scratch: a template's shape being looked up (appendShape)
+	items    []item          // scratch: a stack of the items of the replies being fed (feed)
 }
 
 // lgraph is the templates learned after one kind of stop.
@@ -170,7 +176,7 @@ const (
 )
 
 func newLearnedRules(c *core) learnedRules {
-	return learnedRules{core: c, graphs: map[jdwp.EventKind]*lgraph{}}
+	return learnedRules{core: c, graphs: map[jdwp.EventKind]*lgraph{}, cands: make([]*profile, 0, 2)}
 }
 
 // seen notes the kind of the stop a composite event brings: its first
@@ -354,6 +360,7 @@ func (lr *learnedRules) begin() *lstop {
 	if st.g != nil {
 		lr.endStop()
 	}
+	lr.take()
 	g := lr.graphs[lr.kind]
 	if g == nil {
 		if len(lr.graphs) >= 16 {

@@ -31,9 +31,11 @@ type learnedParam struct {
 }
 
 // exportTo leaves the templates asked in this session (and those they
-// read from) that hold no ID in p, and old's of kinds of stop this session
-// did not see.
-func (lr *learnedRules) exportTo(p, old *profile, _ jdwp.IDSizes) {
+// read from) that hold no ID in p, and those of the profile it took
+// (take) of kinds of stop this session did not see.
+func (lr *learnedRules) exportTo(p, _ *profile, _ jdwp.IDSizes) {
+	lr.take()
+	old := lr.took
 	p.Learned = p.Learned[:0]
 	for k, g := range lr.graphs {
 		at := map[*lnode]int{}
@@ -93,8 +95,40 @@ func idFree(n *lnode) bool {
 	return true
 }
 
-// importFrom rebuilds the profile's templates, for this session's stops.
-func (lr *learnedRules) importFrom(p *profile, _ jdwp.IDSizes) {
+// importFrom offers the profile's templates to this session's stops
+// (take).
+func (lr *learnedRules) importFrom(p *profile, _ jdwp.IDSizes) { lr.offer(p) }
+
+// offer adds p to the profiles whose templates the session may take.
+func (lr *learnedRules) offer(p *profile) {
+	if !lr.decided && len(lr.cands) < cap(lr.cands) {
+		lr.cands = append(lr.cands, p)
+	}
+}
+
+// take takes, once (at the session's first stop, or its end), the
+// templates of the first profile offered whose debugger attached as this
+// session's did (firstSets.fits): what one debugger reads at a stop is
+// no guess for another's (an IDE's thread names and frame checks for VS
+// Code's engine).
+func (lr *learnedRules) take() {
+	if lr.decided {
+		return
+	}
+	lr.decided = true
+	for _, p := range lr.cands {
+		if lr.sets.fits(p.Sets) {
+			lr.took = p
+			lr.importLearned(p)
+			break
+		}
+	}
+	lr.cands = nil
+}
+
+// importLearned rebuilds the profile's templates, for this session's
+// stops.
+func (lr *learnedRules) importLearned(p *profile) {
 	if len(lr.graphs) > 0 {
 		return
 	}

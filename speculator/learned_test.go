@@ -27,9 +27,10 @@ type madeUpVM struct {
 	// handed are the object IDs the VM handed out (replies), bad what it
 	// was asked that it did not hand out or that is not valid for the
 	// command.
-	handed map[uint64]bool
-	bad    []string
-	shapes map[uint64][2]int // by class: shape
+	handed   map[uint64]bool
+	bad      []string
+	shapes   map[uint64][2]int // by class: shape
+	requests int32             // the Sets it took
 }
 
 // hand records object IDs the VM hands out.
@@ -91,7 +92,10 @@ func (m *madeUpVM) handler(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
 	r := jdwp.NewBodyReader(p.Body(), sizes8)
 	switch p.Cmd() {
 	case jdwp.CmdVirtualMachineVersion:
-		return 0, versionReply("fake")
+		return 0, versionReply(refAgent)
+	case jdwp.CmdEventRequestSet:
+		m.requests++
+		return 0, body(func(w *jdwp.BodyWriter) { w.Int32(m.requests) })
 	case jdwp.CmdVirtualMachineAllThreads:
 		m.hand(m.threads...)
 		return 0, body(func(w *jdwp.BodyWriter) {
@@ -449,12 +453,44 @@ func TestLearnedProfileNextSession(t *testing.T) {
 	}
 }
 
-// attachMadeUp attaches a session of sp to a new made-up program.
-func attachMadeUp(t *testing.T, sp *Speculator) (*rig, *madeUpVM) {
+// TestProfileOfAnotherJDI: a profile's stop templates are taken by a
+// session whose debugger set up the same requests as it attached (its
+// JDI) as the one that left it, not by one whose JDI set up others,
+// though both began with the same command (every JDI's first is
+// IDSizes). Fails with the templates taken whatever the attach
+// (learnedRules.take).
+func TestProfileOfAnotherJDI(t *testing.T) {
+	openJDK := []jdwp.EventKind{jdwp.EventClassPrepare, jdwp.EventClassUnload}
+	eclipse := []jdwp.EventKind{jdwp.EventClassUnload, jdwp.EventVMDeath}
+	sp := newTestSpeculator(Config{})
+	id := uint32(100)
+	learnMadeUp(t, sp, &id, openJDK...)
+	firstStop := func(sets []jdwp.EventKind) Stats {
+		r, m := attachMadeUp(t, sp, sets...)
+		defer r.stop()
+		return stopAndAsk(t, r, m, &id)
+	}
+	if st := firstStop(openJDK); st.Misses > 0 {
+		t.Errorf("the same JDI's next session missed %d reads at its first stop, want none", st.Misses)
+	}
+	// (The rules written for IDEs miss the 2nd field of each local and the
+	// types' fields, which only the templates read ahead.)
+	if st := firstStop(eclipse); st.Misses == 0 {
+		t.Error("another JDI's session missed nothing at its first stop: it took the templates of a debugger that attached otherwise")
+	}
+}
+
+// attachMadeUp attaches a session of sp to a new made-up program, its
+// JDI setting up requests of the kinds sets (none if not given) after the
+// ID sizes.
+func attachMadeUp(t *testing.T, sp *Speculator, sets ...jdwp.EventKind) (*rig, *madeUpVM) {
 	t.Helper()
 	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
 	r := startRigWith(t, sp, m.handler)
 	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	for _, k := range sets {
+		r.dbg.call(nextID(), jdwp.CmdEventRequestSet, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(k)); w.Uint8(0); w.Int32(0) }))
+	}
 	for i := uint32(2); i < 5; i++ {
 		r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
 	}
@@ -462,10 +498,10 @@ func attachMadeUp(t *testing.T, sp *Speculator) (*rig, *madeUpVM) {
 }
 
 // learnMadeUp has the made-up client read three stops of a session of
-// sp, which leaves its profile.
-func learnMadeUp(t *testing.T, sp *Speculator, id *uint32) {
+// sp, which leaves its profile; sets as attachMadeUp's.
+func learnMadeUp(t *testing.T, sp *Speculator, id *uint32, sets ...jdwp.EventKind) {
 	t.Helper()
-	r, m := attachMadeUp(t, sp)
+	r, m := attachMadeUp(t, sp, sets...)
 	for range 3 {
 		stopAndAsk(t, r, m, id)
 	}

@@ -128,6 +128,9 @@ func (a *attach) lookupCommand(c jdwp.Cmd) {
 // it from a lookup if it can; true if it did (the command is consumed).
 func (a *attach) command(x *command) bool {
 	c := x.f.Packet.Cmd()
+	if x.set.is {
+		a.sets.add(x.set.kind)
+	}
 	switch c {
 	case jdwp.CmdVirtualMachineClassesBySignature, jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
 		if a.recording() {

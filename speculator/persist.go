@@ -24,32 +24,33 @@ import (
 // kept in memory across the sessions of a Speculator and optionally in a
 // file (Config.LearnFile). Nothing in it is an ID.
 type profile struct {
-	VM         []jdwp.Cmd    `json:"vm,omitempty"`     // VM-wide commands without parameters asked at attach
-	Sigs       []string      `json:"sigs,omitempty"`   // signatures the debugger looked up (ClassesBySignature) at attach
-	Class      []classCmd    `json:"class,omitempty"`  // class commands asked at attach
-	Method     []methodCmd   `json:"method,omitempty"` // method commands asked at attach
-	AttachUse  float64       `json:"attach_use"`       // used/sent of the last attach's own commands
-	Asked      []jdwp.Cmd    `json:"asked,omitempty"`  // every cacheable command the debugger asked
-	Ratio      []float64     `json:"ratio,omitempty"`  // learner.ratio by rule kind
-	Waste      float64       `json:"waste"`
-	FramesRule int32         `json:"frames_rule"`
-	ValueDepth uint64        `json:"value_depth"`
-	ThisDepth  uint64        `json:"this_depth"`
-	ArrFirst   int32         `json:"arr_first"`
-	ArrLen     int32         `json:"arr_len"`
-	ArrKnown   bool          `json:"arr_known"`
-	ArrReads   []arrRead     `json:"arr_reads,omitempty"`   // learner.arrReads (ArrFirst, ArrLen: the first, for older readers)
-	ReadLevels []uint8       `json:"read_levels,omitempty"` // learner.readLevel, if known (predict_values.go)
-	Templates  []relTmpl     `json:"templates,omitempty"`
-	Slots      []slotsOf     `json:"slots,omitempty"`       // learner.slots by method name
-	WB         *wbProfile    `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
-	PrepClass  []jdwp.Cmd    `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
-	PrepMethod []jdwp.Cmd    `json:"prep_method,omitempty"` // asked of its methods there
-	PrepVM     []jdwp.Cmd    `json:"prep_vm,omitempty"`     // asked of the VM's state there (AllThreads)
-	Shapes     []objShape    `json:"shapes,omitempty"`      // fields read of objects, by type (shapes.go)
-	Learned    []learnedTmpl `json:"learned,omitempty"`     // the learned rules' templates that hold no ID (learned_profile.go)
-	Lookups    int           `json:"lookups,omitempty"`     // the debugger's lookups by name at attach (snapshot.go)
-	SnapBytes  int           `json:"snap_bytes,omitempty"`  // the size of the VM's class snapshot (snapshot.go)
+	VM         []jdwp.Cmd       `json:"vm,omitempty"`     // VM-wide commands without parameters asked at attach
+	Sigs       []string         `json:"sigs,omitempty"`   // signatures the debugger looked up (ClassesBySignature) at attach
+	Class      []classCmd       `json:"class,omitempty"`  // class commands asked at attach
+	Method     []methodCmd      `json:"method,omitempty"` // method commands asked at attach
+	AttachUse  float64          `json:"attach_use"`       // used/sent of the last attach's own commands
+	Asked      []jdwp.Cmd       `json:"asked,omitempty"`  // every cacheable command the debugger asked
+	Ratio      []float64        `json:"ratio,omitempty"`  // learner.ratio by rule kind
+	Waste      float64          `json:"waste"`
+	FramesRule int32            `json:"frames_rule"`
+	ValueDepth uint64           `json:"value_depth"`
+	ThisDepth  uint64           `json:"this_depth"`
+	ArrFirst   int32            `json:"arr_first"`
+	ArrLen     int32            `json:"arr_len"`
+	ArrKnown   bool             `json:"arr_known"`
+	ArrReads   []arrRead        `json:"arr_reads,omitempty"`   // learner.arrReads (ArrFirst, ArrLen: the first, for older readers)
+	ReadLevels []uint8          `json:"read_levels,omitempty"` // learner.readLevel, if known (predict_values.go)
+	Templates  []relTmpl        `json:"templates,omitempty"`
+	Slots      []slotsOf        `json:"slots,omitempty"`       // learner.slots by method name
+	WB         *wbProfile       `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)
+	PrepClass  []jdwp.Cmd       `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
+	PrepMethod []jdwp.Cmd       `json:"prep_method,omitempty"` // asked of its methods there
+	PrepVM     []jdwp.Cmd       `json:"prep_vm,omitempty"`     // asked of the VM's state there (AllThreads)
+	Shapes     []objShape       `json:"shapes,omitempty"`      // fields read of objects, by type (shapes.go)
+	Learned    []learnedTmpl    `json:"learned,omitempty"`     // the learned rules' templates that hold no ID (learned_profile.go)
+	Lookups    int              `json:"lookups,omitempty"`     // the debugger's lookups by name at attach (snapshot.go)
+	SnapBytes  int              `json:"snap_bytes,omitempty"`  // the size of the VM's class snapshot (snapshot.go)
+	Sets       []jdwp.EventKind `json:"sets,omitempty"`        // the event kinds of the session's first Sets (firstSets)
 }
 
 // slotsOf is the slots the debugger asked of a method's frames (at one
@@ -311,7 +312,7 @@ func parseProfiles(b []byte) (map[string]*profile, error) {
 func (p *profile) valid() bool {
 	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
 		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) || len(p.ArrReads) > maxArrReads ||
-		len(p.ReadLevels) > int(numReads) || slices.ContainsFunc(p.ReadLevels, func(l uint8) bool { return l > maxValueLevel+1 }) {
+		len(p.ReadLevels) > int(numReads) || len(p.Sets) > len(firstSets{}.kinds) || slices.ContainsFunc(p.ReadLevels, func(l uint8) bool { return l > maxValueLevel+1 }) {
 		return false
 	}
 	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !prepareValid(p.PrepVM) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {

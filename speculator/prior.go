@@ -3,6 +3,7 @@ package speculator
 import (
 	_ "embed"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -15,11 +16,16 @@ import (
 // same for every program: the ID sizes, version and capabilities; the
 // VM-wide commands it asks once (threads, groups, class paths); what it
 // reads of java.lang classes (Thread, ThreadGroup, String, Class) to show
-// threads and values; the frame reads of a stop. The prior holds only
-// such facts: every class and method it names is the JDK's own (java.*,
-// jdk.*, sun.*), never a user program's; no write-behind rule (those are
-// proven per VM build, writebehind_profile.go); no usage ratios (how much
-// of its speculation the learning session used is its own).
+// threads and values; what its debugger reads at a stop (the learned
+// rules' templates: each thread's name and status, the frames, their
+// methods, this and the locals, their types and strings). The prior holds
+// only such facts: every class and method it names is the JDK's own
+// (java.*, jdk.*, sun.*), never a user program's, nor a field by its
+// position in one; no write-behind rule (those are proven per VM build,
+// writebehind_profile.go); no usage ratios (how much of its speculation
+// the learning session used is its own). Its stop templates are those of
+// OpenJDK's JDI: a session takes them only if its debugger attached as
+// that one did (learnedRules.take).
 //
 // It is generated from a real learning session of the bench's JDI driver
 // (prior_test.go, go generate) and embedded. It is used for a debugger
@@ -56,7 +62,8 @@ func parsePrior(b []byte) *priorFile {
 }
 
 // generic reports whether every class and method p names is the JDK's
-// own (jdkSignature): a profile with nothing of a user program.
+// own (jdkSignature), and no template reads a field by its position: a
+// profile with nothing of a user program.
 func (p *profile) generic() bool {
 	for _, s := range p.signatures() {
 		if !jdkSignature(s) {
@@ -71,6 +78,11 @@ func (p *profile) generic() bool {
 	for _, e := range p.Shapes {
 		if !jdkSignature(e.Sig) {
 			return false
+		}
+	}
+	for _, t := range p.Learned {
+		if slices.ContainsFunc(t.Params, func(q learnedParam) bool { return q.Src == srcFields }) {
+			return false // fields by their positions in a program's classes
 		}
 	}
 	return p.WB == nil && len(p.Ratio) == 0 && len(p.ReadLevels) == 0

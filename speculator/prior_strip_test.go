@@ -1,5 +1,7 @@
 package speculator
 
+import "slices"
+
 // stripToGeneric removes from p everything that names a class outside
 // the JDK, and write-behind's rules.
 func (p *profile) stripToGeneric() {
@@ -11,6 +13,30 @@ func (p *profile) stripToGeneric() {
 	p.WB = nil
 	p.Ratio, p.Waste = nil, 0 // how much of its speculation that session used: its own
 	p.ReadLevels = nil        // how deep that session's program's values go: its own
+	p.Learned = keepLearned(p.Learned)
+}
+
+// keepLearned drops the learned templates that read fields by their
+// positions in that session's program's classes (and those reading from
+// them), renumbering the rest's From.
+func keepLearned(ts []learnedTmpl) []learnedTmpl {
+	var out []learnedTmpl
+	at := map[int]int{} // kept template's index in ts -> in out
+	for i, t := range ts {
+		if t.From >= 0 {
+			j, ok := at[t.From]
+			if !ok {
+				continue
+			}
+			t.From = j
+		}
+		if slices.ContainsFunc(t.Params, func(q learnedParam) bool { return q.Src == srcFields }) {
+			continue
+		}
+		at[i] = len(out)
+		out = append(out, t)
+	}
+	return out
 }
 
 func keep[T any](s []T, ok func(T) bool) []T {

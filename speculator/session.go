@@ -73,7 +73,8 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	c.cache = newReplyCache(sp, &c.facts)
 	c.disp = dispatcher{max: sp.cfg.MaxInFlight, ids: rs.IDs(), data: &c.data, facts: &c.facts,
 		inflight: map[keyable.Key]*spec{}, onSend: c.sent, log: c.log}
-	ss.att = attach{core: c, rs: rs, importProfile: ss.importProfile, compressed: rs.VMInfo().Compressed}
+	ss.att = attach{core: c, rs: rs, importProfile: ss.importProfile, offerStops: ss.lrn.offer,
+		compressed: rs.VMInfo().Compressed}
 	ss.wb = newWriteBehind(c, sp.cfg.WriteBehind)
 	ss.prep = prepareRule{core: c}
 	ss.fp = framePrediction{core: c}
