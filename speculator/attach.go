@@ -119,8 +119,9 @@ func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 	a.key = profileKey(a.version, a.first)
 	a.prof = a.sp.profiles.get(a.key)
 	var prior *profile
+	var others []*profile
 	if !a.sp.noPrior {
-		prior = priorFor(a.first, a.push.mode == ModeAlways, a.version) // prior.go
+		prior, others = priorFor(a.first, a.push.mode == ModeAlways, a.version) // prior.go
 	}
 	if a.prof == nil {
 		a.prof, prior = prior, nil
@@ -129,10 +130,14 @@ func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 		a.hasPrev, a.prevUse = true, a.prof.AttachUse
 		a.importProfile(a.prof, sizes)
 	}
+	// Another debugger (one first command, other JDIs) may have left the
+	// profile: the prior's stop templates, its JDI's or another's, stand
+	// in for its.
 	if prior != nil {
-		// Another debugger (one first command, other JDIs) may have left
-		// the profile: the prior's stop templates stand in for its.
 		a.offerStops(prior)
+	}
+	for _, p := range others {
+		a.offerStops(p)
 	}
 	a.attachSecondWave(sizes)
 }

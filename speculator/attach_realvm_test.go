@@ -43,12 +43,19 @@ func firstStopOf(steps []journal.Step) (n int, bp journal.Step, ok bool) {
 // that stop's step.
 func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculator) (int, journal.Step) {
 	t.Helper()
+	return attachOnceAs(t, ctx, b, sp, javavm.ProfileIdeaLike, 2*time.Millisecond)
+}
+
+// attachOnceAs is attachOnce with the driver's profile (workload) and the
+// link's RTT given.
+func attachOnceAs(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculator, profile string, rtt time.Duration) (int, journal.Step) {
+	t.Helper()
 	vm, err := javavm.Start(ctx, b, "Deep", javavm.VMOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer vm.Stop()
-	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: 2 * time.Millisecond, Seed: 1}, zerolog.Nop())
+	lk, err := link.Listen(ctx, "127.0.0.1:0", vm.Addr(), link.Config{RTT: rtt, Seed: 1}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +76,7 @@ func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculat
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := javavm.RunDriver(ctx, b, javavm.DriverOptions{Addr: addr, Profile: javavm.ProfileIdeaLike,
+	if _, err := javavm.RunDriver(ctx, b, javavm.DriverOptions{Addr: addr, Profile: profile,
 		Debuggee: "Deep", Steps: 1, Warmup: 1, Breakpoints: 5}); err != nil {
 		t.Fatal(err)
 	}

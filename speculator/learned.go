@@ -176,7 +176,7 @@ const (
 )
 
 func newLearnedRules(c *core) learnedRules {
-	return learnedRules{core: c, graphs: map[jdwp.EventKind]*lgraph{}, cands: make([]*profile, 0, 2)}
+	return learnedRules{core: c, graphs: map[jdwp.EventKind]*lgraph{}, cands: make([]*profile, 0, 4)}
 }
 
 // seen notes the kind of the stop a composite event brings: its first

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
 )
@@ -555,4 +556,36 @@ func TestProfileListsWaitForTheDebugger(t *testing.T) {
 	r.vm.waitAsked("the VM to be asked the name of a listed thread", jdwp.CmdThreadReferenceName,
 		body(func(w *jdwp.BodyWriter) { w.ObjectID(0x54) }))
 	r.dbg.quiet()
+}
+
+// TestProfileTemplateRestsWhenUnused: a template of the stopped thread
+// from an earlier session's profile rests after one stop at which its
+// replay went unused (jdb after an IDE with the same attach reads none of
+// the IDE's frames); one the session's debugger sent rests after two.
+// Fails with the profile's templates given two stops (learner.importFrom).
+func TestProfileTemplateRestsWhenUnused(t *testing.T) {
+	l := newLearner()
+	l.importFrom(&profile{Templates: []relTmpl{{Set: jdwp.CmdThreadReferenceFrames.Set, Cmd: jdwp.CmdThreadReferenceFrames.Cmd,
+		Rel: true, Ints: []int32{0, 20}}}}, sizes8)
+	if len(l.templates) != 1 {
+		t.Fatalf("%d templates imported, want 1", len(l.templates))
+	}
+	imported := l.templates[0]
+	own := &template{rel: true}
+	unusedStop := func() {
+		l.beginEpisode(thread1, jdwp.Location{})
+		for _, tp := range []*template{imported, own} {
+			l.ep.specs = append(l.ep.specs, &spec{tmpl: tp, sent: true, key: tp.key,
+				info: keyable.Info{Tier: keyable.TierStop}})
+		}
+		l.endEpisode(&dispatcher{})
+	}
+	unusedStop()
+	if !imported.removed || own.removed {
+		t.Fatalf("after one unused stop: the profile's template removed %v, the session's %v; want true, false", imported.removed, own.removed)
+	}
+	unusedStop()
+	if !own.removed {
+		t.Error("the session's template was not removed after two unused stops")
+	}
 }

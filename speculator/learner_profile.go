@@ -118,7 +118,10 @@ func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 				w.Int32(n)
 			}
 		}
-		t := &template{rel: rt.Rel, stops: 2} // asked at stops of earlier sessions
+		// Asked at stops of earlier sessions; it rests after one stop
+		// whose replay went unused (as the learned rules' templates: the
+		// same first command and attach may be another debugger's).
+		t := &template{rel: rt.Rel, stops: 2, unused: 1}
 		if _, ok := keyable.Fill(&t.key, jdwp.Cmd{Set: rt.Set, Cmd: rt.Cmd}, w.Buf, sizes); !ok || l.byKey[t.key] != nil {
 			continue
 		}

@@ -42,11 +42,15 @@ var priorJSON []byte
 
 // priorFile is prior.json: the debugger's first command, the name of the
 // VM it was learned on (the Version reply's vmName: a VM family, any
-// version), and the profile.
+// version), the profile, and the stop templates of the debuggers of other
+// JDIs (Eclipse's), each with the Sets its JDI attached with (Sets and
+// Learned only): a session takes the first whose Sets fit its own
+// (learnedRules.take).
 type priorFile struct {
-	First   jdwp.Cmd `json:"first"`
-	VM      string   `json:"vm"`
-	Profile *profile `json:"profile"`
+	First   jdwp.Cmd   `json:"first"`
+	VM      string     `json:"vm"`
+	Profile *profile   `json:"profile"`
+	Stops   []*profile `json:"stops,omitempty"`
 }
 
 // builtinPrior is the embedded prior, nil if it does not parse (a build
@@ -57,6 +61,11 @@ func parsePrior(b []byte) *priorFile {
 	var f priorFile
 	if err := json.Unmarshal(b, &f); err != nil || f.VM == "" || f.Profile == nil || !f.Profile.valid() || !f.Profile.generic() {
 		return nil
+	}
+	for _, p := range f.Stops {
+		if p == nil || !p.valid() || !p.generic() || p.Sets == nil {
+			return nil
+		}
 	}
 	return &f
 }
@@ -119,14 +128,15 @@ func jdkSignature(sig string) bool {
 }
 
 // priorFor returns a copy of the built-in prior for a debugger whose first
-// command is first on a VM whose Version reply body is version, or nil. A
-// far end (split mode) takes it whatever its first command: that is
-// whatever its near end forwarded first, not the debugger's (the near end
-// answered that from the attach bundle).
-func priorFor(first jdwp.Cmd, far bool, version []byte) *profile {
+// command is first on a VM whose Version reply body is version, and its
+// other JDIs' stop templates (not to be changed), or nil. A far end
+// (split mode) takes it whatever its first command: that is whatever its
+// near end forwarded first, not the debugger's (the near end answered
+// that from the attach bundle).
+func priorFor(first jdwp.Cmd, far bool, version []byte) (*profile, []*profile) {
 	if builtinPrior == nil || builtinPrior.First != first && !far || vmName(version) != builtinPrior.VM {
-		return nil
+		return nil, nil
 	}
 	c := *builtinPrior.Profile
-	return &c
+	return &c, builtinPrior.Stops
 }

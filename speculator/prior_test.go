@@ -21,7 +21,8 @@ var writePrior = flag.Bool("write-prior", false, "regenerate prior.json from lea
 // TestWritePrior generates prior.json (go generate): two attaches of the
 // bench's IDE-like JDI driver to new Deep VMs through one speculator, the
 // profile they leave stripped of everything that names a class outside
-// the JDK.
+// the JDK; and the same of its vscode-like driver over Eclipse's JDI on a
+// 30 ms link, whose Sets and stop templates only are kept (Stops).
 func TestWritePrior(t *testing.T) {
 	if !*writePrior {
 		t.Skip("run with -write-prior to regenerate prior.json")
@@ -45,6 +46,21 @@ func TestWritePrior(t *testing.T) {
 		}
 	}
 	f.Profile.stripToGeneric()
+	if javavm.EclipseJDI() == "" {
+		t.Fatalf("Eclipse's JDI is not installed (%v): the prior would have no stop templates for it", javavm.EclipseJDIJars)
+	}
+	eclipse := New(Config{}, zerolog.Nop(), nil)
+	eclipse.noPrior = true
+	// Over a link as slow as those it is for: java-debug's engine decides
+	// what it reads from the latency it measures (async above 15 ms, no
+	// invocations for its Variables view above 10 ms), and so does the
+	// driver that does what it does.
+	attachOnceAs(t, ctx, b, eclipse, javavm.ProfileVSCodeLike, 30*time.Millisecond)
+	attachOnceAs(t, ctx, b, eclipse, javavm.ProfileVSCodeLike, 30*time.Millisecond)
+	for _, p := range eclipse.profiles.m {
+		p.stripToGeneric()
+		f.Stops = append(f.Stops, &profile{Sets: p.Sets, Learned: p.Learned})
+	}
 	f.VM = vmNameOf(t, ctx, b)
 	out, err := json.MarshalIndent(&f, "", "\t")
 	if err != nil {
