@@ -120,10 +120,27 @@ func (lr *learnedRules) take() {
 		if lr.sets.fits(p.Sets) {
 			lr.took = p
 			lr.importLearned(p)
+			lr.learn.stopSig = stopSignature(p.Learned)
 			break
 		}
 	}
 	lr.cands = nil
+}
+
+// stopSignature is the signature command templates ts ask, zero if none
+// or both.
+func stopSignature(ts []learnedTmpl) jdwp.Cmd {
+	var c jdwp.Cmd
+	for _, t := range ts {
+		switch tc := (jdwp.Cmd{Set: t.Set, Cmd: t.Cmd}); tc {
+		case jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric:
+			if c != (jdwp.Cmd{}) && c != tc {
+				return jdwp.Cmd{}
+			}
+			c = tc
+		}
+	}
+	return c
 }
 
 // importLearned rebuilds the profile's templates, for this session's

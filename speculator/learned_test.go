@@ -589,3 +589,26 @@ func TestProfileTemplateRestsWhenUnused(t *testing.T) {
 		t.Error("the session's template was not removed after two unused stops")
 	}
 }
+
+// TestStopSignatureFromTheProfile: until the debugger asks a type's
+// signature at a stop, the rules ask the signature command the profile's
+// stop templates ask (Eclipse's JDI: the plain one, though it asked the
+// generic one at attach); from then on, the one it asked last. Fails with
+// the attach's command taken (learner.signatureCmd) or the templates' not
+// noted (learnedRules.take).
+func TestStopSignatureFromTheProfile(t *testing.T) {
+	plain, generic := jdwp.CmdReferenceTypeSignature, jdwp.CmdReferenceTypeSignatureWithGeneric
+	c := &core{learn: newLearner()}
+	lr := newLearnedRules(c)
+	lr.offer(&profile{Learned: []learnedTmpl{{Kind: jdwp.EventBreakpoint, Set: plain.Set, Cmd: plain.Cmd, From: -1,
+		Params: []learnedParam{{Src: srcClass}}}}})
+	c.learn.asked[generic] = 1 // at the attach
+	lr.take()
+	if got, _ := c.learn.signatureCmd(); got != plain {
+		t.Errorf("at the first stop the rules ask %v, want %v (the profile's stop templates')", got, plain)
+	}
+	c.learn.asked[generic] = 3 // at the second stop
+	if got, _ := c.learn.signatureCmd(); got != generic {
+		t.Errorf("once the debugger asked %v at a stop the rules ask %v", generic, got)
+	}
+}

@@ -124,8 +124,11 @@ type episode struct {
 // ep.serial is the serial of the last episode begun and grows by one per
 // stop; every bounded map is cleared rather than grown past its bound.
 type learner struct {
-	ep        episode
-	serial    uint64
+	ep     episode
+	serial uint64
+	// stopSig is the signature command the stop templates taken from a
+	// profile ask (learnedRules.take), zero if none or both.
+	stopSig   jdwp.Cmd
 	templates []*template
 	byKey     map[keyable.Key]*template
 	slots     map[methodKey][]byte    // SF.GetValues parameters after the frame ID
@@ -547,11 +550,15 @@ func (l *learner) nameKnown(t jdwp.ThreadID) bool {
 
 // signatureCmd is the signature command the debugger asked last, if it
 // asked one: Eclipse's JDI asks the generic signature of classes at
-// attach and the plain one of the objects it shows at a stop.
+// attach and the plain one of the objects it shows at a stop. Until it
+// asked one at a stop, the one the profile's stop templates ask.
 func (l *learner) signatureCmd() (jdwp.Cmd, bool) {
 	c, last := jdwp.CmdReferenceTypeSignatureWithGeneric, l.asked[jdwp.CmdReferenceTypeSignatureWithGeneric]
 	if plain := l.asked[jdwp.CmdReferenceTypeSignature]; plain > last {
 		c, last = jdwp.CmdReferenceTypeSignature, plain
+	}
+	if last <= 1 && l.stopSig != (jdwp.Cmd{}) { // at the attach, or from a profile
+		return l.stopSig, true
 	}
 	return c, last != 0
 }
