@@ -163,8 +163,9 @@ func (s *firstSets) list() []jdwp.EventKind { return s.kinds[:s.n] }
 
 // fits says whether a profile recorded after Sets of kinds ks came from a
 // debugger that attached as this session's did; a profile that recorded
-// none (written before they were) is taken as before.
-func (s *firstSets) fits(ks []jdwp.EventKind) bool { return ks == nil || slices.Equal(ks, s.list()) }
+// none (written before they were, or of a debugger that set none) is
+// taken as before.
+func (s *firstSets) fits(ks []jdwp.EventKind) bool { return len(ks) == 0 || slices.Equal(ks, s.list()) }
 
 // specAttach sends command c with params as attach speculation.
 func (a *attach) specAttach(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte) {

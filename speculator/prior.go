@@ -63,7 +63,7 @@ func parsePrior(b []byte) *priorFile {
 		return nil
 	}
 	for _, p := range f.Stops {
-		if p == nil || !p.valid() || !p.generic() || p.Sets == nil {
+		if p == nil || !p.valid() || !p.generic() || len(p.Sets) == 0 {
 			return nil
 		}
 	}
