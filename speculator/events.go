@@ -80,6 +80,8 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	if stop && thread != 0 {
 		ss.learn.beginEpisode(thread, loc)
 		ss.reads.stopped()
+		ss.release(true)
+		ss.ord.stopped()
 		ss.learn.ep.partial = !ss.facts.allSuspended
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {

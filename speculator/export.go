@@ -226,6 +226,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 		}
 	}
 	ss.cache.store(&d.key, info, d.subj, m.gen, pos, reply, nil, sizes)
+	ss.noteStored(&d.key, info, d.subj, pos)
 	return OfferStored
 }
 

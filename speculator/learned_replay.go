@@ -182,22 +182,11 @@ func (lr *learnedRules) fieldTail(w *jdwp.BodyWriter, t jdwp.ClassID, pos []byte
 func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth int) {
 	st := &lr.st
 	var key keyable.Key
-	info, ok := keyable.Fill(&key, n.cmd, params, sizes)
-	if !ok {
+	if _, ok := keyable.Fill(&key, n.cmd, params, sizes); !ok {
 		return
 	}
 	if _, dup := st.nodeOf[key]; !dup {
 		st.nodeOf[key] = n
-	}
-	if n.heldUntilAsked() && lr.facts.running(info, key.Subject(info, sizes)) {
-		// A profile's guess at running state read element by element (the
-		// names of running threads): fetched ahead, each reply is served
-		// only in the order the VM gave them (moment.go), and a debugger
-		// reading from several threads reads in no such order. Until
-		// this session's debugger asks it, its first read's miss widens to
-		// the rest (stopRules.missed), sent after that read, so that the
-		// reads it sends meanwhile wait for them in the VM's order.
-		return
 	}
 	if len(st.emitted) < maxSpecPerStop {
 		st.emitted[key] = true

@@ -101,30 +101,3 @@ func madeUpStop(r *rig, m *madeUpVM) {
 	r.event(jdwp.SuspendAll, bpEvent(thread1))
 	r.expectEvent()
 }
-
-// TestProfileGuessOfRunningStateWaits: at a stop that left the other
-// threads running, a profile's template that reads each listed thread
-// (its name) is not replayed ahead: served only in the order the VM gave
-// the replies, they would not answer a debugger reading from several
-// threads in another. Its first read's miss widens to the rest instead.
-// Fails with the template replayed (learnedRules.emit).
-func TestProfileGuessOfRunningStateWaits(t *testing.T) {
-	sp := newTestSpeculator(Config{})
-	id := uint32(100)
-	learnMadeUp(t, sp, &id) // names every listed thread at each stop
-	r, m := attachMadeUp(t, sp)
-	m.mu.Lock()
-	m.stop++
-	m.mu.Unlock()
-	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
-	r.expectEvent()
-	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
-	r.barrier()
-	r.barrier()
-	if n := r.vm.count(jdwp.CmdThreadReferenceName) - r.vm.askedOf(jdwp.CmdThreadReferenceName, thread1); n != 0 {
-		t.Fatalf("the VM was asked %d names of running threads before the debugger asked one, want none", n)
-	}
-	r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(0x54))
-	r.vm.waitAsked("the miss widened to the other threads", jdwp.CmdThreadReferenceName, threadBody(0x52))
-	r.dbg.quiet()
-}

@@ -41,6 +41,7 @@ type session struct {
 	lrn    learnedRules    // templates learned per kind of stop, replayed reply by reply (learned.go)
 	live   liveness        // IsCollected of a suspended thread, proven (liveness.go)
 
+	ord      order               // answers of running state sent in the VM's order (order.go)
 	ansBuf   []byte              // cache-hit answers (handed to the relay)
 	permOffs []int               // permuteValues' value offsets (reused)
 	flushFn  func(*relay.Outbox) // flushHeld, bound once (a method value made per call would allocate)
@@ -103,6 +104,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	sizes, _ := rs.IDSizes()
 	ss.lock(f.Out())
 	defer ss.unlock()
+	defer ss.release(false) // after this read's own answer (order.go)
 	// A DDM chunk (ddmlib, adblib) neither identifies a debugger nor
 	// starts the attach's prefetch: a DDM-only client must not make the
 	// proxy send the VM JDWP commands of its own, on which ART (9+) loads
@@ -127,6 +129,12 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		if !peer && !observer {
 			ss.asked(&d.key, info, sizes)
 			ss.reads.asked(&d.key)
+			ss.ord.asked(&d.key)
+		}
+		if ss.wait(f.ID, &d.key) {
+			f.Origin = relay.CacheHit // answered in the VM's order (order.go)
+			ss.sp.countRequest(resultHit)
+			return relay.Consume
 		}
 		why := ""
 		if specTracer != nil {
@@ -184,6 +192,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			ss.holdFlush()
 		}
 	} else {
+		ss.release(true) // before what it changes (order.go)
 		d.peer = retag.InRange(f.ID)
 		x := &ss.cmd
 		x.f, x.sizes, x.d, x.set.is, x.eff = f, sizes, d, false, effectOf(p)
@@ -217,6 +226,11 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 const (
 	heldWait = 2 * time.Millisecond
 	heldMax  = 10 * time.Millisecond
+	// orderWait and orderMax are the same while answers wait for the VM's
+	// order (order.go): the reads of a debugger's several threads come
+	// milliseconds apart (java-debug's thread names: up to 2.5 ms).
+	orderWait = 5 * time.Millisecond
+	orderMax  = 20 * time.Millisecond
 )
 
 // holdFlush (re)arms the flush of the held speculation (ss.mu held).
@@ -225,7 +239,11 @@ func (ss *session) holdFlush() {
 	if ss.heldSince.IsZero() {
 		ss.heldSince = now
 	}
-	wait := min(heldWait, max(ss.heldSince.Add(heldMax).Sub(now), 0))
+	w, m := heldWait, heldMax
+	if len(ss.ord.waiting) > 0 {
+		w, m = orderWait, orderMax
+	}
+	wait := min(w, max(ss.heldSince.Add(m).Sub(now), 0))
 	if ss.flushTimer == nil {
 		ss.flushTimer = time.AfterFunc(wait, ss.flushLater)
 	} else {
@@ -245,6 +263,7 @@ func (ss *session) flushHeld(out *relay.Outbox) {
 	defer ss.unlock()
 	ss.heldSince = time.Time{}
 	if !ss.closed {
+		ss.release(true)
 		ss.disp.flushHeld(out)
 	}
 }
@@ -425,6 +444,7 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	}
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
 		ss.cache.store(&s.key, s.info, s.subj, s.gen, s.pos, p, s, sizes)
+		ss.noteStored(&s.key, s.info, s.subj, s.pos)
 		ss.tapStored(s, p)
 		if p.ErrorCode() == jdwp.ErrorNone {
 			ss.chain(&s.key, s.gen, p, sizes, s.level)
@@ -451,6 +471,7 @@ func (ss *session) hold(s *spec, p jdwp.Packet) bool {
 func (ss *session) storeSpec(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	if storable(p, s.info) && ss.facts.valid(s.info, s.subj, s.gen) {
 		ss.cache.store(&s.key, s.info, s.subj, s.gen, s.pos, p, s, sizes)
+		ss.noteStored(&s.key, s.info, s.subj, s.pos)
 		if p.ErrorCode() == jdwp.ErrorNone {
 			ss.chain(&s.key, s.gen, p, sizes, s.level)
 		}

@@ -1,0 +1,92 @@
+package speculator
+
+import (
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+)
+
+// TestAnswersInTheVMsOrder: at a stop that left threads running, the
+// names a far end offered (read in that order) answer a burst of the
+// debugger's reads sent in another order without waiting for each
+// other's answers (java-debug's threads read them): the answers go in the
+// VM's order, each in place, and none of the reads goes to the VM. Then a
+// read sent after the debugger had those answers, of a name read before
+// them, is not answered from the cache. Fails with each answer sent at
+// once (session.wait): the second read is out of place and goes to the
+// VM.
+func TestAnswersInTheVMsOrder(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeNear)
+	fs := &frameState{count: 3, values: 10}
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	threads := []uint64{0x52, 0x53, 0x54, 0x55}
+	fs.mu.Lock()
+	fs.threads = append([]uint64{thread1}, threads...)
+	fs.mu.Unlock()
+	r.dbg.call(3, jdwp.CmdVirtualMachineAllThreads, nil)
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	v, _ := rigSessions.Load(sp)
+	s := v.(*Session)
+	for _, th := range threads[:3] { // 0x55's is not offered
+		if res := s.Offer(jdwp.CmdThreadReferenceName, threadBody(th), jdwp.AppendReply(nil, 1, 0, sigBody("w")), MarkNow(), sizes8); res != OfferStored {
+			t.Fatalf("offer of the name of %#x: %v", th, res)
+		}
+	}
+	names := r.vm.count(jdwp.CmdThreadReferenceName)
+	burst := []uint64{0x54, 0x52, 0x53}
+	for i, th := range burst {
+		r.dbg.send(uint32(10+i), jdwp.CmdThreadReferenceName, threadBody(th))
+	}
+	for range burst {
+		if p := r.dbg.read(); p.ErrorCode() != 0 {
+			t.Fatalf("a name read answered %v", p.ErrorCode())
+		}
+	}
+	if n := r.vm.count(jdwp.CmdThreadReferenceName) - names; n != 0 {
+		t.Fatalf("%d of the burst's reads went to the VM, want none: all answered from the offers, in the VM's order", n)
+	}
+	// The debugger has all three answers: the name of 0x52, read before
+	// 0x54's, answers no read sent now.
+	r.dbg.call(20, jdwp.CmdThreadReferenceName, threadBody(0x52))
+	if n := r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x52); n != 1 {
+		t.Errorf("a read of 0x52's name sent after the burst's answers reached the VM %d times, want once", n)
+	}
+	r.dbg.quiet()
+}
+
+// TestAnswerWaitsNoLongerThanTheReads: an answer waiting for a lower
+// reply that the debugger does not read goes once its reads stop coming
+// (orderWait), from the cache. Fails with the waiting answer never sent
+// (session.flushHeld).
+func TestAnswerWaitsNoLongerThanTheReads(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeNear)
+	fs := &frameState{count: 3, values: 10}
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	fs.mu.Lock()
+	fs.threads = []uint64{thread1, 0x52, 0x53}
+	fs.mu.Unlock()
+	r.dbg.call(3, jdwp.CmdVirtualMachineAllThreads, nil)
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	v, _ := rigSessions.Load(sp)
+	s := v.(*Session)
+	for _, th := range []uint64{0x52, 0x53} {
+		if res := s.Offer(jdwp.CmdThreadReferenceName, threadBody(th), jdwp.AppendReply(nil, 1, 0, sigBody("w")), MarkNow(), sizes8); res != OfferStored {
+			t.Fatalf("offer of the name of %#x: %v", th, res)
+		}
+	}
+	if p := r.dbg.call(10, jdwp.CmdThreadReferenceName, threadBody(0x53)); p.ErrorCode() != 0 {
+		t.Fatalf("the name read answered %v", p.ErrorCode())
+	}
+	if n := r.vm.count(jdwp.CmdThreadReferenceName); n != 0 {
+		t.Errorf("the read went to the VM (%d names asked), want it answered from the offer", n)
+	}
+	r.dbg.quiet()
+}
