@@ -349,26 +349,10 @@ func TestUsageReportCountsAReplyNoLongerServable(t *testing.T) {
 // Fails with the first stop asking every unread offer again.
 func TestFirstStopAsksNoOfferAgain(t *testing.T) {
 	sp := newTestSpeculator(Config{})
-	rigModes.Store(sp, ModeNear)
 	session := func() (reasked bool) {
-		fs := &frameState{count: 3, values: 10}
-		r := startRigWith(t, sp, fs.handler)
+		r, s := nearPartialStop(t, sp, 0x52, 0x53, 0x54)
 		defer r.stop()
-		r.dbg.call(1, jdwp.CmdIDSizes, nil)
-		r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
-		fs.mu.Lock()
-		fs.threads = []uint64{thread1, 0x52, 0x53, 0x54}
-		fs.mu.Unlock()
-		r.dbg.call(3, jdwp.CmdVirtualMachineAllThreads, nil) // the threads, before the stop
-		r.event(jdwp.SuspendEventThread, bpEvent(thread1))
-		r.expectEvent()
-		v, _ := rigSessions.Load(sp)
-		s := v.(*Session)
-		for _, th := range []uint64{0x52, 0x53} {
-			if res := s.Offer(jdwp.CmdThreadReferenceName, threadBody(th), jdwp.AppendReply(nil, 1, 0, sigBody("w")), MarkNow(), sizes8); res != OfferStored {
-				t.Fatalf("offer of the name of %#x: %v", th, res)
-			}
-		}
+		offerNames(t, s, 0x52, 0x53)
 		r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // offered: a hit
 		r.dbg.call(42, jdwp.CmdThreadReferenceName, threadBody(0x54)) // a miss of running state
 		s.ss.mu.Lock()

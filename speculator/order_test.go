@@ -16,26 +16,8 @@ import (
 // once (session.wait): the second read is out of place and goes to the
 // VM.
 func TestAnswersInTheVMsOrder(t *testing.T) {
-	sp := newTestSpeculator(Config{})
-	rigModes.Store(sp, ModeNear)
-	fs := &frameState{count: 3, values: 10}
-	r := startRigWith(t, sp, fs.handler)
-	r.dbg.call(1, jdwp.CmdIDSizes, nil)
-	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
-	threads := []uint64{0x52, 0x53, 0x54, 0x55}
-	fs.mu.Lock()
-	fs.threads = append([]uint64{thread1}, threads...)
-	fs.mu.Unlock()
-	r.dbg.call(3, jdwp.CmdVirtualMachineAllThreads, nil)
-	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
-	r.expectEvent()
-	v, _ := rigSessions.Load(sp)
-	s := v.(*Session)
-	for _, th := range threads[:3] { // 0x55's is not offered
-		if res := s.Offer(jdwp.CmdThreadReferenceName, threadBody(th), jdwp.AppendReply(nil, 1, 0, sigBody("w")), MarkNow(), sizes8); res != OfferStored {
-			t.Fatalf("offer of the name of %#x: %v", th, res)
-		}
-	}
+	r, s := nearPartialStop(t, nil, 0x52, 0x53, 0x54, 0x55)
+	offerNames(t, s, 0x52, 0x53, 0x54) // 0x55's is not offered
 	names := r.vm.count(jdwp.CmdThreadReferenceName)
 	burst := []uint64{0x54, 0x52, 0x53}
 	for i, th := range burst {
@@ -63,25 +45,8 @@ func TestAnswersInTheVMsOrder(t *testing.T) {
 // (orderWait), from the cache. Fails with the waiting answer never sent
 // (session.flushHeld).
 func TestAnswerWaitsNoLongerThanTheReads(t *testing.T) {
-	sp := newTestSpeculator(Config{})
-	rigModes.Store(sp, ModeNear)
-	fs := &frameState{count: 3, values: 10}
-	r := startRigWith(t, sp, fs.handler)
-	r.dbg.call(1, jdwp.CmdIDSizes, nil)
-	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
-	fs.mu.Lock()
-	fs.threads = []uint64{thread1, 0x52, 0x53}
-	fs.mu.Unlock()
-	r.dbg.call(3, jdwp.CmdVirtualMachineAllThreads, nil)
-	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
-	r.expectEvent()
-	v, _ := rigSessions.Load(sp)
-	s := v.(*Session)
-	for _, th := range []uint64{0x52, 0x53} {
-		if res := s.Offer(jdwp.CmdThreadReferenceName, threadBody(th), jdwp.AppendReply(nil, 1, 0, sigBody("w")), MarkNow(), sizes8); res != OfferStored {
-			t.Fatalf("offer of the name of %#x: %v", th, res)
-		}
-	}
+	r, s := nearPartialStop(t, nil, 0x52, 0x53)
+	offerNames(t, s, 0x52, 0x53)
 	if p := r.dbg.call(10, jdwp.CmdThreadReferenceName, threadBody(0x53)); p.ErrorCode() != 0 {
 		t.Fatalf("the name read answered %v", p.ErrorCode())
 	}
@@ -89,4 +54,35 @@ func TestAnswerWaitsNoLongerThanTheReads(t *testing.T) {
 		t.Errorf("the read went to the VM (%d names asked), want it answered from the offer", n)
 	}
 	r.dbg.quiet()
+}
+
+// nearPartialStop starts a near end's session of sp (a new one if sp is
+// nil) on a VM whose threads are thread1 and others, lists them, and
+// brings thread1 to a stop that leaves the others running.
+func nearPartialStop(t *testing.T, sp *Speculator, others ...uint64) (*rig, *Session) {
+	t.Helper()
+	if sp == nil {
+		sp = newTestSpeculator(Config{})
+	}
+	rigModes.Store(sp, ModeNear)
+	fs := &frameState{count: 3, values: 10, threads: append([]uint64{thread1}, others...)}
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	r.dbg.call(3, jdwp.CmdVirtualMachineAllThreads, nil) // the threads, before the stop
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	v, _ := rigSessions.Load(sp)
+	return r, v.(*Session)
+}
+
+// offerNames has the session's far end offer the names of threads, in
+// that order.
+func offerNames(t *testing.T, s *Session, threads ...uint64) {
+	t.Helper()
+	for _, th := range threads {
+		if res := s.Offer(jdwp.CmdThreadReferenceName, threadBody(th), jdwp.AppendReply(nil, 1, 0, sigBody("w")), MarkNow(), sizes8); res != OfferStored {
+			t.Fatalf("offer of the name of %#x: %v", th, res)
+		}
+	}
 }
