@@ -31,8 +31,11 @@ import (
 // been sent before the debugger got any of the answers given after it
 // arrived, so any order of those reads is one the VM could have carried
 // out: exact, as the floor. A debugger that reads one at a time in
-// another order waits orderWait a read and gains nothing (its next read
-// is out of place anyway); one that reads in the VM's order never waits.
+// another order would wait orderWait a read and gain nothing (its next
+// read is out of place anyway): once answers waited in vain (their wait
+// ended with no lower reply read meanwhile), answers of their commands
+// wait no more in the session (late); one that reads in the VM's order
+// never waits.
 //
 // Before any command that is not a cached read (a resume, a Set) goes on,
 // every waiting answer goes out, so that none comes after the command
@@ -46,6 +49,13 @@ type order struct {
 	// waiting are the debugger's reads answered and not sent yet
 	// (bounded by maxSpecPerStop).
 	waiting []waitingAnswer
+	// late are the commands whose answers waited in vain in this session
+	// (no lower reply was read while they waited): the debugger reads
+	// them one at a time, so theirs no longer wait. helped says a waiting
+	// answer went because the reply below it was read, since the waits
+	// began.
+	late   []jdwp.Cmd
+	helped bool
 }
 
 // fetchedReply is a reply of running state stored at this stop: its key
@@ -113,7 +123,7 @@ func (ss *session) wait(id uint32, key *keyable.Key) bool {
 	}
 	e := ss.cache.peek(key)
 	if e == nil || !ss.facts.answerable(e.info, e.subj) || !ss.facts.running(e.info, e.subj) ||
-		!ss.unreadBelow(key.Cmd(), e.pos) {
+		slices.Contains(ss.ord.late, key.Cmd()) || !ss.unreadBelow(key.Cmd(), e.pos) {
 		return false
 	}
 	ss.markUsed(e.rec)
@@ -121,6 +131,22 @@ func (ss *session) wait(id uint32, key *keyable.Key) bool {
 	ss.holdFlush()
 	return true
 }
+
+// timedOut: the debugger's commands stopped coming while answers
+// waited. If no read of a lower reply let one go meanwhile, they waited
+// in vain: their commands wait no more in this session (late). Then all
+// go.
+func (ss *session) timedOut() {
+	for i := range ss.ord.waiting {
+		if c := ss.ord.waiting[i].key.Cmd(); !ss.ord.helped && !slices.Contains(ss.ord.late, c) && len(ss.ord.late) < maxLate {
+			ss.ord.late = append(ss.ord.late, c)
+		}
+	}
+	ss.release(true)
+}
+
+// maxLate bounds order.late (a few read commands are of running state).
+const maxLate = 16
 
 // release sends the waiting answers in the order of their positions, as
 // long as none below is unread (all: every one).
@@ -134,6 +160,7 @@ func (ss *session) release(all bool) {
 	for ; n < len(w) && (all || !ss.unreadBelow(w[n].key.Cmd(), w[n].pos)); n++ {
 		ss.answerWaiting(&w[n])
 	}
+	ss.ord.helped = !all && (ss.ord.helped || n > 0)
 	k := copy(w, w[n:])
 	clear(w[k:])
 	ss.ord.waiting = w[:k]

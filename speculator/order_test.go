@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -42,8 +43,10 @@ func TestAnswersInTheVMsOrder(t *testing.T) {
 
 // TestAnswerWaitsNoLongerThanTheReads: an answer waiting for a lower
 // reply that the debugger does not read goes once its reads stop coming
-// (orderWait), from the cache. Fails with the waiting answer never sent
-// (session.flushHeld).
+// (orderWait), from the cache, and answers of that command wait no more
+// in the session (a debugger reading one at a time). Fails with the
+// waiting answer never sent (session.flushHeld), or the command not
+// noted (session.timedOut).
 func TestAnswerWaitsNoLongerThanTheReads(t *testing.T) {
 	r, s := nearPartialStop(t, nil, 0x52, 0x53)
 	offerNames(t, s, 0x52, 0x53)
@@ -52,6 +55,12 @@ func TestAnswerWaitsNoLongerThanTheReads(t *testing.T) {
 	}
 	if n := r.vm.count(jdwp.CmdThreadReferenceName); n != 0 {
 		t.Errorf("the read went to the VM (%d names asked), want it answered from the offer", n)
+	}
+	s.ss.mu.Lock()
+	late := slices.Contains(s.ss.ord.late, jdwp.CmdThreadReferenceName)
+	s.ss.mu.Unlock()
+	if !late {
+		t.Error("after an answer waited in vain, answers of its command still wait")
 	}
 	r.dbg.quiet()
 }

@@ -263,7 +263,7 @@ func (ss *session) flushHeld(out *relay.Outbox) {
 	defer ss.unlock()
 	ss.heldSince = time.Time{}
 	if !ss.closed {
-		ss.release(true)
+		ss.timedOut()
 		ss.disp.flushHeld(out)
 	}
 }
