@@ -37,6 +37,9 @@ import (
 // wait no more in the session (late); one that reads in the VM's order
 // never waits.
 //
+// Nothing waits on a link whose round trip is under 2×orderWait: a read
+// that misses costs less there.
+//
 // Before any command that is not a cached read (a resume, a Set) goes on,
 // every waiting answer goes out, so that none comes after the command
 // changed what it answered; an answer whose reply no longer holds when it
@@ -118,8 +121,8 @@ func (ss *session) unreadBelow(c jdwp.Cmd, pos uint64) bool {
 // wait answers the debugger's read id of key later, in order, if its
 // cached reply must wait for a lower one to be read (see above).
 func (ss *session) wait(id uint32, key *keyable.Key) bool {
-	if len(ss.ord.fetched) == 0 || len(ss.ord.waiting) >= maxSpecPerStop {
-		return false
+	if len(ss.ord.fetched) == 0 || len(ss.ord.waiting) >= maxSpecPerStop || ss.disp.rtt.min() < 2*orderWait {
+		return false // on a link this fast, a miss costs less than the wait
 	}
 	e := ss.cache.peek(key)
 	if e == nil || !ss.facts.answerable(e.info, e.subj) || !ss.facts.running(e.info, e.subj) ||

@@ -3,6 +3,7 @@ package speculator
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
@@ -19,6 +20,7 @@ import (
 func TestAnswersInTheVMsOrder(t *testing.T) {
 	r, s := nearPartialStop(t, nil, 0x52, 0x53, 0x54, 0x55)
 	offerNames(t, s, 0x52, 0x53, 0x54) // 0x55's is not offered
+	slowLink(s)
 	names := r.vm.count(jdwp.CmdThreadReferenceName)
 	burst := []uint64{0x54, 0x52, 0x53}
 	for i, th := range burst {
@@ -50,6 +52,7 @@ func TestAnswersInTheVMsOrder(t *testing.T) {
 func TestAnswerWaitsNoLongerThanTheReads(t *testing.T) {
 	r, s := nearPartialStop(t, nil, 0x52, 0x53)
 	offerNames(t, s, 0x52, 0x53)
+	slowLink(s)
 	if p := r.dbg.call(10, jdwp.CmdThreadReferenceName, threadBody(0x53)); p.ErrorCode() != 0 {
 		t.Fatalf("the name read answered %v", p.ErrorCode())
 	}
@@ -85,6 +88,17 @@ func nearPartialStop(t *testing.T, sp *Speculator, others ...uint64) (*rig, *Ses
 	return r, v.(*Session)
 }
 
+// slowLink makes the session's round trip estimate 30 ms, as over a slow
+// link (the rig's is microseconds): no reply comes in the tests that use
+// it to lower it.
+func slowLink(s *Session) {
+	s.ss.mu.Lock()
+	defer s.ss.mu.Unlock()
+	for range len(s.ss.disp.rtt.ring) {
+		s.ss.disp.rtt.sample(30 * time.Millisecond)
+	}
+}
+
 // offerNames has the session's far end offer the names of threads, in
 // that order.
 func offerNames(t *testing.T, s *Session, threads ...uint64) {
@@ -94,4 +108,24 @@ func offerNames(t *testing.T, s *Session, threads ...uint64) {
 			t.Fatalf("offer of the name of %#x: %v", th, res)
 		}
 	}
+}
+
+// TestNoWaitOnAFastLink: on a link whose round trip is under 2×orderWait
+// (the rig's), answers do not wait for the VM's order: a miss costs less
+// there than the wait. Fails with the RTT not checked (session.wait).
+func TestNoWaitOnAFastLink(t *testing.T) {
+	r, s := nearPartialStop(t, nil, 0x52, 0x53)
+	offerNames(t, s, 0x52, 0x53)
+	r.dbg.call(10, jdwp.CmdThreadReferenceName, threadBody(0x53))
+	s.ss.mu.Lock()
+	waited := len(s.ss.ord.late) > 0
+	s.ss.mu.Unlock()
+	if waited {
+		t.Error("an answer waited for the VM's order on a fast link")
+	}
+	r.dbg.call(11, jdwp.CmdThreadReferenceName, threadBody(0x52)) // out of place now: to the VM
+	if n := r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x52); n != 1 {
+		t.Errorf("the read below the one answered reached the VM %d times, want once (out of place)", n)
+	}
+	r.dbg.quiet()
 }
