@@ -187,15 +187,14 @@ func (c *replyCache) adopt(e *entry, rec *spec) {
 	c.sp.addCache(specOverhead, 0)
 }
 
-// lookup returns a cached entry for key that may answer the debugger
-// now, dropping one that no longer may; the answer's position is the
-// debugger's from then on (moment.go).
-func (c *replyCache) lookup(key *keyable.Key) *entry {
+// find returns the cached entry for key that may answer the debugger
+// here, or nil; the caller delivers it (facts.deliver) when the answer
+// goes.
+func (c *replyCache) find(key *keyable.Key) *entry {
 	e := c.peek(key)
 	if e == nil || !c.facts.answerable(e.info, e.subj) {
 		return nil
 	}
-	c.facts.deliver(e.info, e.subj, e.pos)
 	return e
 }
 

@@ -110,7 +110,7 @@ func TestCacheAgesOutObjects(t *testing.T) {
 			id++
 			c.store(&k, info, keyable.Subject{}, 0, 0, reply, nil, sizes8)
 		}
-		if c.lookup(&kept) == nil {
+		if c.find(&kept) == nil {
 			t.Fatalf("stop %d: the entry read at every stop was dropped", stop)
 		}
 	}

@@ -118,18 +118,17 @@ func (ss *session) unreadBelow(c jdwp.Cmd, pos uint64) bool {
 	return false
 }
 
-// wait answers the debugger's read id of key later, in order, if its
-// cached reply must wait for a lower one to be read (see above).
-func (ss *session) wait(id uint32, key *keyable.Key) bool {
-	if len(ss.ord.fetched) == 0 || len(ss.ord.waiting) >= maxSpecPerStop || ss.disp.rtt.min() < 2*orderWait {
-		return false // on a link this fast, a miss costs less than the wait
-	}
-	e := ss.cache.peek(key)
-	if e == nil || !ss.facts.answerable(e.info, e.subj) || !ss.facts.running(e.info, e.subj) ||
+// wait answers the debugger's read id of key, whose answer is the cached
+// entry e, later, in order, if e must wait for a lower reply to be read
+// (see above).
+func (ss *session) wait(id uint32, key *keyable.Key, e *entry) bool {
+	if len(ss.ord.fetched) == 0 || len(ss.ord.waiting) >= maxSpecPerStop || !ss.facts.running(e.info, e.subj) ||
 		slices.Contains(ss.ord.late, key.Cmd()) || !ss.unreadBelow(key.Cmd(), e.pos) {
 		return false
 	}
-	ss.markUsed(e.rec)
+	if ss.disp.rtt.min() < 2*orderWait {
+		return false // on a link this fast, a miss costs less than the wait
+	}
 	ss.ord.waiting = append(ss.ord.waiting, waitingAnswer{id: id, key: *key, info: e.info, subj: e.subj, pos: e.pos})
 	ss.holdFlush()
 	return true

@@ -67,14 +67,14 @@ func (c *replyCache) twinKey(key *keyable.Key, sizes jdwp.IDSizes) (keyable.Key,
 
 // twin returns the cached entry that may answer key, a read of an
 // object's fields, from the same fields asked in another order, and that
-// order's key; nil if none (replyCache.lookup's rules). The key is
+// order's key; nil if none (replyCache.find's rules). The key is
 // returned by value: a pointer to it would move it to the heap.
 func (c *replyCache) twin(key *keyable.Key, sizes jdwp.IDSizes) (*entry, keyable.Key) {
 	t, ok := c.twinKey(key, sizes)
 	if !ok {
 		return nil, t
 	}
-	return c.lookup(&t), t
+	return c.find(&t), t
 }
 
 // hasTwin reports whether key's fields are cached, usable, in another

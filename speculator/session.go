@@ -131,26 +131,26 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			ss.reads.asked(&d.key)
 			ss.ord.asked(&d.key)
 		}
-		if ss.wait(f.ID, &d.key) {
-			f.Origin = relay.CacheHit // answered in the VM's order (order.go)
-			ss.sp.countRequest(resultHit)
-			return relay.Consume
-		}
 		why := ""
 		if specTracer != nil {
 			why = ss.missWhy(&d.key)
 		}
-		if e := ss.cache.lookup(&d.key); e != nil {
+		if e := ss.cache.find(&d.key); e != nil {
 			ss.markUsed(e.rec)
-			f.Answer = retag.Retag(ss.ansBuf[:0], e.reply, f.ID)
-			ss.ansBuf = f.Answer[:0]
 			f.Origin = relay.CacheHit
 			ss.sp.countRequest(resultHit)
+			if ss.wait(f.ID, &d.key, e) {
+				return relay.Consume // answered later, in the VM's order (order.go)
+			}
+			ss.facts.deliver(e.info, e.subj, e.pos)
+			f.Answer = retag.Retag(ss.ansBuf[:0], e.reply, f.ID)
+			ss.ansBuf = f.Answer[:0]
 			return relay.Consume
 		}
 		if e, twin := ss.cache.twin(&d.key, sizes); e != nil {
 			if ans, ok := permuteValues(ss.ansBuf[:0], f.ID, &d.key, &twin, e.reply, sizes, &ss.permOffs); ok {
 				ss.markUsed(e.rec)
+				ss.facts.deliver(e.info, e.subj, e.pos)
 				f.Answer, ss.ansBuf = ans, ans[:0]
 				f.Origin = relay.CacheHit
 				ss.sp.countRequest(resultHit)
