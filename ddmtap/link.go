@@ -111,9 +111,12 @@ type link struct {
 	dbgDDM   bool    // the debugger sent DDM itself
 	own, dbg enables // what the proxy and the debugger enabled
 	dbgNow   int     // the debugger's HPIF(1) requests not yet answered
+	// began is when begin ran: a session's hooks may send before the
+	// holder's begin (the debugger's Version reply), from another
+	// goroutine.
+	began time.Time
 
 	debuggerSeen atomic.Bool // a non-DDM command came from the debugger
-	began        time.Time   // set by begin, read-only after
 	knownDDM     bool        // the VM is known to speak DDM: HELO at once
 	stop         chan struct{}
 	done         chan struct{}
@@ -168,7 +171,9 @@ func (l *link) recovered(where string, v any) {
 // older Android runtime takes any non-DDM command as a debugger arriving
 // (and releases an app waiting for one).
 func (l *link) begin() {
+	l.mu.Lock()
 	l.began = time.Now()
+	l.mu.Unlock()
 	l.mon.setConnected(true)
 	l.mon.setRequester(l.requestHeap)
 	go l.loop()
@@ -190,6 +195,7 @@ func (l *link) sendOwn(id uint32, pr pendingReq, pkt jdwp.Packet, what string) e
 	l.mu.Lock()
 	send := l.send
 	closed := l.closed
+	began := l.began
 	l.mu.Unlock()
 	if send == nil || closed {
 		l.ids.Forget(id)
@@ -198,7 +204,7 @@ func (l *link) sendOwn(id uint32, pr pendingReq, pkt jdwp.Packet, what string) e
 	c := retag.Command{Cmd: jdwp.CmdDDMChunk, Sent: pr.sent, Owner: retag.Synthetic, Debugger: id}
 	c.Data[slot] = &pr
 	l.ids.Sent(id, c)
-	if pr.sent.Sub(l.began) < logOwnFor {
+	if pr.sent.Sub(began) < logOwnFor {
 		l.log.Debug().Str("command", what).Uint32("id", id).Msg("sent to the VM on the proxy's own behalf")
 	}
 	err := send(pkt)

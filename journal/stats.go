@@ -109,12 +109,11 @@ type Stats struct {
 
 // Split mode's push packets (push/PROTOCOL.md): vendor command set 225,
 // bundles (command 1) and usage reports (command 2); in a bundle of
-// version pushVersion (its body's first byte) the record count is at
-// pushRecordsAt in its packet.
+// version 2 or 3 (its body's first byte; their headers are the same) the
+// record count is at pushRecordsAt in its packet.
 const (
 	pushSet       = 225
 	pushBundle    = 1
-	pushVersion   = 2
 	pushRecordsAt = jdwp.HeaderSize + 22
 )
 
@@ -215,7 +214,7 @@ func ComputeStats(recs []Record) *Stats {
 			case r.View == ViewWire && r.Set == pushSet && r.Kind == KindVMCommand && r.Cmd == pushBundle:
 				st.PushBundles++
 				st.PushedBytes += r.Len
-				if len(r.Bytes) >= pushRecordsAt+4 && r.Bytes[jdwp.HeaderSize] == pushVersion {
+				if len(r.Bytes) >= pushRecordsAt+4 && (r.Bytes[jdwp.HeaderSize] == 2 || r.Bytes[jdwp.HeaderSize] == 3) {
 					st.PushedRecords += int(binary.BigEndian.Uint32(r.Bytes[pushRecordsAt:]))
 				}
 			case r.View == ViewWire && r.Set == pushSet && r.Kind == KindCommand:

@@ -89,7 +89,7 @@ func TestShowNamesTheProxyAsSender(t *testing.T) {
 // debugger's commands or speculation.
 func TestStatsPushedReplies(t *testing.T) {
 	bundle := jdwp.AppendCommand(nil, 1, jdwp.Cmd{Set: pushSet, Cmd: pushBundle},
-		[]byte{pushVersion, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 42, 0, 0, 0, 0})
+		[]byte{3, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 42, 0, 0, 0, 0})
 	recs := []Record{
 		{Type: TypePacket, Session: 1, View: ViewWire, Dir: DirToDebugger, Kind: KindVMCommand, Set: pushSet, Cmd: pushBundle,
 			Len: len(bundle), Bytes: bundle},

@@ -25,7 +25,7 @@ var (
 )
 
 // Version is the bundle format's version (PROTOCOL.md, "Versions").
-const Version = 2
+const Version = 3
 
 // Header flags; flagsMask holds every flag this end knows.
 const (
@@ -81,13 +81,18 @@ type Record struct {
 	Params []byte
 	Error  jdwp.ErrorCode
 	Body   []byte
+	// Moment, in a bundle, numbers the moment the far end read the reply
+	// in (its VM suspended by the far end around the moment's reads),
+	// from 1 within a stop; 0 for none.
+	Moment uint16
 }
 
 // appendRecord appends one bundle record to dst.
-func appendRecord(dst []byte, c jdwp.Cmd, params []byte, code jdwp.ErrorCode, body []byte) []byte {
+func appendRecord(dst []byte, c jdwp.Cmd, params []byte, code jdwp.ErrorCode, body []byte, moment uint16) []byte {
 	dst = append(dst, byte(c.Set), c.Cmd)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(params)))
 	dst = append(dst, params...)
+	dst = binary.BigEndian.AppendUint16(dst, moment)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(code))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(body)))
 	return append(dst, body...)
@@ -219,12 +224,13 @@ func parseRecords(h Header, raw []byte, usage bool, recs []Record) ([]Record, er
 		}
 		r.Params, raw = raw[:n:n], raw[n:]
 		if !usage {
-			if len(raw) < 6 {
+			if len(raw) < 8 {
 				return recs, bad("record %d: reply cut short", i)
 			}
-			r.Error = jdwp.ErrorCode(binary.BigEndian.Uint16(raw))
-			m := binary.BigEndian.Uint32(raw[2:])
-			raw = raw[6:]
+			r.Moment = binary.BigEndian.Uint16(raw)
+			r.Error = jdwp.ErrorCode(binary.BigEndian.Uint16(raw[2:]))
+			m := binary.BigEndian.Uint32(raw[4:])
+			raw = raw[8:]
 			if uint64(len(raw)) < uint64(m) {
 				return recs, bad("record %d: reply body cut short", i)
 			}

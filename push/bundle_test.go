@@ -3,6 +3,7 @@ package push
 import (
 	"bytes"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 func encodeBundle(h Header, recs []Record, c *codec) []byte {
 	var raw []byte
 	for _, r := range recs {
-		raw = appendRecord(raw, r.Cmd, r.Params, r.Error, r.Body)
+		raw = appendRecord(raw, r.Cmd, r.Params, r.Error, r.Body, r.Moment)
 	}
 	h.Records = uint32(len(recs))
 	return appendBody(nil, h, raw, c)
@@ -23,7 +24,7 @@ func sampleRecords() []Record {
 	name := jdwp.BodyWriter{Sizes: sizes8}
 	name.String("main")
 	return []Record{
-		{Cmd: jdwp.CmdThreadReferenceName, Params: bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 1}, 1), Body: name.Buf},
+		{Cmd: jdwp.CmdThreadReferenceName, Params: bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 1}, 1), Body: name.Buf, Moment: 3},
 		{Cmd: jdwp.CmdVirtualMachineAllThreads, Body: bytes.Repeat([]byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}, 20)},
 		{Cmd: jdwp.CmdMethodVariableTable, Params: make([]byte, 16), Error: jdwp.ErrorAbsentInformation},
 	}
@@ -113,7 +114,7 @@ func FuzzBundle(f *testing.F) {
 			if isUsage {
 				raw = appendUsage(raw, r.Cmd, r.Params)
 			} else {
-				raw = appendRecord(raw, r.Cmd, r.Params, r.Error, r.Body)
+				raw = appendRecord(raw, r.Cmd, r.Params, r.Error, r.Body, r.Moment)
 			}
 		}
 		if uint32(len(raw)) != h.RawLen {
@@ -123,3 +124,18 @@ func FuzzBundle(f *testing.F) {
 }
 
 var sizes8 = jdwp.IDSizes{FieldID: 8, MethodID: 8, ObjectID: 8, ReferenceTypeID: 8, FrameID: 8}
+
+// TestMomentNumbers: the far end numbers the moments of a stop's records
+// from 1, the replies of one moment (one speculator position) alike, and
+// none for a reply read outside one.
+func TestMomentNumbers(t *testing.T) {
+	var f far
+	got := []uint16{f.momentOf(7 << 16), f.momentOf(7 << 16), f.momentOf(0), f.momentOf(9 << 16), f.momentOf(9 << 16)}
+	if want := []uint16{1, 1, 0, 2, 2}; !slices.Equal(got, want) {
+		t.Fatalf("moment numbers %v, want %v", got, want)
+	}
+	f.momentID = math.MaxUint16
+	if n := f.momentOf(11 << 16); n != 0 {
+		t.Errorf("past the last number a moment is numbered %d, want 0 (none)", n)
+	}
+}

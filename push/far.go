@@ -1,6 +1,7 @@
 package push
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -100,6 +101,24 @@ type far struct {
 	// attaching: the attach bundle (stop 0) is being gathered, to be sent
 	// as the session's first packet, even empty (relay.LinkInfo).
 	attaching bool
+	// moment and momentOf number the moments of the stop's records
+	// (Record.Moment): the speculator's position of the last one seen,
+	// and its number.
+	moment   uint64
+	momentID uint16
+}
+
+// momentOf numbers the moment at position pos among the stop's (0 for
+// none, or past 65535 of them): a moment's replies come one after
+// another.
+func (f *far) momentOf(pos uint64) uint16 {
+	switch {
+	case pos == 0 || f.momentID == math.MaxUint16 && pos != f.moment:
+		return 0
+	case pos != f.moment:
+		f.moment, f.momentID = pos, f.momentID+1
+	}
+	return f.momentID
 }
 
 // SessionStart starts the attach bundle, if agreed: VM packets are held
@@ -276,6 +295,7 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 		return relay.Forward
 	}
 	f.stop, f.sent, f.full = serial, 0, false
+	f.moment, f.momentID = 0, 0
 	f.cfg.Counters.stops.Add(1)
 	f.hold(fr.Packet, fr.Cmd)
 	f.holding = true
@@ -353,7 +373,7 @@ func (f *far) Stored(out *relay.Outbox, r *speculator.SpecReply) {
 		f.pendFence = f.fence.Load()
 	}
 	off := len(f.raw)
-	f.raw = appendRecord(f.raw, r.Cmd, r.Params, r.Reply.ErrorCode(), r.Reply.Body())
+	f.raw = appendRecord(f.raw, r.Cmd, r.Params, r.Reply.ErrorCode(), r.Reply.Body(), f.momentOf(r.Moment))
 	f.pending = append(f.pending, pend{off: off, n: len(f.raw) - off, score: r.Score})
 	if len(f.raw) >= 4*(f.cfg.MaxBytesPerStop-f.sent) {
 		// Enough to fill the stop's budget even well compressed.

@@ -389,7 +389,7 @@ func (n *near) keepLead(h Header, recs []Record) {
 	}
 	n.lead, n.leadHdr = true, h
 	for _, r := range recs {
-		lr := leadRec{cmd: r.Cmd, code: r.Error, p: len(n.leadBuf), pn: len(r.Params)}
+		lr := leadRec{cmd: r.Cmd, code: r.Error, moment: r.Moment, p: len(n.leadBuf), pn: len(r.Params)}
 		n.leadBuf = append(n.leadBuf, r.Params...)
 		lr.b, lr.bn = len(n.leadBuf), len(r.Body)
 		n.leadBuf = append(n.leadBuf, r.Body...)
@@ -402,6 +402,7 @@ func (n *near) keepLead(h Header, recs []Record) {
 type leadRec struct {
 	cmd          jdwp.Cmd
 	code         jdwp.ErrorCode
+	moment       uint16
 	p, pn, b, bn int
 }
 
@@ -409,7 +410,7 @@ type leadRec struct {
 func (n *near) leadRecords() []Record {
 	n.p.recs = n.p.recs[:0]
 	for _, lr := range n.leadRecs {
-		n.p.recs = append(n.p.recs, Record{Cmd: lr.cmd, Error: lr.code,
+		n.p.recs = append(n.p.recs, Record{Cmd: lr.cmd, Error: lr.code, Moment: lr.moment,
 			Params: n.leadBuf[lr.p : lr.p+lr.pn], Body: n.leadBuf[lr.b : lr.b+lr.bn]})
 	}
 	return n.p.recs
@@ -434,7 +435,7 @@ func (n *near) offer(rs *relay.Session, h Header, recs []Record, m speculator.Ma
 	var stored, stale, dup, unusable int
 	for _, r := range recs {
 		n.rbuf = jdwp.AppendReply(n.rbuf[:0], 0, r.Error, r.Body)
-		switch n.spec.Offer(r.Cmd, r.Params, n.rbuf, m, sizes) {
+		switch n.spec.Offer(r.Cmd, r.Params, n.rbuf, m.InMoment(r.Moment), sizes) {
 		case speculator.OfferStored:
 			stored++
 		case speculator.OfferStale:

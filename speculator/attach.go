@@ -280,6 +280,7 @@ func (a *attach) attachLookup(sig string) {
 	w := jdwp.BodyWriter{Buf: a.pbuf[:0]}
 	w.String(sig)
 	a.pbuf = w.Buf
+	a.disp.closeMoment()
 	id := a.disp.ids.NewSynthetic()
 	a.disp.sendBuf = jdwp.AppendCommand(a.disp.sendBuf[:0], id, jdwp.CmdVirtualMachineClassesBySignature, a.pbuf)
 	a.out.SendToVMData(a.disp.sendBuf, relay.Synthetic, slot, a.data.get(&cmdData{sig: sig, lookup: true}))

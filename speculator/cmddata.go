@@ -31,6 +31,9 @@ type cmdData struct {
 	peer bool
 	// snapshot: the attach's own AllClassesWithGeneric (snapshot.go)
 	snapshot bool
+	// moment: the proxy's own VirtualMachine.Suspend or Resume around a
+	// moment's reads (dispatcher.openMoment)
+	moment bool
 }
 
 // slot is where the speculator keeps a command's cmdData in the relay's

@@ -138,6 +138,25 @@ func (c *core) writer(sizes jdwp.IDSizes) jdwp.BodyWriter {
 // specParams speculates command cmd with the given parameters unless the
 // answer is cached or in flight, the rule is gated, the scope is not
 // suspended, the IDs are not shown safe, or the stop's budget is spent.
+// arrayLength is the length of array arr, if a reply the cache holds
+// says it.
+func (c *core) arrayLength(arr jdwp.ObjectID, sizes jdwp.IDSizes) (int32, bool) {
+	var b [8]byte
+	w := jdwp.BodyWriter{Buf: b[:0], Sizes: sizes}
+	w.Object(arr)
+	var k keyable.Key
+	if _, ok := keyable.Fill(&k, jdwp.CmdArrayReferenceLength, w.Buf, sizes); !ok {
+		return 0, false
+	}
+	e := c.cache.peek(&k)
+	if e == nil || len(e.reply) < jdwp.HeaderSize+4 || jdwp.Packet(e.reply).ErrorCode() != jdwp.ErrorNone {
+		return 0, false
+	}
+	r := jdwp.NewBodyReader(jdwp.Packet(e.reply).Body(), sizes)
+	n := r.Int32()
+	return n, r.Err() == nil
+}
+
 func (c *core) specParams(sizes jdwp.IDSizes, cmd jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
 	c.submitSpec(sizes, &spec{kind: k, tmpl: tp, level: level}, cmd, params)
 }

@@ -52,6 +52,7 @@ func (d *Diag) miss(c jdwp.Cmd, serial uint64, why string) {
 	defer d.mu.Unlock()
 	d.counts[fmt.Sprintf("miss serial %3d %v", serial, c)]++
 	d.counts[fmt.Sprintf("miss why %-40v %s", c, why)]++
+	d.counts[fmt.Sprintf("miss at serial %3d %-40v %s", serial, c, why)]++
 }
 
 // WriteTo writes the tallies, one "what: count" line each, sorted.

@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -28,8 +29,9 @@ func TestDiagnose(t *testing.T) {
 	want := map[string]bool{
 		"serial   2 sent: 2":   true,
 		"serial 999 wasted: 1": true,
-		"miss serial   4 " + jdwp.CmdIDSizes.String() + ": 1": true,
-		"near k3  sent at   0 wasted: 1":                      true,
+		"miss serial   4 " + jdwp.CmdIDSizes.String() + ": 1":                             true,
+		"near k3  sent at   0 wasted: 1":                                                  true,
+		"miss at serial   4 " + fmt.Sprintf("%-40v", jdwp.CmdIDSizes) + " never asked: 1": true,
 	}
 	found := 0
 	for _, l := range lines {
@@ -40,7 +42,7 @@ func TestDiagnose(t *testing.T) {
 			found++
 		}
 	}
-	if found != len(want)+2 || len(lines) != 10 { // two "k3 ... used: 1" lines: by command and by end
+	if found != len(want)+2 || len(lines) != 11 { // two "k3 ... used: 1" lines: by command and by end
 		t.Fatalf("report:\n%s", b.String())
 	}
 }

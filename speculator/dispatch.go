@@ -3,6 +3,7 @@ package speculator
 import (
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
@@ -32,6 +33,7 @@ type spec struct {
 	reask     bool     // belayed debugger commands asked again (notSuspended)
 	again     bool     // a miss's re-ask of this stop's speculation or offers (refetch): not asked a third time
 	prep      bool     // sent by the prepare rule (predict_prepare.go): IDs from this connection's event and replies
+	moment    bool     // read in a moment (dispatcher.openMoment): its pos is the moment's
 	waiters   []uint32 // belayed debugger command IDs
 }
 
@@ -63,7 +65,15 @@ type dispatcher struct {
 	holding bool
 	held    []*spec
 	sendBuf []byte // speculative command packets
-	rtt     rttEstimator
+	// frozen is the position of the moment open (moment.go: reads of
+	// running state between the proxy's own VirtualMachine.Suspend and
+	// Resume), 0 if none; out is the session's outbox it was opened in,
+	// which closeMoment closes it in before the turn ends (a far end's
+	// stop: before its speculation is done, session.stopMoment).
+	frozen   uint64
+	frozenAt time.Time // when the moment open began
+	out      *relay.Outbox
+	rtt      rttEstimator
 	// onSend is told of each speculation as it is sent (stats, episode
 	// accounting, logging).
 	onSend func(s *spec)
@@ -90,10 +100,25 @@ func (d *dispatcher) submit(out *relay.Outbox, s *spec) {
 
 // send sends a speculative command to the VM, through out.
 func (d *dispatcher) send(out *relay.Outbox, s *spec) {
+	running := d.facts.running(s.info, s.subj)
+	switch {
+	case running && d.facts.partialStop() && frozenRead(s.key.Cmd(), s.info):
+		if d.frozen == 0 || d.out != out {
+			d.closeMoment()
+			d.openMoment(out)
+		}
+		s.pos, s.moment = d.frozen, true
+	case running || s.key.Cmd() == jdwp.CmdThreadReferenceSuspendCount:
+		// A running thread's own state, or a suspension count: read
+		// without the moment's suspension.
+		d.closeMoment()
+		s.pos = d.facts.nextPos()
+	default:
+		s.pos = d.facts.nextPos()
+	}
 	s.id = d.ids.NewSynthetic()
 	s.sent = true
-	s.pos = d.facts.nextPos()
-	if d.facts.running(s.info, s.subj) {
+	if running {
 		d.facts.sentRunning = true
 	}
 	d.nInFlight++
@@ -101,6 +126,38 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	d.onSend(s)
 	// The relay pairs the reply and hands the data back (relay.Frame.Data).
 	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{spec: s}))
+}
+
+// openMoment suspends the VM ahead of reads of running state sent in this
+// turn (moment.go), which read one moment of the program.
+func (d *dispatcher) openMoment(out *relay.Outbox) {
+	d.frozen, d.out, d.frozenAt = d.facts.nextPos(), out, time.Now()
+	d.sendBuf = jdwp.AppendCommand(d.sendBuf[:0], d.ids.NewSynthetic(), jdwp.CmdVirtualMachineSuspend, nil)
+	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{moment: true}))
+}
+
+// closeMoment resumes what openMoment suspended, if a moment is open.
+// Called before anything else of the turn goes to the VM that is not a
+// read of the moment, and as the turn ends (session.unlock): nothing but
+// the moment's reads runs between the two.
+func (d *dispatcher) closeMoment() {
+	if d.frozen == 0 {
+		return
+	}
+	d.sendBuf = jdwp.AppendCommand(d.sendBuf[:0], d.ids.NewSynthetic(), jdwp.CmdVirtualMachineResume, nil)
+	d.out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{moment: true}))
+	d.frozen, d.out = 0, nil
+	d.facts.nextPos() // what follows reads later than the moment
+}
+
+// frozenRead says whether a read of running state c (info) answers the
+// same while the VM is suspended as while its threads run: not a
+// thread's own state (its status, frames, monitors) but its name; the
+// thread list, objects, arrays, strings and statics. (A read that is not
+// of running state may go in a moment too, but a suspension count: the
+// moment's suspension would show in it.)
+func frozenRead(c jdwp.Cmd, info keyable.Info) bool {
+	return info.Scope != keyable.ScopeThread || c == jdwp.CmdThreadReferenceName
 }
 
 // flushHeld submits the held speculation, in order, behind what waits

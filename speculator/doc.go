@@ -55,7 +55,7 @@
 //	framePrediction  framepredict.go            wave 1, frame, hold
 //	stopRules        predict.go                 waves 0-2, frame, chain (AllThreads, FrameCount), missed
 //	valueRules       predict_values.go          chain (values, types, array lengths)
-//	shapeRules       shapes.go                  chain (types, Fields, Superclass), profile
+//	shapeRules       shapes.go                  asked (field order), chain (types, Fields, Superclass), profile
 //	learnedRules     learned*.go                event kind, stopped, asked, replied, wave 0, frame, chain, profile
 //	liveness         liveness.go                command (IsCollected of a suspended thread)
 //

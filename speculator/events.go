@@ -16,6 +16,7 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 	ss.lock(f.Out())
 	defer ss.unlock()
 	ss.push.evented = true // the tap is told where the stops stand (tell)
+	ss.disp.closeMoment()  // a moment reads after the event, or not at all
 	ss.facts.evented()     // nothing sent before answers reads of running state (moment.go)
 	if !known {
 		// Events before IDSizes can only be VM_START; without sizes nothing

@@ -50,6 +50,10 @@ type SpecReply struct {
 	// the last stop or a rule whose speculation it always used, towards 0
 	// for rules whose speculation went unused.
 	Score float64
+	// Moment is the position of the moment it was read in (moment.go:
+	// the VM suspended around its reads), 0 for none: replies of one
+	// moment share it.
+	Moment uint64
 }
 
 // StopInfo is where a tapped session's stops stand, as its tap is told.
@@ -130,8 +134,18 @@ func (s *Session) Interceptor() relay.Interceptor { return s.ss }
 // A tap is told the mark of each stop (StopInfo.Mark); MarkNow stands
 // for the session's mark at the time of the Offer.
 type Mark struct {
-	gen generation
-	now bool
+	gen    generation
+	now    bool
+	moment uint16
+}
+
+// InMoment is m for a reply read in the numbered moment of its stop (a
+// far end's Record.Moment; 0: none): the replies of one moment read the
+// program at one instant, and the debugger may be answered with them in
+// any order (moment.go).
+func (m Mark) InMoment(moment uint16) Mark {
+	m.moment = moment
+	return m
 }
 
 // MarkNow stands for the session's mark when the reply is offered: for a
@@ -220,7 +234,7 @@ func (s *Session) Offer(c jdwp.Cmd, params []byte, reply jdwp.Packet, m Mark, si
 	}
 	var pos uint64
 	if ss.facts.running(info, d.subj) {
-		pos = ss.facts.offerPos() // after the stop's event (moment.go)
+		pos = ss.facts.offerPos(m.moment) // after the stop's event (moment.go)
 		if pos != 0 {
 			ss.reads.offered(&d.key)
 		}
@@ -281,6 +295,9 @@ func (ss *session) tapStored(s *spec, p jdwp.Packet) {
 		score = 1 / float64(1+s.tmpl.unused)
 	}
 	ss.push.rep = SpecReply{Stop: ss.push.stop, Cmd: s.key.Cmd(), Params: s.key.Params(), Reply: p, Score: score}
+	if s.moment {
+		ss.push.rep.Moment = s.pos
+	}
 	t.Stored(ss.out, &ss.push.rep)
 	ss.push.rep = SpecReply{}
 }

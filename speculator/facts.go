@@ -53,6 +53,9 @@ type facts struct {
 	floor   uint64 // least position a reply of running state served now may have
 	evFloor uint64 // the floor the last VM event set
 	offered uint64 // replies a far end offered since that event
+	// offMoment is the far end's number of the moment of the last reply
+	// offered (Mark.InMoment): the next of that moment takes its position.
+	offMoment uint16
 	// sentRunning: a read of running state was sent since that event
 	sentRunning bool
 	farEnd      bool // a far end: pushes such replies, never serves them

@@ -69,19 +69,20 @@ type lgraph struct {
 type srcKind uint8
 
 const (
-	srcConst  srcKind = iota // the bytes the debugger sent
-	srcThread                // the stopping event's thread
-	srcClass                 // the class of the event's location
-	srcMethod                // the method of the event's location
-	srcReply                 // an ID of the reply to the template from, at path
-	srcSlots                 // StackFrame.GetValues' slots: core.frameSlots at the frame's location
-	srcFields                // ObjectReference.GetValues' fields: by position in the object's type chain
+	srcConst     srcKind = iota // the bytes the debugger sent
+	srcThread                   // the stopping event's thread
+	srcClass                    // the class of the event's location
+	srcMethod                   // the method of the event's location
+	srcReply                    // an ID of the reply to the template from, at path
+	srcSlots                    // StackFrame.GetValues' slots: core.frameSlots at the frame's location
+	srcFields                   // ObjectReference.GetValues' fields: by position in the object's type chain
+	srcAllFields                // ObjectReference.GetValues' fields: all its type's in an order (classFacts.firstFields)
 )
 
 // lparam is where one parameter of a template comes from.
 type lparam struct {
 	src  srcKind
-	raw  []byte // srcConst: its bytes; srcFields: the positions (hops, index: 2 bytes each)
+	raw  []byte // srcConst: its bytes; srcFields: the positions (hops, index: 2 bytes each); srcAllFields: the order
 	path path   // srcReply
 	// idx is the list elements of a srcReply path the debugger asked at
 	// the last stop it asked this template (bit i: element i), all that

@@ -185,7 +185,9 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 			r.Int32()
 		case keyable.ParamFieldIDs:
 			rest := r.Bytes(r.Remaining())
-			if pos, ok := lr.fieldPositions(obj, rest, sizes); ok {
+			if o, ok := lr.allFields(obj, rest, sizes); ok {
+				p.src, p.raw = srcAllFields, []byte{byte(o)}
+			} else if pos, ok := lr.fieldPositions(obj, rest, sizes); ok {
 				p.src, p.raw = srcFields, pos
 			} else {
 				p.raw = append([]byte(nil), rest...)
@@ -221,6 +223,7 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 		}
 		ps = append(ps, p)
 	}
+	lr.pageOfWhole(key, ps, sizes)
 	if !asked && !hasPaths(key.Cmd()) {
 		// A reply nobody asked for yet and with no ID to trace: no
 		// template until the debugger asks it.
@@ -248,6 +251,21 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 		}
 	}
 	return n
+}
+
+// pageOfWhole makes the length of a read of a whole array (the elements
+// of ArrayReference.GetValues ps, key) the first page (arrPage): a
+// debugger that reads every element of a short array reads a page of a
+// longer one (learner.wholeArray); build cuts it to the array's length.
+func (lr *learnedRules) pageOfWhole(key *keyable.Key, ps []lparam, sizes jdwp.IDSizes) {
+	if key.Cmd() != jdwp.CmdArrayReferenceGetValues || len(ps) != 3 || ps[2].src != srcConst {
+		return
+	}
+	r := jdwp.NewBodyReader(key.Params(), sizes)
+	arr, first, n := r.Object(), r.Int32(), r.Int32()
+	if length, ok := lr.arrayLength(arr, sizes); ok && r.Err() == nil && first == 0 && n == length && n < arrPage {
+		ps[2].raw = binary.BigEndian.AppendUint32(nil, arrPage)
+	}
 }
 
 // choose picks the reply the parameters of key come from, and the
@@ -330,6 +348,18 @@ func (lr *learnedRules) pick(k idKey, from *lnode, fromKey keyable.Key, elem int
 		return os[0], true
 	}
 	return origin{}, false
+}
+
+// allFields is the order in which the field IDs of an
+// ObjectReference.GetValues tail asked of obj are all its type's fields
+// (classFacts.orderOf), if they are: a template that holds for an object
+// of any type (and a prior may carry), where positions hold for one.
+func (lr *learnedRules) allFields(obj jdwp.ObjectID, tail []byte, sizes jdwp.IDSizes) (fieldOrder, bool) {
+	t, ok := lr.facts.objType[obj]
+	if !ok {
+		return 0, false
+	}
+	return lr.facts.classes.orderOf(t, tail, sizes)
 }
 
 // fieldPositions names the field IDs of an ObjectReference.GetValues

@@ -121,6 +121,7 @@ func (lr *learnedRules) take() {
 			lr.took = p
 			lr.importLearned(p)
 			lr.learn.stopSig = stopSignature(p.Learned)
+			lr.learn.takeReads(p)
 			break
 		}
 	}
@@ -225,6 +226,8 @@ func paramFits(k keyable.Param, q learnedParam) bool {
 		return k == keyable.ParamSlots
 	case srcFields:
 		return k == keyable.ParamFieldIDs && len(q.Raw)%2 == 0 && len(q.Raw) > 0
+	case srcAllFields:
+		return k == keyable.ParamFieldIDs && len(q.Raw) == 1 && fieldOrder(q.Raw[0]) < numOrders
 	}
 	return false
 }

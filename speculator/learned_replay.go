@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"encoding/binary"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
@@ -118,6 +119,18 @@ func (lr *learnedRules) build(n *lnode, els []*item, sizes jdwp.IDSizes) ([]byte
 				return nil, false
 			}
 			continue
+		case srcAllFields:
+			t, ok := lr.facts.objType[obj]
+			cf := &lr.facts.classes
+			var refs []fieldRef
+			if ok {
+				refs, ok = cf.firstFields(t, fieldOrder(p.raw[0]))
+			}
+			if !ok || !cf.fieldTail(&w, t, refs) {
+				lr.buf = w.Buf
+				return nil, false
+			}
+			continue
 		}
 		switch kinds[i] {
 		case keyable.ParamObject:
@@ -136,7 +149,27 @@ func (lr *learnedRules) build(n *lnode, els []*item, sizes jdwp.IDSizes) ([]byte
 		}
 	}
 	lr.buf = w.Buf
+	if n.cmd == jdwp.CmdArrayReferenceGetValues {
+		return lr.cutToLength(w.Buf, sizes)
+	}
 	return w.Buf, true
+}
+
+// cutToLength cuts the elements an ArrayReference.GetValues (params) reads
+// to the array's length, if the cache says it (pageOfWhole); false if it
+// reads none.
+func (lr *learnedRules) cutToLength(params []byte, sizes jdwp.IDSizes) ([]byte, bool) {
+	r := jdwp.NewBodyReader(params, sizes)
+	arr, first, n := r.Object(), r.Int32(), r.Int32()
+	length, known := lr.arrayLength(arr, sizes)
+	switch {
+	case r.Err() != nil || !known || first+n <= length:
+		return params, r.Err() == nil
+	case first >= length:
+		return nil, false
+	}
+	binary.BigEndian.PutUint32(params[len(params)-4:], uint32(length-first))
+	return params, true
 }
 
 // keyableParams is command c's parameter layout.

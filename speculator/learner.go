@@ -135,6 +135,9 @@ type learner struct {
 	fields    map[jdwp.ClassID][]byte // reference type -> OR.GetValues parameters after the object ID
 	arrReads  []arrRead               // the debugger's ArrayReference.GetValues (first, length), latest first, distinct
 	arrKnown  bool
+	// fieldOrder is how the debugger lists the fields of an object whose
+	// type it never read (learned from its reads by shapeRules.asked).
+	fieldOrder fieldOrder
 	// framesRule is how many top frames the debugger asks after the
 	// frame count: 0 unknown, -1 all of them, n > 0 at most n.
 	framesRule int32
@@ -513,6 +516,30 @@ func (l *learner) arrRead(a arrRead) {
 	if len(l.arrReads) > maxArrReads {
 		l.arrReads = l.arrReads[:maxArrReads]
 	}
+}
+
+// arrPage is how many elements of an array an IDE shows at first (VS
+// Code's Java debugger, IntelliJ, Eclipse: a page of 100): a debugger that
+// read a whole array reads a longer one's first page.
+const arrPage = 100
+
+// wholeArray notes that the debugger's last array read, (0, n) (first of
+// arrReads), read a whole array: what an earlier read of the first L ≥ n
+// elements explains (a debugger that shows at most L), or else the
+// array's first page (arrPage).
+func (l *learner) wholeArray(n int32) {
+	if len(l.arrReads) == 0 || l.arrReads[0] != (arrRead{First: 0, Len: n}) || n >= arrPage {
+		return
+	}
+	for i, a := range l.arrReads[1:] {
+		if a.First == 0 && a.Len >= n {
+			l.arrReads = slices.Delete(l.arrReads, 0, 1)
+			l.arrRead(l.arrReads[i])
+			return
+		}
+	}
+	l.arrReads = slices.Delete(l.arrReads, 0, 1)
+	l.arrRead(arrRead{First: 0, Len: arrPage})
 }
 
 // listed is what a debugger asked of the threads it lists.

@@ -51,7 +51,7 @@ func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
 	}
 	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
 	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
-	p.ArrKnown = l.arrKnown
+	p.ArrKnown, p.FieldOrder = l.arrKnown, l.fieldOrder
 	p.ReadLevels = nil
 	if l.levelsKnown {
 		p.ReadLevels = append(p.ReadLevels, l.readLevel[:]...)
@@ -79,13 +79,28 @@ func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
 	}
 }
 
-// importFrom seeds a new session's learner with p.
-func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
+// takeReads takes what p says of how its debugger reads the values a stop
+// shows: the commands it asks (the rules deriving them may send them), its
+// arrays' ranges and its objects' fields' order. A session takes them from
+// the profile it imports, then from the one whose stop templates it takes
+// (learnedRules.take: the profile of its own JDI).
+func (l *learner) takeReads(p *profile) {
 	for _, c := range p.Asked {
 		if l.asked[c] == 0 {
 			l.asked[c] = 1
 		}
 	}
+	l.arrKnown, l.arrReads, l.fieldOrder = p.ArrKnown, l.arrReads[:0], p.FieldOrder
+	switch {
+	case len(p.ArrReads) > 0:
+		l.arrReads = append(l.arrReads, p.ArrReads[:min(len(p.ArrReads), maxArrReads)]...)
+	case p.ArrKnown: // a profile from before the reads were kept
+		l.arrReads = append(l.arrReads, arrRead{First: p.ArrFirst, Len: p.ArrLen})
+	}
+}
+
+// importFrom seeds a new session's learner with p.
+func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 	// A file from before a rule was added has fewer. A rule starts
 	// unshadowed whatever the last session made of it: that session's
 	// ratios come from its steps, where JDI, its caches full, asks no
@@ -97,16 +112,10 @@ func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 	}
 
 	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
-	l.arrKnown, l.arrReads = p.ArrKnown, l.arrReads[:0]
 	if l.levelsKnown = len(p.ReadLevels) == int(numReads); l.levelsKnown {
 		copy(l.readLevel[:], p.ReadLevels)
 	}
-	switch {
-	case len(p.ArrReads) > 0:
-		l.arrReads = append(l.arrReads, p.ArrReads[:min(len(p.ArrReads), maxArrReads)]...)
-	case p.ArrKnown: // a profile from before the reads were kept
-		l.arrReads = append(l.arrReads, arrRead{First: p.ArrFirst, Len: p.ArrLen})
-	}
+	l.takeReads(p)
 	if sizes.ObjectID == 0 || len(l.templates) > 0 {
 		return
 	}

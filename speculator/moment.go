@@ -37,6 +37,15 @@ package speculator
 // the VM's answer of then. State the debugger changes (SetValues, invokes,
 // a resume) invalidates as before, through the generations.
 //
+// Moments: the floor serves replies only in the order they were read, and
+// a debugger's reads come in its own. So what a turn reads ahead of running
+// state, and no suspension changes (frozenRead), goes between a
+// VirtualMachine.Suspend and Resume of the proxy's own, back to back on the
+// wire (dispatcher.openMoment, closeMoment): one instant of the program,
+// whose replies share one position and answer the debugger in any order.
+// A far end numbers each pushed reply's moment; the near end places a
+// moment's replies at one position (offerPos).
+//
 // Split mode: the far end gathers such state at the stop and pushes it,
 // but never serves it itself (a near end's forwarded read must reach the
 // VM, since the far end cannot tell what the near end served); the near
@@ -90,7 +99,7 @@ func (f *facts) nextPos() uint64 {
 // running state.
 func (f *facts) evented() {
 	f.floor = f.nextPos()
-	f.evFloor, f.offered, f.sentRunning = f.floor, 0, false
+	f.evFloor, f.offered, f.offMoment, f.sentRunning = f.floor, 0, 0, false
 }
 
 // forwarded: the debugger's command d goes to the VM at position pos. It
@@ -107,6 +116,12 @@ func (f *facts) forwarded(c jdwp.Cmd, d *cmdData, pos uint64) bool {
 	}
 	return false
 }
+
+// momentFailed: the VM refused the proxy's own suspension of a moment
+// (dispatcher.openMoment), whose reads may then have read the program at
+// different moments: nothing read before now answers a read of running
+// state.
+func (f *facts) momentFailed() { f.floor = f.nextPos() }
 
 // delivered: an answer of running state read at position pos goes to the
 // debugger; whatever it asks after reading it must be read no earlier.
@@ -156,11 +171,14 @@ func (f *facts) deliver(info keyable.Info, subj keyable.Subject, pos uint64) {
 // the last event, in the order offered, if nothing sent from here since
 // read running state (otherwise 0: never served while threads run; the
 // far end may have read it after such a command).
-func (f *facts) offerPos() uint64 {
+func (f *facts) offerPos(moment uint16) uint64 {
 	if f.sentRunning || f.offered >= posStep-1 {
 		return 0
 	}
-	f.offered++
+	if moment == 0 || moment != f.offMoment {
+		f.offered++
+		f.offMoment = moment
+	}
 	return f.evFloor + f.offered
 }
 

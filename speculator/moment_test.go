@@ -73,15 +73,21 @@ func TestMomentRules(t *testing.T) {
 	if f.momentOK(fields, obj, fwd, now) {
 		t.Fatal("a reply fetched before a VM event served after it")
 	}
-	a, b := f.offerPos(), f.offerPos()
+	a, b := f.offerPos(0), f.offerPos(0)
 	if a == 0 || b <= a || !f.momentOK(fields, obj, a, now) {
 		t.Fatalf("offered replies placed at %d, %d after the event at %d", a, b, f.evFloor)
 	}
+	// A far end's replies read in one moment share its place; the next
+	// moment's come after.
+	if m1, m2, m3 := f.offerPos(4), f.offerPos(4), f.offerPos(5); m1 <= b || m2 != m1 || m3 <= m1 {
+		t.Fatalf("replies of moments 4, 4, 5 placed at %d, %d, %d after %d", m1, m2, m3, b)
+	}
+	b = f.offerPos(0)
 	if next := f.nextPos(); next <= b {
 		t.Fatalf("a command sent after the offers placed at %d, before them (%d)", next, b)
 	}
 	f.forwarded(jdwp.CmdObjectReferenceGetValues, d, f.nextPos())
-	if p := f.offerPos(); p != 0 {
+	if p := f.offerPos(0); p != 0 {
 		t.Fatalf("a reply offered after a read was forwarded placed at %d, want 0 (never served)", p)
 	}
 
@@ -370,4 +376,71 @@ func TestFirstStopAsksNoOfferAgain(t *testing.T) {
 	if session() {
 		t.Error("a session from a learned profile asked an unread offer again at its first stop")
 	}
+}
+
+// TestMomentReadsOneInstant: at a stop that left threads running, the
+// names the proxy reads ahead go to the VM between a VirtualMachine.Suspend
+// and a Resume of its own, with nothing between them but reads that no
+// suspension changes (never a suspension count): they read the program at
+// one instant, so the debugger's reads of them, one at a time and in
+// another order, are all answered from the cache. Fails without the moment
+// (dispatcher.send): a name read after one fetched later than it is out
+// of place and goes to the VM.
+func TestMomentReadsOneInstant(t *testing.T) {
+	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	r := newRigWith(t, Config{}, m.handler)
+	partial := func() {
+		r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+		r.expectEvent()
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+	}
+	// A debugger that names the threads it lists at each stop (OpenJDK's
+	// JDI): the proxy reads them ahead from the third stop on.
+	for range 2 {
+		partial()
+		for _, th := range m.threads {
+			r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(th))
+		}
+		r.dbg.call(nextID(), jdwp.CmdThreadReferenceSuspendCount, threadBody(thread1))
+		r.dbg.call(nextID(), jdwp.CmdThreadReferenceResume, threadBody(thread1))
+	}
+	partial()
+	for _, th := range []uint64{0x54, 0x53, 0x52} {
+		r.vm.waitAsked("the name read ahead", jdwp.CmdThreadReferenceName, threadBody(th))
+	}
+	before := r.vm.count(jdwp.CmdThreadReferenceName)
+	for _, th := range []uint64{0x54, 0x53, 0x52} {
+		if p := r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(th)); p.ErrorCode() != 0 {
+			t.Fatalf("the name of %#x answered %v", th, p.ErrorCode())
+		}
+	}
+	if n := r.vm.count(jdwp.CmdThreadReferenceName) - before; n != 0 {
+		t.Errorf("%d of the debugger's name reads went to the VM, want none: the names were read in one moment", n)
+	}
+	r.barrier()
+	open := false
+	suspends := 0
+	for _, p := range r.vm.commands() {
+		switch c := p.Cmd(); {
+		case c == jdwp.CmdVirtualMachineSuspend:
+			if open {
+				t.Fatal("a moment opened inside another")
+			}
+			open = true
+			suspends++
+		case c == jdwp.CmdVirtualMachineResume:
+			if !open {
+				t.Fatal("the proxy resumed a moment it did not open")
+			}
+			open = false
+		case open && (c == jdwp.CmdThreadReferenceSuspendCount || c == jdwp.CmdThreadReferenceResume ||
+			(c == jdwp.CmdThreadReferenceStatus || c == jdwp.CmdThreadReferenceFrames) && jdwp.NewBodyReader(p.Body(), sizes8).ObjectID() != thread1):
+			// (The stopped thread's status and frames are the same.)
+			t.Errorf("%v went to the VM inside a moment", c)
+		}
+	}
+	if open || suspends == 0 {
+		t.Errorf("moments: %d opened, the last one closed: %v", suspends, !open)
+	}
+	r.dbg.quiet()
 }

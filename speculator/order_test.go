@@ -129,3 +129,42 @@ func TestNoWaitOnAFastLink(t *testing.T) {
 	}
 	r.dbg.quiet()
 }
+
+// TestOffersOfOneMoment: names a far end read in one moment (its VM
+// suspended around them: Record.Moment) answer the debugger's reads one
+// at a time in any order, from the cache, without waiting; names read in
+// two moments do not (the later moment's answer puts the earlier's out
+// of place). Fails with the moment not given to the offers' positions
+// (facts.offerPos).
+func TestOffersOfOneMoment(t *testing.T) {
+	r, s := nearPartialStop(t, nil, 0x52, 0x53, 0x54)
+	slowLink(s)
+	for i, th := range []uint64{0x52, 0x53, 0x54} {
+		moment := uint16(1)
+		if i == 2 {
+			moment = 2
+		}
+		if res := s.Offer(jdwp.CmdThreadReferenceName, threadBody(th), jdwp.AppendReply(nil, 1, 0, sigBody("w")), MarkNow().InMoment(moment), sizes8); res != OfferStored {
+			t.Fatalf("offer of the name of %#x: %v", th, res)
+		}
+	}
+	for _, th := range []uint64{0x53, 0x52} {
+		r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(th))
+	}
+	if n := r.vm.count(jdwp.CmdThreadReferenceName); n != 0 {
+		t.Errorf("%d reads of names read in one moment went to the VM, want none", n)
+	}
+	s.ss.mu.Lock()
+	waited := len(s.ss.ord.late) > 0
+	s.ss.mu.Unlock()
+	if waited {
+		t.Error("an answer of a moment waited for another of the same moment")
+	}
+	r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(0x54)) // the later moment: in place
+	r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(0x52)) // read again after it: out of place
+	if n := r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x52); n != 1 || r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x54) != 0 {
+		t.Errorf("after the later moment's answer, the VM was asked the earlier moment's name %d times (want once) and the later's %d (want none)",
+			n, r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x54))
+	}
+	r.dbg.quiet()
+}

@@ -32,7 +32,7 @@ func TestPartsTable(t *testing.T) {
 	}
 	want := map[string][]string{
 		"commanders":  {"attach", "writeBehind", "prepareRule", "liveness"},
-		"askers":      {"attach", "prepareRule", "valueRules", "learnedRules"},
+		"askers":      {"attach", "prepareRule", "valueRules", "shapeRules", "learnedRules"},
 		"missers":     {"stopRules"},
 		"repliers":    {"attach", "writeBehind", "prepareRule", "learnedRules"},
 		"holders":     {"framePrediction"},

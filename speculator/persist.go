@@ -39,6 +39,7 @@ type profile struct {
 	ArrLen     int32            `json:"arr_len"`
 	ArrKnown   bool             `json:"arr_known"`
 	ArrReads   []arrRead        `json:"arr_reads,omitempty"`   // learner.arrReads (ArrFirst, ArrLen: the first, for older readers)
+	FieldOrder fieldOrder       `json:"field_order,omitempty"` // learner.fieldOrder (shapes.go)
 	ReadLevels []uint8          `json:"read_levels,omitempty"` // learner.readLevel, if known (predict_values.go)
 	Templates  []relTmpl        `json:"templates,omitempty"`
 	Slots      []slotsOf        `json:"slots,omitempty"`       // learner.slots by method name
@@ -312,7 +313,7 @@ func parseProfiles(b []byte) (map[string]*profile, error) {
 func (p *profile) valid() bool {
 	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
 		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) || len(p.ArrReads) > maxArrReads ||
-		len(p.ReadLevels) > int(numReads) || len(p.Sets) > len(firstSets{}.kinds) || slices.ContainsFunc(p.ReadLevels, func(l uint8) bool { return l > maxValueLevel+1 }) {
+		len(p.ReadLevels) > int(numReads) || p.FieldOrder >= numOrders || len(p.Sets) > len(firstSets{}.kinds) || slices.ContainsFunc(p.ReadLevels, func(l uint8) bool { return l > maxValueLevel+1 }) {
 		return false
 	}
 	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !prepareValid(p.PrepVM) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {

@@ -194,6 +194,13 @@ func readOf(c jdwp.Cmd) (readKind, bool) {
 // an object the debugger read.
 func (vr *valueRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes) {
 	ep := &vr.learn.ep
+	if key.Cmd() == jdwp.CmdArrayReferenceGetValues {
+		r := jdwp.NewBodyReader(key.Params(), sizes)
+		arr, first, n := r.Object(), r.Int32(), r.Int32()
+		if length, ok := vr.arrayLength(arr, sizes); ok && r.Err() == nil && first == 0 && n == length {
+			vr.learn.wholeArray(n)
+		}
+	}
 	rk, ok := readOf(key.Cmd())
 	if !ok || !ep.active {
 		return

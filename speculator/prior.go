@@ -43,8 +43,9 @@ var priorJSON []byte
 // priorFile is prior.json: the debugger's first command, the name of the
 // VM it was learned on (the Version reply's vmName: a VM family, any
 // version), the profile, and the stop templates of the debuggers of other
-// JDIs (Eclipse's), each with the Sets its JDI attached with (Sets and
-// Learned only): a session takes the first whose Sets fit its own
+// JDIs (Eclipse's), each with the Sets its JDI attached with, and how its
+// debugger reads a stop's values (Asked, the array ranges, the field
+// order; nothing else): a session takes the first whose Sets fit its own
 // (learnedRules.take).
 type priorFile struct {
 	First   jdwp.Cmd   `json:"first"`

@@ -59,7 +59,8 @@ func TestWritePrior(t *testing.T) {
 	attachOnceAs(t, ctx, b, eclipse, javavm.ProfileVSCodeLike, 30*time.Millisecond)
 	for _, p := range eclipse.profiles.m {
 		p.stripToGeneric()
-		f.Stops = append(f.Stops, &profile{Sets: p.Sets, Learned: p.Learned})
+		f.Stops = append(f.Stops, &profile{Sets: p.Sets, Learned: p.Learned, Asked: p.Asked, ArrKnown: p.ArrKnown,
+			ArrReads: p.ArrReads, FieldOrder: p.FieldOrder})
 	}
 	f.VM = vmNameOf(t, ctx, b)
 	out, err := json.MarshalIndent(&f, "", "\t")

@@ -209,6 +209,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		d.eff = x.eff
 		ss.applyEffect(p, sizes, d)
 	}
+	ss.disp.closeMoment() // the debugger's command runs as it would have (moment.go)
 	d.gen = ss.facts.gen
 	d.pos = ss.facts.nextPos()
 	d.reads = ss.facts.forwarded(p.Cmd(), d, d.pos)
@@ -331,6 +332,7 @@ func (ss *session) FromVM(rs *relay.Session, f *relay.Frame) relay.Action {
 		ss.event(rs, f)
 	case relay.KindVMCommand:
 		ss.lock(f.Out())
+		ss.disp.closeMoment()
 		ss.facts.evented() // the debugger learns the VM got this far (moment.go)
 		ss.unlock()
 	}
@@ -357,6 +359,10 @@ func (ss *session) reply(rs *relay.Session, f *relay.Frame) relay.Action {
 		if tracked && d.spec != nil {
 			ss.disp.rtt.sampleSynthetic(f.Latency, f.Time, ss.disp.nInFlight)
 			ss.specReply(d.spec, p, sizes)
+		} else if tracked && d.moment {
+			if p.ErrorCode() != jdwp.ErrorNone {
+				ss.facts.momentFailed()
+			}
 		} else if tracked && d.snapshot {
 			ss.att.snapReplied(p, d.gen, sizes)
 		} else if tracked && d.lookup {
@@ -576,10 +582,29 @@ func (ss *session) lock(out *relay.Outbox) {
 // unlock ends what lock began, telling the tap where the stops stand
 // (tell).
 func (ss *session) unlock() {
+	if !ss.stopMoment() {
+		ss.disp.closeMoment()
+	}
 	ss.tell()
 	ss.out = nil
 	ss.mu.Unlock()
 }
+
+// stopMoment says whether the moment open stays open past this turn: at a
+// far end, next to its VM, a stop's reads of running state all go in one
+// moment, from its event until its speculation is done (or maxStopMoment
+// passed, or anything else goes to the VM: closeMoment's callers), which
+// the far end holds the event for anyway: the debugger may be answered
+// with any of them in any order (moment.go). Through a link the reads of
+// a stop take round trips, too long to hold a program still: a moment
+// lasts one turn there.
+func (ss *session) stopMoment() bool {
+	return ss.facts.farEnd && ss.learn.ep.active && !ss.idle() && time.Since(ss.disp.frozenAt) < maxStopMoment
+}
+
+// maxStopMoment bounds a far end's moment (stopMoment): the push's own
+// hold of a stop's event (push.Config.MaxHold).
+const maxStopMoment = 50 * time.Millisecond
 
 // returnMemoryAbove is the cache peak above which a session's end returns
 // memory to the OS at once.

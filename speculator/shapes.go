@@ -1,7 +1,13 @@
 package speculator
 
 import (
+	"bytes"
+	"slices"
+	"unicode"
+	"unicode/utf8"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
 
 // Object shapes: which fields of an object's type the debugger reads with
@@ -77,14 +83,13 @@ func (cf *classFacts) nameFields(t jdwp.ClassID, tail []byte, sizes jdwp.IDSizes
 	return refs, r.Err() == nil && r.Remaining() == 0
 }
 
-// visibleInstanceFields names the fields JDI's ReferenceType.visibleFields
-// lists for class t but the static ones: what a debugger that never read
-// an object of that type shows of it. They are t's own in declaration
-// order, then each superclass's up the chain, but those a field of the
-// same name further down hides (interfaces declare only static fields).
+// instanceFields names the instance fields of t and its superclasses up
+// the chain, t's own first, each class's in declaration order; visible
+// leaves out those a field of the same name further down hides (JDI's
+// ReferenceType.visibleFields: interfaces declare only static fields).
 // ok is false while a class of the chain (its fields, its superclass) is
 // not known, or no field is left.
-func (cf *classFacts) visibleInstanceFields(t jdwp.ClassID) (refs []fieldRef, ok bool) {
+func (cf *classFacts) instanceFields(t jdwp.ClassID, visible bool) (refs []fieldRef, ok bool) {
 	hidden := map[string]bool{}
 	c := t
 	for hops := uint8(0); hops < maxHops; hops++ {
@@ -94,12 +99,12 @@ func (cf *classFacts) visibleInstanceFields(t jdwp.ClassID) (refs []fieldRef, ok
 			return nil, false
 		}
 		for _, f := range fs {
-			if !f.static && !hidden[f.name] {
+			if !f.static && !(visible && hidden[f.name]) {
 				refs = append(refs, fieldRef{Hops: hops, Name: f.name})
 			}
 		}
 		for _, f := range fs {
-			hidden[f.name] = true
+			hidden[f.name] = visible
 		}
 		if sup == 0 {
 			return refs, len(refs) > 0 && len(refs) <= maxShapeFields
@@ -107,6 +112,73 @@ func (cf *classFacts) visibleInstanceFields(t jdwp.ClassID) (refs []fieldRef, ok
 		c = sup
 	}
 	return nil, false
+}
+
+// fieldOrder is how a debugger lists the fields of an object whose type
+// it never read: learned from the reads it makes (classFacts.orderOf),
+// kept in the profile, and carried by the prior's stop templates of each
+// JDI (a fact of the debugger, not of a program).
+type fieldOrder uint8
+
+const (
+	// orderVisible is JDI's ReferenceType.visibleFields, static ones left
+	// out (instanceFields): OpenJDK's JDI workloads.
+	orderVisible fieldOrder = iota
+	// orderByName is every instance field of the type chain (a hidden
+	// one too) sorted by name, case ignored, as String.compareToIgnoreCase
+	// sorts: java-debug's Variables view.
+	orderByName
+	numOrders
+)
+
+// compareIgnoreCase compares a and b as Java's String.compareToIgnoreCase:
+// character by character, each pair compared upper-cased, then
+// lower-cased, then by length.
+func compareIgnoreCase(a, b string) int {
+	for a != "" && b != "" {
+		x, n := utf8.DecodeRuneInString(a)
+		y, m := utf8.DecodeRuneInString(b)
+		a, b = a[n:], b[m:]
+		if x == y {
+			continue
+		}
+		x, y = unicode.ToUpper(x), unicode.ToUpper(y)
+		if x == y {
+			continue
+		}
+		if x, y = unicode.ToLower(x), unicode.ToLower(y); x != y {
+			return int(x) - int(y)
+		}
+	}
+	return utf8.RuneCountInString(a) - utf8.RuneCountInString(b)
+}
+
+// firstFields names the fields a debugger listing them in order o reads of
+// an object of type t: what a debugger that never read an object of that
+// type shows of it (instanceFields).
+func (cf *classFacts) firstFields(t jdwp.ClassID, o fieldOrder) ([]fieldRef, bool) {
+	refs, ok := cf.instanceFields(t, o == orderVisible)
+	if ok && o == orderByName {
+		slices.SortStableFunc(refs, func(a, b fieldRef) int { return compareIgnoreCase(a.Name, b.Name) })
+	}
+	return refs, ok
+}
+
+// orderOf is the order o in which the fields of a GetValues tail (count,
+// field IDs) asked of an object of type t are all of firstFields(t, o), if
+// one is.
+func (cf *classFacts) orderOf(t jdwp.ClassID, tail []byte, sizes jdwp.IDSizes) (fieldOrder, bool) {
+	for o := range numOrders {
+		refs, ok := cf.firstFields(t, o)
+		if !ok {
+			return 0, false // the chain is not known: no order is
+		}
+		w := jdwp.BodyWriter{Sizes: sizes}
+		if cf.fieldTail(&w, t, refs) && bytes.Equal(w.Buf, tail) {
+			return o, true
+		}
+	}
+	return 0, false
 }
 
 // fieldTail writes the GetValues tail (count, field IDs) for refs of type
@@ -169,6 +241,22 @@ func (sh *shapeRules) chain(x *chained) {
 		}
 	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
 		sh.retryFields(x.sizes)
+	}
+}
+
+// asked learns the order in which the debugger lists an object's fields
+// from its reads of all of them (classFacts.orderOf).
+func (sh *shapeRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes) {
+	if key.Cmd() != jdwp.CmdObjectReferenceGetValues || sizes.ObjectID == 0 {
+		return
+	}
+	params := key.Params()
+	t, ok := sh.facts.objType[jdwp.NewBodyReader(params, sizes).Object()]
+	if !ok {
+		return
+	}
+	if o, ok := sh.facts.classes.orderOf(t, params[sizes.ObjectID:], sizes); ok {
+		sh.learn.fieldOrder = o
 	}
 }
 
@@ -239,8 +327,8 @@ func (sh *shapeRules) specFields(sizes jdwp.IDSizes, obj jdwp.ObjectID, t jdwp.C
 	} else {
 		refs, ok := sh.learn.shapes[sh.facts.idSig[t]]
 		if !ok {
-			// A type the debugger never read: what JDI shows of it.
-			refs, ok = sh.facts.classes.visibleInstanceFields(t)
+			// A type the debugger never read: all it lists of one.
+			refs, ok = sh.facts.classes.firstFields(t, sh.learn.fieldOrder)
 		}
 		if !ok || !sh.facts.classes.fieldTail(&w, t, refs) {
 			sh.learn.ep.wantFields[obj] = level

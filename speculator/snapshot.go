@@ -150,6 +150,7 @@ func (a *attach) snapTake(sizes jdwp.IDSizes) {
 	}
 	a.snapDrop()
 	s.sent, s.gen, s.off = true, a.facts.gen, false
+	a.disp.closeMoment()
 	id := a.disp.ids.NewSynthetic()
 	a.disp.sendBuf = jdwp.AppendCommand(a.disp.sendBuf[:0], id, jdwp.CmdVirtualMachineAllClassesWithGeneric, nil)
 	a.out.SendToVMData(a.disp.sendBuf, relay.Synthetic, slot, a.data.get(&cmdData{snapshot: true, gen: s.gen}))

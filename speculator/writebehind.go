@@ -43,8 +43,13 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //   - Clear: a request this session created and has not cleared, with its
 //     own event kind (libjdwp answers NONE, also for a request it already
 //     deleted itself, as it does a count-filtered one once it fired).
-//   - VirtualMachine.Resume once one succeeded; ThreadReference.Resume for
-//     a thread known suspended, once one succeeded.
+//   - VirtualMachine.Resume once one succeeded, or on HotSpot's libjdwp
+//     once a forwarded Set came back (the session's first, whose latency
+//     a client may time, went to the VM): its Resume answers an empty
+//     reply but for a dead VM (threadControl_resumeAll treats a thread's
+//     death as done; JDWP lists VM_DEAD alone), whose death ends the
+//     session either way. ThreadReference.Resume for a thread known
+//     suspended, once one succeeded.
 //
 // Timing. A client may time a state-setting command to measure the link
 // and decide from it: java-debug times the VM_DEATH request it sets at
@@ -257,7 +262,7 @@ func (w *writeBehind) decide(x *command, f *facts) *wbCmd {
 		}
 	case jdwp.CmdVirtualMachineResume:
 		c := w.get(wbVMResume)
-		c.written = w.vmResumeOK && len(body) == 0 && !w.stopped
+		c.written = (w.vmResumeOK || w.hotspot && w.kindsFwd != [4]uint64{}) && len(body) == 0 && !w.stopped
 		return c
 	case jdwp.CmdThreadReferenceResume:
 		c := w.get(wbThreadResume)

@@ -254,6 +254,7 @@ func (w *writeBehind) learnEvent(comp *jdwp.Composite, f *facts) {
 // (and its wbCmd) kept until the reply.
 func (w *writeBehind) answer(f *relay.Frame, d *cmdData) relay.Action {
 	c := d.wb
+	w.disp.closeMoment() // the debugger's command runs as it would have (dispatch.go)
 	id := w.disp.ids.NewSynthetic()
 	w.sendBuf = append(w.sendBuf[:0], f.Packet...)
 	jdwp.Packet(w.sendBuf).SetID(id)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
@@ -543,4 +544,60 @@ func TestWriteBehindInstanceOnlyOfThis(t *testing.T) {
 	if st := r.sp.Stats(); st.WriteBehindFailures != 0 {
 		t.Errorf("failures: %d", st.WriteBehindFailures)
 	}
+}
+
+// TestWriteBehindFirstResumeOnHotSpot: on HotSpot's libjdwp, whose
+// VirtualMachine.Resume fails only for a dead VM, the session's first
+// Resume is answered at once, once a forwarded Set came back (the first
+// Set goes to the VM, for a client that times it); before that, and on a
+// VM that is not HotSpot's, it goes to the VM until one succeeded. Fails
+// with the first Resume forwarded whatever the VM (writeBehind.command).
+func TestWriteBehindFirstResumeOnHotSpot(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		vm       string
+		setFirst bool
+		written  bool
+	}{
+		{"HotSpot after a Set", "OpenJDK 64-Bit Server VM", true, true},
+		{"HotSpot before any Set", "OpenJDK 64-Bit Server VM", false, false},
+		{"another VM", "Eclipse OpenJ9 VM", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := &reqVM{fs: &frameState{count: 3, values: 10}, next: 40}
+			r := newRigWith(t, Config{WriteBehind: true}, func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+				if p.Cmd() == jdwp.CmdVirtualMachineVersion {
+					return 0, jdwptestVersion(c.vm)
+				}
+				return v.handler(p)
+			})
+			r.dbg.call(nextID(), jdwp.CmdIDSizes, nil)
+			r.dbg.call(nextID(), jdwp.CmdVirtualMachineVersion, nil)
+			if c.setFirst {
+				forwarded(t, r, jdwp.CmdEventRequestSet, vmDeathSet(), 0)
+			}
+			before := r.sp.Stats().WrittenBehind
+			if p := r.dbg.call(nextID(), jdwp.CmdVirtualMachineResume, nil); p.ErrorCode() != 0 {
+				t.Fatalf("Resume answered %v", p.ErrorCode())
+			}
+			if written := r.sp.Stats().WrittenBehind != before; written != c.written {
+				t.Errorf("the first Resume written behind: %v, want %v", written, c.written)
+			}
+			r.vm.waitFor(jdwp.CmdVirtualMachineResume) // it reaches the VM either way
+			r.dbg.quiet()
+		})
+	}
+}
+
+// jdwptestVersion is a Version reply body of the reference agent on the
+// VM named vm.
+func jdwptestVersion(vm string) []byte { return jdwptest.VersionBody(refAgent, vm) }
+
+// vmDeathSet is java-debug's VM_DEATH request: no modifier.
+func vmDeathSet() []byte {
+	return body(func(w *jdwp.BodyWriter) {
+		w.Uint8(uint8(jdwp.EventVMDeath))
+		w.Uint8(uint8(jdwp.SuspendNone))
+		w.Int32(0)
+	})
 }

@@ -113,7 +113,8 @@ func setUserTimeout(c syscall.Conn, d time.Duration) error {
 
 // NearHeartbeat returns the near end's heartbeat hooks, first in its
 // chain: in a session that agreed on it (relay.LinkInfo.Heartbeat), a CmdHeartbeat
-// every third of timeout (DefaultLinkTimeout when zero), and its replies
+// as the session starts and every third of timeout (DefaultLinkTimeout
+// when zero) after, and its replies
 // absorbed before any other hook sees them.
 func NearHeartbeat(timeout time.Duration) func(*relay.Session) relay.Hooks {
 	every := linkTimeout(timeout) / 3
@@ -138,11 +139,15 @@ func (h *nearBeat) run(rs *relay.Session, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var buf []byte // owned by run
-	for {
-		select {
-		case <-h.done:
-			return
-		case <-t.C:
+	// The first beat goes as the session starts: whether the far end
+	// answers is known at once, however short the session.
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-h.done:
+				return
+			case <-t.C:
+			}
 		}
 		err := rs.Do(func(out *relay.Outbox) {
 			buf = jdwp.AppendCommand(buf[:0], rs.IDs().NewSynthetic(), CmdHeartbeat, nil)
