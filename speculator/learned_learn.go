@@ -223,7 +223,6 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 		}
 		ps = append(ps, p)
 	}
-	lr.pageOfWhole(key, ps, sizes)
 	if !asked && !hasPaths(key.Cmd()) {
 		// A reply nobody asked for yet and with no ID to trace: no
 		// template until the debugger asks it.
@@ -251,21 +250,6 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 		}
 	}
 	return n
-}
-
-// pageOfWhole makes the length of a read of a whole array (the elements
-// of ArrayReference.GetValues ps, key) the first page (arrPage): a
-// debugger that reads every element of a short array reads a page of a
-// longer one (learner.wholeArray); build cuts it to the array's length.
-func (lr *learnedRules) pageOfWhole(key *keyable.Key, ps []lparam, sizes jdwp.IDSizes) {
-	if key.Cmd() != jdwp.CmdArrayReferenceGetValues || len(ps) != 3 || ps[2].src != srcConst {
-		return
-	}
-	r := jdwp.NewBodyReader(key.Params(), sizes)
-	arr, first, n := r.Object(), r.Int32(), r.Int32()
-	if length, ok := lr.arrayLength(arr, sizes); ok && r.Err() == nil && first == 0 && n == length && n < arrPage {
-		ps[2].raw = binary.BigEndian.AppendUint32(nil, arrPage)
-	}
 }
 
 // choose picks the reply the parameters of key come from, and the

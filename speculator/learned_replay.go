@@ -149,15 +149,29 @@ func (lr *learnedRules) build(n *lnode, els []*item, sizes jdwp.IDSizes) ([]byte
 		}
 	}
 	lr.buf = w.Buf
-	if n.cmd == jdwp.CmdArrayReferenceGetValues {
+	switch n.cmd {
+	case jdwp.CmdArrayReferenceGetValues:
 		return lr.cutToLength(w.Buf, sizes)
+	case jdwp.CmdThreadReferenceFrames:
+		allFrames(w.Buf, &lr.facts, sizes)
 	}
 	return w.Buf, true
 }
 
+// allFrames makes a Frames (params) of the stopped thread, on the
+// reference agent of HotSpot, ask every frame: its reply answers any
+// range (frames_slice.go).
+func allFrames(params []byte, f *facts, sizes jdwp.IDSizes) {
+	if !f.frames.hotspot || len(params) != sizes.ObjectID+8 || !f.suspendedNow(jdwp.NewBodyReader(params, sizes).Thread()) {
+		return
+	}
+	binary.BigEndian.PutUint32(params[sizes.ObjectID:], 0)
+	binary.BigEndian.PutUint32(params[sizes.ObjectID+4:], 0xFFFFFFFF)
+}
+
 // cutToLength cuts the elements an ArrayReference.GetValues (params) reads
-// to the array's length, if the cache says it (pageOfWhole); false if it
-// reads none.
+// to the array's length, if the cache says it (a template learned on a
+// longer array); false if it reads none.
 func (lr *learnedRules) cutToLength(params []byte, sizes jdwp.IDSizes) ([]byte, bool) {
 	r := jdwp.NewBodyReader(params, sizes)
 	arr, first, n := r.Object(), r.Int32(), r.Int32()

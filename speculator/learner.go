@@ -524,22 +524,25 @@ func (l *learner) arrRead(a arrRead) {
 const arrPage = 100
 
 // wholeArray notes that the debugger's last array read, (0, n) (first of
-// arrReads), read a whole array: what an earlier read of the first L ≥ n
-// elements explains (a debugger that shows at most L), or else the
-// array's first page (arrPage).
+// arrReads), read a whole array: unless a read of the first L ≥ n
+// elements explains it (a debugger that shows at most L), it may read the
+// first page (arrPage) of a longer array, or only its first n: both are
+// kept (the first page behind the read itself).
 func (l *learner) wholeArray(n int32) {
 	if len(l.arrReads) == 0 || l.arrReads[0] != (arrRead{First: 0, Len: n}) || n >= arrPage {
 		return
 	}
-	for i, a := range l.arrReads[1:] {
+	for _, a := range l.arrReads[1:] {
 		if a.First == 0 && a.Len >= n {
-			l.arrReads = slices.Delete(l.arrReads, 0, 1)
-			l.arrRead(l.arrReads[i])
 			return
 		}
 	}
-	l.arrReads = slices.Delete(l.arrReads, 0, 1)
-	l.arrRead(arrRead{First: 0, Len: arrPage})
+	page := arrRead{First: 0, Len: arrPage}
+	l.arrReads = slices.DeleteFunc(l.arrReads, func(a arrRead) bool { return a == page })
+	l.arrReads = slices.Insert(l.arrReads, min(1, len(l.arrReads)), page)
+	if len(l.arrReads) > maxArrReads {
+		l.arrReads = l.arrReads[:maxArrReads]
+	}
 }
 
 // listed is what a debugger asked of the threads it lists.

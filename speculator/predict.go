@@ -61,6 +61,9 @@ func (sr *stopRules) wave(w int, sizes jdwp.IDSizes) {
 		if tp.rel {
 			sr.pbuf = replaceThread(sr.pbuf[:0], params, t, sizes)
 			params = sr.pbuf
+			if c == jdwp.CmdThreadReferenceFrames {
+				allFrames(params, &sr.facts, sizes)
+			}
 		}
 		sr.specParams(sizes, c, params, kTemplate, tp, 0)
 	}
@@ -101,6 +104,21 @@ func (sr *stopRules) specThread(sizes jdwp.IDSizes, c jdwp.Cmd, thread jdwp.Thre
 	w.Thread(thread)
 	sr.pbuf = w.Buf
 	sr.specParams(sizes, c, sr.pbuf, k, nil, 0)
+}
+
+// allFramesAsked says whether every frame of thread was asked (allFrames):
+// its reply answers the frames sized by the count.
+func (sr *stopRules) allFramesAsked(thread jdwp.ThreadID, sizes jdwp.IDSizes) bool {
+	var b [16]byte
+	w := jdwp.BodyWriter{Buf: b[:0], Sizes: sizes}
+	w.Thread(thread)
+	w.Int32(0)
+	w.Int32(-1)
+	var k keyable.Key
+	if _, ok := keyable.Fill(&k, jdwp.CmdThreadReferenceFrames, w.Buf, sizes); !ok {
+		return false
+	}
+	return sr.cache.has(&k) || sr.disp.pending(&k) != nil
 }
 
 func (sr *stopRules) specFrames(sizes jdwp.IDSizes, thread jdwp.ThreadID, start, n int32, k kind) {
@@ -147,7 +165,7 @@ func (sr *stopRules) chain(x *chained) {
 			return
 		}
 		ep.frameCount = n
-		if rule := sr.learn.framesRule; rule != 0 {
+		if rule := sr.learn.framesRule; rule != 0 && !sr.allFramesAsked(thread, sizes) {
 			if rule > 0 {
 				n = min(n, rule)
 			}

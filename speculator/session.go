@@ -157,6 +157,16 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 				return relay.Consume
 			}
 		}
+		if e, start, n := ss.cache.framesOf(&d.key, sizes); e != nil {
+			if ans, ok := sliceFrames(ss.ansBuf[:0], f.ID, e.reply, start, n, sizes); ok {
+				ss.markUsed(e.rec)
+				ss.facts.deliver(e.info, e.subj, e.pos)
+				f.Answer, ss.ansBuf = ans, ans[:0]
+				f.Origin = relay.CacheHit
+				ss.sp.countRequest(resultHit)
+				return relay.Consume
+			}
+		}
 		if s := ss.disp.pending(&d.key); s != nil {
 			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() &&
 				ss.facts.inPlace(s.info, s.subj, s.pos) && ss.facts.answerable(s.info, s.subj) {

@@ -386,26 +386,32 @@ func TestSignatureCmdIsTheLastAsked(t *testing.T) {
 }
 
 // TestWholeArraysReadAPage: a debugger that read every element of a short
-// array reads the first page of a longer one (arrPage), unless a read of
-// the first L elements it made explains the whole read (it shows at most
-// L); a read of part of an array stays as it was.
+// array may read the first page of a longer one (arrPage) or as many as
+// it read: both are kept, unless a read of the first L elements it made
+// explains the whole read (it shows at most L); a read of part of an
+// array stays as it was.
 func TestWholeArraysReadAPage(t *testing.T) {
 	var l learner
 	l.arrRead(arrRead{0, 10})
 	l.wholeArray(10)
-	if want := []arrRead{{0, arrPage}}; !slices.Equal(l.arrReads, want) {
+	if want := []arrRead{{0, 10}, {0, arrPage}}; !slices.Equal(l.arrReads, want) {
 		t.Fatalf("after a whole read of 10: %v, want %v", l.arrReads, want)
+	}
+	l.arrRead(arrRead{0, 12})
+	l.wholeArray(12)
+	if want := []arrRead{{0, 12}, {0, 10}, {0, arrPage}}; !slices.Equal(l.arrReads, want) { // the page explains it
+		t.Fatalf("after a whole read of 12: %v, want %v", l.arrReads, want)
 	}
 	l = learner{}
 	l.arrRead(arrRead{0, 16}) // the first 16 of a longer array
 	l.arrRead(arrRead{0, 4})  // all of an array of 4
 	l.wholeArray(4)
-	if want := []arrRead{{0, 16}}; !slices.Equal(l.arrReads, want) {
+	if want := []arrRead{{0, 4}, {0, 16}}; !slices.Equal(l.arrReads, want) {
 		t.Fatalf("after a read of 16 and a whole read of 4: %v, want %v", l.arrReads, want)
 	}
 	l.arrRead(arrRead{0, 3})
 	l.wholeArray(2) // not the last read: nothing changes
-	if want := []arrRead{{0, 3}, {0, 16}}; !slices.Equal(l.arrReads, want) {
+	if want := []arrRead{{0, 3}, {0, 4}, {0, 16}}; !slices.Equal(l.arrReads, want) {
 		t.Fatalf("%v, want %v", l.arrReads, want)
 	}
 }
