@@ -73,7 +73,11 @@ type dispatcher struct {
 	frozen   uint64
 	frozenAt time.Time // when the moment open began
 	out      *relay.Outbox
-	rtt      rttEstimator
+	// after are the speculations that may not go in the moment open (a
+	// running thread's own state, a suspension count), sent as it closes
+	// (so that the moment's reads stay one instant).
+	after []*spec
+	rtt   rttEstimator
 	// onSend is told of each speculation as it is sent (stats, episode
 	// accounting, logging).
 	onSend func(s *spec)
@@ -102,7 +106,7 @@ func (d *dispatcher) submit(out *relay.Outbox, s *spec) {
 func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	running := d.facts.running(s.info, s.subj)
 	switch {
-	case running && d.facts.partialStop() && frozenRead(s.key.Cmd(), s.info):
+	case running && d.facts.partialStop() && !d.facts.nearEnd && frozenRead(s.key.Cmd(), s.info):
 		if d.frozen == 0 || d.out != out {
 			d.closeMoment()
 			d.openMoment(out)
@@ -110,8 +114,11 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 		s.pos, s.moment = d.frozen, true
 	case running || s.key.Cmd() == jdwp.CmdThreadReferenceSuspendCount:
 		// A running thread's own state, or a suspension count: read
-		// without the moment's suspension.
-		d.closeMoment()
+		// without the moment's suspension, once it closed.
+		if d.frozen != 0 {
+			d.after = append(d.after, s)
+			return
+		}
 		s.pos = d.facts.nextPos()
 	default:
 		s.pos = d.facts.nextPos()
@@ -145,9 +152,21 @@ func (d *dispatcher) closeMoment() {
 		return
 	}
 	d.sendBuf = jdwp.AppendCommand(d.sendBuf[:0], d.ids.NewSynthetic(), jdwp.CmdVirtualMachineResume, nil)
-	d.out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{moment: true}))
+	out := d.out
+	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{moment: true}))
 	d.frozen, d.out = 0, nil
 	d.facts.nextPos() // what follows reads later than the moment
+	after := d.after
+	d.after = d.after[:0]
+	for i, s := range after {
+		after[i] = nil
+		if !s.cancelled && d.facts.valid(s.info, s.subj, s.gen) {
+			d.send(out, s)
+		} else {
+			d.forget(s)
+			s.cancelled = true
+		}
+	}
 }
 
 // frozenRead says whether a read of running state c (info) answers the

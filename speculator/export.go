@@ -122,6 +122,7 @@ func (sp *Speculator) NewTapped(rs *relay.Session, mode Mode, tap Tap) *Session 
 	ss := newSession(sp, rs)
 	ss.push = pushSeams{mode: mode, tap: tap}
 	ss.facts.farEnd = mode == ModeAlways
+	ss.facts.nearEnd = mode == ModeNear || mode == ModeNever
 	ss.cache.pause(mode == ModeNever)
 	return &Session{ss: ss}
 }
@@ -161,7 +162,9 @@ func (ss *session) stopInfo() StopInfo {
 func (ss *session) stopActive() bool { return ss.learn.ep.active || ss.push.prepare }
 
 // idle says whether no speculation is in flight or queued.
-func (ss *session) idle() bool { return ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 }
+func (ss *session) idle() bool {
+	return ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 && len(ss.disp.after) == 0
+}
 
 // tell tells the tap, at the end of a turn, where the stops stand: after
 // a VM event, always (Event); otherwise when the stop it was told active

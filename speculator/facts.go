@@ -59,7 +59,11 @@ type facts struct {
 	// sentRunning: a read of running state was sent since that event
 	sentRunning bool
 	farEnd      bool // a far end: pushes such replies, never serves them
-	inOrder     bool // the VM's agent carries out commands in order (its Version reply): the moment applies
+	// nearEnd: a near end, whose VM side is a far end: its VirtualMachine
+	// commands are its debugger's to the far end, so it opens no moment
+	// (the far end reads its own).
+	nearEnd bool
+	inOrder bool // the VM's agent carries out commands in order (its Version reply): the moment applies
 
 	// Class signatures, to turn CLASS_UNLOAD (signature only) into IDs.
 	sigIDs   map[string][]jdwp.ClassID

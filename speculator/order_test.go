@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
 // TestAnswersInTheVMsOrder: at a stop that left threads running, the
@@ -165,6 +166,28 @@ func TestOffersOfOneMoment(t *testing.T) {
 	if n := r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x52); n != 1 || r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x54) != 0 {
 		t.Errorf("after the later moment's answer, the VM was asked the earlier moment's name %d times (want once) and the later's %d (want none)",
 			n, r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x54))
+	}
+	r.dbg.quiet()
+}
+
+// TestNearEndOpensNoMoment: a near end's own read of running state (a
+// miss's re-ask) goes to its far end in no moment: its VirtualMachine
+// commands would be its debugger's there, which the far end takes as a
+// suspension and a resume of the stop. Fails with the near end's
+// speculation frozen as a proxy's next to the VM (dispatcher.send).
+func TestNearEndOpensNoMoment(t *testing.T) {
+	r, s := nearPartialStop(t, nil, 0x52, 0x53)
+	if err := s.ss.rs.Do(func(out *relay.Outbox) {
+		s.ss.lock(out)
+		defer s.ss.unlock()
+		s.ss.submitSpec(sizes8, &spec{kind: kTemplate, again: true}, jdwp.CmdThreadReferenceName, threadBody(0x53))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.vm.waitAsked("the near end's read", jdwp.CmdThreadReferenceName, threadBody(0x53))
+	r.barrier()
+	if n := r.vm.count(jdwp.CmdVirtualMachineSuspend); n != 0 {
+		t.Errorf("the near end suspended its far end's VM %d times", n)
 	}
 	r.dbg.quiet()
 }

@@ -609,7 +609,8 @@ func (ss *session) unlock() {
 // a stop take round trips, too long to hold a program still: a moment
 // lasts one turn there.
 func (ss *session) stopMoment() bool {
-	return ss.facts.farEnd && ss.learn.ep.active && !ss.idle() && time.Since(ss.disp.frozenAt) < maxStopMoment
+	d := &ss.disp
+	return ss.facts.farEnd && ss.learn.ep.active && (d.nInFlight > 0 || len(d.queue) > 0) && time.Since(d.frozenAt) < maxStopMoment
 }
 
 // maxStopMoment bounds a far end's moment (stopMoment): the push's own
