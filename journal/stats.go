@@ -71,14 +71,18 @@ type Stats struct {
 	// RoundTripsSaved counts debugger commands that did not wait for a VM
 	// round trip of their own: cache hits and belays.
 	RoundTripsSaved int `json:"round_trips_saved"`
-	// Synthetic counts the proxy's own commands: Speculative ones, OwnDDM
-	// and WriteBehindCopies.
+	// Synthetic counts the proxy's own commands: Speculative ones, OwnDDM,
+	// WriteBehindCopies and the moments' Suspend and Resume.
 	Synthetic int `json:"synthetic"`
 	// OwnDDM counts the DDM commands of the proxy's own (its DDM monitor);
 	// WriteBehindCopies the written-behind debugger commands it sent on
 	// to the VM as its own.
 	OwnDDM            int `json:"own_ddm"`
 	WriteBehindCopies int `json:"write_behind_copies"`
+	// Moments counts the proxy's own VirtualMachine.Suspend, each with its
+	// Resume around reads of running state (speculator/moment.go): neither
+	// is speculative.
+	Moments int `json:"moments,omitempty"`
 	// Speculative counts the proxy's own commands other than DDM: what the
 	// speculator sent. SpeculativeUsed counts those whose reply served at
 	// least one debugger command: a later cache hit or belay in the same
@@ -144,6 +148,7 @@ type specUse struct {
 func ComputeStats(recs []Record) *Stats {
 	st := &Stats{}
 	spec := map[specKey]*specUse{} // the latest speculative command of each key
+	moment := map[uint64]bool{}    // sessions with a moment open (the proxy's own Suspend sent, its Resume not yet)
 	by := map[[2]uint8]*CommandStats{}
 	get := func(r *Record) *CommandStats {
 		k := [2]uint8{r.Set, r.Cmd}
@@ -226,6 +231,11 @@ func ComputeStats(recs []Record) *Stats {
 				switch {
 				case r.Set == uint8(jdwp.SetDDM):
 					st.OwnDDM++
+				case r.Set == uint8(jdwp.SetVirtualMachine) && r.Cmd == jdwp.CmdVirtualMachineSuspend.Cmd:
+					st.Moments++
+					moment[r.Session] = true
+				case moment[r.Session] && r.Set == uint8(jdwp.SetVirtualMachine) && r.Cmd == jdwp.CmdVirtualMachineResume.Cmd:
+					moment[r.Session] = false // the moment's end (nothing is written behind within one)
 				case writtenBehind(r):
 					st.WriteBehindCopies++
 				default:
@@ -302,6 +312,9 @@ func (st *Stats) WriteText(w io.Writer) error {
 	}
 	if st.OwnDDM > 0 {
 		fmt.Fprintf(w, "; the proxy's own DDM commands %d", st.OwnDDM)
+	}
+	if st.Moments > 0 {
+		fmt.Fprintf(w, "; moments (a Suspend and a Resume of the proxy's own around reads of running state) %d", st.Moments)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "events %d, DDM chunks %d\n", st.Events, st.DDM)

@@ -101,3 +101,22 @@ func TestStatsPushedReplies(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestStatsMoments: the proxy's own Suspend and the Resume after it
+// (a moment around reads of running state) are counted as a moment, not
+// as speculation nor as a written-behind copy; a Resume of the proxy's own
+// outside a moment is a written-behind copy.
+func TestStatsMoments(t *testing.T) {
+	own := func(c jdwp.Cmd) Record {
+		return Record{Type: TypePacket, Session: 1, View: ViewWire, Dir: DirToVM, Kind: KindCommand, Set: uint8(c.Set), Cmd: c.Cmd, Len: 11}
+	}
+	recs := []Record{
+		own(jdwp.CmdVirtualMachineSuspend), own(jdwp.CmdThreadReferenceName), own(jdwp.CmdVirtualMachineResume),
+		own(jdwp.CmdVirtualMachineResume),
+	}
+	st := ComputeStats(recs)
+	if st.Moments != 1 || st.Speculative != 1 || st.WriteBehindCopies != 1 || st.Synthetic != 4 {
+		t.Errorf("moments %d, speculative %d, written-behind copies %d, synthetic %d; want 1, 1, 1, 4",
+			st.Moments, st.Speculative, st.WriteBehindCopies, st.Synthetic)
+	}
+}
