@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"slices"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -156,17 +157,11 @@ func (d *dispatcher) closeMoment() {
 	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{moment: true}))
 	d.frozen, d.out = 0, nil
 	d.facts.nextPos() // what follows reads later than the moment
-	after := d.after
+	// What waited for the moment goes first, within the in-flight room.
+	d.queue = slices.Insert(d.queue, 0, d.after...)
+	clear(d.after)
 	d.after = d.after[:0]
-	for i, s := range after {
-		after[i] = nil
-		if !s.cancelled && d.facts.valid(s.info, s.subj, s.gen) {
-			d.send(out, s)
-		} else {
-			d.forget(s)
-			s.cancelled = true
-		}
-	}
+	d.drain(out)
 }
 
 // frozenRead says whether a read of running state c (info) answers the

@@ -408,6 +408,9 @@ func TestMomentReadsOneInstant(t *testing.T) {
 	for _, th := range []uint64{0x54, 0x53, 0x52} {
 		r.vm.waitAsked("the name read ahead", jdwp.CmdThreadReferenceName, threadBody(th))
 	}
+	// The suspension count the debugger read at each stop is read ahead
+	// too, once the moment closed (dispatcher.after).
+	r.vm.waitCount(jdwp.CmdThreadReferenceSuspendCount, 3)
 	before := r.vm.count(jdwp.CmdThreadReferenceName)
 	for _, th := range []uint64{0x54, 0x53, 0x52} {
 		if p := r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(th)); p.ErrorCode() != 0 {
