@@ -36,7 +36,8 @@
 // threads' frame generations), replyCache (cache.go: the LRU within its
 // byte budget), learner (learner.go: the stops, templates, learned
 // parameters, usage gates) and dispatcher (dispatch.go: the in-flight
-// budget, the queue, the output to the VM); and the outbox of the relay's
+// budget, the queue, the output to the VM, the moments its reads of
+// running state go in); and the outbox of the relay's
 // turn, which everything a part sends goes to. The core adds only the
 // gates every speculation passes (submitSpec, sendOwn).
 //
