@@ -149,22 +149,12 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		}
 		if e, twin := ss.cache.twin(&d.key, sizes); e != nil {
 			if ans, ok := permuteValues(ss.ansBuf[:0], f.ID, &d.key, &twin, e.reply, sizes, &ss.permOffs); ok {
-				ss.markUsed(e.rec)
-				ss.facts.deliver(e.info, e.subj, e.pos)
-				f.Answer, ss.ansBuf = ans, ans[:0]
-				f.Origin = relay.CacheHit
-				ss.sp.countRequest(resultHit)
-				return relay.Consume
+				return ss.answerFrom(f, e, ans)
 			}
 		}
 		if e, start, n := ss.cache.framesOf(&d.key, sizes); e != nil {
 			if ans, ok := sliceFrames(ss.ansBuf[:0], f.ID, e.reply, start, n, sizes); ok {
-				ss.markUsed(e.rec)
-				ss.facts.deliver(e.info, e.subj, e.pos)
-				f.Answer, ss.ansBuf = ans, ans[:0]
-				f.Origin = relay.CacheHit
-				ss.sp.countRequest(resultHit)
-				return relay.Consume
+				return ss.answerFrom(f, e, ans)
 			}
 		}
 		if s := ss.disp.pending(&d.key); s != nil {
@@ -228,6 +218,18 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	}
 	f.SetData(slot, ss.data.get(d)) // back with the reply (relay.Frame.Data)
 	return relay.Forward
+}
+
+// answerFrom answers the debugger's read f with ans, made from the cached
+// entry e, which answers it in another form (its fields in another order:
+// permute.go; a range of its frames: frames_slice.go).
+func (ss *session) answerFrom(f *relay.Frame, e *entry, ans jdwp.Packet) relay.Action {
+	ss.markUsed(e.rec)
+	ss.facts.deliver(e.info, e.subj, e.pos)
+	f.Answer, ss.ansBuf = ans, ans[:0]
+	f.Origin = relay.CacheHit
+	ss.sp.countRequest(resultHit)
+	return relay.Consume
 }
 
 // heldWait is how long the held speculation waits for the debugger's
