@@ -135,9 +135,6 @@ func (c *core) writer(sizes jdwp.IDSizes) jdwp.BodyWriter {
 	return jdwp.BodyWriter{Buf: c.pbuf[:0], Sizes: sizes}
 }
 
-// specParams speculates command cmd with the given parameters unless the
-// answer is cached or in flight, the rule is gated, the scope is not
-// suspended, the IDs are not shown safe, or the stop's budget is spent.
 // arrayLength is the length of array arr, if a reply the cache holds
 // says it.
 func (c *core) arrayLength(arr jdwp.ObjectID, sizes jdwp.IDSizes) (int32, bool) {
@@ -157,6 +154,9 @@ func (c *core) arrayLength(arr jdwp.ObjectID, sizes jdwp.IDSizes) (int32, bool) 
 	return n, r.Err() == nil
 }
 
+// specParams speculates command cmd with the given parameters unless the
+// answer is cached or in flight, the rule is gated, the scope is not
+// suspended, the IDs are not shown safe, or the stop's budget is spent.
 func (c *core) specParams(sizes jdwp.IDSizes, cmd jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
 	c.submitSpec(sizes, &spec{kind: k, tmpl: tp, level: level}, cmd, params)
 }

@@ -32,13 +32,18 @@ func allFramesKey(all, key *keyable.Key, sizes jdwp.IDSizes) (start, n int32, ok
 	if r.Err() != nil || r.Remaining() != 0 || start < 0 || start == 0 && n == -1 {
 		return 0, 0, false
 	}
+	return start, n, everyFrameKey(all, t, sizes)
+}
+
+// everyFrameKey sets all to Frames(t, 0, -1); false if it does not fit.
+func everyFrameKey(all *keyable.Key, t jdwp.ThreadID, sizes jdwp.IDSizes) bool {
 	var b [8 + 8]byte
 	w := jdwp.BodyWriter{Buf: b[:0], Sizes: sizes}
 	w.Thread(t)
 	w.Int32(0)
 	w.Int32(-1)
-	_, ok = keyable.Fill(all, jdwp.CmdThreadReferenceFrames, w.Buf, sizes)
-	return start, n, ok
+	_, ok := keyable.Fill(all, jdwp.CmdThreadReferenceFrames, w.Buf, sizes)
+	return ok
 }
 
 // framesOf returns the cached entry of every frame of key's thread that

@@ -109,16 +109,8 @@ func (sr *stopRules) specThread(sizes jdwp.IDSizes, c jdwp.Cmd, thread jdwp.Thre
 // allFramesAsked says whether every frame of thread was asked (allFrames):
 // its reply answers the frames sized by the count.
 func (sr *stopRules) allFramesAsked(thread jdwp.ThreadID, sizes jdwp.IDSizes) bool {
-	var b [16]byte
-	w := jdwp.BodyWriter{Buf: b[:0], Sizes: sizes}
-	w.Thread(thread)
-	w.Int32(0)
-	w.Int32(-1)
 	var k keyable.Key
-	if _, ok := keyable.Fill(&k, jdwp.CmdThreadReferenceFrames, w.Buf, sizes); !ok {
-		return false
-	}
-	return sr.cache.has(&k) || sr.disp.pending(&k) != nil
+	return everyFrameKey(&k, thread, sizes) && (sr.cache.has(&k) || sr.disp.pending(&k) != nil)
 }
 
 func (sr *stopRules) specFrames(sizes jdwp.IDSizes, thread jdwp.ThreadID, start, n int32, k kind) {

@@ -127,13 +127,8 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		if !elements {
 			vr.deferValue(level, v, false)
 		}
-		var lk keyable.Key
-		if _, ok := keyable.Fill(&lk, jdwp.CmdArrayReferenceLength, vr.pbuf, sizes); !ok {
-			return
-		}
-		if e := vr.cache.peek(&lk); e != nil && len(e.reply) >= jdwp.HeaderSize+4 && jdwp.Packet(e.reply).ErrorCode() == 0 {
+		if length, ok := vr.arrayLength(o, sizes); ok {
 			if elements {
-				length := jdwp.NewBodyReader(jdwp.Packet(e.reply).Body(), sizes).Int32()
 				vr.specArrayValues(sizes, o, length, level)
 			}
 			return
