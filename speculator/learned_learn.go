@@ -336,14 +336,15 @@ func (lr *learnedRules) pick(k idKey, from *lnode, fromKey keyable.Key, elem int
 
 // allFields is the order in which the field IDs of an
 // ObjectReference.GetValues tail asked of obj are all its type's fields
-// (classFacts.orderOf), if they are: a template that holds for an object
-// of any type (and a prior may carry), where positions hold for one.
+// (classFacts.ordersOf; the debugger's own where several are), if they
+// are: a template that holds for an object of any type (and a prior may
+// carry), where positions hold for one.
 func (lr *learnedRules) allFields(obj jdwp.ObjectID, tail []byte, sizes jdwp.IDSizes) (fieldOrder, bool) {
 	t, ok := lr.facts.objType[obj]
 	if !ok {
 		return 0, false
 	}
-	return lr.facts.classes.orderOf(t, tail, sizes)
+	return orderIn(lr.facts.classes.ordersOf(t, tail, sizes), lr.learn.fieldOrder)
 }
 
 // fieldPositions names the field IDs of an ObjectReference.GetValues

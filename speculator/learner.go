@@ -136,8 +136,10 @@ type learner struct {
 	arrReads  []arrRead               // the debugger's ArrayReference.GetValues (first, length), latest first, distinct
 	arrKnown  bool
 	// fieldOrder is how the debugger lists the fields of an object whose
-	// type it never read (learned from its reads by shapeRules.asked).
+	// type it never read (a profile's, until orderSeen: learned from this
+	// session's reads by shapeRules.asked).
 	fieldOrder fieldOrder
+	orderSeen  bool
 	// framesRule is how many top frames the debugger asks after the
 	// frame count: 0 unknown, -1 all of them, n > 0 at most n.
 	framesRule int32

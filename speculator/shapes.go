@@ -2,6 +2,7 @@ package speculator
 
 import (
 	"bytes"
+	"math/bits"
 	"slices"
 	"unicode"
 	"unicode/utf8"
@@ -115,7 +116,7 @@ func (cf *classFacts) instanceFields(t jdwp.ClassID, visible bool) (refs []field
 }
 
 // fieldOrder is how a debugger lists the fields of an object whose type
-// it never read: learned from the reads it makes (classFacts.orderOf),
+// it never read: learned from the reads it makes (classFacts.ordersOf),
 // kept in the profile, and carried by the prior's stop templates of each
 // JDI (a fact of the debugger, not of a program).
 type fieldOrder uint8
@@ -164,19 +165,32 @@ func (cf *classFacts) firstFields(t jdwp.ClassID, o fieldOrder) ([]fieldRef, boo
 	return refs, ok
 }
 
-// orderOf is the order o in which the fields of a GetValues tail (count,
-// field IDs) asked of an object of type t are all of firstFields(t, o), if
-// one is.
-func (cf *classFacts) orderOf(t jdwp.ClassID, tail []byte, sizes jdwp.IDSizes) (fieldOrder, bool) {
+// ordersOf is the set (bit o: order o) of the orders o in which the
+// fields of a GetValues tail (count, field IDs) asked of an object of type
+// t are all of firstFields(t, o): none while the chain is not known, more
+// than one where they agree (a type of one field).
+func (cf *classFacts) ordersOf(t jdwp.ClassID, tail []byte, sizes jdwp.IDSizes) (set uint8) {
 	for o := range numOrders {
 		refs, ok := cf.firstFields(t, o)
 		if !ok {
-			return 0, false // the chain is not known: no order is
+			return 0 // the chain is not known: no order is
 		}
 		w := jdwp.BodyWriter{Sizes: sizes}
 		if cf.fieldTail(&w, t, refs) && bytes.Equal(w.Buf, tail) {
-			return o, true
+			set |= 1 << o
 		}
+	}
+	return set
+}
+
+// orderIn picks from the orders set (ordersOf) the one prefer, if in it,
+// else the only one; false if none.
+func orderIn(set uint8, prefer fieldOrder) (fieldOrder, bool) {
+	switch {
+	case set&(1<<prefer) != 0:
+		return prefer, true
+	case set != 0 && set&(set-1) == 0:
+		return fieldOrder(bits.TrailingZeros8(set)), true
 	}
 	return 0, false
 }
@@ -245,9 +259,11 @@ func (sh *shapeRules) chain(x *chained) {
 }
 
 // asked learns the order in which the debugger lists an object's fields
-// from its reads of all of them (classFacts.orderOf).
+// from its first read of all of them that only one order explains
+// (classFacts.ordersOf), once a session: a session has one debugger, and
+// the cache hits of its reads need not list a type's fields again.
 func (sh *shapeRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes) {
-	if key.Cmd() != jdwp.CmdObjectReferenceGetValues || sizes.ObjectID == 0 {
+	if key.Cmd() != jdwp.CmdObjectReferenceGetValues || sizes.ObjectID == 0 || sh.learn.orderSeen {
 		return
 	}
 	params := key.Params()
@@ -255,8 +271,8 @@ func (sh *shapeRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes
 	if !ok {
 		return
 	}
-	if o, ok := sh.facts.classes.orderOf(t, params[sizes.ObjectID:], sizes); ok {
-		sh.learn.fieldOrder = o
+	if set := sh.facts.classes.ordersOf(t, params[sizes.ObjectID:], sizes); set != 0 && set&(set-1) == 0 {
+		sh.learn.fieldOrder, sh.learn.orderSeen = fieldOrder(bits.TrailingZeros8(set)), true
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
 
 // TestVisibleSlots: the slots of the variables live at the code index, by
@@ -96,18 +97,37 @@ func TestFieldOrders(t *testing.T) {
 	if !ok || !slices.Equal(got, want) {
 		t.Fatalf("by name = %v, %v; want %v", got, ok, want)
 	}
+	const one = jdwp.ClassID(3) // a type of one field: both orders list it
+	cf.fields[one] = []field{{id: 31, name: "only"}}
+	cf.super[one] = 0
+	both := uint8(1<<orderVisible | 1<<orderByName)
 	for _, c := range []struct {
+		t    jdwp.ClassID
 		tail []byte
-		o    fieldOrder
-		ok   bool
+		set  uint8
 	}{
-		{tail(11, 13, 14, 22), orderVisible, true},
-		{tail(14, 22, 11, 13, 21), orderByName, true},
-		{tail(14, 22, 11, 21, 13), 0, false}, // equal names the other way round
-		{tail(22, 11), 0, false},             // some of them
+		{sub, tail(11, 13, 14, 22), 1 << orderVisible},
+		{sub, tail(14, 22, 11, 13, 21), 1 << orderByName},
+		{sub, tail(14, 22, 11, 21, 13), 0}, // equal names the other way round
+		{sub, tail(22, 11), 0},             // some of them
+		{one, tail(31), both},
 	} {
-		if o, ok := cf.orderOf(sub, c.tail, sizes); o != c.o || ok != c.ok {
-			t.Errorf("orderOf(%x) = %v, %v; want %v, %v", c.tail, o, ok, c.o, c.ok)
+		if set := cf.ordersOf(c.t, c.tail, sizes); set != c.set {
+			t.Errorf("ordersOf(%x) = %b, want %b", c.tail, set, c.set)
+		}
+	}
+	for _, c := range []struct {
+		set    uint8
+		prefer fieldOrder
+		o      fieldOrder
+		ok     bool
+	}{
+		{both, orderByName, orderByName, true},
+		{1 << orderVisible, orderByName, orderVisible, true},
+		{0, orderByName, 0, false},
+	} {
+		if o, ok := orderIn(c.set, c.prefer); o != c.o || ok != c.ok {
+			t.Errorf("orderIn(%b, %v) = %v, %v; want %v, %v", c.set, c.prefer, o, ok, c.o, c.ok)
 		}
 	}
 	for _, c := range []struct {
@@ -117,5 +137,44 @@ func TestFieldOrders(t *testing.T) {
 		if got := compareIgnoreCase(c.a, c.b); got < 0 && c.sign >= 0 || got > 0 && c.sign <= 0 || got == 0 && c.sign != 0 {
 			t.Errorf("compareIgnoreCase(%q, %q) = %d, want sign %d", c.a, c.b, got, c.sign)
 		}
+	}
+}
+
+// TestFieldOrderLearnedOnce: a session learns its debugger's field order
+// from its first read that one order alone explains (not from a type of
+// one field, which both list alike), and then lists no type's fields again
+// for the reads that follow. Fails with the order taken from an ambiguous
+// read (orderVisible, the first), or learned on at every read.
+func TestFieldOrderLearnedOnce(t *testing.T) {
+	c := &core{learn: newLearner(), facts: newFacts(nil)}
+	c.learn.fieldOrder = orderVisible // a profile's
+	cf := &c.facts.classes
+	const one, two = jdwp.ClassID(1), jdwp.ClassID(2)
+	cf.fields[one], cf.super[one] = []field{{id: 11, name: "only"}}, 0
+	cf.fields[two], cf.super[two] = []field{{id: 21, name: "z"}, {id: 22, name: "a"}}, 0
+	c.facts.objType[0x51], c.facts.objType[0x52] = one, two
+	sh := &shapeRules{core: c}
+	read := func(obj uint64, ids ...jdwp.FieldID) {
+		w := jdwp.BodyWriter{Sizes: sizes8}
+		w.ObjectID(obj)
+		w.Int32(int32(len(ids)))
+		for _, id := range ids {
+			w.Field(id)
+		}
+		var k keyable.Key
+		info, _ := keyable.Fill(&k, jdwp.CmdObjectReferenceGetValues, w.Buf, sizes8)
+		sh.asked(&k, info, sizes8)
+	}
+	read(0x51, 11)
+	if c.learn.orderSeen || c.learn.fieldOrder != orderVisible {
+		t.Fatalf("a read of a one-field type set the order (%v, seen %v)", c.learn.fieldOrder, c.learn.orderSeen)
+	}
+	read(0x52, 22, 21) // by name
+	if !c.learn.orderSeen || c.learn.fieldOrder != orderByName {
+		t.Fatalf("order %v (seen %v) after a read by name, want %v", c.learn.fieldOrder, c.learn.orderSeen, orderByName)
+	}
+	read(0x52, 21, 22) // declaration order: the session's debugger is known
+	if c.learn.fieldOrder != orderByName {
+		t.Errorf("the order changed to %v after it was learned", c.learn.fieldOrder)
 	}
 }
