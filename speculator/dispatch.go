@@ -108,8 +108,7 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	running := d.facts.running(s.info, s.subj)
 	switch {
 	case running && d.facts.partialStop() && !d.facts.nearEnd && frozenRead(s.key.Cmd(), s.info):
-		if d.frozen == 0 || d.out != out {
-			d.closeMoment()
+		if d.frozen == 0 {
 			d.openMoment(out)
 		}
 		s.pos, s.moment = d.frozen, true
