@@ -52,6 +52,9 @@ type learnedRules struct {
 	cands   []*profile
 	took    *profile
 	decided bool
+	// fresh says the replay under way reads again what the stop read
+	// ahead at an earlier moment (feedKnownThreads, freshen).
+	fresh bool
 
 	params   []keyable.Param // scratch
 	buf      []byte          // scratch: parameters being built
@@ -161,6 +164,9 @@ type lstop struct {
 	// that names a thread once skips them, and still names every thread
 	// (settleIndices).
 	named map[keyable.Key]uint64
+	// threadsFed are the feedHow bits feedKnownThreads replayed the
+	// session's known threads with at this stop.
+	threadsFed uint8
 }
 
 type eligKey struct {

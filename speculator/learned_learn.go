@@ -23,6 +23,8 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 			if e := lr.cache.peek(key); e != nil && jdwp.Packet(e.reply).ErrorCode() == jdwp.ErrorNone {
 				lr.feedList(n, key, jdwp.Packet(e.reply).Body(), sizes, 0, feedHeld)
 			}
+		} else if key.Cmd() == jdwp.CmdVirtualMachineAllThreads && !st.fed[*key] {
+			lr.feedKnownThreads(sizes, feedHeld) // its reply is a round trip away
 		}
 	}
 	predicted := st.emitted[*key]
@@ -386,6 +388,7 @@ func (lr *learnedRules) fieldPositions(obj jdwp.ObjectID, tail []byte, sizes jdw
 // node finds or adds the template of command c with parameters ps.
 func (lr *learnedRules) node(c jdwp.Cmd, ps []lparam, from *lnode) *lnode {
 	g := lr.st.g
+	from = readFrom(ps, from)
 	lr.shapeBuf = appendShape(lr.shapeBuf[:0], c, ps, from)
 	if n := g.byShape[string(lr.shapeBuf)]; n != nil {
 		return n
@@ -401,6 +404,20 @@ func (lr *learnedRules) node(c jdwp.Cmd, ps []lparam, from *lnode) *lnode {
 		from.children = append(from.children, n)
 	}
 	return n
+}
+
+// readFrom is the template a template of parameters ps reads from: from,
+// if a parameter comes from its reply; none (a root, replayed at the
+// event) if every one comes from the event or is constant (the variable
+// table of the event's method, which a debugger asks once it has the
+// frames, needs nothing of them).
+func readFrom(ps []lparam, from *lnode) *lnode {
+	for _, p := range ps {
+		if p.src == srcReply {
+			return from
+		}
+	}
+	return nil
 }
 
 // lshape is a template's identity: its command and its parameters'

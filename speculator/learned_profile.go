@@ -168,6 +168,7 @@ func (lr *learnedRules) importLearned(p *profile) {
 			ps[j] = lparam{src: q.Src, path: q.Path, idx: q.Idx, tags: q.Tags, all: q.All, raw: q.Raw}
 		}
 		c := jdwp.Cmd{Set: t.Set, Cmd: t.Cmd}
+		from = readFrom(ps, from)
 		shape := lshape(c, ps, from)
 		if g.byShape[shape] != nil || len(g.nodes) >= maxLNodes {
 			continue

@@ -26,6 +26,66 @@ func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
 			}
 		}
 	}
+	how := feedAll
+	if !lr.facts.farEnd {
+		how = feedHold
+	}
+	lr.feedKnownThreads(sizes, how)
+}
+
+// feedKnownThreads replays, on each thread the last AllThreads reply of
+// the session listed (learner.threads), the templates that read every
+// thread of the stop's AllThreads reply (the names and statuses a
+// debugger shows in its thread list), as how says, once each at the
+// stop: without waiting for the stop's own AllThreads reply, one round
+// trip, which then adds the threads started since. A thread that ended
+// since answers with the VM's error, what the debugger would get; the
+// IDs are the VM's own, from this connection's replies.
+func (lr *learnedRules) feedKnownThreads(sizes jdwp.IDSizes, how feedHow) {
+	st := &lr.st
+	if st.threadsFed&(1<<how) != 0 || len(lr.learn.threads) == 0 {
+		return
+	}
+	var n *lnode
+	for _, r := range st.replay.nodes {
+		if r.from == nil && r.cmd == jdwp.CmdVirtualMachineAllThreads && r.live() {
+			n = r
+			break
+		}
+	}
+	if n == nil {
+		return
+	}
+	st.threadsFed |= 1 << how
+	// Fed as the debugger asks (a later turn than the event's): the
+	// stopped thread's own name and status, read at the event, are read
+	// again with the others, in one instant (freshen).
+	lr.fresh = how == feedHeld
+	for i, t := range lr.learn.threads {
+		if t == 0 {
+			continue
+		}
+		el := [1]item{{sp: spObject, id: uint64(t), path: pThread, i: i, tag: jdwp.TagThread}}
+		lr.feedElement(n, el[:], sizes, 0, how, true)
+	}
+	lr.fresh = false
+}
+
+// freshen asks again a read of running state (key) the stop's
+// speculation made at an earlier moment and the debugger has not used,
+// so that a list's reads replayed now share one instant: a debugger that
+// reads a list's elements from two moments reads the earlier one's out
+// of place (moment.go), one round trip lost.
+func (lr *learnedRules) freshen(key *keyable.Key, sizes jdwp.IDSizes) {
+	s := lr.disp.pending(key)
+	if s == nil {
+		if e := lr.cache.peek(key); e != nil {
+			s = e.rec
+		}
+	}
+	if s != nil && s.rereadable() && lr.facts.running(s.info, s.subj) {
+		lr.askAgain(s, sizes)
+	}
 }
 
 // verbatim says whether a root is the verbatim templates' (learner.go),
@@ -238,6 +298,9 @@ func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth 
 	if len(st.emitted) < maxSpecPerStop {
 		st.emitted[key] = true
 	}
+	if lr.fresh {
+		lr.freshen(&key, sizes)
+	}
 	if e := lr.cache.peek(&key); e != nil {
 		if p := jdwp.Packet(e.reply); p.ErrorCode() == jdwp.ErrorNone {
 			lr.feed(n, &key, p.Body(), sizes, depth+1)
@@ -349,7 +412,7 @@ func (lr *learnedRules) feedList(n *lnode, key *keyable.Key, body []byte, sizes 
 		for j < len(items) && items[j].i == items[i].i {
 			j++
 		}
-		lr.feedElement(n, items[i:j], sizes, depth, how)
+		lr.feedElement(n, items[i:j], sizes, depth, how, false)
 		i = j
 	}
 }
@@ -357,11 +420,14 @@ func (lr *learnedRules) feedList(n *lnode, key *keyable.Key, body []byte, sizes 
 // feedElement replays the live children of template n (as how says) on
 // one element of its reply (its items, all of one index), or its only
 // one.
-func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, depth int, how feedHow) {
+func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, depth int, how feedHow, everyOnly bool) {
 	var els [4]*item
 	for _, c := range n.children {
 		if !c.live() {
 			continue
+		}
+		if lp := c.listParam(); everyOnly && (lp == nil || !lp.all) {
+			continue // an element by its index: the known list's indices are not the new reply's
 		}
 		if h := c.heldUntilAsked(); how == feedHeld && !h || how == feedHold && h {
 			continue
@@ -396,7 +462,7 @@ func (lr *learnedRules) frame(x *frameSeen) {
 		return
 	}
 	el := frameItems(uint64(x.frame), x.loc, x.index)
-	lr.feedElement(n, el[:], x.sizes, 0, feedAll)
+	lr.feedElement(n, el[:], x.sizes, 0, feedAll, false)
 }
 
 // wanted says whether element el of a list is one the template replays.

@@ -280,14 +280,9 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 		return
 	}
 	for i, n := 0, len(ep.specs); i < n; i++ {
-		s := ep.specs[i]
-		if !s.sent || s.used || s.done || s.cancelled || s.again || !c.facts.running(s.info, s.subj) {
-			continue
+		if s := ep.specs[i]; s.rereadable() && c.facts.running(s.info, s.subj) {
+			c.askAgain(s, sizes)
 		}
-		c.wasted(s)
-		c.cache.drop(&s.key)
-		c.disp.forget(s)
-		c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level, again: true}, s.key.Cmd(), s.key.Params())
 	}
 	for i := range c.reads.placed {
 		if k := &c.reads.placed[i]; c.reads.again(k) {
@@ -296,4 +291,42 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 		}
 	}
 	c.reads.placed = c.reads.placed[:0]
+}
+
+// reread: an answer of running state read at a higher position than the
+// floor was raises it (facts.delivered), so the replies of running state
+// this stop's speculation read below it, and the debugger has not used,
+// can no longer answer its reads (out of place): a debugger that reads a
+// stop's state level by level, each level read ahead in a moment of its
+// own, and that reads an earlier level's reply after a later one's
+// (java-debug: an array local's elements after the fields of an object
+// local), would miss each, one round trip after another. They are asked
+// again now, in place, superseding the first (counted as wasted), each
+// once a stop, as a miss asks them again (refetch). Not at a far end,
+// which never answers running state (answerable).
+func (c *core) reread(sizes jdwp.IDSizes) {
+	ep := &c.learn.ep
+	if !ep.active || c.facts.farEnd {
+		return
+	}
+	for i, n := 0, len(ep.specs); i < n; i++ {
+		if s := ep.specs[i]; s.rereadable() && c.facts.running(s.info, s.subj) && !c.facts.inPlace(s.info, s.subj, s.pos) {
+			c.askAgain(s, sizes)
+		}
+	}
+}
+
+// rereadable says whether speculation s is one a stop asks again when
+// its reply can no longer answer (refetch, reread): sent, not used, not
+// done, and not itself asked again.
+func (s *spec) rereadable() bool { return s.sent && !s.used && !s.done && !s.cancelled && !s.again }
+
+// askAgain asks speculation s again, superseding it (counted as wasted):
+// its reply and its command in flight are dropped first, so the new one
+// can go out (the cache and the dispatcher keep one per key).
+func (c *core) askAgain(s *spec, sizes jdwp.IDSizes) {
+	c.wasted(s)
+	c.cache.drop(&s.key)
+	c.disp.forget(s)
+	c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level, again: true}, s.key.Cmd(), s.key.Params())
 }

@@ -175,7 +175,7 @@ func (ss *session) release(all bool) {
 // holds, else the VM's (asked now for the debugger's read).
 func (ss *session) answerWaiting(a *waitingAnswer) {
 	if e := ss.cache.peek(&a.key); e != nil && e.pos == a.pos {
-		ss.facts.deliver(e.info, e.subj, e.pos)
+		ss.deliver(e.info, e.subj, e.pos)
 		ss.belayBuf = retag.Retag(ss.belayBuf[:0], e.reply, a.id)
 		ss.out.SendToDebugger(ss.belayBuf, relay.CacheHit, a.key.Cmd())
 		return

@@ -142,7 +142,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			if ss.wait(f.ID, &d.key, e) {
 				return relay.Consume // answered later, in the VM's order (order.go)
 			}
-			ss.facts.deliver(e.info, e.subj, e.pos)
+			ss.deliver(e.info, e.subj, e.pos)
 			f.Answer = retag.Retag(ss.ansBuf[:0], e.reply, f.ID)
 			ss.ansBuf = f.Answer[:0]
 			return relay.Consume
@@ -220,12 +220,24 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 	return relay.Forward
 }
 
+// deliver: the debugger gets an answer of info read at position pos
+// (facts.deliver); if it raised the floor, what the stop's speculation
+// read below it goes again (reread).
+func (ss *session) deliver(info keyable.Info, subj keyable.Subject, pos uint64) {
+	floor := ss.facts.floor
+	ss.facts.deliver(info, subj, pos)
+	if ss.facts.floor > floor {
+		sizes, _ := ss.att.rs.IDSizes()
+		ss.reread(sizes)
+	}
+}
+
 // answerFrom answers the debugger's read f with ans, made from the cached
 // entry e, which answers it in another form (its fields in another order:
 // permute.go; a range of its frames: frames_slice.go).
 func (ss *session) answerFrom(f *relay.Frame, e *entry, ans jdwp.Packet) relay.Action {
 	ss.markUsed(e.rec)
-	ss.facts.deliver(e.info, e.subj, e.pos)
+	ss.deliver(e.info, e.subj, e.pos)
 	f.Answer, ss.ansBuf = ans, ans[:0]
 	f.Origin = relay.CacheHit
 	ss.sp.countRequest(resultHit)
@@ -451,7 +463,7 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 		ss.out.SendToDebugger(ss.belayBuf, relay.Belay, s.key.Cmd())
 	}
 	if len(s.waiters) > 0 {
-		ss.facts.deliver(s.info, s.subj, s.pos)
+		ss.deliver(s.info, s.subj, s.pos)
 	}
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {
