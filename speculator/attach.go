@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"bytes"
 	"slices"
 	"time"
 
@@ -86,6 +87,7 @@ type attach struct {
 	expanded      bool                                 // the second wave (after IDSizes) was sent
 	compressed    bool                                 // the link to the VM is compressed (split mode's near end: snapPays)
 	ansBuf        []byte                               // lookups' answers (handed to the relay)
+	deferred      []deferredCmd                        // the profile's first-stop commands, until the first read (replay)
 }
 
 // start sends the first prefetch wave, on the debugger's first
@@ -315,9 +317,44 @@ func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string, ow
 	a.pbuf = w.Buf
 	for _, e := range p.Class {
 		if e.Sig == sig {
-			a.specAttach(sizes, jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}, a.pbuf)
+			a.replay(sizes, jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}, a.pbuf, e.Stop)
 		}
 	}
+}
+
+// replay sends the profile's command c with params: at once if its
+// debugger asked it at the attach; if at its first stop, once this
+// session's debugger read first at its first stop what the profile's did
+// (learner.firstRead: another debugger with the same attach reads none
+// of it), and not before that stop (deferred).
+func (a *attach) replay(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, stop bool) {
+	switch {
+	case !stop || a.learn.firstRead == firstConfirmed:
+		a.specAttach(sizes, c, params)
+	case a.learn.firstRead == firstUnknown && len(a.deferred) < maxAttachCmds:
+		a.deferred = append(a.deferred, deferredCmd{c: c, params: bytes.Clone(params)})
+	}
+}
+
+// release sends the deferred commands, once the first stop's first read
+// confirmed the profile, or drops them, once it refuted it.
+func (a *attach) release(sizes jdwp.IDSizes) {
+	if a.learn.firstRead == firstUnknown {
+		return
+	}
+	for _, d := range a.deferred {
+		if a.learn.firstRead == firstConfirmed {
+			a.specAttach(sizes, d.c, d.params)
+		}
+	}
+	a.deferred = nil
+}
+
+// deferredCmd is a command of the profile that waits for the first
+// stop's first read (attach.replay).
+type deferredCmd struct {
+	c      jdwp.Cmd
+	params []byte
 }
 
 // subscribe takes the class IDs CLASS_PREPARE events hand out.
@@ -374,7 +411,7 @@ func (a *attach) attachMethods(c jdwp.Cmd, params []byte, r *jdwp.BodyReader, si
 				w.Class(class)
 				w.Method(id)
 				a.pbuf = w.Buf
-				a.specAttach(sizes, jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}, a.pbuf)
+				a.replay(sizes, jdwp.Cmd{Set: e.Set, Cmd: e.Cmd}, a.pbuf, e.Stop)
 			}
 		}
 	}
@@ -400,13 +437,14 @@ func (a *attach) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) 
 	if !ok || r.Err() != nil {
 		return
 	}
+	stop := a.learn.serial > 0
 	if r.Remaining() == 0 {
-		a.rec.addClass(classCmd{Sig: sig, Set: c.Set, Cmd: c.Cmd})
+		a.rec.addClass(classCmd{Sig: sig, Set: c.Set, Cmd: c.Cmd, Stop: stop})
 		return
 	}
 	m, ok := a.facts.seen.methods[class][r.Method()]
 	if ok && r.Err() == nil && r.Remaining() == 0 {
-		a.rec.addMethod(methodCmd{Sig: sig, Name: m.name, MSig: m.sig, Set: c.Set, Cmd: c.Cmd})
+		a.rec.addMethod(methodCmd{Sig: sig, Name: m.name, MSig: m.sig, Set: c.Set, Cmd: c.Cmd, Stop: stop})
 	}
 }
 

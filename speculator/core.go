@@ -203,6 +203,17 @@ func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []by
 	c.disp.submit(c.out, s)
 }
 
+// guessesLearned says whether a stop with no templates of this session's
+// guesses only the stopped thread's frames and name (what every debugger
+// shows), the learned rules replaying what else their profile's debugger
+// read first (its thread list, its frame count) once this debugger's
+// first read confirmed the profile (learnedRules.confirm): near the
+// debugger, which reads first before any reply could be back. A far end
+// guesses as before.
+func (c *core) guessesLearned() bool {
+	return c.learn.profiled && !c.facts.farEnd && len(c.learn.templates) == 0
+}
+
 // sendOwn sends speculation s that belongs to no stop (the attach's, the
 // prepare rule's; its key, info and subject filled) unless its reply is
 // cached or in flight or its IDs are not shown safe, and reports whether

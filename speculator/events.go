@@ -86,11 +86,18 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		ss.learn.ep.partial = !ss.facts.allSuspended
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
-			for w := range waves {
-				for _, x := range ss.on.wavers {
-					x.wave(w, sizes)
-				}
+			if ss.awaitFirst = !ss.facts.farEnd && ss.lrn.unconfirmed(); !ss.awaitFirst {
+				ss.waves(sizes)
 			}
+		}
+	}
+}
+
+// waves speculates a stop at a location: each waver, wave by wave.
+func (ss *session) waves(sizes jdwp.IDSizes) {
+	for w := range waves {
+		for _, x := range ss.on.wavers {
+			x.wave(w, sizes)
 		}
 	}
 }

@@ -52,6 +52,9 @@ type learnedRules struct {
 	cands   []*profile
 	took    *profile
 	decided bool
+	// checked are the kinds of stop at whose first stop in this session
+	// the debugger's first read was held against the profile's (confirm).
+	checked map[jdwp.EventKind]bool
 	// fresh says the replay under way reads again what the stop read
 	// ahead at an earlier moment (feedKnownThreads, freshen).
 	fresh bool
@@ -106,6 +109,9 @@ type lnode struct {
 	seen     uint64
 	unused   int
 	imported bool // from the profile, not asked in this session yet
+	// first says the debugger asked it first at the last stop of its
+	// kind (or, imported, at the profile's: confirm).
+	first    bool
 	children []*lnode
 	// asked is this stop's asks of a srcReply list: per source reply,
 	// the indices asked (for idx and all at the stop's end).
@@ -164,6 +170,8 @@ type lstop struct {
 	// that names a thread once skips them, and still names every thread
 	// (settleIndices).
 	named map[keyable.Key]uint64
+	// firstSeen says the debugger's first read of the stop came (confirm).
+	firstSeen bool
 	// threadsFed are the feedHow bits feedKnownThreads replayed the
 	// session's known threads with at this stop.
 	threadsFed uint8
@@ -205,6 +213,7 @@ func (lr *learnedRules) taken(*jdwp.Composite) {}
 // stopped accounts the last stop's replay (the core's endEpisode has
 // marked what served the debugger) and starts a new one.
 func (lr *learnedRules) stopped(jdwp.IDSizes) {
+	lr.take() // before the stop's waves (core.guessesLearned)
 	lr.endStop()
 }
 

@@ -2,6 +2,7 @@ package speculator
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -29,6 +30,16 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 	}
 	predicted := st.emitted[*key]
 	n := lr.derive(key, info, sizes, true)
+	if !st.firstSeen {
+		st.firstSeen = true
+		lr.confirm(key.Cmd())
+		for _, o := range st.g.nodes {
+			o.first = false
+		}
+		if n != nil {
+			n.first = true
+		}
+	}
 	if n == nil {
 		return
 	}
@@ -440,3 +451,72 @@ func appendShape(b []byte, c jdwp.Cmd, ps []lparam, from *lnode) []byte {
 	}
 	return b
 }
+
+// confirm holds the debugger's first read c at the session's first stop
+// of a kind against the profile's: the command its debugger read first
+// at its last stop of that kind (lnode.first). Debuggers on one JDI
+// attach alike, command for command (jdb and an IDE on OpenJDK's), so
+// the profile taken (take) may be another debugger's; what each reads
+// first at a stop tells them apart (an IDE its thread list, jdb the
+// stopped thread's frames). If they differ, the profile's templates this
+// session's debugger has not asked rest (as restImported), what the
+// learner took of it is forgotten (forgetProfile), and their speculation
+// not sent yet is dropped. Near the debugger, such a stop's speculation
+// waits for that first read (session.awaitFirst), so the other
+// debugger's stop costs nothing.
+func (lr *learnedRules) confirm(c jdwp.Cmd) {
+	first := lr.profileFirst()
+	if first == nil {
+		if lr.learn.firstRead == firstUnknown {
+			lr.learn.firstRead = firstConfirmed // nothing to hold it against
+		}
+		return
+	}
+	if lr.checked == nil {
+		lr.checked = map[jdwp.EventKind]bool{}
+	}
+	lr.checked[lr.kind] = true
+	if first.cmd == c {
+		if lr.learn.firstRead == firstUnknown {
+			lr.learn.firstRead = firstConfirmed
+		}
+		return
+	}
+	lr.learn.firstRead = firstRefuted
+	for _, g := range lr.graphs {
+		for _, n := range g.nodes {
+			if n.imported && n.seen == 0 {
+				n.unused = max(n.unused, 2)
+			}
+		}
+	}
+	// So do the reads the rules deriving from replies took from the
+	// profile (learner.takeReads): they predict only what this session's
+	// debugger asks.
+	lr.learn.forgetProfile()
+	for _, s := range lr.learn.ep.specs {
+		if !s.sent && !s.cancelled && (s.lnode != nil && s.lnode.imported && s.lnode.seen == 0 ||
+			!lr.learn.kindAllowed(s.kind, s.key.Cmd())) {
+			lr.disp.cancel(s)
+			s.cancelled = true
+		}
+	}
+}
+
+// profileFirst is the profile's first read at a stop of this one's kind
+// (lnode.first), while this session's first stop of the kind has not
+// confirmed it.
+func (lr *learnedRules) profileFirst() *lnode {
+	g := lr.graphs[lr.kind]
+	if lr.checked[lr.kind] || lr.took == nil || g == nil {
+		return nil
+	}
+	if i := slices.IndexFunc(g.nodes, func(n *lnode) bool { return n.imported && n.first }); i >= 0 {
+		return g.nodes[i]
+	}
+	return nil
+}
+
+// unconfirmed says whether the profile waits for this stop's first read
+// to be confirmed (confirm).
+func (lr *learnedRules) unconfirmed() bool { return lr.profileFirst() != nil }

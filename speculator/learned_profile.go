@@ -18,6 +18,7 @@ type learnedTmpl struct {
 	Cmd    uint8           `json:"cmd"`
 	From   int             `json:"from"` // index of the template its reply parameters come from, -1: none
 	Params []learnedParam  `json:"params"`
+	First  bool            `json:"first,omitempty"` // the debugger's first read at its last stop of the kind (confirm)
 }
 
 // learnedParam is an lparam in a profile.
@@ -48,10 +49,11 @@ func (lr *learnedRules) exportTo(p, _ *profile, _ jdwp.IDSizes) {
 				}
 				from = i
 			}
-			if n.seen == 0 && !n.imported && len(n.children) == 0 || !idFree(n) || len(p.Learned) >= maxProfileLearned {
+			if n.seen == 0 && !n.imported && len(n.children) == 0 || !idFree(n) || len(p.Learned) >= maxProfileLearned ||
+				!n.kept() {
 				continue
 			}
-			t := learnedTmpl{Kind: k, Set: n.cmd.Set, Cmd: n.cmd.Cmd, From: from}
+			t := learnedTmpl{Kind: k, Set: n.cmd.Set, Cmd: n.cmd.Cmd, From: from, First: n.first}
 			for _, q := range n.params {
 				t.Params = append(t.Params, learnedParam{Src: q.src, Path: q.path, Idx: q.idx, Tags: q.tags, All: q.all,
 					Raw: q.raw})
@@ -78,6 +80,24 @@ func (lr *learnedRules) exportTo(p, _ *profile, _ jdwp.IDSizes) {
 		moved[i] = len(p.Learned)
 		p.Learned = append(p.Learned, t)
 	}
+}
+
+// kept says whether template n goes on to the next session's profile:
+// not one of the profile's that this session's debugger never asked and
+// whose replay went unused here (restImported), unless a template below
+// it is kept. Otherwise a debugger that attaches as another did (jdb
+// after an IDE: one JDI) would hand the other's stop on, to be replayed
+// and wasted at each session's first stop.
+func (n *lnode) kept() bool {
+	if !n.imported || n.seen != 0 || n.unused < 2 {
+		return true
+	}
+	for _, c := range n.children {
+		if c.kept() {
+			return true
+		}
+	}
+	return false
 }
 
 // maxProfileLearned bounds the learned templates a profile keeps.
@@ -121,6 +141,7 @@ func (lr *learnedRules) take() {
 			lr.took = p
 			lr.importLearned(p)
 			lr.learn.stopSig = stopSignature(p.Learned)
+			lr.learn.profiled = len(p.Learned) > 0
 			lr.learn.takeReads(p)
 			break
 		}
@@ -175,7 +196,7 @@ func (lr *learnedRules) importLearned(p *profile) {
 		}
 		// A template from an earlier session rests after one stop whose
 		// replay went unused (the same debugger may ask otherwise now).
-		n := &lnode{cmd: c, params: ps, from: from, shape: shape, imported: true, unused: 1}
+		n := &lnode{cmd: c, params: ps, from: from, shape: shape, imported: true, unused: 1, first: t.First}
 		g.byShape[shape] = n
 		g.nodes = append(g.nodes, n)
 		if from != nil {

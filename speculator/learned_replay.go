@@ -19,8 +19,9 @@ func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
 	if st == nil {
 		return
 	}
+	verbatim := lr.guessesLearned()
 	for _, n := range st.replay.nodes {
-		if n.from == nil && n.live() && !n.verbatim() {
+		if n.from == nil && n.live() && (verbatim || !n.verbatim()) {
 			if params, ok := lr.build(n, nil, sizes); ok {
 				lr.emit(n, params, sizes, 0)
 			}

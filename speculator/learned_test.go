@@ -543,8 +543,10 @@ func TestProfileListsWaitForTheDebugger(t *testing.T) {
 		return r.vm.count(jdwp.CmdThreadReferenceName) - r.vm.askedOf(jdwp.CmdThreadReferenceName, thread1)
 	}
 	madeUpStop(r, m)
-	// The profile's replay asks the thread list at the event; its reply
-	// is handled before the barrier's.
+	// The debugger reads first what the profile's did (its top frames):
+	// the profile's replay asks the thread list then; its reply is
+	// handled before the barrier's.
+	r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
 	r.vm.waitFor(jdwp.CmdVirtualMachineAllThreads)
 	r.barrier()
 	r.barrier()

@@ -128,7 +128,15 @@ type learner struct {
 	serial uint64
 	// stopSig is the signature command the stop templates taken from a
 	// profile ask (learnedRules.take), zero if none or both.
-	stopSig   jdwp.Cmd
+	stopSig jdwp.Cmd
+	// profiled says the learned rules took a profile's stop templates
+	// (learnedRules.take): near the debugger, their roots, once its first
+	// read confirms them, stand for a first stop's guesses beyond the
+	// stopped thread's frames and name (core.guessesLearned).
+	profiled bool
+	// firstRead is what the session's first stop's first read said of
+	// the profile (learnedRules.confirm).
+	firstRead firstState
 	templates []*template
 	byKey     map[keyable.Key]*template
 	slots     map[methodKey][]byte    // SF.GetValues parameters after the frame ID
@@ -342,6 +350,40 @@ func countStopSent(specs []*spec) int {
 		}
 	}
 	return n
+}
+
+// firstState is what the first read at a session's first stop said of
+// the profile it took (learnedRules.confirm).
+type firstState uint8
+
+const (
+	firstUnknown   firstState = iota // no stop read yet
+	firstConfirmed                   // its debugger read first what the profile's did, or the profile says nothing
+	firstRefuted                     // it read otherwise: another debugger's profile
+)
+
+// forgetProfile forgets what the learner took of a profile whose
+// debugger reads otherwise than this session's (learnedRules.confirm):
+// the commands it asked (the rules deriving from replies predict only
+// what this session's debugger asks) and its templates this session's
+// debugger has not asked.
+func (l *learner) forgetProfile() {
+	for c, at := range l.asked {
+		if at <= 1 {
+			delete(l.asked, c)
+		}
+	}
+	kept := l.templates[:0]
+	for _, t := range l.templates {
+		if t.seen == 0 {
+			t.removed = true
+			delete(l.byKey, t.key)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	clear(l.templates[len(kept):])
+	l.templates = kept
 }
 
 // learnCommand records what the debugger asks during a stop. objType is

@@ -67,9 +67,10 @@ type slotsOf struct {
 
 // classCmd is a class command of the attach, by the class's signature.
 type classCmd struct {
-	Sig string          `json:"sig"`
-	Set jdwp.CommandSet `json:"set"`
-	Cmd uint8           `json:"cmd"`
+	Sig  string          `json:"sig"`
+	Set  jdwp.CommandSet `json:"set"`
+	Cmd  uint8           `json:"cmd"`
+	Stop bool            `json:"stop,omitempty"` // first asked at the first stop (attach.deferStop)
 }
 
 // methodCmd is a method command of the attach, by class signature and
@@ -80,6 +81,7 @@ type methodCmd struct {
 	MSig string          `json:"msig"`
 	Set  jdwp.CommandSet `json:"set"`
 	Cmd  uint8           `json:"cmd"`
+	Stop bool            `json:"stop,omitempty"` // first asked at the first stop (attach.deferStop)
 }
 
 // relTmpl is a stop template about the stopped thread alone (its first
@@ -104,18 +106,20 @@ func (p *profile) addVM(c jdwp.Cmd) {
 	p.VM = append(p.VM, c)
 }
 
+// addClass adds e, once (asked first at the attach or at the first stop).
 func (p *profile) addClass(e classCmd) {
 	for _, v := range p.Class {
-		if v == e {
+		if v.Sig == e.Sig && v.Set == e.Set && v.Cmd == e.Cmd {
 			return
 		}
 	}
 	p.Class = append(p.Class, e)
 }
 
+// addMethod adds e, once.
 func (p *profile) addMethod(e methodCmd) {
 	for _, v := range p.Method {
-		if v == e {
+		if v.Sig == e.Sig && v.Name == e.Name && v.MSig == e.MSig && v.Set == e.Set && v.Cmd == e.Cmd {
 			return
 		}
 	}

@@ -29,11 +29,18 @@ func (sr *stopRules) wave(w int, sizes jdwp.IDSizes) {
 	t := sr.learn.ep.thread
 	if len(sr.learn.templates) == 0 {
 		if w == 0 {
-			sr.specThread(sizes, jdwp.CmdThreadReferenceFrameCount, t, kDefault)
+			all := !sr.guessesLearned()
+			if all {
+				sr.specThread(sizes, jdwp.CmdThreadReferenceFrameCount, t, kDefault)
+			}
 			sr.specFrames(sizes, t, 0, -1, kDefault)
-			sr.specParams(sizes, jdwp.CmdVirtualMachineAllThreads, nil, kDefault, nil, 0)
+			if all {
+				sr.specParams(sizes, jdwp.CmdVirtualMachineAllThreads, nil, kDefault, nil, 0)
+			}
 			sr.specThread(sizes, jdwp.CmdThreadReferenceName, t, kDefault)
-			sr.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kDefault)
+			if all {
+				sr.specThread(sizes, jdwp.CmdThreadReferenceStatus, t, kDefault)
+			}
 		}
 		return
 	}
