@@ -1,0 +1,216 @@
+package speculator
+
+import (
+	"testing"
+
+	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/retag"
+)
+
+// ownCommands is how many commands the VM received from the proxy itself
+// (IDs in the synthetic range), by command.
+func ownCommands(r *rig) map[jdwp.Cmd]int {
+	n := map[jdwp.Cmd]int{}
+	for _, p := range r.vm.commands() {
+		if retag.InRange(p.ID()) {
+			n[p.Cmd()]++
+		}
+	}
+	return n
+}
+
+// TestFirstReadConfirmsTheProfile: a session that took another session's
+// profile (the made-up client's: it reads its top frames first at a
+// stop) speculates nothing at its first stop until its debugger's first
+// read; a debugger that reads first what the profile's did gets the
+// profile's stop replayed (the frame's values), one that reads otherwise
+// (its thread list first: another debugger with the same attach) gets
+// none of it, nor at its next stop. Fails with the stop speculated at the
+// event (session.awaitFirst), or with a refuted profile replayed
+// (learnedRules.confirm).
+func TestFirstReadConfirmsTheProfile(t *testing.T) {
+	for _, same := range []bool{true, false} {
+		sp := newTestSpeculator(Config{})
+		id := uint32(100)
+		learnMadeUp(t, sp, &id)
+		r, m := attachMadeUp(t, sp)
+		before := ownCommands(r)
+		madeUpStop(r, m)
+		r.barrier()
+		if at := ownCommands(r); len(at) != len(before) || at[jdwp.CmdThreadReferenceFrames] != before[jdwp.CmdThreadReferenceFrames] {
+			t.Fatalf("same=%v: the proxy sent %v at the event, before the debugger's first read (before it: %v)", same, at, before)
+		}
+		if same {
+			r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+		} else {
+			r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+		}
+		r.barrier()
+		r.barrier()
+		values := ownCommands(r)[jdwp.CmdStackFrameGetValues]
+		if same && values == 0 {
+			t.Error("a debugger that read first what the profile's did: the frame's values were not speculated")
+		}
+		if !same && values != 0 {
+			t.Errorf("a debugger that read first its thread list: the profile's frame values were speculated %d times", values)
+		}
+		if same {
+			r.dbg.quiet()
+			continue
+		}
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineResume, nil)
+		madeUpStop(r, m)
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+		r.barrier()
+		r.barrier()
+		if n := ownCommands(r)[jdwp.CmdStackFrameGetValues]; n != 0 {
+			t.Errorf("at the refuted profile's next stop, its frame values were speculated %d times", n)
+		}
+		r.dbg.quiet()
+	}
+}
+
+// TestProfileFirstStopCommandsWait: the attach's replay of what the
+// profile's debugger asked of a class at its first stop (not at the
+// attach) waits for the first stop's first read: sent once it confirms
+// the profile, never once it refutes it. Fails with them replayed at the
+// attach (attach.replay).
+func TestProfileFirstStopCommandsWait(t *testing.T) {
+	s := &session{}
+	s.core.learn = newLearner()
+	a := &attach{core: &s.core}
+	params := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x70) })
+	fields := jdwp.CmdReferenceTypeFields
+	a.replay(sizes8, fields, params, true)
+	if len(a.deferred) != 1 {
+		t.Fatalf("a first-stop command replayed before the first read: %d deferred, want 1", len(a.deferred))
+	}
+	a.learn.firstRead = firstRefuted
+	a.release(sizes8)
+	if len(a.deferred) != 0 {
+		t.Fatalf("%d deferred after a refuted first read, want none", len(a.deferred))
+	}
+	a.replay(sizes8, fields, params, true)
+	if len(a.deferred) != 0 {
+		t.Fatal("a first-stop command of a refuted profile kept")
+	}
+}
+
+// TestAnswerAboveUnreadReasks: at a stop of one thread, an answer of
+// running state read at a later position than replies the stop's
+// speculation fetched and the debugger has not read (the names a miss
+// widened to) makes those out of place: they are asked again at once,
+// the first counted as wasted. Fails without session.deliver's reread.
+func TestAnswerAboveUnreadReasks(t *testing.T) {
+	fs := &frameState{count: 3, values: 10}
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, ModeAdaptive)
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	stopOfOneThread(r, fs, 0x52, 0x53, 0x54)
+	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
+	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
+	r.barrier()
+	v, _ := rigSessions.Load(r.sp)
+	ss := v.(*Session).ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.disp.holding = true // nothing goes out from here (no turn): kept in ep.specs
+	defer func() { ss.disp.holding, ss.disp.held = false, nil }()
+	again := func() int {
+		n := 0
+		for _, s := range ss.learn.ep.specs {
+			if s.again && s.key.Cmd() == jdwp.CmdThreadReferenceName {
+				n++
+			}
+		}
+		return n
+	}
+	name, _ := keyable.Describe(jdwp.CmdThreadReferenceName)
+	was := again()
+	ss.deliver(name, keyable.Subject{Thread: 0x53}, ss.facts.floor) // no higher: nothing out of place
+	if n := again() - was; n != 0 {
+		t.Fatalf("an answer at the floor asked %d names again", n)
+	}
+	ss.deliver(name, keyable.Subject{Thread: 0x53}, ss.facts.nextPos()) // read after the names
+	if n := again() - was; n != 2 {
+		t.Fatalf("an answer read after the unread names of 0x52 and 0x54 asked %d again, want 2", n)
+	}
+}
+
+// TestKnownThreadsNamedAtOnce: at a stop of one thread, the names a
+// profile's debugger read of every listed thread are asked, once this
+// debugger asks for the list, of the threads the session already knows,
+// without waiting for the list's reply (a round trip); a profile holds no
+// thread ID, so nothing else names them. Fails without
+// learnedRules.feedKnownThreads.
+func TestKnownThreadsNamedAtOnce(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	id := uint32(100)
+	learnMadeUp(t, sp, &id) // its client names every thread at each stop
+	r, m := attachMadeUp(t, sp)
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil) // the session knows the VM's threads
+	m.mu.Lock()
+	m.stop++
+	m.mu.Unlock()
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	r.vm.hold() // no reply from here: the stop's AllThreads reply never comes
+	defer r.vm.release()
+	asked := r.vm.askedOf(jdwp.CmdThreadReferenceName, 0x54)
+	// The first read, as the profile's debugger's: the stop's speculation
+	// goes (its thread list among it); then the debugger asks the list.
+	r.dbg.send(nextID(), jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+	r.dbg.send(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+	r.vm.waitNames(0x54, asked+1)
+}
+
+// TestTemplateOfTheEventIsARoot: a template whose parameters all come
+// from the event (the variable table of the event's method) reads from
+// no reply, whatever reply the debugger asked it after: it is replayed at
+// the event. Fails without readFrom.
+func TestTemplateOfTheEventIsARoot(t *testing.T) {
+	frames := &lnode{cmd: jdwp.CmdThreadReferenceFrames, shape: "frames"}
+	ps := []lparam{{src: srcClass}, {src: srcMethod}}
+	if got := readFrom(ps, frames); got != nil {
+		t.Errorf("a template of the event's class and method reads from %v, want none", got.cmd)
+	}
+	ps = []lparam{{src: srcThread}, {src: srcReply, path: pFrame}, {src: srcSlots}}
+	if got := readFrom(ps, frames); got != frames {
+		t.Errorf("a template of a frame of the Frames reply reads from %v, want the Frames template", got)
+	}
+	var lr learnedRules
+	lr.graphs = map[jdwp.EventKind]*lgraph{}
+	lr.importLearned(&profile{Learned: []learnedTmpl{
+		{Kind: jdwp.EventBreakpoint, Set: jdwp.CmdThreadReferenceFrames.Set, Cmd: jdwp.CmdThreadReferenceFrames.Cmd, From: -1,
+			Params: []learnedParam{{Src: srcThread}, {Src: srcConst, Raw: []byte{0, 0, 0, 0}}, {Src: srcConst, Raw: []byte{0xff, 0xff, 0xff, 0xff}}}},
+		{Kind: jdwp.EventBreakpoint, Set: jdwp.CmdMethodVariableTable.Set, Cmd: jdwp.CmdMethodVariableTable.Cmd, From: 0,
+			Params: []learnedParam{{Src: srcClass}, {Src: srcMethod}}},
+	}})
+	for _, n := range lr.graphs[jdwp.EventBreakpoint].nodes {
+		if n.cmd == jdwp.CmdMethodVariableTable && n.from != nil {
+			t.Error("a profile's template of the event's method kept reading from the Frames template")
+		}
+	}
+}
+
+// TestRestedTemplatesNotHandedOn: a profile's template this session's
+// debugger never asked and whose replay went unused here is not left in
+// the next session's profile (another debugger's, with the same attach),
+// unless a template below it is. Fails without lnode.kept.
+func TestRestedTemplatesNotHandedOn(t *testing.T) {
+	rested := &lnode{imported: true, unused: 2}
+	asked := &lnode{imported: true, unused: 2, seen: 3}
+	fresh := &lnode{imported: true, unused: 1}
+	parent := &lnode{imported: true, unused: 2, children: []*lnode{asked}}
+	for _, c := range []struct {
+		n    *lnode
+		want bool
+	}{{rested, false}, {asked, true}, {fresh, true}, {parent, true}, {&lnode{}, true}} {
+		if got := c.n.kept(); got != c.want {
+			t.Errorf("kept(%+v) = %v, want %v", *c.n, got, c.want)
+		}
+	}
+}
