@@ -103,16 +103,7 @@ func TestProfileFirstStopCommandsWait(t *testing.T) {
 // widened to) makes those out of place: they are asked again at once,
 // the first counted as wasted. Fails without session.deliver's reread.
 func TestAnswerAboveUnreadReasks(t *testing.T) {
-	fs := &frameState{count: 3, values: 10}
-	sp := newTestSpeculator(Config{})
-	rigModes.Store(sp, ModeAdaptive)
-	r := startRigWith(t, sp, fs.handler)
-	r.dbg.call(1, jdwp.CmdIDSizes, nil)
-	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
-	stopOfOneThread(r, fs, 0x52, 0x53, 0x54)
-	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
-	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
-	r.barrier()
+	r := widenedNames(t)
 	v, _ := rigSessions.Load(r.sp)
 	ss := v.(*Session).ss
 	ss.mu.Lock()

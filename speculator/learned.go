@@ -213,8 +213,12 @@ func (lr *learnedRules) taken(*jdwp.Composite) {}
 // stopped accounts the last stop's replay (the core's endEpisode has
 // marked what served the debugger) and starts a new one.
 func (lr *learnedRules) stopped(jdwp.IDSizes) {
-	lr.take() // before the stop's waves (core.guessesLearned)
+	lr.take()
 	lr.endStop()
+	// Before the stop's waves (core.guessesLearned): the profile taken
+	// has templates of this kind of stop.
+	g := lr.graphs[lr.kind]
+	lr.learn.profiled = lr.took != nil && g != nil && len(g.nodes) > 0
 }
 
 // endStop ends the stop recorded: each template's list indices as the

@@ -141,7 +141,6 @@ func (lr *learnedRules) take() {
 			lr.took = p
 			lr.importLearned(p)
 			lr.learn.stopSig = stopSignature(p.Learned)
-			lr.learn.profiled = len(p.Learned) > 0
 			lr.learn.takeReads(p)
 			break
 		}

@@ -129,10 +129,11 @@ type learner struct {
 	// stopSig is the signature command the stop templates taken from a
 	// profile ask (learnedRules.take), zero if none or both.
 	stopSig jdwp.Cmd
-	// profiled says the learned rules took a profile's stop templates
-	// (learnedRules.take): near the debugger, their roots, once its first
-	// read confirms them, stand for a first stop's guesses beyond the
-	// stopped thread's frames and name (core.guessesLearned).
+	// profiled says the learned rules took a profile with templates of
+	// the current stop's kind (learnedRules.stopped): near the debugger,
+	// their roots, once its first read confirms them, stand for a first
+	// stop's guesses beyond the stopped thread's frames and name
+	// (core.guessesLearned).
 	profiled bool
 	// firstRead is what the session's first stop's first read said of
 	// the profile (learnedRules.confirm).
@@ -364,8 +365,9 @@ const (
 
 // forgetProfile forgets what the learner took of a profile whose
 // debugger reads otherwise than this session's (learnedRules.confirm):
-// the commands it asked (the rules deriving from replies predict only
-// what this session's debugger asks) and its templates this session's
+// the commands it asked, with those this session's debugger asked before
+// its first stop (the rules deriving from replies predict at a stop only
+// what this debugger asked at one), and its templates this session's
 // debugger has not asked.
 func (l *learner) forgetProfile() {
 	for c, at := range l.asked {

@@ -233,15 +233,10 @@ func TestFarEndWidensNoMissOfRunningState(t *testing.T) {
 // once its near end forwarded the debugger's read of a running thread's
 // name (on a VM whose agent is the reference one: the moment applies).
 func farEndAfterNearRead(t *testing.T) *session {
-	fs := &frameState{count: 3, values: 10}
-	sp := newTestSpeculator(Config{})
-	rigModes.Store(sp, ModeAlways)
-	r := startRigWith(t, sp, fs.handler)
-	r.dbg.call(1, jdwp.CmdIDSizes, nil)
-	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	r, fs := keptRig(t, ModeAlways)
 	stopOfOneThread(r, fs, 0x52, 0x53)
 	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53))
-	v, _ := rigSessions.Load(sp)
+	v, _ := rigSessions.Load(r.sp)
 	return v.(*Session).ss
 }
 
@@ -280,16 +275,7 @@ func TestFarEndSendsNoRunningStateAfterItsNearEndsRead(t *testing.T) {
 // Fails with re-asks asked again (refetch's again flag), or with the
 // superseded speculation left uncounted.
 func TestMissReasksOnceAStop(t *testing.T) {
-	fs := &frameState{count: 3, values: 10}
-	sp := newTestSpeculator(Config{})
-	rigModes.Store(sp, ModeAdaptive) // the proxy's usual mode, with its Session kept
-	r := startRigWith(t, sp, fs.handler)
-	r.dbg.call(1, jdwp.CmdIDSizes, nil)
-	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
-	stopOfOneThread(r, fs, 0x52, 0x53, 0x54)
-	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
-	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
-	r.barrier()
+	r := widenedNames(t)
 	before := r.sp.Stats()
 	r.dbg.call(43, jdwp.CmdThreadReferenceStatus, threadBody(0x53)) // another miss: the names are asked again
 	r.vm.waitNames(0x52, 2)
@@ -446,4 +432,30 @@ func TestMomentReadsOneInstant(t *testing.T) {
 		t.Errorf("moments: %d opened, the last one closed: %v", suspends, !open)
 	}
 	r.dbg.quiet()
+}
+
+// widenedNames is a rig whose session is kept (the proxy's usual mode),
+// at a stop of thread1 alone among 0x52, 0x53 and 0x54, once the
+// debugger's read of 0x53's name missed and widened to the others, whose
+// replies came back unread.
+func widenedNames(t *testing.T) *rig {
+	r, fs := keptRig(t, ModeAdaptive)
+	stopOfOneThread(r, fs, 0x52, 0x53, 0x54)
+	r.dbg.call(41, jdwp.CmdThreadReferenceName, threadBody(0x53)) // a miss: widened to the other threads
+	r.vm.waitAsked("the widened names", jdwp.CmdThreadReferenceName, threadBody(0x52))
+	r.barrier()
+	return r
+}
+
+// keptRig is a rig of a fresh speculator in mode m, whose Session is kept
+// (rigSessions), once the debugger asked the ID sizes and the Version
+// (on the reference agent: the moment applies).
+func keptRig(t *testing.T, m Mode) (*rig, *frameState) {
+	fs := &frameState{count: 3, values: 10}
+	sp := newTestSpeculator(Config{})
+	rigModes.Store(sp, m)
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
+	return r, fs
 }
