@@ -205,3 +205,42 @@ func TestRestedTemplatesNotHandedOn(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileTakenAfterTheFirstSets: a VM_START read once the ID sizes
+// are known (a far end asks them itself, for its near end's prefetch)
+// comes before JDI's first Sets, which say which profile's stop
+// templates fit: taking at that stop took none (the far end of a split
+// session then gathered nothing of its debugger's first stop, one
+// session in six). Fails with learnedRules.stopped taking before the
+// first Sets are known.
+func TestProfileTakenAfterTheFirstSets(t *testing.T) {
+	sets := []jdwp.EventKind{jdwp.EventClassUnload, jdwp.EventVMDeath}
+	sp := newTestSpeculator(Config{})
+	id := uint32(100)
+	learnMadeUp(t, sp, &id, sets...)
+	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
+	rigModes.Store(sp, ModeAdaptive) // its Session kept
+	r := startRigWith(t, sp, m.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventVMStart, Thread: thread1})
+	r.expectEvent()
+	for _, k := range sets {
+		r.dbg.call(nextID(), jdwp.CmdEventRequestSet, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(k)); w.Uint8(0); w.Int32(0) }))
+	}
+	for i := uint32(2); i < 5; i++ {
+		r.dbg.call(i, jdwp.CmdVirtualMachineVersion, nil)
+	}
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineResume, nil)
+	madeUpStop(r, m)
+	r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+	r.barrier()
+	v, _ := rigSessions.Load(sp)
+	ss := v.(*Session).ss
+	ss.mu.Lock()
+	took := ss.lrn.took != nil
+	ss.mu.Unlock()
+	if !took {
+		t.Error("the profile's stop templates were not taken: decided before the first Sets")
+	}
+	r.dbg.quiet()
+}

@@ -213,7 +213,11 @@ func (lr *learnedRules) taken(*jdwp.Composite) {}
 // stopped accounts the last stop's replay (the core's endEpisode has
 // marked what served the debugger) and starts a new one.
 func (lr *learnedRules) stopped(jdwp.IDSizes) {
-	lr.take()
+	if lr.sets.n == len(lr.sets.kinds) {
+		// Once JDI's first Sets tell which profile fits (never at a
+		// VM_START, before them; else at the first stop, begin).
+		lr.take()
+	}
 	lr.endStop()
 	// Before the stop's waves (core.guessesLearned): the profile taken
 	// has templates of this kind of stop.

@@ -32,7 +32,9 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 	n := lr.derive(key, info, sizes, true)
 	if !st.firstSeen {
 		st.firstSeen = true
-		lr.confirm(key.Cmd())
+		if !lr.facts.farEnd {
+			lr.confirm(key.Cmd())
+		}
 		for _, o := range st.g.nodes {
 			o.first = false
 		}
@@ -463,7 +465,9 @@ func appendShape(b []byte, c jdwp.Cmd, ps []lparam, from *lnode) []byte {
 // learner took of it is forgotten (forgetProfile), and their speculation
 // not sent yet is dropped. Near the debugger, such a stop's speculation
 // waits for that first read (session.awaitFirst), so the other
-// debugger's stop costs nothing.
+// debugger's stop costs nothing. Not at a far end, which is told its
+// near end's reads in reports, in no order a debugger read them in, and
+// gathers at once anyway.
 func (lr *learnedRules) confirm(c jdwp.Cmd) {
 	first := lr.profileFirst()
 	if first == nil {
