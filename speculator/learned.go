@@ -38,10 +38,11 @@ import (
 // where IDs came from) and the chain (replay). Guarded by session.mu.
 type learnedRules struct {
 	*core
-	graphs map[jdwp.EventKind]*lgraph // templates by kind of stop
-	kind   jdwp.EventKind             // the kind of the stop being seen (seen)
-	last   *lgraph                    // the graph of the last stop
-	st     lstop                      // the current stop
+	graphs  map[jdwp.EventKind]*lgraph // templates by kind of stop
+	kind    jdwp.EventKind             // the kind of the stop being seen (seen)
+	located bool                       // the event being seen is at a location (seen)
+	last    *lgraph                    // the graph of the last stop
+	st      lstop                      // the current stop
 	// sent and used count the replay's speculation over the session (as
 	// each stop ends); asks counts the debugger's reads from its third
 	// stop on but the verbatim templates', predicted those the replay had
@@ -197,12 +198,13 @@ func newLearnedRules(c *core) learnedRules {
 // seen notes the kind of the stop a composite event brings: its first
 // locatable event's.
 func (lr *learnedRules) seen(c *jdwp.Composite, err error) {
+	lr.located = false
 	if err != nil || c == nil {
 		return
 	}
 	for i := range c.Events {
 		if k := c.Events[i].Kind; k.Locatable() {
-			lr.kind = k
+			lr.kind, lr.located = k, true
 			return
 		}
 	}
@@ -213,9 +215,9 @@ func (lr *learnedRules) taken(*jdwp.Composite) {}
 // stopped accounts the last stop's replay (the core's endEpisode has
 // marked what served the debugger) and starts a new one.
 func (lr *learnedRules) stopped(jdwp.IDSizes) {
-	if lr.sets.n == len(lr.sets.kinds) {
-		// Once JDI's first Sets tell which profile fits (never at a
-		// VM_START, before them; else at the first stop, begin).
+	if lr.located || lr.sets.n == len(lr.sets.kinds) {
+		// At a stop at a location, or once JDI's first Sets tell which
+		// profile fits: never at a VM_START, which comes before them.
 		lr.take()
 	}
 	lr.endStop()
