@@ -244,3 +244,45 @@ func TestProfileTakenAfterTheFirstSets(t *testing.T) {
 	}
 	r.dbg.quiet()
 }
+
+// TestFarEndConfirmsAtTheStopsEnd: a far end, told its near end's reads
+// in reports in no debugger's order, holds the profile against the first
+// stop as it ends: confirmed if the debugger asked the profile's first
+// read at all there, in any order; refuted otherwise, and then the
+// profile's stop is not gathered again at the next stop. Fails with the
+// far end confirming on the first read it is told of, or never.
+func TestFarEndConfirmsAtTheStopsEnd(t *testing.T) {
+	top := body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) })
+	for _, asksTop := range []bool{true, false} {
+		sp := newTestSpeculator(Config{})
+		id := uint32(100)
+		learnMadeUp(t, sp, &id) // its debugger reads its top frames first
+		rigModes.Store(sp, ModeAlways)
+		r, m := attachMadeUp(t, sp)
+		madeUpStop(r, m)
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil) // another read first
+		if asksTop {
+			r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrames, top)
+		}
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineResume, nil)
+		before := ownCommands(r)[jdwp.CmdStackFrameGetValues]
+		madeUpStop(r, m)
+		r.barrier()
+		r.barrier()
+		v, _ := rigSessions.Load(sp)
+		ss := v.(*Session).ss
+		ss.mu.Lock()
+		state := ss.learn.firstRead
+		ss.mu.Unlock()
+		values := ownCommands(r)[jdwp.CmdStackFrameGetValues] - before
+		switch {
+		case asksTop && state != firstConfirmed:
+			t.Errorf("the profile's first read asked second: the far end's first stop said %d, want confirmed", state)
+		case !asksTop && state != firstRefuted:
+			t.Errorf("the profile's first read never asked: the far end's first stop said %d, want refuted", state)
+		case !asksTop && values != 0:
+			t.Errorf("a refuted profile's frame values gathered %d times at the next stop", values)
+		}
+		r.dbg.quiet()
+	}
+}

@@ -53,8 +53,11 @@ type learnedRules struct {
 	cands   []*profile
 	took    *profile
 	decided bool
-	// checked are the kinds of stop at whose first stop in this session
-	// the debugger's first read was held against the profile's (confirm).
+	// firsts are the profile's first reads by kind of stop (its templates
+	// marked first: importLearned); checked the kinds at whose first stop
+	// in this session the debugger's reads were held against them
+	// (confirm, confirmAtEnd).
+	firsts  map[jdwp.EventKind]*lnode
 	checked map[jdwp.EventKind]bool
 	// fresh says the replay under way reads again what the stop read
 	// ahead at an earlier moment (feedKnownThreads, freshen).
@@ -144,6 +147,7 @@ type idKey struct {
 // lstop is the current stop's state.
 type lstop struct {
 	serial uint64
+	kind   jdwp.EventKind
 	// g is the graph of the stop's kind, which learns; replay is the one
 	// replayed: g, or while g has nothing to replay (the first stop of
 	// its kind) the last stop's.
@@ -234,6 +238,9 @@ func (lr *learnedRules) endStop() {
 	st := &lr.st
 	if st.g == nil {
 		return
+	}
+	if lr.facts.farEnd {
+		lr.confirmAtEnd(st)
 	}
 	used := map[*lnode]bool{}
 	sent := map[*lnode]bool{}
@@ -400,7 +407,7 @@ func (lr *learnedRules) begin() *lstop {
 		replay = lr.last
 	}
 	lr.last = g
-	*st = lstop{serial: ep.serial, g: g, replay: replay, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
+	*st = lstop{serial: ep.serial, kind: lr.kind, g: g, replay: replay, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
 		fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{},
 		asked: map[keyable.Key]bool{}, named: map[keyable.Key]uint64{}}
 	return st

@@ -2,7 +2,6 @@ package speculator
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -460,27 +459,44 @@ func appendShape(b []byte, c jdwp.Cmd, ps []lparam, from *lnode) []byte {
 // attach alike, command for command (jdb and an IDE on OpenJDK's), so
 // the profile taken (take) may be another debugger's; what each reads
 // first at a stop tells them apart (an IDE its thread list, jdb the
-// stopped thread's frames). If they differ, the profile's templates this
-// session's debugger has not asked rest (as restImported), what the
-// learner took of it is forgotten (forgetProfile), and their speculation
-// not sent yet is dropped. Near the debugger, such a stop's speculation
+// stopped thread's frames). Near the debugger, such a stop's speculation
 // waits for that first read (session.awaitFirst), so the other
-// debugger's stop costs nothing. Not at a far end, which is told its
-// near end's reads in reports, in no order a debugger read them in, and
-// gathers at once anyway.
+// debugger's stop costs nothing (settle). Not at a far end, which is told
+// its near end's reads in reports, in no order a debugger read them in
+// (confirmAtEnd).
 func (lr *learnedRules) confirm(c jdwp.Cmd) {
-	first := lr.profileFirst()
+	first := lr.profileFirst(lr.kind)
 	if first == nil {
 		if lr.learn.firstRead == firstUnknown {
 			lr.learn.firstRead = firstConfirmed // nothing to hold it against
 		}
 		return
 	}
+	lr.settle(lr.kind, first.cmd == c)
+}
+
+// confirmAtEnd, at a far end, holds the session's first stop of a kind,
+// as it ends, against the profile: confirmed if its debugger asked the
+// profile's first read at all. The far end gathered the stop at once
+// either way; what a refuted profile would have the next stops and the
+// next session's profile replay goes (settle).
+func (lr *learnedRules) confirmAtEnd(st *lstop) {
+	if first := lr.profileFirst(st.kind); first != nil {
+		lr.settle(st.kind, first.seen == st.serial)
+	}
+}
+
+// settle records what the session's first stop of kind k said of the
+// profile. If it refuted it, the profile's templates this session's
+// debugger has not asked rest (as restImported), what the learner took
+// of it is forgotten (forgetProfile), and their speculation not sent yet
+// is dropped.
+func (lr *learnedRules) settle(k jdwp.EventKind, ok bool) {
 	if lr.checked == nil {
 		lr.checked = map[jdwp.EventKind]bool{}
 	}
-	lr.checked[lr.kind] = true
-	if first.cmd == c {
+	lr.checked[k] = true
+	if ok {
 		if lr.learn.firstRead == firstUnknown {
 			lr.learn.firstRead = firstConfirmed
 		}
@@ -494,9 +510,6 @@ func (lr *learnedRules) confirm(c jdwp.Cmd) {
 			}
 		}
 	}
-	// So do the reads the rules deriving from replies took from the
-	// profile (learner.takeReads): they predict only what this session's
-	// debugger asks.
 	lr.learn.forgetProfile()
 	for _, s := range lr.learn.ep.specs {
 		if !s.sent && !s.cancelled && (s.lnode != nil && s.lnode.imported && s.lnode.seen == 0 ||
@@ -507,20 +520,16 @@ func (lr *learnedRules) confirm(c jdwp.Cmd) {
 	}
 }
 
-// profileFirst is the profile's first read at a stop of this one's kind
+// profileFirst is the profile's first read at a stop of kind k
 // (lnode.first), while this session's first stop of the kind has not
 // confirmed it.
-func (lr *learnedRules) profileFirst() *lnode {
-	g := lr.graphs[lr.kind]
-	if lr.checked[lr.kind] || lr.took == nil || g == nil {
+func (lr *learnedRules) profileFirst(k jdwp.EventKind) *lnode {
+	if lr.checked[k] {
 		return nil
 	}
-	if i := slices.IndexFunc(g.nodes, func(n *lnode) bool { return n.imported && n.first }); i >= 0 {
-		return g.nodes[i]
-	}
-	return nil
+	return lr.firsts[k]
 }
 
 // unconfirmed says whether the profile waits for this stop's first read
 // to be confirmed (confirm).
-func (lr *learnedRules) unconfirmed() bool { return lr.profileFirst() != nil }
+func (lr *learnedRules) unconfirmed() bool { return lr.profileFirst(lr.kind) != nil }

@@ -196,6 +196,12 @@ func (lr *learnedRules) importLearned(p *profile) {
 		// A template from an earlier session rests after one stop whose
 		// replay went unused (the same debugger may ask otherwise now).
 		n := &lnode{cmd: c, params: ps, from: from, shape: shape, imported: true, unused: 1, first: t.First}
+		if t.First {
+			if lr.firsts == nil {
+				lr.firsts = map[jdwp.EventKind]*lnode{}
+			}
+			lr.firsts[t.Kind] = n
+		}
 		g.byShape[shape] = n
 		g.nodes = append(g.nodes, n)
 		if from != nil {
