@@ -106,9 +106,19 @@ func TestAttachWithoutSuspensionPrefetchesNoStopState(t *testing.T) {
 // method) and the debugger reads its methods and line table.
 func learnedAttach(t *testing.T, sp *Speculator, class, method uint64) *rig {
 	t.Helper()
+	return learnedAttachWith(t, sp, class, method, nil)
+}
+
+// learnedAttachWith is learnedAttach, calling started once the debugger's
+// first command (IDSizes) made the session.
+func learnedAttachWith(t *testing.T, sp *Speculator, class, method uint64, started func()) *rig {
+	t.Helper()
 	r := startRig(t, sp)
 	r.vm.setHandler(attachVM(class, method))
 	attachStart(t, r)
+	if started != nil {
+		started()
+	}
 	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
 	r.event(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventClassPrepare, RequestID: 2, Thread: thread1,
 		RefTypeTag: jdwp.TypeTagClass, TypeID: class, Signature: []byte("LFoo;"), Status: 7})
@@ -254,7 +264,18 @@ func TestAttachWasteGateCarriesOver(t *testing.T) {
 	}
 	sp.profiles.mu.Unlock()
 	before := sp.Stats()
-	learnedAttach(t, sp, 0x90, 0x91)
+	rigModes.Store(sp, ModeAdaptive) // the proxy's usual mode, with its Session kept
+	learnedAttachWith(t, sp, 0x90, 0x91, func() {
+		// A fast link, whatever this machine's load makes of the rig's
+		// round trips (the gate holds below LowRTT).
+		v, _ := rigSessions.Load(sp)
+		s := v.(*Session)
+		s.ss.mu.Lock()
+		defer s.ss.mu.Unlock()
+		for range 3 {
+			s.ss.disp.rtt.sample(LowRTT / 4)
+		}
+	})
 	if st := sp.Stats().Since(before); st.Misses != 2 {
 		t.Fatalf("second attach: %d misses, want Methods and LineTable asked by the debugger itself (%+v)", st.Misses, st)
 	}
