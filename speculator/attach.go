@@ -339,11 +339,11 @@ func (a *attach) replay(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, stop bool
 // release sends the deferred commands, once the first stop's first read
 // confirmed the profile, or drops them, once it refuted it.
 func (a *attach) release(sizes jdwp.IDSizes) {
-	if a.learn.firstRead == firstUnknown {
+	switch a.learn.firstRead {
+	case firstUnknown:
 		return
-	}
-	for _, d := range a.deferred {
-		if a.learn.firstRead == firstConfirmed {
+	case firstConfirmed:
+		for _, d := range a.deferred {
 			a.specAttach(sizes, d.c, d.params)
 		}
 	}

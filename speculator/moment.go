@@ -279,11 +279,7 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 		c.unqueueRunning(ep)
 		return
 	}
-	for i, n := 0, len(ep.specs); i < n; i++ {
-		if s := ep.specs[i]; s.rereadable() && c.facts.running(s.info, s.subj) {
-			c.askAgain(s, sizes)
-		}
-	}
+	c.askRunningAgain(sizes, true)
 	for i := range c.reads.placed {
 		if k := &c.reads.placed[i]; c.reads.again(k) {
 			c.cache.drop(k)
@@ -305,12 +301,18 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 // once a stop, as a miss asks them again (refetch). Not at a far end,
 // which never answers running state (answerable).
 func (c *core) reread(sizes jdwp.IDSizes) {
-	ep := &c.learn.ep
-	if !ep.active || c.facts.farEnd {
-		return
+	if c.learn.ep.active && !c.facts.farEnd {
+		c.askRunningAgain(sizes, false)
 	}
+}
+
+// askRunningAgain asks again the stop's speculation of running state
+// that may be asked again (rereadable): all of it (a miss: refetch), or
+// what is out of place (reread).
+func (c *core) askRunningAgain(sizes jdwp.IDSizes, all bool) {
+	ep := &c.learn.ep
 	for i, n := 0, len(ep.specs); i < n; i++ {
-		if s := ep.specs[i]; s.rereadable() && c.facts.running(s.info, s.subj) && !c.facts.inPlace(s.info, s.subj, s.pos) {
+		if s := ep.specs[i]; s.rereadable() && c.facts.running(s.info, s.subj) && (all || !c.facts.inPlace(s.info, s.subj, s.pos)) {
 			c.askAgain(s, sizes)
 		}
 	}
