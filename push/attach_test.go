@@ -2,13 +2,18 @@ package push
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/jdwpaccel/jdwpaccel/speculator"
 	"github.com/jdwpaccel/jdwpaccel/split"
 	"github.com/rs/zerolog"
 )
@@ -249,4 +254,70 @@ func TestNearReportsFirstCommand(t *testing.T) {
 		}
 	}
 	t.Fatalf("no usage report of the first command among %v", seen.commands())
+}
+
+// TestFarIdentifiesByALateReport: the near end's report of the debugger's
+// first command still names the debugger (its profile's key) when it
+// reaches the far end after the VM's first stop there, a report the far
+// end no longer learns reads from: keyed by whatever the near end forwarded
+// first, which depends on what the near end knew, the far end learned its
+// profile under one key and looked it up under another. Fails with the
+// report's first command passed on only with its reads.
+func TestFarIdentifiesByALateReport(t *testing.T) {
+	vm := jdwptest.StartVM(t, jdwptest.Script{Replies: attachScript()})
+	learn := t.TempDir() + "/learn.json"
+	sp := speculator.New(speculator.Config{LearnFile: learn}, zerolog.Nop(), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := relay.NewServer(relay.Config{DialVM: relay.DialTCP(vm.Addr()), NewHooks: FarHooks(sp, Config{MaxHold: time.Minute}), Logger: zerolog.Nop()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	addr := ln.Addr().String()
+	d, err := jdwptest.Attach(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	start := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{{Kind: jdwp.EventVMStart, Thread: thread1}}}
+	ev := jdwp.AppendCommand(nil, 1, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &start))
+	if err := vm.Send(ev); err != nil {
+		t.Fatal(err)
+	}
+	for p := next(t, d); string(p) != string(ev); p = next(t, d) {
+	}
+	var c codec
+	defer c.close()
+	late := appendBody(nil, Header{Records: 1}, appendUsage(nil, jdwp.CmdIDSizes, nil), &c)
+	if _, err := d.Call(CmdUsage, late); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil { // forwarded
+		t.Fatal(err)
+	}
+	d.Close()
+	cancel() // Serve returns once every session ended: its profile kept
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(learn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("/%d.%d", jdwp.CmdIDSizes.Set, jdwp.CmdIDSizes.Cmd)
+	for k := range m {
+		if !strings.HasSuffix(k, want) {
+			t.Errorf("the far end learned its profile under %q, want the debugger's first command's %q", k, want)
+		}
+	}
+	if len(m) == 0 {
+		t.Error("the far end learned no profile")
+	}
 }

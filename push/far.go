@@ -195,6 +195,12 @@ func (f *far) usageReport(rs *relay.Session, fr *relay.Frame) {
 	}
 	f.linkRTT(min(time.Duration(h.RTT), maxReportedRTT) * time.Microsecond)
 	sizes, _ := rs.IDSizes()
+	if len(recs) > 0 {
+		// The near end's first report begins with the debugger's first
+		// command, which names its profile here: even one that comes
+		// after the VM's first stop (a VM_START) ended here.
+		f.spec.Identify(fr.Out(), recs[0].Cmd, sizes)
+	}
 	f.mu.Lock()
 	quiet, serial, active := f.quiet, f.told.Serial, f.told.Active
 	f.mu.Unlock()

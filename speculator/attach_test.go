@@ -397,7 +397,7 @@ func TestFarEndKnowsTheDebuggerByItsFirstCommand(t *testing.T) {
 	s := v.(*Session)
 	done := make(chan struct{})
 	if err := s.ss.rs.Do(func(out *relay.Outbox) { // the near end's report of the debugger's first
-		s.Asked(out, jdwp.CmdIDSizes, nil, sizes8)
+		s.Identify(out, jdwp.CmdIDSizes, sizes8)
 		close(done)
 	}); err != nil {
 		t.Fatal(err)

@@ -252,13 +252,28 @@ func offeredReply(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) 
 	return &reply{ok: true, c: c, params: params, p: p, sizes: sizes, valid: true, offered: true}
 }
 
+// Identify tells a session not identified yet the debugger's first
+// command c, answered elsewhere (by a near end, from the attach's replies
+// pushed there): it identifies the debugger (attach.go: the key of its
+// profile), as if it had come here, and may start the attach's prefetch,
+// which goes to out (the relay turn's outbox). A far end never sees that
+// command itself, and what its near end forwards first depends on what
+// the near end knew: the profile would be learned under one key and
+// looked up under another.
+func (s *Session) Identify(out *relay.Outbox, c jdwp.Cmd, sizes jdwp.IDSizes) {
+	ss := s.ss
+	ss.lock(out)
+	defer ss.unlock()
+	if a := &ss.att; !a.identified && !ss.closed {
+		a.identify(c, sizes)
+	}
+}
+
 // Asked tells the session that the debugger sent command c with params and
 // was answered elsewhere (by a near end, from replies this session's
 // speculation pushed there): the learner learns it as a command of the
 // current stop (and of the attach, or the CLASS_PREPARE stop, it was
-// sent at), and the speculation that fetched it counts as used. The first
-// command of a debugger not identified yet identifies it, and may start
-// the attach's prefetch, which goes to out (the relay turn's outbox).
+// sent at), and the speculation that fetched it counts as used.
 func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) {
 	ss := s.ss
 	ss.lock(out)
@@ -267,12 +282,6 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 	info, ok := keyable.Fill(&key, c, params, sizes)
 	if !ok || ss.closed {
 		return
-	}
-	if a := &ss.att; !a.identified {
-		// The first command the debugger sent, answered elsewhere (from
-		// the attach's replies pushed there): it identifies the debugger
-		// (attach.go), as if it had come here.
-		a.identify(c, sizes)
 	}
 	// The near end served the reply pushed from here: its speculation is
 	// used, even if the reply no longer answers here (out of place at
