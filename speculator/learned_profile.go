@@ -148,6 +148,16 @@ func (lr *learnedRules) take() {
 	lr.cands = nil
 }
 
+// profileTaken is the profile whose stop templates the session took,
+// taking it now if JDI's first Sets tell which fits (as stopped would at
+// this stop), nil before that or if none fits.
+func (lr *learnedRules) profileTaken() *profile {
+	if lr.sets.n == len(lr.sets.kinds) {
+		lr.take()
+	}
+	return lr.took
+}
+
 // stopSignature is the signature command templates ts ask, zero if none
 // or both.
 func stopSignature(ts []learnedTmpl) jdwp.Cmd {

@@ -60,7 +60,7 @@ func TestWritePrior(t *testing.T) {
 	for _, p := range eclipse.profiles.m {
 		p.stripToGeneric()
 		f.Stops = append(f.Stops, &profile{Sets: p.Sets, Learned: p.Learned, Asked: p.Asked, ArrKnown: p.ArrKnown,
-			ArrReads: p.ArrReads, FieldOrder: p.FieldOrder})
+			ArrReads: p.ArrReads, FieldOrder: p.FieldOrder, PrepClass: p.PrepClass, PrepMethod: p.PrepMethod, PrepVM: p.PrepVM})
 	}
 	f.VM = vmNameOf(t, ctx, b)
 	out, err := json.MarshalIndent(&f, "", "\t")
@@ -156,4 +156,29 @@ func vmNameOf(t *testing.T, ctx context.Context, b *javavm.Build) string {
 		t.Fatalf("Version reply %x names no VM", p.Body())
 	}
 	return name
+}
+
+// TestRealVMEclipsePrepareStopWithPrior: VS Code's engine (Eclipse's JDI,
+// the vscode-like driver) through a fresh proxy. Its class prepare
+// requests suspend all (java-debug leaves them at JDI's default), and its
+// JDI lists the VM's threads as it resumes such a stop; the prior's
+// Eclipse profile has that list read ahead at the first one too, so no
+// forwarded AllThreads lies on the way to the first breakpoint. Fails with
+// the prepare rule taking only the profile of the debugger's first
+// command (the prior's, OpenJDK's, whose JDI reads no threads there).
+func TestRealVMEclipsePrepareStopWithPrior(t *testing.T) {
+	b := jdwptest.JavaBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, bp := attachOnceAs(t, ctx, b, New(Config{}, zerolog.Nop(), nil), javavm.ProfileVSCodeLike, 5*time.Millisecond)
+	prepared := false
+	for _, l := range bp.Path {
+		prepared = prepared || strings.HasSuffix(l.Name, "CLASS_PREPARE")
+		if l.Name == jdwp.CmdVirtualMachineAllThreads.String() && l.Served == "forwarded" {
+			t.Errorf("the debugger's thread list forwarded on the way to its first stop: %+v", bp.Path)
+		}
+	}
+	if !prepared {
+		t.Fatalf("no class prepare stop on the way to the first breakpoint: %+v", bp.Path)
+	}
 }

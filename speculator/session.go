@@ -86,7 +86,7 @@ func newSession(sp *Speculator, rs *relay.Session) *session {
 	ss.att = attach{core: c, rs: rs, importProfile: ss.importProfile, offerStops: ss.lrn.offer,
 		compressed: rs.VMInfo().Compressed}
 	ss.wb = newWriteBehind(c, sp.cfg.WriteBehind)
-	ss.prep = prepareRule{core: c}
+	ss.prep = prepareRule{core: c, stopsOf: ss.lrn.profileTaken}
 	ss.fp = framePrediction{core: c}
 	ss.stops = stopRules{core: c}
 	ss.vals = valueRules{core: c, shapes: &ss.shapes}

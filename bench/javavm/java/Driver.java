@@ -307,10 +307,15 @@ public final class Driver {
             waiting = new ArrayList<>();
             waiting.add(line);
             pending.put(bp[0], waiting);
-            ClassPrepareRequest cpr = erm.createClassPrepareRequest();
-            cpr.addClassFilter(bp[0]);
-            cpr.setSuspendPolicy(suspendPolicy());
-            cpr.enable();
+            // java-debug leaves its class prepare requests at JDI's
+            // default policy, SUSPEND_ALL (whatever its breakpoints'), and
+            // asks for the class's nested classes with a second one.
+            for (String pattern : vscodeLike() ? new String[] {bp[0], bp[0] + "$*"} : new String[] {bp[0]}) {
+                ClassPrepareRequest cpr = erm.createClassPrepareRequest();
+                cpr.addClassFilter(pattern);
+                cpr.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+                cpr.enable();
+            }
         }
         if (javaDebug != null) {
             javaDebug.configurationDone(erm);
@@ -422,7 +427,7 @@ public final class Driver {
         return profile.equals("vscode-like");
     }
 
-    /** Breakpoints and class prepare requests suspend all, or the event thread as java-debug's do. */
+    /** Breakpoints suspend all, or the event thread as java-debug's do. */
     private int suspendPolicy() {
         return vscodeLike() ? EventRequest.SUSPEND_EVENT_THREAD : EventRequest.SUSPEND_ALL;
     }
