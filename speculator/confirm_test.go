@@ -25,15 +25,16 @@ func ownCommands(r *rig) map[jdwp.Cmd]int {
 // stop) speculates nothing at its first stop until its debugger's first
 // read; a debugger that reads first what the profile's did gets the
 // profile's stop replayed (the frame's values), one that reads otherwise
-// (its thread list first: another debugger with the same attach) gets
-// none of it, nor at its next stop. Fails with the stop speculated at the
-// event (session.awaitFirst), or with a refuted profile replayed
-// (learnedRules.confirm).
+// (its thread list, then a frame's values: another debugger with the
+// same attach) gets none of it, nor at its next stop. Fails with
+// the stop speculated at the event (session.awaitFirst), or with a
+// refuted profile replayed (learnedRules.confirm).
 func TestFirstReadConfirmsTheProfile(t *testing.T) {
 	for _, same := range []bool{true, false} {
 		sp := newTestSpeculator(Config{})
 		id := uint32(100)
 		learnMadeUp(t, sp, &id)
+		rigModes.Store(sp, ModeAdaptive) // its Session kept
 		r, m := attachMadeUp(t, sp)
 		before := ownCommands(r)
 		madeUpStop(r, m)
@@ -44,7 +45,16 @@ func TestFirstReadConfirmsTheProfile(t *testing.T) {
 		if same {
 			r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
 		} else {
+			// Its thread list, which the profile's debugger reads too
+			// (later), decides nothing; its own read of the stack does.
 			r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+			r.dbg.call(nextID(), jdwp.CmdStackFrameGetValues, body(func(w *jdwp.BodyWriter) {
+				w.ObjectID(thread1)
+				w.FrameID(0x999)
+				w.Int32(1)
+				w.Int32(0)
+				w.Uint8(uint8(jdwp.TagInt))
+			}))
 		}
 		r.barrier()
 		r.barrier()
@@ -54,6 +64,14 @@ func TestFirstReadConfirmsTheProfile(t *testing.T) {
 		}
 		if !same && values != 0 {
 			t.Errorf("a debugger that read first its thread list: the profile's frame values were speculated %d times", values)
+		}
+		v, _ := rigSessions.Load(sp)
+		ss := v.(*Session).ss
+		ss.mu.Lock()
+		state := ss.learn.firstRead
+		ss.mu.Unlock()
+		if want := map[bool]firstState{true: firstConfirmed, false: firstRefuted}[same]; state != want {
+			t.Errorf("same=%v: the first stop said %d of the profile, want %d", same, state, want)
 		}
 		if same {
 			r.dbg.quiet()
@@ -284,5 +302,56 @@ func TestFarEndConfirmsAtTheStopsEnd(t *testing.T) {
 			t.Errorf("a refuted profile's frame values gathered %d times at the next stop", values)
 		}
 		r.dbg.quiet()
+	}
+}
+
+// TestServedReadLeavesTheProfileOpen: at the session's first stop, a read
+// something here already serves (an asynchronous debugger's straggler,
+// begun before the stop: here the VM's version, cached since the attach)
+// neither confirms nor refutes the profile; the profile's own first read
+// after it confirms it, and the profile's stop is replayed (the frame's
+// values), and its first read stays the mark, at the next stop too. Fails
+// with the first read
+// alone deciding (java-debug's name read of a thread, sent as the event
+// came, refuted its own profile, and its first stop through a fresh proxy
+// took 40 serial round trips, not 13), or with the mark moved to it.
+func TestServedReadLeavesTheProfileOpen(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	id := uint32(100)
+	learnMadeUp(t, sp, &id)
+	r, m := attachMadeUp(t, sp)
+	madeUpStop(r, m)
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineVersion, nil)
+	r.barrier()
+	if n := ownCommands(r)[jdwp.CmdStackFrameGetValues]; n != 0 {
+		t.Fatalf("the frame's values speculated %d times after a served read alone", n)
+	}
+	r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+	r.barrier()
+	r.barrier()
+	if ownCommands(r)[jdwp.CmdStackFrameGetValues] == 0 {
+		t.Error("the profile's first read after a served one: the frame's values were not speculated")
+	}
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineResume, nil)
+	madeUpStop(r, m) // a straggler first again
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineVersion, nil)
+	r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+	r.dbg.quiet()
+	r.stop()
+	// The confirmed read stays the mark the next session holds its first
+	// stop against, not the straggler before it.
+	marks := 0
+	for _, p := range sp.profiles.m {
+		for _, tm := range p.Learned {
+			if c := (jdwp.Cmd{Set: tm.Set, Cmd: tm.Cmd}); tm.First {
+				marks++
+				if c != jdwp.CmdThreadReferenceFrames {
+					t.Errorf("the profile's mark moved to %v", c)
+				}
+			}
+		}
+	}
+	if marks == 0 {
+		t.Error("the profile kept no mark")
 	}
 }

@@ -59,6 +59,7 @@ type learnedRules struct {
 	// (confirm, confirmAtEnd).
 	firsts  map[jdwp.EventKind]*lnode
 	checked map[jdwp.EventKind]bool
+	held    map[jdwp.EventKind]bool // the kinds whose first read the session confirmed (settle): their mark stays
 	// fresh says the replay under way reads again what the stop read
 	// ahead at an earlier moment (feedKnownThreads, freshen).
 	fresh bool
@@ -175,7 +176,8 @@ type lstop struct {
 	// that names a thread once skips them, and still names every thread
 	// (settleIndices).
 	named map[keyable.Key]uint64
-	// firstSeen says the debugger's first read of the stop came (confirm).
+	// firstSeen says the debugger's first read of the stop came (its mark:
+	// lnode.first).
 	firstSeen bool
 	// threadsFed are the feedHow bits feedKnownThreads replayed the
 	// session's known threads with at this stop.

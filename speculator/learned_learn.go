@@ -28,17 +28,20 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 		}
 	}
 	predicted := st.emitted[*key]
+	served := lr.cache.has(key) || lr.disp.pending(key) != nil // before derive speculates it
 	n := lr.derive(key, info, sizes, true)
+	if !lr.facts.farEnd && lr.unconfirmed() {
+		lr.confirm(key.Cmd(), served)
+	}
 	if !st.firstSeen {
 		st.firstSeen = true
-		if !lr.facts.farEnd {
-			lr.confirm(key.Cmd())
-		}
-		for _, o := range st.g.nodes {
-			o.first = false
-		}
-		if n != nil {
-			n.first = true
+		if !lr.held[lr.kind] {
+			for _, o := range st.g.nodes {
+				o.first = false
+			}
+			if n != nil {
+				n.first = true
+			}
 		}
 	}
 	if n == nil {
@@ -453,18 +456,24 @@ func appendShape(b []byte, c jdwp.Cmd, ps []lparam, from *lnode) []byte {
 	return b
 }
 
-// confirm holds the debugger's first read c at the session's first stop
-// of a kind against the profile's: the command its debugger read first
-// at its last stop of that kind (lnode.first). Debuggers on one JDI
-// attach alike, command for command (jdb and an IDE on OpenJDK's), so
+// confirm holds the debugger's reads at the session's first stop of a
+// kind against the profile's first read there: the command its debugger
+// read first at its last stop of that kind (lnode.first). Debuggers on one
+// JDI attach alike, command for command (jdb and an IDE on OpenJDK's), so
 // the profile taken (take) may be another debugger's; what each reads
 // first at a stop tells them apart (an IDE its thread list, jdb the
-// stopped thread's frames). Near the debugger, such a stop's speculation
-// waits for that first read (session.awaitFirst), so the other
-// debugger's stop costs nothing (settle). Not at a far end, which is told
-// its near end's reads in reports, in no order a debugger read them in
-// (confirmAtEnd).
-func (lr *learnedRules) confirm(c jdwp.Cmd) {
+// stopped thread's frames). The profile's read confirms it if it comes
+// before a read c that refutes it: one nothing here serves (served:
+// neither cached nor in flight) that reads the stopped thread's stack or
+// that the profile's debugger never read at such a stop. An asynchronous
+// debugger (java-debug) sends reads it began while the VM ran (names of
+// threads) as the event comes, before the stop's own; a read the stop's
+// guesses serve costs nothing to look past. Near the debugger,
+// such a stop's speculation waits for the decision (session.awaitFirst),
+// so the other debugger's stop costs nothing (settle). Not at a far end,
+// which is told its near end's reads in reports, in no order a debugger
+// read them in (confirmAtEnd).
+func (lr *learnedRules) confirm(c jdwp.Cmd, served bool) {
 	first := lr.profileFirst(lr.kind)
 	if first == nil {
 		if lr.learn.firstRead == firstUnknown {
@@ -472,7 +481,32 @@ func (lr *learnedRules) confirm(c jdwp.Cmd) {
 		}
 		return
 	}
-	lr.settle(lr.kind, first.cmd == c)
+	switch {
+	case first.cmd == c:
+		lr.settle(lr.kind, true)
+	case !served && (stackRead(c) || !lr.profileAsks(lr.kind, c)):
+		lr.settle(lr.kind, false)
+	}
+}
+
+// stackRead says whether c reads a thread's stack (its frames, their
+// values): only a suspended thread answers those, so a debugger sends
+// them only once it has the stop's event.
+func stackRead(c jdwp.Cmd) bool {
+	return c == jdwp.CmdThreadReferenceFrames || c == jdwp.CmdThreadReferenceFrameCount || c.Set == jdwp.SetStackFrame
+}
+
+// profileAsks says whether the profile's debugger read c at its stops of
+// kind k (an imported template of it).
+func (lr *learnedRules) profileAsks(k jdwp.EventKind, c jdwp.Cmd) bool {
+	if g := lr.graphs[k]; g != nil {
+		for _, n := range g.nodes {
+			if n.imported && n.cmd == c {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // confirmAtEnd, at a far end, holds the session's first stop of a kind,
@@ -499,6 +533,18 @@ func (lr *learnedRules) settle(k jdwp.EventKind, ok bool) {
 	if ok {
 		if lr.learn.firstRead == firstUnknown {
 			lr.learn.firstRead = firstConfirmed
+		}
+		// The profile's first read stays the kind's mark, whatever came
+		// before it here (another session's straggler).
+		if lr.held == nil {
+			lr.held = map[jdwp.EventKind]bool{}
+		}
+		lr.held[k] = true
+		if g, first := lr.graphs[k], lr.firsts[k]; g != nil && first != nil {
+			for _, o := range g.nodes {
+				o.first = false
+			}
+			first.first = true
 		}
 		return
 	}

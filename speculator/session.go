@@ -42,12 +42,12 @@ type session struct {
 	live   liveness        // IsCollected of a suspended thread, proven (liveness.go)
 
 	// awaitFirst says the stop's speculation waits for the debugger's
-	// first read (learnedRules.confirm): at the session's first stop of
-	// a kind, near the debugger, while the profile it took may be
-	// another debugger's (one JDI attaches alike for all). That debugger
-	// reads first as soon as it has the event, long before any reply of
-	// the stop could be back: waiting costs it nothing, and a profile its
-	// first read refutes costs the VM nothing.
+	// first reads to confirm or refute the profile (learnedRules.confirm):
+	// at the session's first stop of a kind, near the debugger, while the
+	// profile it took may be another debugger's (one JDI attaches alike
+	// for all). That debugger reads first as soon as it has the event,
+	// long before any reply of the stop could be back: waiting costs it
+	// nothing, and a profile its reads refute costs the VM nothing.
 	awaitFirst bool
 
 	ord      order               // answers of running state sent in the VM's order (order.go)
@@ -139,7 +139,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			ss.asked(&d.key, info, sizes)
 			ss.reads.asked(&d.key)
 			ss.ord.asked(&d.key)
-			if ss.awaitFirst && ss.learn.ep.active {
+			if ss.awaitFirst && ss.learn.ep.active && !ss.lrn.unconfirmed() {
 				ss.awaitFirst = false
 				ss.waves(sizes) // the profile confirmed or refuted (asked)
 			}
