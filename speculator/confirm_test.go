@@ -25,10 +25,10 @@ func ownCommands(r *rig) map[jdwp.Cmd]int {
 // stop) speculates nothing at its first stop until its debugger's first
 // read; a debugger that reads first what the profile's did gets the
 // profile's stop replayed (the frame's values), one that reads otherwise
-// (its thread list, then a frame's values: another debugger with the
-// same attach) gets none of it, nor at its next stop. Fails with
-// the stop speculated at the event (session.awaitFirst), or with a
-// refuted profile replayed (learnedRules.confirm).
+// (its thread list, then a frame's values: another debugger with the same
+// attach) gets none of it, nor at its next stop. Fails with the stop
+// speculated at the event (session.awaitFirst), or with a refuted profile
+// replayed (learnedRules.confirm).
 func TestFirstReadConfirmsTheProfile(t *testing.T) {
 	for _, same := range []bool{true, false} {
 		sp := newTestSpeculator(Config{})
@@ -311,10 +311,10 @@ func TestFarEndConfirmsAtTheStopsEnd(t *testing.T) {
 // neither confirms nor refutes the profile; the profile's own first read
 // after it confirms it, and the profile's stop is replayed (the frame's
 // values), and its first read stays the mark, at the next stop too. Fails
-// with the first read
-// alone deciding (java-debug's name read of a thread, sent as the event
-// came, refuted its own profile, and its first stop through a fresh proxy
-// took 40 serial round trips, not 13), or with the mark moved to it.
+// with the first read alone deciding (java-debug's name read of a thread,
+// sent as the event came, refuted its own profile, and its first stop
+// through a fresh proxy took 40 serial round trips, not 17), or with the
+// mark moved to it.
 func TestServedReadLeavesTheProfileOpen(t *testing.T) {
 	sp := newTestSpeculator(Config{})
 	id := uint32(100)

@@ -28,9 +28,10 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 		}
 	}
 	predicted := st.emitted[*key]
-	served := lr.cache.has(key) || lr.disp.pending(key) != nil // before derive speculates it
+	decide := !lr.facts.farEnd && lr.unconfirmed()
+	served := decide && (lr.cache.has(key) || lr.disp.pending(key) != nil) // before derive speculates it
 	n := lr.derive(key, info, sizes, true)
-	if !lr.facts.farEnd && lr.unconfirmed() {
+	if decide {
 		lr.confirm(key.Cmd(), served)
 	}
 	if !st.firstSeen {
@@ -468,11 +469,11 @@ func appendShape(b []byte, c jdwp.Cmd, ps []lparam, from *lnode) []byte {
 // that the profile's debugger never read at such a stop. An asynchronous
 // debugger (java-debug) sends reads it began while the VM ran (names of
 // threads) as the event comes, before the stop's own; a read the stop's
-// guesses serve costs nothing to look past. Near the debugger,
-// such a stop's speculation waits for the decision (session.awaitFirst),
-// so the other debugger's stop costs nothing (settle). Not at a far end,
-// which is told its near end's reads in reports, in no order a debugger
-// read them in (confirmAtEnd).
+// guesses serve costs nothing to look past. Near the debugger, such a
+// stop's speculation waits for the decision (session.awaitFirst), so the
+// other debugger's stop costs nothing (settle). Not at a far end, which is
+// told its near end's reads in reports, in no order a debugger read them
+// in (confirmAtEnd).
 func (lr *learnedRules) confirm(c jdwp.Cmd, served bool) {
 	first := lr.profileFirst(lr.kind)
 	if first == nil {
