@@ -163,6 +163,9 @@ func (s *firstSets) add(k jdwp.EventKind) {
 
 func (s *firstSets) list() []jdwp.EventKind { return s.kinds[:s.n] }
 
+// known says whether the first Sets are all in (which profile fits).
+func (s *firstSets) known() bool { return s.n == len(s.kinds) }
+
 // fits says whether a profile recorded after Sets of kinds ks came from a
 // debugger that attached as this session's did; a profile that recorded
 // none (written before they were, or of a debugger that set none) is
@@ -324,7 +327,7 @@ func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string, ow
 
 // replay sends the profile's command c with params: at once if its
 // debugger asked it at the attach; if at its first stop, once this
-// session's debugger read first at its first stop what the profile's did
+// session's debugger's reads at its first stop confirmed the profile
 // (learner.firstRead: another debugger with the same attach reads none
 // of it), and not before that stop (deferred).
 func (a *attach) replay(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, stop bool) {
@@ -336,8 +339,8 @@ func (a *attach) replay(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, stop bool
 	}
 }
 
-// release sends the deferred commands, once the first stop's first read
-// confirmed the profile, or drops them, once it refuted it.
+// release sends the deferred commands, once the first stop's reads
+// confirmed the profile, or drops them, once they refuted it.
 func (a *attach) release(sizes jdwp.IDSizes) {
 	switch a.learn.firstRead {
 	case firstUnknown:
@@ -351,7 +354,7 @@ func (a *attach) release(sizes jdwp.IDSizes) {
 }
 
 // deferredCmd is a command of the profile that waits for the first
-// stop's first read (attach.replay).
+// stop's reads (attach.replay).
 type deferredCmd struct {
 	c      jdwp.Cmd
 	params []byte

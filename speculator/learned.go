@@ -54,12 +54,12 @@ type learnedRules struct {
 	took    *profile
 	decided bool
 	// firsts are the profile's first reads by kind of stop (its templates
-	// marked first: importLearned); checked the kinds at whose first stop
+	// marked first: importLearned); settled the kinds at whose first stop
 	// in this session the debugger's reads were held against them
-	// (confirm, confirmAtEnd).
+	// (confirm, confirmAtEnd) -> whether they confirmed it (then the
+	// profile's mark stays the kind's: settle).
 	firsts  map[jdwp.EventKind]*lnode
-	checked map[jdwp.EventKind]bool
-	held    map[jdwp.EventKind]bool // the kinds whose first read the session confirmed (settle): their mark stays
+	settled map[jdwp.EventKind]bool
 	// fresh says the replay under way reads again what the stop read
 	// ahead at an earlier moment (feedKnownThreads, freshen).
 	fresh bool
@@ -74,6 +74,16 @@ type learnedRules struct {
 type lgraph struct {
 	nodes   []*lnode
 	byShape map[string]*lnode
+}
+
+// mark makes n (nil: none) the graph's one first read (lnode.first).
+func (g *lgraph) mark(n *lnode) {
+	for _, o := range g.nodes {
+		o.first = false
+	}
+	if n != nil {
+		n.first = true
+	}
 }
 
 // srcKind is where a template's parameter comes from.
@@ -221,7 +231,7 @@ func (lr *learnedRules) taken(*jdwp.Composite) {}
 // stopped accounts the last stop's replay (the core's endEpisode has
 // marked what served the debugger) and starts a new one.
 func (lr *learnedRules) stopped(jdwp.IDSizes) {
-	if lr.located || lr.sets.n == len(lr.sets.kinds) {
+	if lr.located || lr.sets.known() {
 		// At a stop at a location, or once JDI's first Sets tell which
 		// profile fits: never at a VM_START, which comes before them.
 		lr.take()

@@ -36,13 +36,8 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 	}
 	if !st.firstSeen {
 		st.firstSeen = true
-		if !lr.held[lr.kind] {
-			for _, o := range st.g.nodes {
-				o.first = false
-			}
-			if n != nil {
-				n.first = true
-			}
+		if !lr.settled[lr.kind] { // a confirmed mark stays (settle)
+			st.g.mark(n)
 		}
 	}
 	if n == nil {
@@ -527,25 +522,18 @@ func (lr *learnedRules) confirmAtEnd(st *lstop) {
 // of it is forgotten (forgetProfile), and their speculation not sent yet
 // is dropped.
 func (lr *learnedRules) settle(k jdwp.EventKind, ok bool) {
-	if lr.checked == nil {
-		lr.checked = map[jdwp.EventKind]bool{}
+	if lr.settled == nil {
+		lr.settled = map[jdwp.EventKind]bool{}
 	}
-	lr.checked[k] = true
+	lr.settled[k] = ok
 	if ok {
 		if lr.learn.firstRead == firstUnknown {
 			lr.learn.firstRead = firstConfirmed
 		}
 		// The profile's first read stays the kind's mark, whatever came
-		// before it here (another session's straggler).
-		if lr.held == nil {
-			lr.held = map[jdwp.EventKind]bool{}
-		}
-		lr.held[k] = true
+		// before it here (a straggler of the debugger's).
 		if g, first := lr.graphs[k], lr.firsts[k]; g != nil && first != nil {
-			for _, o := range g.nodes {
-				o.first = false
-			}
-			first.first = true
+			g.mark(first)
 		}
 		return
 	}
@@ -571,7 +559,7 @@ func (lr *learnedRules) settle(k jdwp.EventKind, ok bool) {
 // (lnode.first), while this session's first stop of the kind has not
 // confirmed it.
 func (lr *learnedRules) profileFirst(k jdwp.EventKind) *lnode {
-	if lr.checked[k] {
+	if _, ok := lr.settled[k]; ok {
 		return nil
 	}
 	return lr.firsts[k]

@@ -152,7 +152,7 @@ func (lr *learnedRules) take() {
 // taking it now if JDI's first Sets tell which fits (as stopped would at
 // this stop), nil before that or if none fits.
 func (lr *learnedRules) profileTaken() *profile {
-	if lr.sets.n == len(lr.sets.kinds) {
+	if lr.sets.known() {
 		lr.take()
 	}
 	return lr.took

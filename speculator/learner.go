@@ -135,8 +135,8 @@ type learner struct {
 	// stop's guesses beyond the stopped thread's frames and name
 	// (core.guessesLearned).
 	profiled bool
-	// firstRead is what the session's first stop's first read said of
-	// the profile (learnedRules.confirm).
+	// firstRead is what the session's first stop's reads said of the
+	// profile (learnedRules.confirm).
 	firstRead firstState
 	templates []*template
 	byKey     map[keyable.Key]*template
@@ -353,13 +353,13 @@ func countStopSent(specs []*spec) int {
 	return n
 }
 
-// firstState is what the first read at a session's first stop said of
-// the profile it took (learnedRules.confirm).
+// firstState is what the reads at a session's first stop said of the
+// profile it took (learnedRules.confirm).
 type firstState uint8
 
 const (
-	firstUnknown   firstState = iota // no stop read yet
-	firstConfirmed                   // its debugger read first what the profile's did, or the profile says nothing
+	firstUnknown   firstState = iota // nothing decided yet
+	firstConfirmed                   // its debugger read the profile's first read before any read refuting it, or the profile says nothing
 	firstRefuted                     // it read otherwise: another debugger's profile
 )
 

@@ -70,7 +70,7 @@ type classCmd struct {
 	Sig  string          `json:"sig"`
 	Set  jdwp.CommandSet `json:"set"`
 	Cmd  uint8           `json:"cmd"`
-	Stop bool            `json:"stop,omitempty"` // first asked at the first stop (attach.deferStop)
+	Stop bool            `json:"stop,omitempty"` // first asked at the first stop (attach.replay)
 }
 
 // methodCmd is a method command of the attach, by class signature and
@@ -81,7 +81,7 @@ type methodCmd struct {
 	MSig string          `json:"msig"`
 	Set  jdwp.CommandSet `json:"set"`
 	Cmd  uint8           `json:"cmd"`
-	Stop bool            `json:"stop,omitempty"` // first asked at the first stop (attach.deferStop)
+	Stop bool            `json:"stop,omitempty"` // first asked at the first stop (attach.replay)
 }
 
 // relTmpl is a stop template about the stopped thread alone (its first

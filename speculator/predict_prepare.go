@@ -63,10 +63,8 @@ type prepareRule struct {
 	vmCmds     map[jdwp.Cmd]bool     // asked without parameters of the VM's state at a prepare stop (AllThreads)
 	specs      []*spec               // sent at the current prepare stop
 	// stopsOf is the profile whose stop templates the session took
-	// (learnedRules.profileTaken: its debugger's JDI's), nil while none;
-	// tookStops says its share here was taken (takeStops).
-	stopsOf   func() *profile
-	tookStops bool
+	// (learnedRules.profileTaken: its debugger's JDI's), nil while none.
+	stopsOf func() *profile
 }
 
 type preparedClass struct {
@@ -319,17 +317,14 @@ func (pr *prepareRule) exportTo(p, _ *profile, _ jdwp.IDSizes) {
 	p.PrepClass, p.PrepMethod, p.PrepVM = sortedCmds(pr.classCmds), sortedCmds(pr.methodCmds), sortedCmds(pr.vmCmds)
 }
 
-// takeStops takes, once, what the profile of the debugger's JDI (the one
-// whose stop templates the session took) saw asked at CLASS_PREPARE stops:
-// the profile of its first command (importFrom) may be another JDI's (the
-// prior's is OpenJDK's, whose JDI reads nothing of the VM there; Eclipse's
-// reads the thread list as it resumes a stop that suspended all).
+// takeStops takes what the profile of the debugger's JDI (the one whose
+// stop templates the session took) saw asked at CLASS_PREPARE stops (its
+// commands join what this session learns: importFrom): the profile of its
+// first command may be another JDI's (the prior's is OpenJDK's, whose JDI
+// reads nothing of the VM there; Eclipse's reads the thread list as it
+// resumes a stop that suspended all).
 func (pr *prepareRule) takeStops(sizes jdwp.IDSizes) {
-	if pr.tookStops || pr.stopsOf == nil {
-		return
-	}
 	if p := pr.stopsOf(); p != nil {
-		pr.tookStops = true
 		pr.importFrom(p, sizes)
 	}
 }
