@@ -20,6 +20,16 @@ func ownCommands(r *rig) map[jdwp.Cmd]int {
 	return n
 }
 
+// firstReadOf is what the reads of sp's kept session's first stop said of
+// its profile (rigModes: ModeAdaptive or ModeAlways).
+func firstReadOf(sp *Speculator) firstState {
+	v, _ := rigSessions.Load(sp)
+	ss := v.(*Session).ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.learn.firstRead
+}
+
 // TestFirstReadConfirmsTheProfile: a session that took another session's
 // profile (the made-up client's: it reads its top frames first at a
 // stop) speculates nothing at its first stop until its debugger's first
@@ -65,12 +75,7 @@ func TestFirstReadConfirmsTheProfile(t *testing.T) {
 		if !same && values != 0 {
 			t.Errorf("a debugger that read first its thread list: the profile's frame values were speculated %d times", values)
 		}
-		v, _ := rigSessions.Load(sp)
-		ss := v.(*Session).ss
-		ss.mu.Lock()
-		state := ss.learn.firstRead
-		ss.mu.Unlock()
-		if want := map[bool]firstState{true: firstConfirmed, false: firstRefuted}[same]; state != want {
+		if state, want := firstReadOf(sp), map[bool]firstState{true: firstConfirmed, false: firstRefuted}[same]; state != want {
 			t.Errorf("same=%v: the first stop said %d of the profile, want %d", same, state, want)
 		}
 		if same {
@@ -287,11 +292,7 @@ func TestFarEndConfirmsAtTheStopsEnd(t *testing.T) {
 		madeUpStop(r, m)
 		r.barrier()
 		r.barrier()
-		v, _ := rigSessions.Load(sp)
-		ss := v.(*Session).ss
-		ss.mu.Lock()
-		state := ss.learn.firstRead
-		ss.mu.Unlock()
+		state := firstReadOf(sp)
 		values := ownCommands(r)[jdwp.CmdStackFrameGetValues] - before
 		switch {
 		case asksTop && state != firstConfirmed:
