@@ -60,9 +60,6 @@ type learnedRules struct {
 	// profile's mark stays the kind's: settle).
 	firsts  map[jdwp.EventKind]*lnode
 	settled map[jdwp.EventKind]bool
-	// fresh says the replay under way reads again what the stop read
-	// ahead at an earlier moment (feedKnownThreads, freshen).
-	fresh bool
 
 	params   []keyable.Param // scratch
 	buf      []byte          // scratch: parameters being built

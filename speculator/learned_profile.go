@@ -1,6 +1,10 @@
 package speculator
 
 import (
+	"cmp"
+	"maps"
+	"slices"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
@@ -38,9 +42,10 @@ func (lr *learnedRules) exportTo(p, _ *profile, _ jdwp.IDSizes) {
 	lr.take()
 	old := lr.took
 	p.Learned = p.Learned[:0]
-	for k, g := range lr.graphs {
+	for _, k := range slices.Sorted(maps.Keys(lr.graphs)) { // one order: a profile file does not churn
+		g := lr.graphs[k]
 		at := map[*lnode]int{}
-		for _, n := range g.nodes {
+		for _, n := range g.canonical() {
 			from := -1
 			if n.from != nil {
 				i, ok := at[n.from]
@@ -80,6 +85,22 @@ func (lr *learnedRules) exportTo(p, _ *profile, _ jdwp.IDSizes) {
 		moved[i] = len(p.Learned)
 		p.Learned = append(p.Learned, t)
 	}
+}
+
+// canonical is the graph's templates in one order whatever the order
+// the debugger's concurrent reads taught them in (a profile file does not
+// churn): by depth (parents first), then by shape.
+func (g *lgraph) canonical() []*lnode {
+	depth := func(n *lnode) int {
+		d := 0
+		for ; n.from != nil; n = n.from {
+			d++
+		}
+		return d
+	}
+	ns := slices.Clone(g.nodes)
+	slices.SortStableFunc(ns, func(a, b *lnode) int { return cmp.Or(cmp.Compare(depth(a), depth(b)), cmp.Compare(a.shape, b.shape)) })
+	return ns
 }
 
 // kept says whether template n goes on to the next session's profile:

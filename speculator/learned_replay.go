@@ -23,7 +23,7 @@ func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
 	for _, n := range st.replay.nodes {
 		if n.from == nil && n.live() && (verbatim || !n.verbatim()) {
 			if params, ok := lr.build(n, nil, sizes); ok {
-				lr.emit(n, params, sizes, 0)
+				lr.emit(n, params, sizes, 0, false)
 			}
 		}
 	}
@@ -58,10 +58,6 @@ func (lr *learnedRules) feedKnownThreads(sizes jdwp.IDSizes, how feedHow) {
 		return
 	}
 	st.threadsFed |= 1 << how
-	// Fed as the debugger asks (a later turn than the event's): the
-	// stopped thread's own name and status, read at the event, are read
-	// again with the others, in one instant (freshen).
-	lr.fresh = how == feedHeld
 	for i, t := range lr.learn.threads {
 		if t == 0 {
 			continue
@@ -69,7 +65,6 @@ func (lr *learnedRules) feedKnownThreads(sizes jdwp.IDSizes, how feedHow) {
 		el := [1]item{{sp: spObject, id: uint64(t), path: pThread, i: i, tag: jdwp.TagThread}}
 		lr.feedElement(n, el[:], sizes, 0, how, true)
 	}
-	lr.fresh = false
 }
 
 // freshen asks again a read of running state (key) the stop's
@@ -286,8 +281,9 @@ func (lr *learnedRules) fieldTail(w *jdwp.BodyWriter, t jdwp.ClassID, pos []byte
 
 // emit replays template n with params: its cached reply feeds its
 // children at once; otherwise it is speculated, and its reply feeds them
-// in the chain.
-func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth int) {
+// in the chain. fresh asks again what the stop read ahead at an earlier
+// moment (freshen).
+func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth int, fresh bool) {
 	st := &lr.st
 	var key keyable.Key
 	if _, ok := keyable.Fill(&key, n.cmd, params, sizes); !ok {
@@ -299,7 +295,7 @@ func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth 
 	if len(st.emitted) < maxSpecPerStop {
 		st.emitted[key] = true
 	}
-	if lr.fresh {
+	if fresh {
 		lr.freshen(&key, sizes)
 	}
 	if e := lr.cache.peek(&key); e != nil {
@@ -447,7 +443,10 @@ func (lr *learnedRules) feedElement(n *lnode, el []item, sizes jdwp.IDSizes, dep
 			}
 			continue
 		}
-		lr.emit(c, params, sizes, depth)
+		// The known threads fed as the debugger asks (a later turn than
+		// the event's): the stopped thread's own name and status, read at
+		// the event, are read again with the others, in one instant.
+		lr.emit(c, params, sizes, depth, everyOnly && how == feedHeld)
 	}
 }
 
@@ -510,7 +509,7 @@ func (lr *learnedRules) retryFields(sizes jdwp.IDSizes) {
 				kept = append(kept, n)
 				continue
 			}
-			lr.emit(n, params, sizes, 0)
+			lr.emit(n, params, sizes, 0, false)
 		}
 		if len(kept) == 0 {
 			delete(st.waitType, o)

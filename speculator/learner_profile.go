@@ -1,6 +1,11 @@
 package speculator
 
 import (
+	"bytes"
+	"cmp"
+	"maps"
+	"slices"
+
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
@@ -27,6 +32,10 @@ func (l *learner) exportSlots(p *profile, h *handedOut) {
 		p.Slots = append(p.Slots, slotsOf{Sig: sig, Name: m.name, MSig: m.sig, Index: mk.index, Exact: mk.exact,
 			Tail: append([]byte(nil), tail...)})
 	}
+	slices.SortFunc(p.Slots, func(a, b slotsOf) int {
+		return cmp.Or(cmp.Compare(a.Sig, b.Sig), cmp.Compare(a.Name, b.Name), cmp.Compare(a.MSig, b.MSig),
+			cmp.Compare(a.Index, b.Index), bytes.Compare(a.Tail, b.Tail))
+	})
 }
 
 // importSlots takes the profile's slots of the methods ms of class
@@ -46,9 +55,7 @@ func (l *learner) importSlots(p *profile, class jdwp.ClassID, sig string, ms map
 
 // exportState copies the learner's ID-free state into p.
 func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
-	for c := range l.asked {
-		p.Asked = append(p.Asked, c)
-	}
+	p.Asked = append(p.Asked, slices.SortedFunc(maps.Keys(l.asked), compareCmd)...) // one order: a profile file does not churn
 	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
 	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
 	p.ArrKnown, p.FieldOrder = l.arrKnown, l.fieldOrder

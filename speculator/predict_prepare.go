@@ -352,12 +352,17 @@ func (pr *prepareRule) note(m *map[jdwp.Cmd]bool, c jdwp.Cmd) {
 	}
 }
 
+// compareCmd orders commands by command set, then command.
+func compareCmd(a, b jdwp.Cmd) int {
+	return cmp.Or(cmp.Compare(a.Set, b.Set), cmp.Compare(a.Cmd, b.Cmd))
+}
+
 func sortedCmds(m map[jdwp.Cmd]bool) []jdwp.Cmd {
 	out := make([]jdwp.Cmd, 0, len(m))
 	for c := range m {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b jdwp.Cmd) int { return cmp.Or(cmp.Compare(a.Set, b.Set), cmp.Compare(a.Cmd, b.Cmd)) })
+	slices.SortFunc(out, compareCmd)
 	if len(out) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package speculator
 
 import (
 	"bytes"
+	"cmp"
 	"math/bits"
 	"slices"
 	"unicode"
@@ -292,6 +293,7 @@ func (sh *shapeRules) exportTo(p, old *profile, sizes jdwp.IDSizes) {
 			out = append(out, objShape{Sig: sig, Fields: refs})
 		}
 	}
+	slices.SortFunc(out, func(a, b objShape) int { return cmp.Compare(a.Sig, b.Sig) }) // one order: a profile file does not churn
 	if old != nil {
 		for _, s := range old.Shapes {
 			if !seen[s.Sig] && len(out) < maxShapes {

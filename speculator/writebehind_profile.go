@@ -1,8 +1,10 @@
 package speculator
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
@@ -124,6 +126,7 @@ func (w *writeBehind) export() *wbProfile {
 		}
 		p.Shapes = append(p.Shapes, append([]byte(nil), s.b[:2+int(s.n)]...))
 	}
+	slices.SortFunc(p.Shapes, bytes.Compare) // one order: a profile file does not churn
 	return p
 }
 
