@@ -233,6 +233,11 @@ final class JavaDebugLike {
     String stop(ThreadReference thread, StringBuilder out) throws Exception {
         threads(out);
         StackFrame top = stackTrace(thread, out);
+        // Before the Variables view, which may invoke methods in the
+        // debuggee: OpenJDK's JDI (the fallback without Eclipse's) then
+        // takes the thread's frames for resumed.
+        Location l = top.location();
+        String where = l.declaringType().name() + "." + l.method().name() + ":" + l.lineNumber();
         // scopes: the Local scope of the top frame, nothing read.
         List<Var> locals = frameVariables(top);
         show(locals, thread, null, out);
@@ -242,8 +247,7 @@ final class JavaDebugLike {
                 show(kids, thread, v.name, out);
             }
         }
-        Location l = top.location();
-        return l.declaringType().name() + "." + l.method().name() + ":" + l.lineNumber();
+        return where;
     }
 
     /** threads: AllThreads, and the names of threads not seen before. */
