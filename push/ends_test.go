@@ -320,7 +320,7 @@ func TestNearServesBundleAndReportsUsage(t *testing.T) {
 			// The attach's prefetch (speculator.ModeNear), at the
 			// debugger's first command: nothing of the stop's.
 		default:
-			t.Errorf("the near end sent %v of its own (it must not speculate)", c)
+			t.Errorf("the near end sent %v of its own (it must not speculate): %v", c, cmds)
 		}
 	}
 	var c codec

@@ -86,6 +86,7 @@ type far struct {
 	raw       []byte     // their encodings; owned by far
 	pendFence uint64     // fence when pending's first record was gathered
 	holding   bool       // a stop event (heldPkts[0]) is held
+	promised  bool       // the held stop's bundle goes even if empty: its gathering waits for the first read (StopInfo.Awaiting)
 	holdSeq   uint64     // numbers holds, so a late timer knows its own
 	timer     *time.Timer
 	heldPkts  []heldPkt
@@ -305,8 +306,15 @@ func (f *far) FromVM(rs *relay.Session, fr *relay.Frame) relay.Action {
 	f.cfg.Counters.stops.Add(1)
 	f.hold(fr.Packet, fr.Cmd)
 	f.holding = true
+	// A stop whose gathering waits for the debugger's first read goes at
+	// once, with a bundle even if empty: the near end then knows this end
+	// gathers the stop (it speculates itself on a stop without one), and
+	// takes what comes after that read.
+	if f.promised = f.told.Awaiting; f.promised && len(f.pending) == 0 {
+		f.pendFence = f.fence.Load()
+	}
 	fr.Origin = relay.Synthetic
-	if idle {
+	if idle || f.promised {
 		f.flush(fr.Out())
 		return relay.Consume
 	}
@@ -402,7 +410,7 @@ func (f *far) Idle(out *relay.Outbox, stop uint64) {
 // flush sends the pending records as one bundle, then the held packets,
 // in that order, through out. mu is held.
 func (f *far) flush(out *relay.Outbox) {
-	if (len(f.pending) > 0 || f.attaching) && !f.closed {
+	if (len(f.pending) > 0 || f.attaching || f.promised) && !f.closed {
 		f.sendBundle(out)
 	}
 	f.attaching = false
@@ -461,9 +469,10 @@ func (f *far) sendBundle(out *relay.Outbox) {
 		f.cfg.Counters.capped.Add(int64(dropped))
 		f.cfg.Metrics.record(outcomeCapped, dropped)
 	}
-	if n == 0 && !f.attaching {
+	if n == 0 && !f.attaching && !f.promised {
 		return
 	}
+	f.promised = false
 	f.nextID++
 	p := jdwp.Packet(f.out)
 	p.SetID(f.nextID)

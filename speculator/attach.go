@@ -149,9 +149,19 @@ func (a *attach) attachProfile(sizes jdwp.IDSizes) {
 // before its debugger does anything (OpenJDK's: CLASS_PREPARE, then
 // CLASS_UNLOAD; Eclipse's: CLASS_UNLOAD, then its debugger's): debuggers
 // that begin with the same command (IDSizes) differ there.
+//
+// It also keeps the debugger's setup: the kinds of its requests about no
+// place in the program (bookkeeping) it made before its first stop at a
+// location. Those are the same from session to session of one debugger,
+// whatever it debugs (jdb: thread starts and deaths; java-debug: those,
+// unsuspending, and the VM's death; an IDE on OpenJDK's JDI: none of its
+// own), where its breakpoints, steps, watchpoints and exception
+// breakpoints are the user's.
 type firstSets struct {
 	n     int
 	kinds [2]jdwp.EventKind
+	setup uint8 // bookkeeping bits of the kinds set before the first stop at a location
+	done  bool  // that stop came: setup is final
 }
 
 func (s *firstSets) add(k jdwp.EventKind) {
@@ -159,6 +169,43 @@ func (s *firstSets) add(k jdwp.EventKind) {
 		s.kinds[s.n] = k
 		s.n++
 	}
+	if b := bookkeeping(k); !s.done && b != 0 {
+		s.setup |= b
+	}
+}
+
+// bookkeepingKinds are the event kinds whose requests name no place in
+// the program: a debugger's own bookkeeping, not its user's.
+var bookkeepingKinds = [...]jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventThreadDeath, jdwp.EventClassUnload, jdwp.EventVMDeath}
+
+// bookkeeping is k's bit in firstSets.setup, 0 if it is the user's.
+func bookkeeping(k jdwp.EventKind) uint8 {
+	if i := slices.Index(bookkeepingKinds[:], k); i >= 0 {
+		return 1 << i
+	}
+	return 0
+}
+
+// located notes the session's stop at a location: the setup is final.
+func (s *firstSets) located() { s.done = true }
+
+// setupKinds is the debugger's setup as a profile records it (nil: none).
+func (s *firstSets) setupKinds() []jdwp.EventKind {
+	var ks []jdwp.EventKind
+	for i, k := range bookkeepingKinds {
+		if s.setup&(1<<i) != 0 {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// setUpAs says whether a profile recorded after setup ks came from a
+// debugger that set itself up as this session's did; a profile that
+// recorded none (written before it was, or of a debugger with none) is
+// taken as such.
+func (s *firstSets) setUpAs(ks []jdwp.EventKind) bool {
+	return len(ks) == 0 || slices.Equal(ks, s.setupKinds())
 }
 
 func (s *firstSets) list() []jdwp.EventKind { return s.kinds[:s.n] }
@@ -251,9 +298,11 @@ func (a *attach) replied(x *reply) {
 
 // attachSecondWave sends, once both the ID sizes and the profile are
 // known, the VM-wide commands the debugger asked at its last attach (or
-// the default ones).
+// the default ones); not once the session's first stop at a location
+// began (a VM whose Version reply came after it): what the debugger
+// reads there is that stop's (its speculation, or a far end's bundle).
 func (a *attach) attachSecondWave(sizes jdwp.IDSizes) {
-	if a.expanded || a.key == "" || !a.attachAllowed() {
+	if a.expanded || a.key == "" || !a.attachAllowed() || a.learn.ep.serial > 0 {
 		return
 	}
 	a.expanded = true
@@ -470,6 +519,7 @@ func (a *attach) profile() (key string, p, old *profile) {
 	}
 	rec := a.rec
 	rec.Sets = slices.Clone(a.sets.list())
+	rec.Setup = a.sets.setupKinds()
 	rec.Lookups, rec.SnapBytes = a.snap.lookups, a.snap.bytes
 	if rec.SnapBytes == 0 && a.prof != nil {
 		rec.SnapBytes = a.prof.SnapBytes

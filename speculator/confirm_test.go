@@ -356,3 +356,47 @@ func TestServedReadLeavesTheProfileOpen(t *testing.T) {
 		t.Error("the profile kept no mark")
 	}
 }
+
+// TestFarEndWaitsForAProfileSetUpOtherwise: a far end gathers a profile's
+// first stop at once only for a debugger that set itself up as the
+// profile's did (its bookkeeping requests before that stop: thread starts
+// and deaths, the VM's death, class unloads); for another (jdb after an
+// IDE, both on one JDI) it sends the stop's event at once, gathers
+// nothing until the debugger's first read, and then replays the profile's
+// stop if that read confirms it. Fails with the far end gathering at the
+// event whatever the setup (session.awaitFirst, learnedRules.trusted), or
+// never once the read came.
+func TestFarEndWaitsForAProfileSetUpOtherwise(t *testing.T) {
+	top := body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) })
+	for _, sameSetup := range []bool{true, false} {
+		sp := newTestSpeculator(Config{})
+		id := uint32(100)
+		learnMadeUp(t, sp, &id, jdwp.EventClassUnload, jdwp.EventVMDeath) // its debugger reads its top frames first
+		rigModes.Store(sp, ModeAlways)
+		sets := []jdwp.EventKind{jdwp.EventClassUnload, jdwp.EventVMDeath}
+		if !sameSetup {
+			sets = append(sets, jdwp.EventThreadStart, jdwp.EventThreadDeath)
+		}
+		r, m := attachMadeUp(t, sp, sets...)
+		madeUpStop(r, m)
+		r.barrier()
+		atEvent := ownCommands(r)[jdwp.CmdStackFrameGetValues]
+		switch {
+		case sameSetup && atEvent == 0:
+			t.Error("a debugger set up as the profile's: the far end gathered none of the profile's stop at its event")
+		case !sameSetup && atEvent != 0:
+			t.Errorf("a debugger set up otherwise than the profile's: the far end gathered %d frame values before its first read", atEvent)
+		}
+		if !sameSetup {
+			r.dbg.call(nextID(), jdwp.CmdThreadReferenceFrames, top)
+			r.barrier()
+			if got := ownCommands(r)[jdwp.CmdStackFrameGetValues]; got == 0 {
+				t.Error("the first read confirmed the profile: the far end gathered none of its stop after it")
+			}
+			if state := firstReadOf(sp); state != firstConfirmed {
+				t.Errorf("the profile's first read came first: the first stop said %d, want confirmed", state)
+			}
+		}
+		r.dbg.quiet()
+	}
+}

@@ -86,10 +86,20 @@ func (ss *session) event(rs *relay.Session, f *relay.Frame) {
 		ss.learn.ep.partial = !ss.facts.allSuspended
 		ss.cache.tick(ss.learn.serial)
 		if ss.speculating() {
-			if ss.awaitFirst = !ss.facts.farEnd && ss.lrn.unconfirmed(); !ss.awaitFirst {
+			if ss.awaitFirst = ss.lrn.firstReadDecides(); !ss.awaitFirst {
 				ss.waves(sizes)
 			}
 		}
+	}
+}
+
+// afterFirst speculates the stop whose speculation waited for the
+// debugger's first read (awaitFirst) once a read confirmed or refuted the
+// profile (asked).
+func (ss *session) afterFirst(sizes jdwp.IDSizes) {
+	if ss.awaitFirst && ss.learn.ep.active && !ss.lrn.unconfirmed() {
+		ss.awaitFirst = false
+		ss.waves(sizes)
 	}
 }
 

@@ -67,6 +67,10 @@ type StopInfo struct {
 	Active bool
 	// Idle says no speculation is in flight or queued.
 	Idle bool
+	// Awaiting says the stop's speculation waits for the debugger's first
+	// read (a far end's profile it does not trust yet): what it gathers
+	// comes after that read.
+	Awaiting bool
 	// Mark is the session's mark when told: after a stop's event, it
 	// stands for "fetched during this stop".
 	Mark Mark
@@ -155,7 +159,7 @@ func MarkNow() Mark { return Mark{now: true} }
 
 // stopInfo is where the session's stops stand.
 func (ss *session) stopInfo() StopInfo {
-	return StopInfo{Serial: ss.push.stop, Active: ss.stopActive(), Idle: ss.idle(), Mark: Mark{gen: ss.facts.gen}}
+	return StopInfo{Serial: ss.push.stop, Active: ss.stopActive(), Idle: ss.idle(), Awaiting: ss.awaitFirst, Mark: Mark{gen: ss.facts.gen}}
 }
 
 // stopActive says whether the current stop is in progress (StopInfo.Active).
@@ -291,6 +295,7 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 		ss.markUsed(e.rec)
 	}
 	ss.asked(&key, info, sizes)
+	ss.afterFirst(sizes)
 }
 
 // tapStored tells the tap of speculative reply p to s, just stored.

@@ -28,7 +28,7 @@ func (lr *learnedRules) asked(key *keyable.Key, info keyable.Info, sizes jdwp.ID
 		}
 	}
 	predicted := st.emitted[*key]
-	decide := !lr.facts.farEnd && lr.unconfirmed()
+	decide := lr.firstReadDecides()
 	served := decide && (lr.cache.has(key) || lr.disp.pending(key) != nil) // before derive speculates it
 	n := lr.derive(key, info, sizes, true)
 	if decide {
@@ -507,9 +507,10 @@ func (lr *learnedRules) profileAsks(k jdwp.EventKind, c jdwp.Cmd) bool {
 
 // confirmAtEnd, at a far end, holds the session's first stop of a kind,
 // as it ends, against the profile: confirmed if its debugger asked the
-// profile's first read at all. The far end gathered the stop at once
-// either way; what a refuted profile would have the next stops and the
-// next session's profile replay goes (settle).
+// profile's first read at all (a far end that trusted the profile
+// gathered the stop at once; one that did not, and was told no read that
+// decided, gathered nothing of it); what a refuted profile would have the
+// next stops and the next session's profile replay goes (settle).
 func (lr *learnedRules) confirmAtEnd(st *lstop) {
 	if first := lr.profileFirst(st.kind); first != nil {
 		lr.settle(st.kind, first.seen == st.serial)

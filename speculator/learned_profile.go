@@ -179,6 +179,24 @@ func (lr *learnedRules) profileTaken() *profile {
 	return lr.took
 }
 
+// trusted says whether the profile taken is replayed at a stop before
+// the debugger's first read there can confirm it, where that read is a
+// round trip away (a far end: its near end serves the debugger): only if
+// its debugger set itself up as this session's did (firstSets.setUpAs).
+// One JDI's profile is any of its debuggers' guess (the prior's is an
+// IDE's); jdb sets itself up otherwise, and reads a tenth of what an IDE
+// does at a stop.
+func (lr *learnedRules) trusted() bool { return lr.took == nil || lr.sets.setUpAs(lr.took.Setup) }
+
+// firstReadDecides says whether this stop's first read decides the
+// profile's fate as it comes (confirm), and its speculation waits for it
+// (session.awaitFirst): where the debugger is near, or where the profile
+// is not trusted; a far end that trusts it gathers at once, and holds it
+// against the stop as it ends (confirmAtEnd).
+func (lr *learnedRules) firstReadDecides() bool {
+	return lr.unconfirmed() && (!lr.facts.farEnd || !lr.trusted())
+}
+
 // stopSignature is the signature command templates ts ask, zero if none
 // or both.
 func stopSignature(ts []learnedTmpl) jdwp.Cmd {

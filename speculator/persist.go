@@ -52,6 +52,7 @@ type profile struct {
 	Lookups    int              `json:"lookups,omitempty"`     // the debugger's lookups by name at attach (snapshot.go)
 	SnapBytes  int              `json:"snap_bytes,omitempty"`  // the size of the VM's class snapshot (snapshot.go)
 	Sets       []jdwp.EventKind `json:"sets,omitempty"`        // the event kinds of the session's first Sets (firstSets)
+	Setup      []jdwp.EventKind `json:"setup,omitempty"`       // the debugger's setup (firstSets.setupKinds)
 }
 
 // slotsOf is the slots the debugger asked of a method's frames (at one
@@ -317,7 +318,7 @@ func parseProfiles(b []byte) (map[string]*profile, error) {
 func (p *profile) valid() bool {
 	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
 		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) || len(p.ArrReads) > maxArrReads ||
-		len(p.ReadLevels) > int(numReads) || p.FieldOrder >= numOrders || len(p.Sets) > len(firstSets{}.kinds) || slices.ContainsFunc(p.ReadLevels, func(l uint8) bool { return l > maxValueLevel+1 }) {
+		len(p.ReadLevels) > int(numReads) || p.FieldOrder >= numOrders || len(p.Sets) > len(firstSets{}.kinds) || len(p.Setup) > len(bookkeepingKinds) || slices.ContainsFunc(p.ReadLevels, func(l uint8) bool { return l > maxValueLevel+1 }) {
 		return false
 	}
 	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !prepareValid(p.PrepVM) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {

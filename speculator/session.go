@@ -139,10 +139,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			ss.asked(&d.key, info, sizes)
 			ss.reads.asked(&d.key)
 			ss.ord.asked(&d.key)
-			if ss.awaitFirst && ss.learn.ep.active && !ss.lrn.unconfirmed() {
-				ss.awaitFirst = false
-				ss.waves(sizes) // the profile confirmed or refuted (asked)
-			}
+			ss.afterFirst(sizes)
 			if len(ss.att.deferred) > 0 {
 				ss.att.release(sizes)
 			}

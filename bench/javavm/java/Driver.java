@@ -279,6 +279,9 @@ public final class Driver {
             pool = Executors.newFixedThreadPool(threads);
         }
         EventRequestManager erm = vm.eventRequestManager();
+        if (profile.equals("jdb-min")) {
+            jdbSetUp(erm);
+        }
 
         // The breakpoints, each set at once in a loaded class, or when its
         // class is prepared. If the main class is loaded, the VM is already
@@ -558,6 +561,26 @@ public final class Driver {
             resumed = System.nanoTime();
             set.resume();
         }
+    }
+
+    /**
+     * What jdb (17) sets up as it attaches, before its user's first command
+     * (its VMConnection.setEventRequests, seen on the wire): uncaught
+     * Throwables (a class prepare request for the deferred spec, then the
+     * exception request), thread starts and deaths, all at JDI's default
+     * policy, SUSPEND_ALL (the await loops resume what is not a stop).
+     */
+    private void jdbSetUp(EventRequestManager erm) {
+        ClassPrepareRequest deferred = erm.createClassPrepareRequest();
+        deferred.addClassFilter("java.lang.Throwable");
+        deferred.addCountFilter(1);
+        deferred.enable();
+        List<ReferenceType> throwable = vm.classesByName("java.lang.Throwable");
+        if (!throwable.isEmpty()) {
+            erm.createExceptionRequest(throwable.get(0), false, true).enable();
+        }
+        erm.createThreadStartRequest().enable();
+        erm.createThreadDeathRequest().enable();
     }
 
     /** Waits for an event set holding an event of the wanted kind, resuming others. */
