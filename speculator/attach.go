@@ -186,6 +186,19 @@ func bookkeeping(k jdwp.EventKind) uint8 {
 	return 0
 }
 
+// contradicts says whether the setup so far has a kind a profile's
+// recorded setup ks lacks (one that recorded none contradicts nothing).
+func (s *firstSets) contradicts(ks []jdwp.EventKind) bool {
+	if len(ks) == 0 {
+		return false
+	}
+	var b uint8
+	for _, k := range ks {
+		b |= bookkeeping(k)
+	}
+	return s.setup&^b != 0
+}
+
 // located notes the session's stop at a location: the setup is final.
 func (s *firstSets) located() { s.done = true }
 
@@ -381,12 +394,19 @@ func (a *attach) attachClass(sizes jdwp.IDSizes, id jdwp.ClassID, sig string, ow
 // of it), and not before that stop (deferred).
 func (a *attach) replay(sizes jdwp.IDSizes, c jdwp.Cmd, params []byte, stop bool) {
 	switch {
-	case !stop || a.learn.firstRead == firstConfirmed:
+	case !stop && !a.setUpOtherwise() || a.learn.firstRead == firstConfirmed:
 		a.specAttach(sizes, c, params)
 	case a.learn.firstRead == firstUnknown && len(a.deferred) < maxAttachCmds:
 		a.deferred = append(a.deferred, deferredCmd{c: c, params: bytes.Clone(params)})
 	}
 }
+
+// setUpOtherwise says whether the debugger has set itself up in a way
+// the profile's never did (a bookkeeping request of a kind its setup
+// lacks: jdb's thread start requests, against an IDE's profile): the
+// commands that debugger asked at its attach then wait for this one's
+// first read at a stop, as those it asked at a stop do.
+func (a *attach) setUpOtherwise() bool { return a.prof != nil && a.sets.contradicts(a.prof.Setup) }
 
 // release sends the deferred commands, once the first stop's reads
 // confirmed the profile, or drops them, once they refuted it.

@@ -43,3 +43,35 @@ func cmds(ns []*lnode) []jdwp.Cmd {
 	}
 	return out
 }
+
+// TestSetupTellsDebuggersApart: the setup a profile recorded is held
+// against a session's: equal at its first stop to be trusted there
+// (setUpAs); contradicted, while the session sets itself up, only by a
+// bookkeeping kind the profile's debugger never set (jdb's thread starts
+// against an IDE's class unloads alone), not by one it has yet to set, nor
+// by a breakpoint or a class prepare request (the user's). Fails with the
+// user's kinds counted, or a kind not yet set taken for a contradiction
+// (an IDE's attach replay then waits for its first stop).
+func TestSetupTellsDebuggersApart(t *testing.T) {
+	ide := []jdwp.EventKind{jdwp.EventClassUnload}
+	javaDebug := []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventThreadDeath, jdwp.EventClassUnload, jdwp.EventVMDeath}
+	var s firstSets
+	for _, k := range []jdwp.EventKind{jdwp.EventClassPrepare, jdwp.EventClassUnload, jdwp.EventBreakpoint} {
+		s.add(k)
+	}
+	if s.contradicts(ide) || s.contradicts(javaDebug) || s.contradicts(nil) {
+		t.Error("an IDE's setup so far contradicts a profile")
+	}
+	if !s.setUpAs(ide) || s.setUpAs(javaDebug) || !s.setUpAs(nil) {
+		t.Errorf("an IDE's setup %v: set up as the IDE's %v, not as java-debug's, and as a profile that recorded none", s.setupKinds(), ide)
+	}
+	s.add(jdwp.EventThreadStart) // jdb's
+	if !s.contradicts(ide) || s.contradicts(javaDebug) {
+		t.Errorf("setup %v: contradicts the IDE's, not java-debug's", s.setupKinds())
+	}
+	s.located()
+	s.add(jdwp.EventVMDeath) // after the first stop: not setup
+	if got := s.setupKinds(); !slices.Equal(got, []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventClassUnload}) {
+		t.Errorf("setup %v after the first stop, want thread starts and class unloads", got)
+	}
+}
