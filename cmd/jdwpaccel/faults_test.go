@@ -1154,6 +1154,10 @@ func TestFault100MBReply(t *testing.T) {
 			heap := startHeapPeak()
 			start := time.Now()
 			id := d.getAll(array)
+			// What this case bounds is memory, not time: the VM writing
+			// 100 MiB and the proxy relaying them under -race on a busy
+			// two-core machine took more than replyTimeout once.
+			d.timeout = 2 * time.Minute
 			d.conn.SetReadDeadline(time.Now().Add(d.limit()))
 			_, err := d.r.Next() // the debugger's reader (1 MiB limit) reports the header and skips the rest
 			var tl *jdwp.TooLargeError
