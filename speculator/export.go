@@ -159,7 +159,7 @@ func MarkNow() Mark { return Mark{now: true} }
 
 // stopInfo is where the session's stops stand.
 func (ss *session) stopInfo() StopInfo {
-	return StopInfo{Serial: ss.push.stop, Active: ss.stopActive(), Idle: ss.idle(), Awaiting: ss.awaitFirst, Mark: Mark{gen: ss.facts.gen}}
+	return StopInfo{Serial: ss.push.stop, Active: ss.stopActive(), Idle: ss.idle(), Awaiting: ss.awaitFirst && ss.learn.ep.active, Mark: Mark{gen: ss.facts.gen}}
 }
 
 // stopActive says whether the current stop is in progress (StopInfo.Active).
