@@ -113,6 +113,25 @@ func next(t *testing.T, d *jdwptest.Debugger) jdwp.Packet {
 	return p.Clone()
 }
 
+// stopBundle has vm send stop event ev and returns the bundle the far end
+// in front of it sent first to its debugger d, read with c.
+func stopBundle(t *testing.T, vm *jdwptest.VM, d *jdwptest.Debugger, ev jdwp.Packet, c *codec) (jdwp.Packet, Header, []Record) {
+	t.Helper()
+	if err := vm.Send(ev); err != nil {
+		t.Fatal(err)
+	}
+	b := next(t, d)
+	if b.IsReply() || b.Cmd() != CmdBundle {
+		t.Fatalf("first packet %v, want a bundle", b)
+	}
+	p := parser{c: c}
+	h, recs, err := p.parse(b.Body(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, h, recs
+}
+
 // TestFarSendsBundleBeforeEvent: at a stop, the far end's debugger (the
 // near end) gets one bundle of the speculation's replies, then the event,
 // byte for byte as the VM sent it.
@@ -126,20 +145,9 @@ func TestFarSendsBundleBeforeEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := stopEvent(77)
-	if err := vm.Send(ev); err != nil {
-		t.Fatal(err)
-	}
-	b := next(t, d)
-	if b.IsReply() || b.Cmd() != CmdBundle {
-		t.Fatalf("first packet %v, want a bundle", b)
-	}
 	var c codec
 	defer c.close()
-	p := parser{c: &c}
-	h, recs, err := p.parse(b.Body(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, h, recs := stopBundle(t, vm, d, ev, &c)
 	if h.Fence != fenceOf(2) {
 		t.Errorf("bundle fence %#x, want %#x (the SetValues)", h.Fence, fenceOf(2))
 	}

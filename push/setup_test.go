@@ -36,20 +36,9 @@ func TestFarPromisesAStopItGathersLater(t *testing.T) {
 			}
 		}
 		ev := stopEvent(77)
-		if err := vm.Send(ev); err != nil {
-			t.Fatal(err)
-		}
-		b := next(t, d)
-		if b.IsReply() || b.Cmd() != CmdBundle {
-			t.Fatalf("jdb-like %v: first packet %v, want a bundle", jdbLike, b)
-		}
 		var c codec
-		p := parser{c: &c}
-		_, recs, err := p.parse(b.Body(), false)
+		_, _, recs := stopBundle(t, vm, d, ev, &c)
 		c.close()
-		if err != nil {
-			t.Fatal(err)
-		}
 		switch {
 		case jdbLike && len(recs) != 0:
 			t.Errorf("a debugger set up otherwise than the prior's: %d records gathered before its first read, want none", len(recs))
