@@ -161,16 +161,17 @@ type firstSets struct {
 	n     int
 	kinds [2]jdwp.EventKind
 	setup uint8 // bookkeeping bits of the kinds set before the first stop at a location
-	done  bool  // that stop came: setup is final
 }
 
-func (s *firstSets) add(k jdwp.EventKind) {
+// add notes a Set of kind k, sent before the session's first stop at a
+// location if setup.
+func (s *firstSets) add(k jdwp.EventKind, setup bool) {
 	if s.n < len(s.kinds) {
 		s.kinds[s.n] = k
 		s.n++
 	}
-	if b := bookkeeping(k); !s.done && b != 0 {
-		s.setup |= b
+	if setup {
+		s.setup |= bookkeeping(k)
 	}
 }
 
@@ -186,21 +187,20 @@ func bookkeeping(k jdwp.EventKind) uint8 {
 	return 0
 }
 
-// contradicts says whether the setup so far has a kind a profile's
-// recorded setup ks lacks (one that recorded none contradicts nothing).
-func (s *firstSets) contradicts(ks []jdwp.EventKind) bool {
-	if len(ks) == 0 {
-		return false
-	}
+// setupBits is a recorded setup ks as firstSets.setup's bits.
+func setupBits(ks []jdwp.EventKind) uint8 {
 	var b uint8
 	for _, k := range ks {
 		b |= bookkeeping(k)
 	}
-	return s.setup&^b != 0
+	return b
 }
 
-// located notes the session's stop at a location: the setup is final.
-func (s *firstSets) located() { s.done = true }
+// contradicts says whether the setup so far has a kind a profile's
+// recorded setup ks lacks (one that recorded none contradicts nothing).
+func (s *firstSets) contradicts(ks []jdwp.EventKind) bool {
+	return len(ks) > 0 && s.setup&^setupBits(ks) != 0
+}
 
 // setupKinds is the debugger's setup as a profile records it (nil: none).
 func (s *firstSets) setupKinds() []jdwp.EventKind {
@@ -218,7 +218,7 @@ func (s *firstSets) setupKinds() []jdwp.EventKind {
 // recorded none (written before it was, or of a debugger with none) is
 // taken as such.
 func (s *firstSets) setUpAs(ks []jdwp.EventKind) bool {
-	return len(ks) == 0 || slices.Equal(ks, s.setupKinds())
+	return len(ks) == 0 || setupBits(ks) == s.setup
 }
 
 func (s *firstSets) list() []jdwp.EventKind { return s.kinds[:s.n] }

@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -28,6 +29,15 @@ func firstReadOf(sp *Speculator) firstState {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.learn.firstRead
+}
+
+// setupOf is the setup of sp's kept session so far (rigModes).
+func setupOf(sp *Speculator) []jdwp.EventKind {
+	v, _ := rigSessions.Load(sp)
+	ss := v.(*Session).ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.lrn.sets.setupKinds()
 }
 
 // TestFirstReadConfirmsTheProfile: a session that took another session's
@@ -383,6 +393,15 @@ func TestFarEndWaitsForAProfileSetUpOtherwise(t *testing.T) {
 			// Gathered at the event, reply by reply (the frame's values
 			// after its frames): no read of the debugger's comes.
 			r.vm.waitFor(jdwp.CmdStackFrameGetValues)
+			// A bookkeeping request after the first stop is not setup.
+			r.dbg.call(nextID(), jdwp.CmdEventRequestSet, body(func(w *jdwp.BodyWriter) {
+				w.Uint8(uint8(jdwp.EventThreadStart))
+				w.Uint8(0)
+				w.Int32(0)
+			}))
+			if got := setupOf(sp); !slices.Equal(got, sets) {
+				t.Errorf("setup %v after a thread start request at the first stop, want %v", got, sets)
+			}
 		} else {
 			r.barrier()
 			if n := ownCommands(r)[jdwp.CmdStackFrameGetValues] + ownCommands(r)[jdwp.CmdThreadReferenceFrames]; n != 0 {

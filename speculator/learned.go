@@ -218,7 +218,6 @@ func (lr *learnedRules) seen(c *jdwp.Composite, err error) {
 	for i := range c.Events {
 		if k := c.Events[i].Kind; k.Locatable() {
 			lr.kind, lr.located = k, true
-			lr.sets.located()
 			return
 		}
 	}

@@ -49,15 +49,17 @@ func cmds(ns []*lnode) []jdwp.Cmd {
 // (setUpAs); contradicted, while the session sets itself up, only by a
 // bookkeeping kind the profile's debugger never set (jdb's thread starts
 // against an IDE's class unloads alone), not by one it has yet to set, nor
-// by a breakpoint or a class prepare request (the user's). Fails with the
-// user's kinds counted, or a kind not yet set taken for a contradiction
-// (an IDE's attach replay then waits for its first stop).
+// by a breakpoint or a class prepare request (the user's), nor by what is
+// set after the first stop (not setup: TestFarEndWaitsForAProfileSetUpOtherwise
+// has the session say which). Fails with the user's kinds counted, or a
+// kind not yet set taken for a contradiction (an IDE's attach replay then
+// waits for its first stop).
 func TestSetupTellsDebuggersApart(t *testing.T) {
 	ide := []jdwp.EventKind{jdwp.EventClassUnload}
 	javaDebug := []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventThreadDeath, jdwp.EventClassUnload, jdwp.EventVMDeath}
 	var s firstSets
 	for _, k := range []jdwp.EventKind{jdwp.EventClassPrepare, jdwp.EventClassUnload, jdwp.EventBreakpoint} {
-		s.add(k)
+		s.add(k, true)
 	}
 	if s.contradicts(ide) || s.contradicts(javaDebug) || s.contradicts(nil) {
 		t.Error("an IDE's setup so far contradicts a profile")
@@ -65,12 +67,11 @@ func TestSetupTellsDebuggersApart(t *testing.T) {
 	if !s.setUpAs(ide) || s.setUpAs(javaDebug) || !s.setUpAs(nil) {
 		t.Errorf("an IDE's setup %v: set up as the IDE's %v, not as java-debug's, and as a profile that recorded none", s.setupKinds(), ide)
 	}
-	s.add(jdwp.EventThreadStart) // jdb's
+	s.add(jdwp.EventThreadStart, true) // jdb's
 	if !s.contradicts(ide) || s.contradicts(javaDebug) {
 		t.Errorf("setup %v: contradicts the IDE's, not java-debug's", s.setupKinds())
 	}
-	s.located()
-	s.add(jdwp.EventVMDeath) // after the first stop: not setup
+	s.add(jdwp.EventVMDeath, false) // after the first stop: not setup
 	if got := s.setupKinds(); !slices.Equal(got, []jdwp.EventKind{jdwp.EventThreadStart, jdwp.EventClassUnload}) {
 		t.Errorf("setup %v after the first stop, want thread starts and class unloads", got)
 	}

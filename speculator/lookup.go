@@ -129,7 +129,7 @@ func (a *attach) lookupCommand(c jdwp.Cmd) {
 func (a *attach) command(x *command) bool {
 	c := x.f.Packet.Cmd()
 	if x.set.is {
-		a.sets.add(x.set.kind)
+		a.sets.add(x.set.kind, a.learn.ep.serial == 0) // before the first stop at a location: its setup
 	}
 	switch c {
 	case jdwp.CmdVirtualMachineClassesBySignature, jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
