@@ -3,7 +3,6 @@ package speculator
 import (
 	"bytes"
 	"cmp"
-	"maps"
 	"slices"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -55,7 +54,7 @@ func (l *learner) importSlots(p *profile, class jdwp.ClassID, sig string, ms map
 
 // exportState copies the learner's ID-free state into p.
 func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
-	p.Asked = append(p.Asked, slices.SortedFunc(maps.Keys(l.asked), compareCmd)...) // one order: a profile file does not churn
+	p.Asked = append(p.Asked, sortedCmds(l.asked)...)
 	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
 	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
 	p.ArrKnown, p.FieldOrder = l.arrKnown, l.fieldOrder

@@ -3,6 +3,7 @@ package speculator
 import (
 	"bytes"
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -357,16 +358,13 @@ func compareCmd(a, b jdwp.Cmd) int {
 	return cmp.Or(cmp.Compare(a.Set, b.Set), cmp.Compare(a.Cmd, b.Cmd))
 }
 
-func sortedCmds(m map[jdwp.Cmd]bool) []jdwp.Cmd {
-	out := make([]jdwp.Cmd, 0, len(m))
-	for c := range m {
-		out = append(out, c)
-	}
-	slices.SortFunc(out, compareCmd)
-	if len(out) == 0 {
+// sortedCmds is m's commands in one order (a profile file does not
+// churn), nil if none.
+func sortedCmds[V any](m map[jdwp.Cmd]V) []jdwp.Cmd {
+	if len(m) == 0 {
 		return nil
 	}
-	return out
+	return slices.SortedFunc(maps.Keys(m), compareCmd)
 }
 
 // prepareValid says whether commands read back from a profile are
