@@ -40,6 +40,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Bandwidth > 0 {
 		fmt.Fprintf(w, "link bandwidth: %d bytes/s per direction\n", r.Bandwidth)
 	}
+	if r.Rounds > 1 {
+		fmt.Fprintf(w, "%d rounds, the modes in turn; each cell pools its rounds' steps (first stop and link bytes: medians over rounds)\n", r.Rounds)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tmode\tRTT ms\tstops\tmedian step ms\t95% CI\tmin-max\tp95 ms\tspeedup\t95% CI\tfirst stop ms\tspeedup\thit ratio\twasted spec\tpushed B/stop\tlink KB up/down\tdigests\t")
 	noisy := false
@@ -352,7 +355,11 @@ func svgPanel(b *strings.Builder, x0, y0 float64, wl string, row svgRow, cells [
 // at attach and decided from it: a proxy must not change that decision.
 func (r *Report) writeJavaDebug(w io.Writer) error {
 	header := false
-	for _, c := range r.Cells {
+	cells := r.Cells
+	if len(r.RoundCells) > 0 {
+		cells = r.RoundCells // every session's decision, not a pooled cell's first
+	}
+	for _, c := range cells {
 		if c.JavaDebug == nil {
 			continue
 		}
@@ -366,7 +373,11 @@ func (r *Report) writeJavaDebug(w io.Writer) error {
 		if c.JavaDebug.Async {
 			mode = "async"
 		}
-		if _, err := fmt.Fprintf(w, "  %s %s %gms: measured %d ms, %s\n", c.Workload, c.Mode, c.RTTMS, c.JavaDebug.LatencyMS, mode); err != nil {
+		round := ""
+		if c.Round > 0 {
+			round = fmt.Sprintf(" (round %d)", c.Round)
+		}
+		if _, err := fmt.Fprintf(w, "  %s %s %gms%s: measured %d ms, %s\n", c.Workload, c.Mode, c.RTTMS, round, c.JavaDebug.LatencyMS, mode); err != nil {
 			return err
 		}
 	}

@@ -137,3 +137,27 @@ func TestSVGLayout(t *testing.T) {
 		t.Error("noise cells are not drawn hollow")
 	}
 }
+
+// TestRoundsReportEverySession: with rounds, the table says so, and the
+// decisions java-debug made from timing are listed for every round's
+// session, not only for the pooled cell's first.
+func TestRoundsReportEverySession(t *testing.T) {
+	jd := func(ms int, async bool) *JavaDebugCell { return &JavaDebugCell{LatencyMS: ms, Async: async} }
+	r := &Report{Rounds: 2,
+		Cells: []Cell{{Workload: "Deep/java-debug", Mode: "speculate", RTTMS: 30, Rounds: 2, JavaDebug: jd(31, true), DigestsMatch: true}},
+		RoundCells: []Cell{
+			{Workload: "Deep/java-debug", Mode: "speculate", RTTMS: 30, Round: 1, JavaDebug: jd(31, true)},
+			{Workload: "Deep/java-debug", Mode: "speculate", RTTMS: 30, Round: 2, JavaDebug: jd(1, false)},
+		},
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"2 rounds", "speculate 30ms (round 1): measured 31 ms, async", "speculate 30ms (round 2): measured 1 ms, sync"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -82,6 +82,20 @@ type Accel struct {
 	WriteBehindFailures int64 `json:"write_behind_failures,omitempty"`
 }
 
+// add adds b's counters to a's.
+func (a *Accel) add(b *Accel) {
+	a.Belays += b.Belays
+	a.Hits += b.Hits
+	a.Misses += b.Misses
+	a.RoundTripsSaved += b.RoundTripsSaved
+	a.SpecSent += b.SpecSent
+	a.SpecUsed += b.SpecUsed
+	a.SpecWasted += b.SpecWasted
+	a.SpecWithheld += b.SpecWithheld
+	a.WrittenBehind += b.WrittenBehind
+	a.WriteBehindFailures += b.WriteBehindFailures
+}
+
 func accelOf(st speculator.Stats) *Accel {
 	return &Accel{
 		Belays: st.Belays, Hits: st.Hits, Misses: st.Misses, RoundTripsSaved: st.RoundTripsSaved,
@@ -113,6 +127,12 @@ type Config struct {
 	RTTs      []time.Duration
 	Modes     []Mode
 	Workloads []Workload
+	// Rounds is how many times each (workload, RTT) runs its modes, in
+	// turn (direct, A, B, direct, A, B, ...), each mode's rounds pooled
+	// into one cell (pool): a drift in the machine's speed during the run
+	// then weighs on every mode alike, and no mode's figures rest on one
+	// VM's. 0 and 1 run each once.
+	Rounds int
 	// Steps is the number of measured steps per cell, taken after Warmup
 	// warm-up steps. The breakpoint stop before them is never measured:
 	// its time runs from the VM's start, not from a step. A cell's driver
@@ -211,9 +231,16 @@ type Cell struct {
 	// the cell (Config.DropEvery).
 	LinkDrops int64 `json:"link_drops,omitempty"`
 	// JavaDebug is what java-debug decided at attach (java-debug cells
-	// only).
+	// only; of a pooled cell, its first round's: Report.RoundCells has
+	// every round's).
 	JavaDebug *JavaDebugCell `json:"java_debug,omitempty"`
-	Digests   []string       `json:"-"`
+	// Rounds is how many rounds the cell pools (Config.Rounds): its steps
+	// are theirs, its first stop's figures and link bytes their medians,
+	// its accelerator's counters their sums.
+	Rounds int `json:"rounds,omitempty"`
+	// Round is the round a cell of Report.RoundCells ran in, from 1.
+	Round   int      `json:"round,omitempty"`
+	Digests []string `json:"-"`
 }
 
 // JavaDebugCell is java-debug's decision from timing in one cell: the
@@ -252,7 +279,11 @@ type Report struct {
 	Steps     int       `json:"steps"`
 	Warmup    int       `json:"warmup"`
 	Bandwidth int64     `json:"bandwidth_bytes_per_s,omitempty"`
+	Rounds    int       `json:"rounds,omitempty"`
 	Cells     []Cell    `json:"cells"`
+	// RoundCells are the cells of every round as run, before pooling
+	// (Config.Rounds above 1 only).
+	RoundCells []Cell `json:"round_cells,omitempty"`
 	// VMStartupMS is, per workload, the VM's own start-up: the median over
 	// its cells at 0 ms RTT (every mode's) of how long the VM ran before
 	// the first stop. With no link latency, that is the VM's own time.
@@ -278,61 +309,52 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep := &Report{Started: time.Now(), Machine: machine(), Steps: cfg.Steps, Warmup: cfg.Warmup, Bandwidth: cfg.Bandwidth}
-	total := len(cfg.Workloads) * len(cfg.RTTs) * len(cfg.Modes)
+	rounds := max(cfg.Rounds, 1)
+	rep.Rounds = rounds
+	total := len(cfg.Workloads) * len(cfg.RTTs) * len(cfg.Modes) * rounds
 	done := 0
 	for _, w := range cfg.Workloads {
 		for _, rtt := range cfg.RTTs {
-			var direct *Cell
-			for _, m := range cfg.Modes {
-				if m.Fresh != nil {
-					fresh := m.Fresh()
-					fresh.Name = m.Name
-					m = fresh
-				}
-				label := fmt.Sprintf("%s %s rtt=%v", w, m.Name, rtt)
-				if cfg.Progress != nil {
-					cfg.Progress(done, total, label)
-				}
-				var before speculator.Stats
-				if m.Stats != nil {
-					before = m.Stats()
-				}
-				var pushedBefore int64
-				if m.PushedBytes != nil {
-					pushedBefore = m.PushedBytes()
-				}
-				c, err := runCell(ctx, cfg, w, m, rtt)
-				if err != nil {
-					return rep, fmt.Errorf("%s: %w", label, err)
-				}
-				if m.Stats != nil {
-					c.Stats = accelOf(m.Stats().Since(before))
-				}
-				if m.PushedBytes != nil && c.Stops > 0 {
-					c.PushedBytesPerStop = float64(m.PushedBytes()-pushedBefore) / float64(c.Stops)
-				}
-				if direct == nil {
-					direct = c
-					c.DigestsMatch = true
-				} else {
+			runs := make([][]*Cell, len(cfg.Modes)) // per mode, its rounds' cells
+			for round := range rounds {
+				var direct *Cell
+				for i, m := range cfg.Modes {
+					label := fmt.Sprintf("%s %s rtt=%v", w, m.Name, rtt)
+					if rounds > 1 {
+						label += fmt.Sprintf(" round %d/%d", round+1, rounds)
+					}
+					if cfg.Progress != nil {
+						cfg.Progress(done, total, label)
+					}
+					c, err := measureCell(ctx, cfg, w, m, rtt)
+					if err != nil {
+						return rep, fmt.Errorf("%s: %w", label, err)
+					}
+					if direct == nil {
+						direct = c
+					}
 					c.DigestsMatch = slices.Equal(c.Digests, direct.Digests)
 					if !c.DigestsMatch {
 						rep.Mismatches = append(rep.Mismatches, fmt.Sprintf("%s: %s", label, firstDifference(direct.Digests, c.Digests)))
 					}
-					if c.FirstStopMS > 0 {
-						c.FirstStopSpeedup = direct.FirstStopMS / c.FirstStopMS
+					runs[i] = append(runs[i], c)
+					if rounds > 1 {
+						rc := *c
+						rc.Round = round + 1
+						rep.RoundCells = append(rep.RoundCells, rc)
 					}
-					if c.FirstStopWaitMS > 0 {
-						c.FirstStopWaitSpeedup = direct.FirstStopWaitMS / c.FirstStopWaitMS
-					}
-					if c.MedianMS > 0 {
-						c.Speedup = direct.MedianMS / c.MedianMS
-						c.SpeedupCI = speedupCI(direct.StepMS, c.StepMS)
-						c.Noise = overlap(direct.MedianCI, c.MedianCI)
-					}
+					done++
+				}
+			}
+			var direct *Cell
+			for i := range cfg.Modes {
+				c := pool(runs[i])
+				if direct == nil {
+					direct = c
+				} else {
+					c.compareTo(direct)
 				}
 				rep.Cells = append(rep.Cells, *c)
-				done++
 			}
 		}
 	}
@@ -345,6 +367,51 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, ErrDigestMismatch
 	}
 	return rep, nil
+}
+
+// measureCell runs one cell of mode m (a mode of its own if m.Fresh),
+// with the accelerator's figures over it.
+func measureCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Duration) (*Cell, error) {
+	if m.Fresh != nil {
+		fresh := m.Fresh()
+		fresh.Name = m.Name
+		m = fresh
+	}
+	var before speculator.Stats
+	if m.Stats != nil {
+		before = m.Stats()
+	}
+	var pushedBefore int64
+	if m.PushedBytes != nil {
+		pushedBefore = m.PushedBytes()
+	}
+	c, err := runCell(ctx, cfg, w, m, rtt)
+	if err != nil {
+		return nil, err
+	}
+	if m.Stats != nil {
+		c.Stats = accelOf(m.Stats().Since(before))
+	}
+	if m.PushedBytes != nil && c.Stops > 0 {
+		c.PushedBytesPerStop = float64(m.PushedBytes()-pushedBefore) / float64(c.Stops)
+	}
+	return c, nil
+}
+
+// compareTo sets c's speedups over the direct cell of its workload and
+// RTT.
+func (c *Cell) compareTo(direct *Cell) {
+	if c.FirstStopMS > 0 {
+		c.FirstStopSpeedup = direct.FirstStopMS / c.FirstStopMS
+	}
+	if c.FirstStopWaitMS > 0 {
+		c.FirstStopWaitSpeedup = direct.FirstStopWaitMS / c.FirstStopWaitMS
+	}
+	if c.MedianMS > 0 {
+		c.Speedup = direct.MedianMS / c.MedianMS
+		c.SpeedupCI = speedupCI(direct.StepMS, c.StepMS)
+		c.Noise = overlap(direct.MedianCI, c.MedianCI)
+	}
 }
 
 // subtractStartup sets VMStartupMS from the cells at 0 ms RTT, and each
@@ -477,18 +544,25 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 		ms = append(ms, s.MS)
 		burst = append(burst, s.BurstMS)
 	}
-	sp := spreadOf(ms)
-	stepMS := slices.Clone(ms)
-	return &Cell{
+	c := &Cell{
 		Workload: w.String(), Mode: m.Name, RTTMS: float64(rtt) / float64(time.Millisecond),
-		Stops: len(steady), MedianMS: sp.Median, MinMS: sp.Min, MaxMS: sp.Max, MedianCI: sp.CI,
-		StepMS: stepMS, P95MS: quantile(ms, 0.95), BurstMS: quantile(burst, 0.5),
+		BurstMS:     quantile(burst, 0.5),
 		FirstStopMS: res.Summary.FirstStopMS, Digests: res.Digests(), LinkDrops: lk.Drops(),
 		VMRunMS: res.Summary.VMRunMS, FirstStopWaitMS: res.Summary.FirstStopMS - res.Summary.VMRunMS,
 		FirstStopUpBytes: first.AToB, FirstStopDownBytes: first.BToA, LinkBytesUp: total.AToB, LinkBytesDown: total.BToA,
 		LoadedClasses: res.Summary.LoadedClasses, AllClassesReplyBytes: res.Summary.AllClassesReplyBytes,
-		JavaDebug: jd,
-	}, nil
+		JavaDebug: jd, Rounds: 1,
+	}
+	c.setSteps(ms)
+	return c, nil
+}
+
+// setSteps sets the cell's steps to ms, and their figures.
+func (c *Cell) setSteps(ms []float64) {
+	sp := spreadOf(ms)
+	c.StepMS = ms
+	c.Stops, c.MedianMS, c.MinMS, c.MaxMS, c.MedianCI = len(ms), sp.Median, sp.Min, sp.Max, sp.CI
+	c.P95MS = quantile(slices.Clone(ms), 0.95)
 }
 
 // ErrNoJavaDebug is returned for a java-debug workload when the run has no

@@ -140,3 +140,51 @@ func fitLine(p [][2]float64) (b, a float64, ok bool) {
 	b = (n*sxy - sx*sy) / den
 	return b, (sy - b*sx) / n, true
 }
+
+// pool merges one mode's cells of the rounds of a (workload, RTT) into
+// one: their steps pooled, the first stop's figures, the bursts and the
+// link's bytes the median over rounds (one sample each), the
+// accelerator's counters and the link's drops summed, the digests equal
+// only if every round's were. The cells are the caller's; pool returns
+// the only one unchanged.
+func pool(cells []*Cell) *Cell {
+	if len(cells) == 1 {
+		return cells[0]
+	}
+	c := *cells[0]
+	c.Rounds, c.Stats, c.LinkDrops = len(cells), nil, 0
+	var steps []float64
+	var pushed float64
+	med := func(f func(*Cell) float64) float64 {
+		v := make([]float64, len(cells))
+		for i, r := range cells {
+			v[i] = f(r)
+		}
+		return quantile(v, 0.5)
+	}
+	for _, r := range cells {
+		steps = append(steps, r.StepMS...)
+		pushed += r.PushedBytesPerStop * float64(r.Stops)
+		c.DigestsMatch = c.DigestsMatch && r.DigestsMatch
+		c.LinkDrops += r.LinkDrops
+		if r.Stats != nil {
+			if c.Stats == nil {
+				c.Stats = &Accel{}
+			}
+			c.Stats.add(r.Stats)
+		}
+	}
+	c.setSteps(steps)
+	if c.Stops > 0 {
+		c.PushedBytesPerStop = pushed / float64(c.Stops)
+	}
+	c.BurstMS = med(func(r *Cell) float64 { return r.BurstMS })
+	c.FirstStopMS = med(func(r *Cell) float64 { return r.FirstStopMS })
+	c.VMRunMS = med(func(r *Cell) float64 { return r.VMRunMS })
+	c.FirstStopWaitMS = med(func(r *Cell) float64 { return r.FirstStopWaitMS })
+	c.FirstStopUpBytes = int64(med(func(r *Cell) float64 { return float64(r.FirstStopUpBytes) }))
+	c.FirstStopDownBytes = int64(med(func(r *Cell) float64 { return float64(r.FirstStopDownBytes) }))
+	c.LinkBytesUp = int64(med(func(r *Cell) float64 { return float64(r.LinkBytesUp) }))
+	c.LinkBytesDown = int64(med(func(r *Cell) float64 { return float64(r.LinkBytesDown) }))
+	return &c
+}

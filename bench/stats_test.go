@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,49 @@ func TestNoiseFlag(t *testing.T) {
 				t.Errorf("JSON noise %v, want %v", back.Cells[1]["noise"], tc.noise)
 			}
 		})
+	}
+}
+
+func TestPool(t *testing.T) {
+	one := &Cell{Mode: "speculate", StepMS: []float64{3}}
+	if pool([]*Cell{one}) != one {
+		t.Fatal("pool of one round is not that round's cell")
+	}
+	mk := func(steps []float64, first float64, up int64, hits int64, pushed float64, match bool) *Cell {
+		c := &Cell{Mode: "split", FirstStopMS: first, VMRunMS: first / 2, FirstStopWaitMS: first / 2, LinkBytesUp: up,
+			Stats: &Accel{Hits: hits, SpecSent: hits}, PushedBytesPerStop: pushed, DigestsMatch: match, LinkDrops: 1, Rounds: 1}
+		c.setSteps(steps)
+		return c
+	}
+	rounds := []*Cell{
+		mk([]float64{1, 2}, 100, 10, 5, 10, true),
+		mk([]float64{30, 40}, 300, 30, 7, 20, true),
+		mk([]float64{5, 6, 7, 8}, 200, 20, 11, 40, true),
+	}
+	p := pool(rounds)
+	if p == rounds[0] || rounds[0].Rounds != 1 || len(rounds[0].StepMS) != 2 {
+		t.Fatal("pool changed a round's cell")
+	}
+	if p.Rounds != 3 || p.Stops != 8 || !slices.Equal(p.StepMS, []float64{1, 2, 30, 40, 5, 6, 7, 8}) {
+		t.Fatalf("pooled steps: rounds %d, stops %d, %v", p.Rounds, p.Stops, p.StepMS)
+	}
+	if p.MedianMS != 6 || p.MinMS != 1 || p.MaxMS != 40 {
+		t.Fatalf("pooled median %v min %v max %v, want 6, 1, 40", p.MedianMS, p.MinMS, p.MaxMS)
+	}
+	if p.FirstStopMS != 200 || p.VMRunMS != 100 || p.LinkBytesUp != 20 {
+		t.Fatalf("first stop %v, VM run %v, bytes up %d: want the medians 200, 100, 20", p.FirstStopMS, p.VMRunMS, p.LinkBytesUp)
+	}
+	if p.Stats.Hits != 23 || p.Stats.SpecSent != 23 || p.LinkDrops != 3 {
+		t.Fatalf("hits %d, sent %d, drops %d: want the sums 23, 23, 3", p.Stats.Hits, p.Stats.SpecSent, p.LinkDrops)
+	}
+	if want := (10*2 + 20*2 + 40*4) / 8.0; p.PushedBytesPerStop != want {
+		t.Fatalf("pushed per stop %v, want %v", p.PushedBytesPerStop, want)
+	}
+	if !p.DigestsMatch {
+		t.Fatal("rounds that all matched pooled into a mismatch")
+	}
+	rounds[1].DigestsMatch = false
+	if pool(rounds).DigestsMatch {
+		t.Fatal("a round's mismatch was lost in the pool")
 	}
 }

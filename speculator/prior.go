@@ -63,12 +63,22 @@ func parsePrior(b []byte) *priorFile {
 	if err := json.Unmarshal(b, &f); err != nil || f.VM == "" || f.Profile == nil || !f.Profile.valid() || !f.Profile.generic() {
 		return nil
 	}
-	for _, p := range f.Stops {
+	for i, p := range f.Stops {
 		if p == nil || !p.valid() || !p.generic() || len(p.Sets) == 0 {
 			return nil
 		}
+		f.Stops[i] = p.stopsPart()
 	}
 	return &f
+}
+
+// stopsPart is what of p a prior's Stops carry (priorFile): its JDI's
+// first Sets, its debugger's setup and how it reads at stops, at class
+// prepare stops too; nothing of its attach's commands or its rules'
+// ratios.
+func (p *profile) stopsPart() *profile {
+	return &profile{Sets: p.Sets, Setup: p.Setup, Learned: p.Learned, Asked: p.Asked, ArrKnown: p.ArrKnown,
+		ArrReads: p.ArrReads, FieldOrder: p.FieldOrder, PrepClass: p.PrepClass, PrepMethod: p.PrepMethod, PrepVM: p.PrepVM}
 }
 
 // generic reports whether every class and method p names is the JDK's

@@ -59,8 +59,7 @@ func TestWritePrior(t *testing.T) {
 	attachOnceAs(t, ctx, b, eclipse, javavm.ProfileVSCodeLike, 30*time.Millisecond)
 	for _, p := range eclipse.profiles.m {
 		p.stripToGeneric()
-		f.Stops = append(f.Stops, &profile{Sets: p.Sets, Setup: p.Setup, Learned: p.Learned, Asked: p.Asked, ArrKnown: p.ArrKnown,
-			ArrReads: p.ArrReads, FieldOrder: p.FieldOrder, PrepClass: p.PrepClass, PrepMethod: p.PrepMethod, PrepVM: p.PrepVM})
+		f.Stops = append(f.Stops, p.stopsPart())
 	}
 	f.VM = vmNameOf(t, ctx, b)
 	out, err := json.MarshalIndent(&f, "", "\t")

@@ -262,6 +262,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	breakpoints := fs.Int("breakpoints", 5, "breakpoints the driver sets at attach, as an IDE sets all of its own, up to as many as the debuggee has (Deep: 5, BigApp: 3, the others 1); the extra ones are never hit")
 	steps := fs.Int("steps", 8, "measured steps per cell (after the breakpoint stop and the warm-up steps)")
 	warmup := fs.Int("warmup", 2, "warm-up steps per cell after the breakpoint stop, not measured")
+	rounds := fs.Int("rounds", 1, "run each workload and RTT's modes this many times, in turn (direct, A, B, direct, A, B, ...), pooling each mode's steps: a drift in the machine's speed then weighs on every mode alike (for differences of a few percent, as at 0 ms)")
 	out := fs.String("out", "bench/out", "`directory` for bench.json and bench.svg (soak.json and soak.svg with --soak)")
 	soak := fs.Duration("soak", 0, "instead of the matrix, step one workload (the first of --workloads if given, else Deep/idea-like) through the proxy with speculation for this `duration` (first --rtt if given, else 5ms), sampling the process's RSS, goroutines and cache bytes")
 	soakInterval := fs.Duration("soak-interval", 5*time.Second, "time between soak samples")
@@ -303,11 +304,11 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 		})
 		return benchSoak(ctx, e, log, o)
 	}
-	if *bandwidth < 0 || *dropEvery < 0 {
-		fmt.Fprintf(e.stderr, "jdwpaccel bench: bad --bandwidth %d or --drop-every %v\n", *bandwidth, *dropEvery)
+	if *bandwidth < 0 || *dropEvery < 0 || *rounds < 1 {
+		fmt.Fprintf(e.stderr, "jdwpaccel bench: bad --bandwidth %d, --drop-every %v or --rounds %d\n", *bandwidth, *dropEvery, *rounds)
 		return exitUsage
 	}
-	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Bandwidth: *bandwidth, DropEvery: *dropEvery, Compress: *compress, Log: log, Progress: progressBar(e.stderr)}
+	cfg := bench.Config{Steps: *steps, Warmup: *warmup, Rounds: *rounds, Bandwidth: *bandwidth, DropEvery: *dropEvery, Compress: *compress, Log: log, Progress: progressBar(e.stderr)}
 	if cfg.RTTs, err = parseRTTs(*rtts); err == nil {
 		if cfg.Workloads, err = parseWorkloads(*workloads); err == nil && *breakpoints < 1 {
 			err = fmt.Errorf("bad --breakpoints %d", *breakpoints)
