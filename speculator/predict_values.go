@@ -61,14 +61,18 @@ func (vr *valueRules) chain(x *chained) {
 		}
 	case jdwp.CmdObjectReferenceReferenceType:
 		obj := params.Object()
-		r.Uint8()
+		tag := jdwp.TypeTag(r.Uint8())
 		t := r.Class()
 		if r.Err() != nil {
 			return
 		}
 		vr.facts.setObjType(obj, t)
 		vr.specTypeSig(sizes, t)
-		vr.specTypeInfo(sizes, t)
+		if tag != jdwp.TypeTagArray {
+			// An array type declares no fields and implements what every
+			// array does: JDI lists them without asking the VM.
+			vr.specTypeInfo(sizes, t)
+		}
 	case jdwp.CmdClassTypeSuperclass:
 		sup := r.Class()
 		if r.Err() == nil {

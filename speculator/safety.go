@@ -23,6 +23,9 @@ import (
 //     ReferenceType.Fields replies list for the object's type (from its
 //     ObjectReference.ReferenceType reply) or one of its superclasses (from
 //     ClassType.Superclass replies); unknown facts mean no speculation;
+//   - ClassType.Superclass never names a type an object's type reply
+//     (ObjectReference.ReferenceType) tagged ARRAY: ClassType commands are
+//     for classes (HotSpot answers java.lang.Object; JDI never asks);
 //   - StackFrame.GetValues and ThisObject name only frames of the current
 //     stop's Frames replies, on the thread they came from, and GetValues
 //     asks only slots that the method's VariableTable reply shows live at
@@ -84,6 +87,7 @@ type classFacts struct {
 	fields map[jdwp.ClassID][]field      // class -> its declared fields
 	super  map[jdwp.ClassID]jdwp.ClassID // class -> superclass (0: none)
 	vars   map[methodKey][]variable      // (class, method) -> variable table
+	arrays map[jdwp.ClassID]struct{}     // types an object's type reply (ObjectReference.ReferenceType) tagged ARRAY
 }
 
 // field is one declared field of a Fields reply: its ID, and its name
@@ -105,13 +109,14 @@ type variable struct {
 
 func newClassFacts() classFacts {
 	return classFacts{fields: map[jdwp.ClassID][]field{}, super: map[jdwp.ClassID]jdwp.ClassID{},
-		vars: map[methodKey][]variable{}}
+		vars: map[methodKey][]variable{}, arrays: map[jdwp.ClassID]struct{}{}}
 }
 
 // forget drops what is known of class c (unloaded or redefined).
 func (cf *classFacts) forget(c jdwp.ClassID) {
 	delete(cf.fields, c)
 	delete(cf.super, c)
+	delete(cf.arrays, c)
 	for k := range cf.vars {
 		if k.class == c {
 			delete(cf.vars, k)
@@ -127,17 +132,23 @@ func (cf *classFacts) reset() {
 	clear(cf.fields)
 	clear(cf.super)
 	clear(cf.vars)
+	clear(cf.arrays)
 }
 
 // learn records the facts in a successful reply to command c with
 // parameters params.
 func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
-	if len(cf.fields)+len(cf.super)+len(cf.vars) >= maxInvalMap {
+	if len(cf.fields)+len(cf.super)+len(cf.vars)+len(cf.arrays) >= maxInvalMap {
 		cf.reset()
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
 	pr := jdwp.NewBodyReader(params, sizes)
 	switch c {
+	case jdwp.CmdObjectReferenceReferenceType:
+		tag := jdwp.TypeTag(r.Uint8())
+		if t := r.Class(); r.Err() == nil && tag == jdwp.TypeTagArray {
+			cf.arrays[t] = struct{}{}
+		}
 	case jdwp.CmdReferenceTypeFields, jdwp.CmdReferenceTypeFieldsWithGeneric:
 		class := pr.Class()
 		n := r.Count(sizes.FieldID + 4 + 4 + 4)
@@ -270,6 +281,12 @@ func (f *facts) safeToSend(s *spec, frames map[jdwp.FrameID]frameInfo, sizes jdw
 		}
 		f.fieldBuf = ids
 		return r.Err() == nil && f.classes.fieldsOfType(t, ids)
+	case jdwp.CmdClassTypeSuperclass:
+		// A command for classes: an array type's ID is not valid for it
+		// (JDI never asks it; HotSpot answers, other VMs may not).
+		if _, arr := f.classes.arrays[r.Class()]; arr || r.Err() != nil {
+			return false
+		}
 	case jdwp.CmdStackFrameGetValues, jdwp.CmdStackFrameThisObject:
 		thread, fr := r.Thread(), r.Frame()
 		var loc jdwp.Location

@@ -415,3 +415,79 @@ func TestWholeArraysReadAPage(t *testing.T) {
 		t.Fatalf("%v, want %v", l.arrReads, want)
 	}
 }
+
+// TestArrayTypesGetNoClassFacts: an array found in an object's field has
+// its type read ahead (an IDE names it), but not the class facts the
+// debugger asked of class types: an array type declares no fields, JDI
+// lists none, and ClassType.Superclass is for classes. Fails without the
+// tag check in valueRules.chain.
+func TestArrayTypesGetNoClassFacts(t *testing.T) {
+	r, fs := newStopRig(t)
+	const a, arr = 0xA1, 0xB1
+	const arrType = 0xD0
+	ow := &objWorld{objs: []uint64{a}}
+	h := ow.handler(fs)
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		br := jdwp.NewBodyReader(p.Body(), sizes8)
+		switch p.Cmd() {
+		case jdwp.CmdObjectReferenceReferenceType:
+			if br.ObjectID() == arr {
+				return 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(jdwp.TypeTagArray)); w.ReferenceTypeID(arrType) })
+			}
+		case jdwp.CmdObjectReferenceGetValues:
+			if br.ObjectID() == a {
+				return 0, body(func(w *jdwp.BodyWriter) { w.Int32(1); w.Value(jdwp.Value{Tag: jdwp.TagArray, Bits: arr}) })
+			}
+		case jdwp.CmdArrayReferenceLength:
+			return 0, body(func(w *jdwp.BodyWriter) { w.Int32(0) })
+		}
+		return h(p)
+	})
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	// The debugger shows a (a class type): its type, the type's facts, its
+	// field, which holds the array.
+	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(a))
+	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
+	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
+	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
+	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+	r.dbg.call(64, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(a); w.Int32(1); w.FieldID(0x10) }))
+	r.vm.waitAsked("the VM to be asked the array's type", jdwp.CmdObjectReferenceReferenceType, threadBody(arr))
+	// Two round trips through the VM: whatever the array's type led to
+	// was sent before the second.
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
+	at := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(arrType) })
+	for _, p := range r.vm.commands() {
+		if p.Cmd().Set != jdwp.SetObjectReference && string(p.Body()) == string(at) && p.Cmd() != jdwp.CmdReferenceTypeSignatureWithGeneric && p.Cmd() != jdwp.CmdReferenceTypeSignature {
+			t.Errorf("the VM was asked %v of the array type", p.Cmd())
+		}
+	}
+	r.dbg.quiet()
+}
+
+// TestArrayTypeSuperclassWithheld: a speculation of ClassType.Superclass
+// with a type an object's type reply tagged ARRAY, as a replayed template
+// could make, is withheld; with a class type it goes. Fails without the
+// check in safeToSend.
+func TestArrayTypeSuperclassWithheld(t *testing.T) {
+	f := newFacts(newTestSpeculator(Config{}))
+	typeReply := func(tag jdwp.TypeTag, typ uint64) jdwp.Packet {
+		return jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.Uint8(uint8(tag)); w.ReferenceTypeID(typ) }))
+	}
+	f.learnFromVM(jdwp.CmdObjectReferenceReferenceType, threadBody(0xB1), typeReply(jdwp.TypeTagArray, 0xD0), sizes8)
+	f.learnFromVM(jdwp.CmdObjectReferenceReferenceType, threadBody(0xA1), typeReply(jdwp.TypeTagClass, 0xC0), sizes8)
+	for _, c := range []struct {
+		typ  uint64
+		want bool
+	}{{0xD0, false}, {0xC0, true}} {
+		s := &spec{kind: kLearned}
+		if _, ok := keyable.Fill(&s.key, jdwp.CmdClassTypeSuperclass, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(c.typ) }), sizes8); !ok {
+			t.Fatal("ClassType.Superclass does not key")
+		}
+		if got := f.safeToSend(s, nil, sizes8); got != c.want {
+			t.Errorf("safeToSend(ClassType.Superclass of %#x) = %v, want %v", c.typ, got, c.want)
+		}
+	}
+}
