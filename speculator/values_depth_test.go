@@ -68,6 +68,17 @@ func (ow *objWorld) handler(fs *frameState) func(p jdwp.Packet) (jdwp.ErrorCode,
 	}
 }
 
+// showObject is the debugger showing object o, of objWorld's first type
+// (0xC0), as JDI does: its type, then the type's fields, superclass and
+// interfaces.
+func showObject(r *rig, o uint64) {
+	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(o))
+	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
+	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
+	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
+	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+}
+
 // TestValuesThreeLevelsDeep: at a first stop the value rules read ahead
 // the fields of the objects a frame shows, and only the type of the ones
 // those hold (firstLevels: every debugger measured reads that much); once
@@ -84,11 +95,7 @@ func TestValuesThreeLevelsDeep(t *testing.T) {
 	r.event(jdwp.SuspendAll, bpEvent(thread1))
 	r.expectEvent()
 	// The debugger shows a: its type, the type's facts, its field.
-	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(a))
-	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
-	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
-	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
-	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+	showObject(r, a)
 	r.dbg.call(64, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(a); w.Int32(1); w.FieldID(0x10) }))
 	// b, the value of a's field (level 1): its type read ahead, not its
 	// fields.
@@ -183,11 +190,7 @@ func TestInterfacesFieldsReadAhead(t *testing.T) {
 	})
 	r.event(jdwp.SuspendAll, bpEvent(thread1))
 	r.expectEvent()
-	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(a))
-	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
-	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
-	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
-	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+	showObject(r, a)
 	iface := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xE0) })
 	for _, c := range []jdwp.Cmd{jdwp.CmdReferenceTypeFieldsWithGeneric, jdwp.CmdReferenceTypeInterfaces} {
 		r.vm.waitAsked("the VM to be asked "+c.String()+" of the interface", c, iface)
@@ -447,11 +450,7 @@ func TestArrayTypesGetNoClassFacts(t *testing.T) {
 	r.expectEvent()
 	// The debugger shows a (a class type): its type, the type's facts, its
 	// field, which holds the array.
-	r.dbg.call(60, jdwp.CmdObjectReferenceReferenceType, threadBody(a))
-	typ := body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0xC0) })
-	r.dbg.call(61, jdwp.CmdReferenceTypeFieldsWithGeneric, typ)
-	r.dbg.call(62, jdwp.CmdClassTypeSuperclass, typ)
-	r.dbg.call(63, jdwp.CmdReferenceTypeInterfaces, typ)
+	showObject(r, a)
 	r.dbg.call(64, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(a); w.Int32(1); w.FieldID(0x10) }))
 	r.vm.waitAsked("the VM to be asked the array's type", jdwp.CmdObjectReferenceReferenceType, threadBody(arr))
 	// Two round trips through the VM: whatever the array's type led to
