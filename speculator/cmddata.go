@@ -18,7 +18,7 @@ type cmdData struct {
 	pos    uint64         // its place on the wire to the VM (moment.go)
 	reads  bool           // it reads running state (moment.go)
 	eff    keyable.Effect // the effect applied when it was sent (not keyed)
-	thread jdwp.ThreadID  // the thread a ThreadReference.Suspend suspends
+	thread jdwp.ThreadID  // the thread a ThreadReference.Suspend suspends, or an invoke runs on
 	spec   *spec          // non-nil for a speculative command
 	wb     *wbCmd         // non-nil for a state-setting command (writebehind.go)
 	snap   *suspSnap      // suspension before an invoke

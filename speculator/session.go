@@ -339,6 +339,7 @@ func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 		ss.facts.resumeSent()
 		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectInvoke:
+		d.thread = invokeThread(p.Cmd(), p.Body(), sizes)
 		d.snap, d.mark = ss.facts.invokeSent()
 		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectSuspendVM:
@@ -355,6 +356,23 @@ func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 	default: // EffectUnknown
 		ss.facts.invalidateStop(reasonUnknownCommand)
 	}
+}
+
+// invokeThread is the thread an invoke command (ObjectReference's on an
+// object, ClassType's and InterfaceType's on a type) runs its method on:
+// its second parameter.
+func invokeThread(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) jdwp.ThreadID {
+	r := jdwp.NewBodyReader(body, sizes)
+	if c.Set == jdwp.SetObjectReference {
+		r.Object()
+	} else {
+		r.Class()
+	}
+	t := r.Thread()
+	if r.Err() != nil {
+		return 0
+	}
+	return t
 }
 
 // ---- VM -> debugger -------------------------------------------------------

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
@@ -346,6 +347,21 @@ func (w *writeBehind) allThreads(p jdwp.Packet, sizes jdwp.IDSizes, f *facts) {
 	}
 }
 
+// invoked learns, from the successful reply to an invoke the debugger
+// ran on thread t, that t is alive: its method returned (or threw) on it,
+// and the VM suspended it again as it was before (facts.invokeReplied
+// has restored that). The other threads ran meanwhile: sync forgets
+// them first, as it would at the next command.
+func (w *writeBehind) invoked(t jdwp.ThreadID, f *facts) {
+	if !w.on {
+		return
+	}
+	w.sync(f)
+	if t != 0 && f.resumesInFlight == 0 && f.suspendedNow(t) && len(w.threads) < maxInvalMap {
+		w.threads[t] = struct{}{}
+	}
+}
+
 // thisObject learns the object of a ThisObject reply (valid now) as
 // reachable, for an InstanceOnly modifier: while its thread stays
 // suspended (a thread in threads: alive and suspended since epoch, which
@@ -382,6 +398,9 @@ func (w *writeBehind) replied(r *reply) {
 	}
 	if !r.ok {
 		return
+	}
+	if r.d != nil && r.d.eff == keyable.EffectInvoke {
+		w.invoked(r.d.thread, &w.facts)
 	}
 	if r.c == jdwp.CmdVirtualMachineCapabilitiesNew && !r.offered {
 		w.capsKnown(r.p)

@@ -601,3 +601,38 @@ func vmDeathSet() []byte {
 		w.Int32(0)
 	})
 }
+
+// TestWriteBehindAfterInvoke: an invoke runs every thread, so nothing
+// is known alive after it, but the thread it ran on: its reply proves it
+// alive and, the VM having suspended it again, suspended. The next step's
+// Set and Resume on that thread are written behind as before the invoke.
+// Fails without writeBehind.invoked (both go to the VM first).
+func TestWriteBehindAfterInvoke(t *testing.T) {
+	r, v := newWBRig(t, true)
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdObjectReferenceInvokeMethod {
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Value(jdwp.Value{Tag: jdwp.TagString, Bits: 0x77}) // the method's value
+				w.Value(jdwp.Value{Tag: jdwp.TagObject})             // no exception
+			})
+		}
+		return v.handler(p)
+	})
+	id := learned(t, r)
+	invoke := body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(0x55)
+		w.ObjectID(thread1)
+		w.ReferenceTypeID(0x70)
+		w.MethodID(0x72)
+		w.Int32(0) // no arguments
+		w.Int32(0) // options: all threads run
+	})
+	if p := r.dbg.call(nextID(), jdwp.CmdObjectReferenceInvokeMethod, invoke); p.ErrorCode() != 0 {
+		t.Fatalf("InvokeMethod: %v", p.ErrorCode())
+	}
+	before := r.sp.Stats().WrittenBehind
+	r.step(id, false)
+	if got := r.sp.Stats().WrittenBehind - before; got != 3 {
+		t.Errorf("written behind in the step after the invoke: %d, want 3 (Clear, Set, Resume)", got)
+	}
+}
