@@ -45,9 +45,10 @@ type core struct {
 	// (session.lock): whatever a part sends goes there.
 	out *relay.Outbox
 
-	pbuf     []byte // speculative command parameters
-	slotBuf  []byte // frameSlots' answer
-	belayBuf []byte // belayed answers
+	pbuf     []byte    // speculative command parameters
+	slotBuf  []byte    // frameSlots' answer
+	slotOne  [1][]byte // frameSlots' answer: slotBuf
+	belayBuf []byte    // belayed answers
 	closed   bool
 	began    time.Time // when the session started (first seconds are logged)
 }
@@ -110,24 +111,26 @@ func (c *core) attachAllowed() bool {
 	return true
 }
 
-// frameSlots is the slots to ask of a frame at loc (StackFrame.GetValues'
-// parameters after the frame): those the debugger asked of the method at
-// that code index, else of the method, else (a method it never showed)
-// those JDI's visibleVariables lists there (classFacts.visibleSlots). The
-// answer is valid until the next call.
-func (c *core) frameSlots(loc jdwp.Location) ([]byte, bool) {
+// frameSlots is the slot lists to ask of a frame at loc (StackFrame.
+// GetValues' parameters after the frame), the first the likeliest: those
+// the debugger asked of the method at that code index, else of the
+// method (slotLists), else (a method it never showed) the one JDI's
+// visibleVariables lists there (classFacts.visibleSlots). The answer is
+// valid until the next call or the learner's next command.
+func (c *core) frameSlots(loc jdwp.Location) ([][]byte, bool) {
 	mk := methodOf(loc)
 	exact := mk
 	exact.index, exact.exact = loc.Index, true
-	if tail, ok := c.learn.slots[exact]; ok {
-		return tail, true
+	if s, ok := c.learn.slots[exact]; ok && s.n > 0 {
+		return s.all(), true
 	}
-	if tail, ok := c.learn.slots[mk]; ok {
-		return tail, true
+	if s, ok := c.learn.slots[mk]; ok && s.n > 0 {
+		return s.all(), true
 	}
 	var ok bool
 	c.slotBuf, ok = c.facts.classes.visibleSlots(c.slotBuf[:0], loc)
-	return c.slotBuf, ok
+	c.slotOne[0] = c.slotBuf
+	return c.slotOne[:], ok
 }
 
 // writer returns a BodyWriter over the parameter scratch.

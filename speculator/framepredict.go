@@ -281,17 +281,19 @@ func (fp *framePrediction) wave(w int, sizes jdwp.IDSizes) {
 		if !vals || !known {
 			continue
 		}
-		tail, ok := fp.frameSlots(p.loc)
+		lists, ok := fp.frameSlots(p.loc)
 		if !ok {
 			continue
 		}
-		w := fp.writer(sizes)
-		w.Thread(p.thread)
-		w.Frame(p.frame)
-		w.Buf = append(w.Buf, tail...)
-		fp.pbuf = w.Buf
-		pc := p
-		fp.submitSpec(sizes, &spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, fp.pbuf)
+		for _, tail := range lists {
+			w := fp.writer(sizes)
+			w.Thread(p.thread)
+			w.Frame(p.frame)
+			w.Buf = append(w.Buf, tail...)
+			fp.pbuf = w.Buf
+			pc := p
+			fp.submitSpec(sizes, &spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, fp.pbuf)
+		}
 	}
 }
 

@@ -162,11 +162,11 @@ func (lr *learnedRules) build(n *lnode, els []*item, sizes jdwp.IDSizes) ([]byte
 			if !locKnown {
 				return nil, false
 			}
-			tail, ok := lr.frameSlots(loc)
+			lists, ok := lr.frameSlots(loc)
 			if !ok {
 				return nil, false
 			}
-			w.Buf = append(w.Buf, tail...)
+			w.Buf = append(w.Buf, lists[0]...) // the likeliest (the others: kFrameValues)
 			continue
 		case srcFields:
 			t, ok := lr.facts.objType[obj]

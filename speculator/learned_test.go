@@ -614,3 +614,65 @@ func TestStopSignatureFromTheProfile(t *testing.T) {
 		t.Errorf("once the debugger asked %v at a stop the rules ask %v", generic, got)
 	}
 }
+
+// TestWatchedVariableReadAhead: a client that, besides its Variables view
+// (the top frame's two locals), reads one of them alone at each stop, as
+// a watch expression does, gets the watch's read answered from
+// speculation from the second stop (slotLists keeps both lists a stop
+// asked); a client that asks one list a frame keeps one, so no other list
+// is read ahead for it. Fails with one list kept per method (the later
+// overwriting the earlier: one of the two reads misses).
+func TestWatchedVariableReadAhead(t *testing.T) {
+	var watchMissed int64
+	watch := func(t *testing.T, r *rig, m *madeUpVM, id *uint32) {
+		t.Helper()
+		madeUpClient(t, r, m, id)
+		*id++
+		fr := r.dbg.call(*id, jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(2) }))
+		br := jdwp.NewBodyReader(fr.Body(), sizes8)
+		br.Int32()
+		top := br.FrameID()
+		before := r.sp.Stats().Misses
+		*id++
+		p := r.dbg.call(*id, jdwp.CmdStackFrameGetValues, body(func(w *jdwp.BodyWriter) {
+			w.ObjectID(thread1)
+			w.FrameID(top)
+			w.Int32(1)
+			w.Int32(2)
+			w.Uint8(uint8(jdwp.TagObject))
+		}))
+		if p.ErrorCode() != 0 {
+			t.Fatalf("the watch's GetValues: error %d", p.ErrorCode())
+		}
+		watchMissed += r.sp.Stats().Misses - before
+	}
+	// run has client read four stops, and returns how many GetValues of a
+	// frame the VM got at each of the last three.
+	run := func(client func(*testing.T, *rig, *madeUpVM, *uint32)) []int {
+		m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52}}
+		r := newRigWith(t, Config{}, m.handler)
+		id := uint32(100)
+		stopAndAskKind(t, r, m, &id, jdwp.EventBreakpoint, client)
+		watchMissed = 0
+		var perStop []int
+		for range 3 {
+			before := r.vm.count(jdwp.CmdStackFrameGetValues)
+			stopAndAskKind(t, r, m, &id, jdwp.EventBreakpoint, client)
+			perStop = append(perStop, r.vm.count(jdwp.CmdStackFrameGetValues)-before)
+		}
+		if len(m.bad) > 0 {
+			t.Errorf("the VM was asked: %v", m.bad)
+		}
+		return perStop
+	}
+	if got := run(madeUpClient); !slices.Equal(got, []int{1, 1, 1}) {
+		t.Errorf("frame reads the VM got at each stop, the Variables view alone: %v, want one a stop", got)
+	}
+	got := run(watch)
+	if watchMissed != 0 {
+		t.Errorf("the watch's read missed at %d of three stops", watchMissed)
+	}
+	if !slices.Equal(got, []int{2, 2, 2}) {
+		t.Errorf("frame reads the VM got at each stop, with a watch: %v, want two a stop", got)
+	}
+}

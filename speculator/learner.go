@@ -140,9 +140,9 @@ type learner struct {
 	firstRead firstState
 	templates []*template
 	byKey     map[keyable.Key]*template
-	slots     map[methodKey][]byte    // SF.GetValues parameters after the frame ID
-	fields    map[jdwp.ClassID][]byte // reference type -> OR.GetValues parameters after the object ID
-	arrReads  []arrRead               // the debugger's ArrayReference.GetValues (first, length), latest first, distinct
+	slots     map[methodKey]*slotLists // SF.GetValues parameters after the frame ID
+	fields    map[jdwp.ClassID][]byte  // reference type -> OR.GetValues parameters after the object ID
+	arrReads  []arrRead                // the debugger's ArrayReference.GetValues (first, length), latest first, distinct
 	arrKnown  bool
 	// fieldOrder is how the debugger lists the fields of an object whose
 	// type it never read (a profile's, until orderSeen: learned from this
@@ -188,7 +188,7 @@ type learner struct {
 }
 
 func newLearner() learner {
-	l := learner{byKey: map[keyable.Key]*template{}, slots: map[methodKey][]byte{},
+	l := learner{byKey: map[keyable.Key]*template{}, slots: map[methodKey]*slotLists{},
 		fields: map[jdwp.ClassID][]byte{}, asked: map[jdwp.Cmd]uint64{}}
 	for i := range l.ratio {
 		l.ratio[i] = 1
@@ -424,13 +424,10 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 		}
 		ep.valueDepth |= 1 << fi.depth
 		tail := params[sizes.ObjectID+sizes.FrameID:]
-		if len(l.slots) >= maxLearned {
-			clear(l.slots)
-		}
 		mk := methodOf(fi.loc)
-		l.slots[mk] = setBytes(l.slots[mk], tail)
+		l.slotsOf(mk).add(ep.serial, tail)
 		mk.index, mk.exact = fi.loc.Index, true
-		l.slots[mk] = setBytes(l.slots[mk], tail)
+		l.slotsOf(mk).add(ep.serial, tail)
 		return
 	case jdwp.CmdObjectReferenceGetValues:
 		if t, ok := objType[jdwp.NewBodyReader(params, sizes).Object()]; ok {
@@ -512,6 +509,53 @@ func (l *learner) explained(key *keyable.Key, sizes jdwp.IDSizes) {
 // with.
 func firstThread(k *keyable.Key, sizes jdwp.IDSizes) jdwp.ThreadID {
 	return jdwp.NewBodyReader(k.Params(), sizes).Thread()
+}
+
+// slotLists are the slot lists the debugger asked of the frames of one
+// method (at one code index, if exact) at the last stop it asked any
+// there: StackFrame.GetValues' parameters after the frame, one per
+// distinct command, at most maxSlotLists (a watched variable beside the
+// Variables view's), in the order asked. A stop's lists replace an
+// earlier stop's, so a debugger that asks one list a frame keeps one.
+type slotLists struct {
+	serial uint64 // the stop they were asked at (0: taken from a profile)
+	n      int
+	lists  [maxSlotLists][]byte
+}
+
+const maxSlotLists = 2
+
+// add records list, asked at stop serial.
+func (s *slotLists) add(serial uint64, list []byte) {
+	if s.serial != serial {
+		s.serial, s.n = serial, 0
+	}
+	for _, l := range s.all() {
+		if string(l) == string(list) {
+			return
+		}
+	}
+	if s.n < len(s.lists) {
+		s.lists[s.n] = setBytes(s.lists[s.n], list)
+		s.n++
+	}
+}
+
+// all is the lists, in the order asked (the learner's: valid until the
+// next add).
+func (s *slotLists) all() [][]byte { return s.lists[:s.n] }
+
+// slotsOf is the slot lists of mk, made if none (the map bounded).
+func (l *learner) slotsOf(mk methodKey) *slotLists {
+	s, ok := l.slots[mk]
+	if !ok {
+		if len(l.slots) >= maxLearned {
+			clear(l.slots)
+		}
+		s = &slotLists{}
+		l.slots[mk] = s
+	}
+	return s
 }
 
 func setBytes(dst, src []byte) []byte {

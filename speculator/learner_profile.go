@@ -22,14 +22,18 @@ func (l *learner) exportTo(p *profile, h *handedOut, sizes jdwp.IDSizes) {
 // exportSlots records the learner's slots of methods whose class and name
 // this connection handed out.
 func (l *learner) exportSlots(p *profile, h *handedOut) {
-	for mk, tail := range l.slots {
+	for mk, s := range l.slots {
 		sig, ok := h.sigOf[mk.class]
 		m, known := h.methods[mk.class][mk.method]
-		if !ok || !known || len(p.Slots) >= maxLearned {
+		if !ok || !known {
 			continue
 		}
-		p.Slots = append(p.Slots, slotsOf{Sig: sig, Name: m.name, MSig: m.sig, Index: mk.index, Exact: mk.exact,
-			Tail: append([]byte(nil), tail...)})
+		for _, tail := range s.all() {
+			if len(p.Slots) < maxLearned {
+				p.Slots = append(p.Slots, slotsOf{Sig: sig, Name: m.name, MSig: m.sig, Index: mk.index, Exact: mk.exact,
+					Tail: append([]byte(nil), tail...)})
+			}
+		}
 	}
 	slices.SortFunc(p.Slots, func(a, b slotsOf) int {
 		return cmp.Or(cmp.Compare(a.Sig, b.Sig), cmp.Compare(a.Name, b.Name), cmp.Compare(a.MSig, b.MSig),
@@ -45,8 +49,8 @@ func (l *learner) importSlots(p *profile, class jdwp.ClassID, sig string, ms map
 			continue
 		}
 		for id, m := range ms {
-			if m.name == e.Name && m.sig == e.MSig && len(l.slots) < maxLearned {
-				l.slots[methodKey{class: class, method: id, index: e.Index, exact: e.Exact}] = e.Tail
+			if m.name == e.Name && m.sig == e.MSig {
+				l.slotsOf(methodKey{class: class, method: id, index: e.Index, exact: e.Exact}).add(0, e.Tail)
 			}
 		}
 	}

@@ -212,7 +212,11 @@ func (sr *stopRules) specFrameValues(sizes jdwp.IDSizes, fr jdwp.FrameID, fi fra
 	if fi.depth >= maxDepth || sr.learn.valueDepth&(1<<fi.depth) == 0 {
 		return
 	}
-	if tail, ok := sr.frameSlots(fi.loc); ok {
+	lists, ok := sr.frameSlots(fi.loc)
+	if !ok {
+		return
+	}
+	for _, tail := range lists {
 		w := sr.writer(sizes)
 		w.Thread(fi.thread)
 		w.Frame(fr)
