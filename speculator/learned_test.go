@@ -676,3 +676,46 @@ func TestWatchedVariableReadAhead(t *testing.T) {
 		t.Errorf("frame reads the VM got at each stop, with a watch: %v, want two a stop", got)
 	}
 }
+
+// TestReadsAfterAnInvokeAreNoTemplates: a read the debugger makes only
+// after an invoke at each stop (Eclipse's JDI reads the thread's suspend
+// count again once a watch's toString() returned) is not replayed at the
+// next stop's event: that stop's invoke would void the reply before the
+// debugger asked. Fails with such reads kept as templates (the VM then
+// gets the replay and the debugger's own command at every stop).
+func TestReadsAfterAnInvokeAreNoTemplates(t *testing.T) {
+	client := func(t *testing.T, r *rig, m *madeUpVM, id *uint32) {
+		t.Helper()
+		madeUpClient(t, r, m, id)
+		*id++
+		inv := r.dbg.call(*id, jdwp.CmdObjectReferenceInvokeMethod, body(func(w *jdwp.BodyWriter) {
+			w.ObjectID(m.object(0))
+			w.ObjectID(thread1)
+			w.ReferenceTypeID(muClass)
+			w.MethodID(muMethod)
+			w.Int32(0) // no arguments
+			w.Int32(0) // options: every thread runs
+		}))
+		if inv.ErrorCode() != 0 {
+			t.Fatalf("InvokeMethod: error %d", inv.ErrorCode())
+		}
+		*id++
+		r.dbg.call(*id, jdwp.CmdThreadReferenceSuspendCount, threadBody(thread1))
+	}
+	m := &madeUpVM{fields: 3, threads: []uint64{thread1, 0x52}}
+	r := newRigWith(t, Config{}, m.handler)
+	id := uint32(100)
+	stopAndAskKind(t, r, m, &id, jdwp.EventBreakpoint, client)
+	var perStop []int
+	for range 3 {
+		before := r.vm.count(jdwp.CmdThreadReferenceSuspendCount)
+		stopAndAskKind(t, r, m, &id, jdwp.EventBreakpoint, client)
+		perStop = append(perStop, r.vm.count(jdwp.CmdThreadReferenceSuspendCount)-before)
+	}
+	if !slices.Equal(perStop, []int{1, 1, 1}) {
+		t.Errorf("suspend counts the VM got at stops 2 to 4: %v, want the debugger's own one a stop", perStop)
+	}
+	if len(m.bad) > 0 {
+		t.Errorf("the VM was asked: %v", m.bad)
+	}
+}

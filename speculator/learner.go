@@ -106,6 +106,9 @@ type episode struct {
 	usedKind [numKinds]int
 	asked    map[jdwp.Cmd]bool // commands the debugger sent during this stop
 	partial  bool              // the stop suspended only some threads (moment.go)
+	// invoked: the debugger invoked a method during this stop, which
+	// voided the stop's state (facts.invokeSent).
+	invoked bool
 	// shadow holds what gated rules would have sent at this stop, scored
 	// against what the debugger asks as if sent (at no cost to the VM).
 	shadow     map[keyable.Key]kind
@@ -458,7 +461,10 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 		l.arrRead(arrRead{First: r.Int32(), Len: r.Int32()})
 		l.arrKnown = true
 	}
-	if info.Tier != keyable.TierStop {
+	if info.Tier != keyable.TierStop || ep.invoked {
+		// (A read after an invoke is no template: replayed at the next
+		// stop's event, its reply would be voided by that stop's invoke
+		// before the debugger asked; read before it too, it is one.)
 		return
 	}
 	// A template: replayed verbatim (or for the new stopped thread).

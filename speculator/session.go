@@ -341,6 +341,7 @@ func (ss *session) applyEffect(p jdwp.Packet, sizes jdwp.IDSizes, d *cmdData) {
 	case keyable.EffectInvoke:
 		d.thread = invokeThread(p.Cmd(), p.Body(), sizes)
 		d.snap, d.mark = ss.facts.invokeSent()
+		ss.learn.ep.invoked = ss.learn.ep.active
 		ss.facts.frames.resumed(p.Cmd(), p.Body(), sizes)
 	case keyable.EffectSuspendVM:
 		ss.facts.invalidateStop(reasonSuspend)
