@@ -719,3 +719,45 @@ func TestReadsAfterAnInvokeAreNoTemplates(t *testing.T) {
 		t.Errorf("the VM was asked: %v", m.bad)
 	}
 }
+
+// TestReportedReadsAfterAnInvokeStayTemplates: at a far end, a read the
+// near end reports it served (Session.Asked) is learned as a template even
+// when the report comes after the debugger's invoke passed: the near end
+// served it from the stop's pushed replies, which the invoke voided there,
+// so it was read before. A read sent to this end after the invoke is not
+// (TestReadsAfterAnInvokeAreNoTemplates). Fails with reported reads taken
+// as read after the invoke.
+func TestReportedReadsAfterAnInvokeStayTemplates(t *testing.T) {
+	rs := &relay.Session{}
+	rs.SetIDSizes(sizes8)
+	s := New(Config{}, zerolog.Nop(), nil).NewTapped(rs, ModeNever, nil)
+	ic := s.Interceptor()
+	c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{bpEvent(thread1)}}
+	ic.FromVM(rs, &relay.Frame{Kind: relay.KindEvent, Packet: jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))})
+	invoke := body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(0x55)
+		w.ObjectID(thread1)
+		w.ReferenceTypeID(muClass)
+		w.MethodID(muMethod)
+		w.Int32(0)
+		w.Int32(0)
+	})
+	ic.FromDebugger(rs, &relay.Frame{Kind: relay.KindCommand, ID: 7,
+		Packet: jdwp.AppendCommand(nil, 7, jdwp.CmdObjectReferenceInvokeMethod, invoke)})
+	s.Asked(nil, jdwp.CmdThreadReferenceSuspendCount, threadBody(thread1), sizes8)
+	ic.FromDebugger(rs, &relay.Frame{Kind: relay.KindCommand, ID: 8,
+		Packet: jdwp.AppendCommand(nil, 8, jdwp.CmdThreadReferenceStatus, threadBody(thread1))})
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var kept []jdwp.Cmd
+	for k := range ss.learn.byKey {
+		kept = append(kept, k.Cmd())
+	}
+	if !slices.Contains(kept, jdwp.CmdThreadReferenceSuspendCount) {
+		t.Errorf("the reported read is no template (templates: %v)", kept)
+	}
+	if slices.Contains(kept, jdwp.CmdThreadReferenceStatus) {
+		t.Errorf("a read sent here after the invoke is a template (templates: %v)", kept)
+	}
+}
