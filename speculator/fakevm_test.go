@@ -417,3 +417,19 @@ func rigHooks(sp *Speculator) func(*relay.Session) relay.Hooks {
 // rigSessions holds the last Session a rig with a mode made for a test's
 // Speculator.
 var rigSessions sync.Map // *Speculator → *Session
+
+// quietSession is a session with no VM in ModeNever (it sends nothing of
+// its own, and learns as a far end's does from what it is told): its relay
+// session, the session and its interceptor.
+func quietSession() (*relay.Session, *Session, relay.Interceptor) {
+	rs := &relay.Session{}
+	rs.SetIDSizes(sizes8)
+	s := New(Config{}, zerolog.Nop(), nil).NewTapped(rs, ModeNever, nil)
+	return rs, s, s.Interceptor()
+}
+
+// stopAt hands ic a breakpoint event of thread1, suspending by policy p.
+func stopAt(rs *relay.Session, ic relay.Interceptor, p jdwp.SuspendPolicy) {
+	c := jdwp.Composite{SuspendPolicy: p, Events: []jdwp.Event{bpEvent(thread1)}}
+	ic.FromVM(rs, &relay.Frame{Kind: relay.KindEvent, Packet: jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))})
+}

@@ -7,11 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
-	"github.com/rs/zerolog"
 )
 
 // madeUpVM is a program whose every stop shows new frames, new objects of
@@ -337,15 +335,8 @@ func TestLearnedChangedProgram(t *testing.T) {
 // It returns the learned templates, described.
 func learnFrom(t *testing.T, order func([]jdwp.Packet) []jdwp.Packet) []string {
 	t.Helper()
-	rs := &relay.Session{}
-	rs.SetIDSizes(sizes8)
-	s := New(Config{}, zerolog.Nop(), nil).NewTapped(rs, ModeNever, nil)
-	ic := s.Interceptor()
-	event := func() {
-		c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{bpEvent(thread1)}}
-		p := jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))
-		ic.FromVM(rs, &relay.Frame{Kind: relay.KindEvent, Packet: p})
-	}
+	rs, s, ic := quietSession()
+	event := func() { stopAt(rs, ic, jdwp.SuspendAll) }
 	m := &madeUpVM{stop: 1, fields: 3, threads: []uint64{thread1, 0x52, 0x53, 0x54}}
 	m.hand(m.object(0), m.object(1))
 	event()
@@ -728,12 +719,8 @@ func TestReadsAfterAnInvokeAreNoTemplates(t *testing.T) {
 // (TestReadsAfterAnInvokeAreNoTemplates). Fails with reported reads taken
 // as read after the invoke.
 func TestReportedReadsAfterAnInvokeStayTemplates(t *testing.T) {
-	rs := &relay.Session{}
-	rs.SetIDSizes(sizes8)
-	s := New(Config{}, zerolog.Nop(), nil).NewTapped(rs, ModeNever, nil)
-	ic := s.Interceptor()
-	c := jdwp.Composite{SuspendPolicy: jdwp.SuspendAll, Events: []jdwp.Event{bpEvent(thread1)}}
-	ic.FromVM(rs, &relay.Frame{Kind: relay.KindEvent, Packet: jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))})
+	rs, s, ic := quietSession()
+	stopAt(rs, ic, jdwp.SuspendAll)
 	invoke := body(func(w *jdwp.BodyWriter) {
 		w.ObjectID(0x55)
 		w.ObjectID(thread1)

@@ -8,9 +8,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
-	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
-	"github.com/rs/zerolog"
 )
 
 // The moment's rules (moment.go), on facts alone: an answer of running
@@ -304,12 +302,8 @@ func TestMissReasksOnceAStop(t *testing.T) {
 // older than the moment). Fails with the report looking the reply up as
 // an answer would (cache.peek drops it unserved).
 func TestUsageReportCountsAReplyNoLongerServable(t *testing.T) {
-	rs := &relay.Session{}
-	rs.SetIDSizes(sizes8)
-	s := New(Config{}, zerolog.Nop(), nil).NewTapped(rs, ModeNever, nil)
-	ic := s.Interceptor()
-	c := jdwp.Composite{SuspendPolicy: jdwp.SuspendEventThread, Events: []jdwp.Event{bpEvent(thread1)}}
-	ic.FromVM(rs, &relay.Frame{Kind: relay.KindEvent, Packet: jdwp.AppendCommand(nil, 1000, jdwp.CmdComposite, jdwptest.AppendComposite(nil, sizes8, &c))})
+	rs, s, ic := quietSession()
+	stopAt(rs, ic, jdwp.SuspendEventThread)
 	ss := s.ss
 	params := threadBody(0x52) // another thread's name: running state
 	ss.mu.Lock()
