@@ -242,9 +242,7 @@ func (w *writeBehind) learnEvent(comp *jdwp.Composite, f *facts) {
 				w.classes[e.ClassID()] = struct{}{}
 			}
 		}
-		if t := e.ThreadID(); t != 0 && f.resumesInFlight == 0 && f.suspendedNow(t) && len(w.threads) < maxInvalMap {
-			w.threads[t] = struct{}{}
-		}
+		w.provenAlive(e.ThreadID(), f)
 	}
 }
 
@@ -357,6 +355,13 @@ func (w *writeBehind) invoked(t jdwp.ThreadID, f *facts) {
 		return
 	}
 	w.sync(f)
+	w.provenAlive(t, f)
+}
+
+// provenAlive notes thread t, which a reply or event just proved alive,
+// as alive and suspended if it is suspended now (w.sync called since the
+// threads last ran).
+func (w *writeBehind) provenAlive(t jdwp.ThreadID, f *facts) {
 	if t != 0 && f.resumesInFlight == 0 && f.suspendedNow(t) && len(w.threads) < maxInvalMap {
 		w.threads[t] = struct{}{}
 	}
