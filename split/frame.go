@@ -48,8 +48,11 @@ func appendFrame(b []byte, kind byte, seq, ack uint64, payload []byte) []byte {
 // readFrame reads one frame from r into buf (grown as needed, and
 // returned for the next call).
 func readFrame(r io.Reader, buf []byte) (frame, []byte, error) {
-	var hdr [frameHeader]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	if cap(buf) < frameHeader+maxFramePayload {
+		buf = make([]byte, frameHeader, frameHeader+maxFramePayload)
+	}
+	hdr := buf[:frameHeader] // in buf: an array here would escape to the heap at every frame
+	if _, err := io.ReadFull(r, hdr); err != nil {
 		return frame{}, buf, err
 	}
 	f := frame{kind: hdr[0], seq: binary.BigEndian.Uint64(hdr[1:]), ack: binary.BigEndian.Uint64(hdr[9:])}
@@ -65,10 +68,7 @@ func readFrame(r io.Reader, buf []byte) (frame, []byte, error) {
 	case f.kind != frameData:
 		return f, buf, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, f.kind)
 	}
-	if cap(buf) < int(n) {
-		buf = make([]byte, maxFramePayload)
-	}
-	f.payload = buf[:n]
+	f.payload = buf[frameHeader : frameHeader+n]
 	_, err := io.ReadFull(r, f.payload)
 	return f, buf, unexpected(err)
 }

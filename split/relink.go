@@ -104,15 +104,9 @@ func (s *stream) redialLoop(gen uint64) {
 			return
 		}
 		s.cfg.log.Debug().Err(err).Int("attempt", attempt).Msg("the far end cannot be reached yet")
-		t := time.NewTimer(wait)
 		s.mu.Lock()
-		ch := s.changed
+		s.wait(time.Now().Add(wait)) // or until a change: the session may have ended
 		s.mu.Unlock()
-		select {
-		case <-t.C:
-		case <-ch: // the session may have ended
-			t.Stop()
-		}
 		wait = min(2*wait, redialMax)
 	}
 }

@@ -123,9 +123,14 @@ type stream struct {
 	local, remote net.Addr // the first link's
 
 	mu sync.Mutex // guards everything below
-	// changed is closed and replaced at every change of state: waiters
-	// (Read, Write, Close, the links' goroutines) wait on it.
-	changed chan struct{}
+	// changed is broadcast at every change of state: waiters (Read,
+	// Write, Close, the links' goroutines, the redial's backoff) wait on
+	// it, on s.mu. Every waiter wakes at every change: on a machine where
+	// waking an idle thread is slow, a round trip through both ends took
+	// twice as long when each change woke only the waiter it concerned
+	// (BenchmarkSplitPingPong), since the spurious wakes keep the
+	// scheduler's threads awake for the next packet.
+	changed *sync.Cond
 
 	out     fifo   // sent bytes the other end has not acknowledged, and bytes not sent yet
 	outBase uint64 // sequence number of out's first byte: what the other end acknowledged
@@ -181,7 +186,9 @@ func (l *leg) writer() io.Writer {
 }
 
 func newStream(cfg streamConfig, id SessionID, secret [32]byte, c net.Conn) *stream {
-	return &stream{cfg: cfg, id: id, secret: secret, local: c.LocalAddr(), remote: c.RemoteAddr(), changed: make(chan struct{})}
+	s := &stream{cfg: cfg, id: id, secret: secret, local: c.LocalAddr(), remote: c.RemoteAddr()}
+	s.changed = sync.NewCond(&s.mu)
+	return s
 }
 
 // over reports whether the stream has nothing more to do on any link; s.mu
@@ -189,33 +196,28 @@ func newStream(cfg streamConfig, id SessionID, secret [32]byte, c net.Conn) *str
 func (s *stream) over() bool { return s.err != nil || (s.closed && !s.farewell) }
 
 // broadcast wakes every waiter; s.mu is held.
-func (s *stream) broadcast() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
+func (s *stream) broadcast() { s.changed.Broadcast() }
 
 // wait releases s.mu until the next change or dl (none when zero) and
-// takes it again; it reports false once dl passed.
+// takes it again; it reports false once dl passed. Only a wait with a
+// deadline allocates (its timer).
 func (s *stream) wait(dl time.Time) bool {
-	ch := s.changed
-	var tc <-chan time.Time
-	if !dl.IsZero() {
-		d := time.Until(dl)
-		if d <= 0 {
-			return false
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		tc = t.C
-	}
-	s.mu.Unlock()
-	defer s.mu.Lock()
-	select {
-	case <-ch:
+	if dl.IsZero() {
+		s.changed.Wait()
 		return true
-	case <-tc:
+	}
+	d := time.Until(dl)
+	if d <= 0 {
 		return false
 	}
+	t := time.AfterFunc(d, func() {
+		s.mu.Lock()
+		s.changed.Broadcast()
+		s.mu.Unlock()
+	})
+	s.changed.Wait()
+	t.Stop()
+	return time.Now().Before(dl)
 }
 
 // start makes l the stream's live link and starts its goroutines. The

@@ -38,7 +38,7 @@ type vmSide struct {
 	closed chan struct{} // one value per VM connection the far end closed
 }
 
-func newVMSide(t *testing.T) *vmSide {
+func newVMSide(t testing.TB) *vmSide {
 	var version jdwp.BodyWriter
 	version.String("fake VM")
 	return &vmSide{
@@ -86,7 +86,7 @@ type farEnd struct {
 
 // startFar serves a far end in front of v on addr (127.0.0.1:0 for any
 // port) until the test ends or stop is called.
-func startFar(t *testing.T, v *vmSide, addr string, cfg FarConfig) *farEnd {
+func startFar(t testing.TB, v *vmSide, addr string, cfg FarConfig) *farEnd {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -97,7 +97,7 @@ func startFar(t *testing.T, v *vmSide, addr string, cfg FarConfig) *farEnd {
 
 // serveFar serves a far end in front of v on ln until the test ends or
 // stop is called.
-func serveFar(t *testing.T, v *vmSide, ln net.Listener, cfg FarConfig) *farEnd {
+func serveFar(t testing.TB, v *vmSide, ln net.Listener, cfg FarConfig) *farEnd {
 	t.Helper()
 	f := &farEnd{addr: ln.Addr().String(), log: &jdwptest.Buffer{}, reg: prometheus.NewRegistry()}
 	f.metrics = NewMetrics(f.reg)
@@ -124,13 +124,13 @@ func (f *farEnd) count(o Outcome) float64 {
 
 // startNear serves a near end (a plain relay whose VM is reached through
 // Dialer(cfg)) and returns where debuggers attach.
-func startNear(t *testing.T, cfg NearConfig) string {
+func startNear(t testing.TB, cfg NearConfig) string {
 	t.Helper()
 	return startNearHooks(t, cfg, nil)
 }
 
 // startNearHooks is startNear with hooks.
-func startNearHooks(t *testing.T, cfg NearConfig, hooks func(*relay.Session) relay.Hooks) string {
+func startNearHooks(t testing.TB, cfg NearConfig, hooks func(*relay.Session) relay.Hooks) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
