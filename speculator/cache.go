@@ -198,6 +198,37 @@ func (c *replyCache) find(key *keyable.Key) *entry {
 	return e
 }
 
+// servedFrom returns the entry a near end may have answered key from,
+// as the session looks one up (session.FromDebugger): key's own, else
+// the same fields asked in another order (twin), else every frame of
+// key's thread (framesOf), each if still valid here; else key's own
+// even if no longer valid (a reply of running state this end saw
+// change since it pushed it). Nil if none. It drops no entry and moves
+// none in the LRU: it only says whose speculation a near end's report
+// names (Session.Asked).
+func (c *replyCache) servedFrom(key *keyable.Key, sizes jdwp.IDSizes) *entry {
+	valid := func(e *entry) bool { return c.facts.valid(e.info, e.subj, e.gen) }
+	own, ok := c.lru.Peek(*key)
+	if ok && valid(own) {
+		return own
+	}
+	if t, found := c.twinKey(key, sizes); found {
+		if e, found := c.lru.Peek(t); found && valid(e) {
+			return e
+		}
+	}
+	var all keyable.Key
+	if _, _, found := allFramesKey(&all, key, sizes); found && c.facts.frames.hotspot {
+		if e, found := c.lru.Peek(all); found && valid(e) {
+			return e
+		}
+	}
+	if ok {
+		return own
+	}
+	return nil
+}
+
 // drop removes the entry for key, if any (evicted accounts for it).
 func (c *replyCache) drop(key *keyable.Key) { c.lru.Remove(*key) }
 

@@ -291,7 +291,7 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 	// used, even if the reply no longer answers here (out of place at
 	// this end after the near end's later reads, or too old), before
 	// anything here looks it up as an answer (and drops it).
-	if e, ok := ss.cache.lru.Peek(key); ok {
+	if e := ss.cache.servedFrom(&key, sizes); e != nil {
 		ss.markUsed(e.rec)
 	}
 	// The near end served it from this stop's pushed replies, which an

@@ -453,3 +453,58 @@ func keptRig(t *testing.T, m Mode) (*rig, *frameState) {
 	r.dbg.call(2, jdwp.CmdVirtualMachineVersion, nil)
 	return r, fs
 }
+
+// TestUsageReportCountsWhatTheNearEndSliced: a near end answers a range of
+// a thread's frames from the pushed list of every frame, and an object's
+// fields in one order from their pushed read in another
+// (session.FromDebugger); its report names what the debugger asked, and
+// the speculation credited is the one whose reply served it, not one
+// that fetched the same range before the stop's invoke (Eclipse's JDI
+// reads the top frame again after one). Fails with the report crediting
+// only a reply to the very command it names.
+func TestUsageReportCountsWhatTheNearEndSliced(t *testing.T) {
+	rs, s, ic := quietSession()
+	stopAt(rs, ic, jdwp.SuspendAll)
+	ss := s.ss
+	ss.mu.Lock()
+	ss.cache.pause(false) // as a far end's that pushes (ModeAlways), without sending
+	ss.facts.frames.hotspot = true
+	store := func(c jdwp.Cmd, params []byte) *spec {
+		rec := &spec{kind: kTemplate, sent: true}
+		info, _ := keyable.Fill(&rec.key, c, params, sizes8)
+		rec.info, rec.subj = info, rec.key.Subject(info, sizes8)
+		ss.learn.ep.specs = append(ss.learn.ep.specs, rec)
+		ss.cache.store(&rec.key, info, rec.subj, ss.facts.gen, ss.facts.nextPos(), jdwp.AppendReply(nil, 1, 0, nil), rec, sizes8)
+		return rec
+	}
+	frames := func(start, n int32) []byte {
+		return body(func(w *jdwp.BodyWriter) { w.Thread(thread1); w.Int32(start); w.Int32(n) })
+	}
+	fields := func(ids ...uint64) []byte {
+		return body(func(w *jdwp.BodyWriter) {
+			w.ObjectID(0x55)
+			w.Int32(int32(len(ids)))
+			for _, id := range ids {
+				w.FieldID(id)
+			}
+		})
+	}
+	before := store(jdwp.CmdThreadReferenceFrames, frames(0, 1))
+	ss.facts.invalidateStop(reasonInvoke)
+	all := store(jdwp.CmdThreadReferenceFrames, frames(0, -1))
+	swapped := store(jdwp.CmdObjectReferenceGetValues, fields(0x62, 0x61))
+	ss.mu.Unlock()
+	s.Asked(nil, jdwp.CmdThreadReferenceFrames, frames(0, 1), sizes8)
+	s.Asked(nil, jdwp.CmdObjectReferenceGetValues, fields(0x61, 0x62), sizes8)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !all.used {
+		t.Error("the near end sliced the top frame from the pushed list of every frame, whose speculation is not counted used")
+	}
+	if before.used {
+		t.Error("the report credited the read of the top frame from before the invoke")
+	}
+	if !swapped.used {
+		t.Error("the near end answered the fields from their pushed read in another order, whose speculation is not counted used")
+	}
+}
