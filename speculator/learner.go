@@ -50,6 +50,21 @@ type template struct {
 	removed bool
 }
 
+// patience is how many stops in a row template t's replay may go unused
+// before it is dropped: one for a read of an object's value (its fields,
+// elements, length, a string), whose object a debugger reads at each stop
+// it shows it (the stop's replies name it: the learned rules replay such
+// reads by where the object was found, learned.go) and reads no more once
+// the variable holds another one (each further replay of it is wasted);
+// two for any other read (a stop's frames, a thread's state), which a
+// debugger may skip at one stop.
+func (t *template) patience() int {
+	if _, ok := readOf(t.key.Cmd()); ok {
+		return 1
+	}
+	return 2
+}
+
 // frameInfo is what a Frames reply said of one frame.
 type frameInfo struct {
 	depth  int
@@ -96,6 +111,12 @@ type episode struct {
 	// of the objects the debugger read, by kind of read (valueRules.asked).
 	objLevel  map[jdwp.ObjectID]uint8
 	readLevel [numReads]uint8
+	// found and read count, by kind of read and level, the objects (with
+	// fields) and arrays the value rules found at the stop and those of
+	// them the debugger read (valueRules.asked); readObj marks, by bit
+	// of kind, an object counted read.
+	found, read [numReads][maxValueLevel + 1]uint16
+	readObj     map[jdwp.ObjectID]uint8
 	// deeper: the debugger read a value deeper than the stop followed
 	// (learner.follows), so the rest of the stop follows every level, and
 	// deferred (what the value rules found and did not follow) is
@@ -162,6 +183,12 @@ type learner struct {
 	// stop it showed (0: none), once levelsKnown (learner.follows).
 	readLevel   [numReads]uint8
 	levelsKnown bool
+	// sparse says, by kind of read and level, that at the last stop that
+	// found such values there the debugger read fewer than half of them
+	// (the one of several siblings its user opened): the stop does not
+	// follow them all (learner.follows), the learned rules reading again
+	// the ones it read, by where they were found.
+	sparse [numReads][maxValueLevel + 1]bool
 	// named is, for each thread whose name the debugger asked in this
 	// session, serial+1 when it last did; renames, that it asked one
 	// again after a resume (OpenJDK's JDI, at each stop) rather than once
@@ -277,7 +304,7 @@ func (l *learner) endEpisode(d *dispatcher) (wasted int) {
 		if t := s.tmpl; t != nil && !t.removed {
 			if s.used || t.seen == ep.serial {
 				t.unused = 0
-			} else if t.unused++; t.unused >= 2 {
+			} else if t.unused++; t.unused >= t.patience() {
 				t.removed = true
 				delete(l.byKey, t.key)
 			}
@@ -341,6 +368,13 @@ func (l *learner) endEpisode(d *dispatcher) (wasted int) {
 	}
 	if ep.thisDepth != 0 {
 		l.thisDepth = ep.thisDepth
+	}
+	for rk := range ep.found {
+		for lv, n := range ep.found[rk] {
+			if n > 0 {
+				l.sparse[rk][lv] = 2*ep.read[rk][lv] < n
+			}
+		}
 	}
 	*ep = episode{}
 	return wasted
@@ -456,10 +490,7 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 			ep.others.statuses = ep.others.statuses || c == jdwp.CmdThreadReferenceStatus
 		}
 	case jdwp.CmdArrayReferenceGetValues:
-		r := jdwp.NewBodyReader(params, sizes)
-		r.Object()
-		l.arrRead(arrRead{First: r.Int32(), Len: r.Int32()})
-		l.arrKnown = true
+		l.arrKnown = true // (the read itself: valueRules.asked, which knows the array's length)
 	}
 	if info.Tier != keyable.TierStop || ep.invoked {
 		// (A read after an invoke is no template: replayed at the next
@@ -619,26 +650,19 @@ func (l *learner) arrRead(a arrRead) {
 // read a whole array reads a longer one's first page.
 const arrPage = 100
 
-// wholeArray notes that the debugger's last array read, (0, n) (first of
-// arrReads), read a whole array: unless a read of the first L ≥ n
-// elements explains it (a debugger that shows at most L), it may read the
-// first page (arrPage) of a longer array, or only its first n: both are
-// kept (the first page behind the read itself).
-func (l *learner) wholeArray(n int32) {
-	if len(l.arrReads) == 0 || l.arrReads[0] != (arrRead{First: 0, Len: n}) || n >= arrPage {
-		return
+// arrayRead notes the debugger's read of n elements of an array from
+// first: a read of a whole array (its length known here) shorter than a
+// page is kept as the page (arrPage), which an array's length clips to
+// the whole of it, so that arrays of other lengths are read ahead whole,
+// as the debugger reads them, and not also as long as the one it read
+// (for each shorter or longer array, a read ahead it never makes); any
+// other read is kept as it was (a debugger that shows at most n elements
+// of a longer array, or a page past the first).
+func (l *learner) arrayRead(first, n, length int32, lengthKnown bool) {
+	if lengthKnown && first == 0 && n == length && n < arrPage {
+		n = arrPage
 	}
-	for _, a := range l.arrReads[1:] {
-		if a.First == 0 && a.Len >= n {
-			return
-		}
-	}
-	page := arrRead{First: 0, Len: arrPage}
-	l.arrReads = slices.DeleteFunc(l.arrReads, func(a arrRead) bool { return a == page })
-	l.arrReads = slices.Insert(l.arrReads, min(1, len(l.arrReads)), page)
-	if len(l.arrReads) > maxArrReads {
-		l.arrReads = l.arrReads[:maxArrReads]
-	}
+	l.arrRead(arrRead{First: first, Len: n})
 }
 
 // listed is what a debugger asked of the threads it lists.

@@ -84,3 +84,75 @@ func TestReadLevelsFollowTheDebugger(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseLevelsNotFollowed: at a level where the debugger read fewer
+// than half of the arrays (or objects) the stop found there, the value
+// rules no longer read them all ahead (the one its user opened is read
+// again by where it was found: the learned rules); where it read most of
+// them they are followed; a later stop that reads most of them again
+// follows them again. Fails without learner.sparse: BigApp's VS Code-like
+// debugger opens one of the arrays its locals' fields hold, and each
+// step read all of them ahead.
+func TestSparseLevelsNotFollowed(t *testing.T) {
+	_, s, _ := quietSession()
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	c, vr := &ss.core, &ss.vals
+	l := &c.learn
+	stop := func(found, read []uint64) {
+		l.beginEpisode(thread1, jdwp.Location{})
+		for _, o := range found {
+			vr.values(sizes8, 1, jdwp.Value{Tag: jdwp.TagArray, Bits: o})
+		}
+		for _, o := range read {
+			params := body(func(w *jdwp.BodyWriter) { w.ObjectID(o); w.Int32(0); w.Int32(2) })
+			var k keyable.Key
+			info, _ := keyable.Fill(&k, jdwp.CmdArrayReferenceGetValues, params, sizes8)
+			vr.asked(&k, info, sizes8)
+		}
+		l.endEpisode(&c.disp)
+	}
+	stop([]uint64{0xA1, 0xA2, 0xA3, 0xA4}, []uint64{0xA2})
+	if l.follows(readElements, 1) {
+		t.Error("the elements of arrays at level 1 followed after the debugger read one of four")
+	}
+	stop([]uint64{0xB1, 0xB2, 0xB3}, []uint64{0xB1, 0xB3})
+	if !l.follows(readElements, 1) {
+		t.Error("the elements of arrays at level 1 not followed after the debugger read two of three")
+	}
+}
+
+// TestUnusedValueTemplatesDropAtOnce: a replayed read of an object's
+// value that went unused is dropped after that stop (the variable holds
+// another object now: BigApp's steps), a replayed read of a thread's
+// state after two. Fails with every template kept for two unused stops.
+func TestUnusedValueTemplatesDropAtOnce(t *testing.T) {
+	c := &core{learn: newLearner()}
+	l := &c.learn
+	mk := func(cmd jdwp.Cmd, params []byte) *template {
+		tp := &template{}
+		keyable.Fill(&tp.key, cmd, params, sizes8)
+		l.byKey[tp.key] = tp
+		return tp
+	}
+	fields := mk(jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0x55); w.Int32(1); w.FieldID(5) }))
+	frames := mk(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.Thread(thread1); w.Int32(0); w.Int32(1) }))
+	replay := func() {
+		l.beginEpisode(thread1, jdwp.Location{})
+		for _, tp := range []*template{fields, frames} {
+			if !tp.removed {
+				l.ep.specs = append(l.ep.specs, &spec{key: tp.key, info: keyable.Info{Tier: keyable.TierStop}, tmpl: tp, sent: true})
+			}
+		}
+		l.endEpisode(&c.disp)
+	}
+	replay()
+	if !fields.removed || frames.removed {
+		t.Errorf("after one unused replay: the object's fields dropped %v (want true), the frames %v (want false)", fields.removed, frames.removed)
+	}
+	replay()
+	if !frames.removed {
+		t.Error("the frames kept after two unused replays")
+	}
+}

@@ -107,8 +107,11 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 	}
 	o := v.ObjectID()
 	ep := &vr.learn.ep
-	if old, ok := ep.objLevel[o]; ok && level < old || !ok && len(ep.objLevel) < maxObjLevels {
+	if old, seen := ep.objLevel[o]; seen && level < old || !seen && len(ep.objLevel) < maxObjLevels {
 		ep.objLevel[o] = level
+		if rk, ok := expandedBy(v.Tag); ok && !seen {
+			ep.found[rk][level]++
+		}
 	}
 	if !vr.learn.follows(readNames, level) {
 		vr.deferValue(level, v, false)
@@ -159,6 +162,18 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 	}
 }
 
+// expandedBy is the kind of read that expands a value of tag t: an
+// object's fields, an array's elements; false for a string.
+func expandedBy(t jdwp.Tag) (readKind, bool) {
+	switch t {
+	case jdwp.TagObject:
+		return readFields, true
+	case jdwp.TagArray:
+		return readElements, true
+	}
+	return 0, false
+}
+
 // readKind is what the debugger reads of a value a stop shows: an
 // object's fields, an array's elements, or what shows it (its type, a
 // string's value, an array's length).
@@ -196,19 +211,28 @@ func (vr *valueRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes
 	if key.Cmd() == jdwp.CmdArrayReferenceGetValues {
 		r := jdwp.NewBodyReader(key.Params(), sizes)
 		arr, first, n := r.Object(), r.Int32(), r.Int32()
-		if length, ok := vr.arrayLength(arr, sizes); ok && r.Err() == nil && first == 0 && n == length {
-			vr.learn.wholeArray(n)
+		if r.Err() == nil {
+			length, known := vr.arrayLength(arr, sizes)
+			vr.learn.arrayRead(first, n, length, known)
 		}
 	}
 	rk, ok := readOf(key.Cmd())
 	if !ok || !ep.active {
 		return
 	}
-	lvl, found := ep.objLevel[jdwp.NewBodyReader(key.Params(), sizes).Object()]
+	obj := jdwp.NewBodyReader(key.Params(), sizes).Object()
+	lvl, found := ep.objLevel[obj]
 	if !found {
 		return
 	}
 	ep.readLevel[rk] = max(ep.readLevel[rk], lvl+1)
+	if rk != readNames && ep.readObj[obj]&(1<<rk) == 0 {
+		if ep.readObj == nil {
+			ep.readObj = map[jdwp.ObjectID]uint8{}
+		}
+		ep.readObj[obj] |= 1 << rk
+		ep.read[rk][lvl]++
+	}
 	if !vr.learn.follows(rk, lvl) {
 		vr.deepen(sizes)
 	}
@@ -225,7 +249,7 @@ func (l *learner) follows(rk readKind, level uint8) bool {
 	case l.ep.deeper:
 		return true
 	case l.levelsKnown:
-		return level < l.readLevel[rk]
+		return level < l.readLevel[rk] && (int(level) >= len(l.sparse[rk]) || !l.sparse[rk][level])
 	}
 	return level < firstLevels[rk]
 }

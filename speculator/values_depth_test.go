@@ -388,33 +388,28 @@ func TestSignatureCmdIsTheLastAsked(t *testing.T) {
 	}
 }
 
-// TestWholeArraysReadAPage: a debugger that read every element of a short
-// array may read the first page of a longer one (arrPage) or as many as
-// it read: both are kept, unless a read of the first L elements it made
-// explains the whole read (it shows at most L); a read of part of an
-// array stays as it was.
+// TestWholeArraysReadAPage: a debugger's read of a whole array shorter
+// than a page is kept as the page (arrPage), which the next array's
+// length clips to the whole of it; a read of part of an array, or of an
+// array whose length is not known here, stays as it was. Fails with a
+// whole read kept as long as the array it read: the next array of
+// another length was read ahead once for each length read before
+// (BigApp's three arrays at each stop, one of them used).
 func TestWholeArraysReadAPage(t *testing.T) {
 	var l learner
-	l.arrRead(arrRead{0, 10})
-	l.wholeArray(10)
-	if want := []arrRead{{0, 10}, {0, arrPage}}; !slices.Equal(l.arrReads, want) {
-		t.Fatalf("after a whole read of 10: %v, want %v", l.arrReads, want)
+	l.arrayRead(0, 10, 10, true)
+	l.arrayRead(0, 4, 4, true)
+	if want := []arrRead{{0, arrPage}}; !slices.Equal(l.arrReads, want) {
+		t.Fatalf("after whole reads of 10 and 4: %v, want %v", l.arrReads, want)
 	}
-	l.arrRead(arrRead{0, 12})
-	l.wholeArray(12)
-	if want := []arrRead{{0, 12}, {0, 10}, {0, arrPage}}; !slices.Equal(l.arrReads, want) { // the page explains it
-		t.Fatalf("after a whole read of 12: %v, want %v", l.arrReads, want)
+	l.arrayRead(0, 16, 50, true) // the first 16 of 50
+	l.arrayRead(2, 3, 10, true)  // a part
+	l.arrayRead(0, 3, 0, false)  // length unknown
+	if want := []arrRead{{0, 3}, {2, 3}, {0, 16}, {0, arrPage}}; !slices.Equal(l.arrReads, want) {
+		t.Fatalf("%v, want %v", l.arrReads, want)
 	}
-	l = learner{}
-	l.arrRead(arrRead{0, 16}) // the first 16 of a longer array
-	l.arrRead(arrRead{0, 4})  // all of an array of 4
-	l.wholeArray(4)
-	if want := []arrRead{{0, 4}, {0, 16}}; !slices.Equal(l.arrReads, want) {
-		t.Fatalf("after a read of 16 and a whole read of 4: %v, want %v", l.arrReads, want)
-	}
-	l.arrRead(arrRead{0, 3})
-	l.wholeArray(2) // not the last read: nothing changes
-	if want := []arrRead{{0, 3}, {0, 4}, {0, 16}}; !slices.Equal(l.arrReads, want) {
+	l.arrayRead(0, arrPage, 500, true) // a page of a longer array: the page
+	if want := []arrRead{{0, arrPage}, {0, 3}, {2, 3}, {0, 16}}; !slices.Equal(l.arrReads, want) {
 		t.Fatalf("%v, want %v", l.arrReads, want)
 	}
 }
