@@ -184,7 +184,7 @@ func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []by
 	if cmd == jdwp.CmdThreadReferenceName && c.learn.nameKnown(jdwp.NewBodyReader(params, sizes).Thread()) {
 		return // named once, and it named this one (learner.nameKnown)
 	}
-	if c.cache.has(&s.key) || c.cache.hasTwin(&s.key, sizes) {
+	if c.cache.has(&s.key) || c.cache.hasTwin(&s.key, sizes) || c.facts.classes.tableless(cmd, params, sizes) {
 		return
 	}
 	if old := c.disp.pending(&s.key); old != nil && !old.cancelled && c.facts.valid(old.info, old.subj, old.gen) &&
@@ -222,7 +222,7 @@ func (c *core) guessesLearned() bool {
 // cached or in flight or its IDs are not shown safe, and reports whether
 // it was sent.
 func (c *core) sendOwn(s *spec, sizes jdwp.IDSizes) bool {
-	if c.cache.has(&s.key) {
+	if c.cache.has(&s.key) || c.facts.classes.tableless(s.key.Cmd(), s.key.Params(), sizes) {
 		return false
 	}
 	if old := c.disp.pending(&s.key); old != nil && !old.cancelled {

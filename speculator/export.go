@@ -294,13 +294,7 @@ func (s *Session) Asked(out *relay.Outbox, c jdwp.Cmd, params []byte, sizes jdwp
 	if e := ss.cache.servedFrom(&key, sizes); e != nil {
 		ss.markUsed(e.rec)
 	}
-	// The near end served it from this stop's pushed replies, which an
-	// invoke voids there: it was read before any invoke of the stop
-	// (learner.learnCommand), whenever its report comes.
-	invoked := ss.learn.ep.invoked
-	ss.learn.ep.invoked = false
-	ss.asked(&key, info, sizes)
-	ss.learn.ep.invoked = invoked
+	ss.asked(&key, info, sizes, true)
 	ss.afterFirst(sizes)
 }
 

@@ -426,9 +426,12 @@ func (l *learner) forgetProfile() {
 }
 
 // learnCommand records what the debugger asks during a stop. objType is
-// the known type of an object (facts.objType).
+// the known type of an object (facts.objType). served says a near end
+// served it from the stop's pushed replies (Session.Asked): read before
+// any invoke of the stop, which voids them there, whenever its report
+// comes.
 func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable.Subject, sizes jdwp.IDSizes,
-	objType map[jdwp.ObjectID]jdwp.ClassID) {
+	objType map[jdwp.ObjectID]jdwp.ClassID, served bool) {
 	ep := &l.ep
 	c := key.Cmd()
 	l.asked[c] = l.serial + 1 // 1 at the attach, n+1 at stop n
@@ -492,7 +495,7 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 	case jdwp.CmdArrayReferenceGetValues:
 		l.arrKnown = true // (the read itself: valueRules.asked, which knows the array's length)
 	}
-	if info.Tier != keyable.TierStop || ep.invoked {
+	if info.Tier != keyable.TierStop || ep.invoked && !served {
 		// (A read after an invoke is no template: replayed at the next
 		// stop's event, its reply would be voided by that stop's invoke
 		// before the debugger asked; read before it too, it is one.)

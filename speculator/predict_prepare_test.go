@@ -239,3 +239,45 @@ func TestPrepareRuleLearnsTheThreadsRead(t *testing.T) {
 		t.Fatalf("VM got AllThreads %d times, want 3 (the attach's, the debugger's at the first prepare stop, the proxy's at the second)", n)
 	}
 }
+
+// TestPrepareRuleSkipsMethodsWithoutCode: a native or abstract method has
+// no line table, and JDI (OpenJDK's, Eclipse's) answers for it without
+// asking the VM: the prepare rule reads ahead the line tables of the
+// other methods only. Fails with every method's line table read ahead.
+func TestPrepareRuleSkipsMethodsWithoutCode(t *testing.T) {
+	r := prepareRig(t, 0, "pkg.Foo")
+	mods := []int32{1, 1, 0x0101, 0x0401} // public; public native; public abstract
+	code := prepareVM(0)
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() != jdwp.CmdReferenceTypeMethodsWithGeneric {
+			return code(p)
+		}
+		class := jdwp.NewBodyReader(p.Body(), sizes8).ReferenceTypeID()
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(len(mods)))
+			for i, m := range mods {
+				w.MethodID(class + uint64(i+1))
+				w.String("m")
+				w.String("()V")
+				w.String("")
+				w.Int32(m)
+			}
+		})
+	})
+	r.prepare(10, 0x70, "Lpkg/Foo;")
+	r.vm.waitCount(jdwp.CmdMethodLineTable, 2)
+	// Two round trips through the VM: whatever the methods reply led to
+	// was sent before the second.
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
+	for _, p := range r.vm.commands() {
+		if p.Cmd() != jdwp.CmdMethodLineTable {
+			continue
+		}
+		br := jdwp.NewBodyReader(p.Body(), sizes8)
+		br.Class()
+		if m := br.Method(); m > 0x72 {
+			t.Errorf("the VM got the line table of method %v, which has no code", m)
+		}
+	}
+}

@@ -88,6 +88,34 @@ type classFacts struct {
 	super  map[jdwp.ClassID]jdwp.ClassID // class -> superclass (0: none)
 	vars   map[methodKey][]variable      // (class, method) -> variable table
 	arrays map[jdwp.ClassID]struct{}     // types an object's type reply (ObjectReference.ReferenceType) tagged ARRAY
+	// noCode is the methods without code: native or abstract by a
+	// Methods reply's modifiers, or native by a frame at code index -1.
+	// They have no line or variable table, and JDI (OpenJDK's, Eclipse's)
+	// answers for them without asking the VM (which refuses): neither is
+	// read ahead for them (tableless).
+	noCode map[methodKey]struct{}
+}
+
+// Method modifiers (JVMS 4.6) of a method without code, and the code
+// index of a frame in a native method (-1).
+const (
+	accNative   = 0x0100
+	accAbstract = 0x0400
+	nativeIndex = ^uint64(0)
+)
+
+// tableless says whether command c with params reads the line or
+// variable table of a method known to have no code.
+func (cf *classFacts) tableless(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) bool {
+	switch c {
+	case jdwp.CmdMethodLineTable, jdwp.CmdMethodVariableTable, jdwp.CmdMethodVariableTableWithGeneric:
+	default:
+		return false
+	}
+	r := jdwp.NewBodyReader(params, sizes)
+	mk := methodKey{class: r.Class(), method: r.Method()}
+	_, none := cf.noCode[mk]
+	return none && r.Err() == nil
 }
 
 // field is one declared field of a Fields reply: its ID, and its name
@@ -109,7 +137,7 @@ type variable struct {
 
 func newClassFacts() classFacts {
 	return classFacts{fields: map[jdwp.ClassID][]field{}, super: map[jdwp.ClassID]jdwp.ClassID{},
-		vars: map[methodKey][]variable{}, arrays: map[jdwp.ClassID]struct{}{}}
+		vars: map[methodKey][]variable{}, arrays: map[jdwp.ClassID]struct{}{}, noCode: map[methodKey]struct{}{}}
 }
 
 // forget drops what is known of class c (unloaded or redefined).
@@ -120,6 +148,11 @@ func (cf *classFacts) forget(c jdwp.ClassID) {
 	for k := range cf.vars {
 		if k.class == c {
 			delete(cf.vars, k)
+		}
+	}
+	for k := range cf.noCode {
+		if k.class == c {
+			delete(cf.noCode, k)
 		}
 	}
 }
@@ -133,12 +166,13 @@ func (cf *classFacts) reset() {
 	clear(cf.super)
 	clear(cf.vars)
 	clear(cf.arrays)
+	clear(cf.noCode)
 }
 
 // learn records the facts in a successful reply to command c with
 // parameters params.
 func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
-	if len(cf.fields)+len(cf.super)+len(cf.vars)+len(cf.arrays) >= maxInvalMap {
+	if len(cf.fields)+len(cf.super)+len(cf.vars)+len(cf.arrays)+len(cf.noCode) >= maxInvalMap {
 		cf.reset()
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
@@ -164,6 +198,28 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 		}
 		if r.Err() == nil && r.Remaining() == 0 {
 			cf.fields[class] = ids
+		}
+	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
+		class := pr.Class()
+		n := r.Count(sizes.MethodID + 4 + 4 + 4)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			id := r.Method()
+			r.StringBytes()
+			r.StringBytes()
+			if c == jdwp.CmdReferenceTypeMethodsWithGeneric {
+				r.StringBytes()
+			}
+			if mods := r.Int32(); r.Err() == nil && mods&(accNative|accAbstract) != 0 {
+				cf.noCode[methodKey{class: class, method: id}] = struct{}{}
+			}
+		}
+	case jdwp.CmdThreadReferenceFrames:
+		n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			r.Frame()
+			if loc := r.Location(); r.Err() == nil && loc.Index == nativeIndex {
+				cf.noCode[methodKey{class: loc.ClassID(), method: loc.MethodID()}] = struct{}{}
+			}
 		}
 	case jdwp.CmdClassTypeSuperclass:
 		class := pr.Class()

@@ -136,7 +136,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		d.subj = d.key.Subject(info, sizes)
 		peer := ss.peerSpeculation(f.ID)
 		if !peer && !observer {
-			ss.asked(&d.key, info, sizes)
+			ss.asked(&d.key, info, sizes, false)
 			ss.reads.asked(&d.key)
 			ss.ord.asked(&d.key)
 			ss.afterFirst(sizes)
@@ -307,9 +307,9 @@ func (ss *session) flushHeld(out *relay.Outbox) {
 }
 
 // asked hands the parts a cacheable command the debugger asked, once the
-// learner learned it.
-func (ss *session) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes) {
-	ss.learn.learnCommand(key, info, key.Subject(info, sizes), sizes, ss.facts.objType)
+// learner learned it (served: learner.learnCommand).
+func (ss *session) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes, served bool) {
+	ss.learn.learnCommand(key, info, key.Subject(info, sizes), sizes, ss.facts.objType, served)
 	for _, x := range ss.on.askers {
 		x.asked(key, info, sizes)
 	}

@@ -443,3 +443,80 @@ func TestKnownThreadsNamedOnlyForADebuggerThatListsThem(t *testing.T) {
 		t.Fatalf("after a stop that named the other threads, their names are not speculated (asked %d, %d times)", specNames(0x52), specNames(0x53))
 	}
 }
+
+// TestNativeFramesGetNoTables: a frame in a native method (code index -1)
+// has no line or variable table, and JDI knows it from the method's
+// modifiers: the frame rules read neither ahead for it, where they do for
+// a frame with code. Fails without the native check in specClassMeta.
+func TestNativeFramesGetNoTables(t *testing.T) {
+	r, fs := newStopRig(t)
+	var mu sync.Mutex
+	index := uint64(4)
+	method := func() uint64 { fs.mu.Lock(); defer fs.mu.Unlock(); return 0x100 + uint64(fs.count) }
+	r.vm.setHandler(func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdThreadReferenceFrames {
+			m := method()
+			mu.Lock()
+			i := index
+			mu.Unlock()
+			return 0, body(func(w *jdwp.BodyWriter) {
+				w.Int32(1)
+				w.FrameID(0xF0 + m)
+				w.Location(jdwp.Location{TypeTag: 1, Class: 0x70, Method: m, Index: i})
+			})
+		}
+		return fs.handler(p)
+	})
+	framesBody := body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(-1) })
+	methodBody := func(m uint64) []byte {
+		return body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x70); w.MethodID(m) })
+	}
+	tables := func(m uint64) int {
+		n := 0
+		for _, p := range r.vm.commands() {
+			br := jdwp.NewBodyReader(p.Body(), sizes8)
+			if br.ReferenceTypeID(); p.Cmd() == jdwp.CmdMethodLineTable && br.MethodID() == m {
+				n++
+			}
+		}
+		return n
+	}
+	stop := func(id uint32, native bool, top int32) {
+		mu.Lock()
+		index = 4
+		if native {
+			index = ^uint64(0) // -1: a native method
+		}
+		mu.Unlock()
+		fs.set(top, 10)
+		r.event(jdwp.SuspendAll, bpEvent(thread1))
+		r.expectEvent()
+		r.dbg.call(id, jdwp.CmdThreadReferenceFrames, framesBody)
+		// Answered by the VM after whatever the Frames reply started.
+		r.dbg.call(id+1, jdwp.CmdThreadReferenceStatus, threadBody(0x99))
+		r.dbg.call(id+2, jdwp.CmdThreadReferenceStatus, threadBody(0x98))
+	}
+	stop(20, false, 1)
+	// The debugger uses the first stop's guesses, so speculation stays on.
+	r.dbg.call(25, jdwp.CmdThreadReferenceFrameCount, threadBody(thread1))
+	r.dbg.call(26, jdwp.CmdVirtualMachineAllThreads, nil)
+	r.dbg.call(27, jdwp.CmdThreadReferenceName, threadBody(thread1))
+	r.dbg.call(28, jdwp.CmdThreadReferenceStatus, threadBody(thread1))
+	r.dbg.call(30, jdwp.CmdMethodLineTable, methodBody(method()))
+	r.dbg.call(31, jdwp.CmdVirtualMachineResume, nil)
+	stop(40, true, 2) // a new method, native
+	native := method()
+	if n := tables(native); n != 0 {
+		t.Errorf("the VM got %d line tables of the native frame's method, want none", n)
+	}
+	r.dbg.call(50, jdwp.CmdVirtualMachineResume, nil)
+	stop(60, false, 3) // a new method with code
+	// The debugger's line table at the first stop, and this one's.
+	r.vm.waitCount(jdwp.CmdMethodLineTable, 2)
+	if n := tables(method()); n != 1 {
+		t.Errorf("the VM got %d line tables of the frame's method, want the one read ahead", n)
+	}
+	if n := tables(native); n != 0 {
+		t.Errorf("the VM got %d line tables of the native frame's method by the end, want none", n)
+	}
+}
