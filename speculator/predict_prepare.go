@@ -56,13 +56,19 @@ const (
 // leaves its share of the profile. Guarded by session.mu.
 type prepareRule struct {
 	*core
-	patterns   [][]byte              // ClassMatch patterns of the debugger's suspending CLASS_PREPARE requests
-	pending    []preparedClass       // classes of the composite event being read
-	stop       map[jdwp.ClassID]bool // classes of the current prepare stop -> matched a request
-	classCmds  map[jdwp.Cmd]bool     // asked of a prepared class (class ID only) at a prepare stop
-	methodCmds map[jdwp.Cmd]bool     // asked of a prepared class's method at a prepare stop
-	vmCmds     map[jdwp.Cmd]bool     // asked without parameters of the VM's state at a prepare stop (AllThreads)
-	specs      []*spec               // sent at the current prepare stop
+	patterns [][]byte                    // ClassMatch patterns of the debugger's suspending CLASS_PREPARE requests
+	pending  []preparedClass             // classes of the composite event being read
+	stop     map[jdwp.ClassID]*stopClass // classes of the current prepare stop
+	// resolves is, by how a request's patterns match a class (matchKind),
+	// whether the debugger read such a class at the last prepare stop
+	// that had one (1), or not (-1: none is read ahead), or unknown (0).
+	// An IDE asks to be told of Outer and Outer$*, and may resolve its
+	// breakpoints in the inner classes too, or only in Outer.
+	resolves   [numMatchKinds]int8
+	classCmds  map[jdwp.Cmd]bool // asked of a prepared class (class ID only) at a prepare stop
+	methodCmds map[jdwp.Cmd]bool // asked of a prepared class's method at a prepare stop
+	vmCmds     map[jdwp.Cmd]bool // asked without parameters of the VM's state at a prepare stop (AllThreads)
+	specs      []*spec           // sent at the current prepare stop
 	// stopsOf is the profile whose stop templates the session took
 	// (learnedRules.profileTaken: its debugger's JDI's), nil while none.
 	stopsOf func() *profile
@@ -72,6 +78,26 @@ type preparedClass struct {
 	id  jdwp.ClassID
 	sig string
 }
+
+// stopClass is a class of the current prepare stop: how the debugger's
+// patterns match it, and whether the debugger read anything of it.
+type stopClass struct {
+	kind matchKind
+	read bool
+}
+
+// matchKind is how the patterns of the debugger's CLASS_PREPARE requests
+// match a class: not at all, by a pattern naming it (exactly, or ending
+// in '*' after a package: "p.q.*"), or only by one for the inner classes
+// of another ("Outer$*").
+type matchKind uint8
+
+const (
+	matchNone matchKind = iota
+	matchName
+	matchInner
+	numMatchKinds
+)
 
 // command notes the ClassMatch patterns of a debugger's suspending
 // EventRequest.Set for CLASS_PREPARE, and ends the prepare stop at the
@@ -105,12 +131,13 @@ func (pr *prepareRule) seen(*jdwp.Composite, error) {}
 // taken forgets the composite's classes, speculated on or not.
 func (pr *prepareRule) taken(*jdwp.Composite) { pr.pending = pr.pending[:0] }
 
-// matches says whether a pattern of the debugger's requests matches the
+// matches says how the patterns of the debugger's requests match the
 // class of signature sig ("Lp/q/C;" is named p.q.C; a pattern may start
-// or end with '*').
-func (pr *prepareRule) matches(sig string) bool {
+// or end with '*'): by one naming it, else only by one of an outer
+// class's inner classes (ending in "$*"), else not.
+func (pr *prepareRule) matches(sig string) matchKind {
 	if len(sig) < 3 || sig[0] != 'L' || sig[len(sig)-1] != ';' {
-		return false
+		return matchNone
 	}
 	name := []byte(sig[1 : len(sig)-1])
 	for i, b := range name {
@@ -118,15 +145,19 @@ func (pr *prepareRule) matches(sig string) bool {
 			name[i] = '.'
 		}
 	}
+	kind := matchNone
 	for _, p := range pr.patterns {
 		switch {
 		case p[0] == '*' && bytes.HasSuffix(name, p[1:]),
 			p[len(p)-1] == '*' && bytes.HasPrefix(name, p[:len(p)-1]),
 			bytes.Equal(name, p):
-			return true
+			if !bytes.HasSuffix(p, []byte("$*")) {
+				return matchName
+			}
+			kind = matchInner
 		}
 	}
-	return false
+	return kind
 }
 
 // onPrepareEvent notes a class prepared by a suspending event; it is
@@ -147,11 +178,15 @@ func (pr *prepareRule) stopped(sizes jdwp.IDSizes) {
 	}
 	pr.takeStops(sizes)
 	if pr.stop == nil {
-		pr.stop = map[jdwp.ClassID]bool{}
+		pr.stop = map[jdwp.ClassID]*stopClass{}
 	}
 	for _, pc := range pr.pending {
-		matched := pr.matches(pc.sig)
-		pr.stop[pc.id] = matched
+		kind := pr.matches(pc.sig)
+		pr.stop[pc.id] = &stopClass{kind: kind}
+		if pr.resolves[kind] < 0 {
+			continue // the debugger read no class matched so at the last stop with one
+		}
+		matched := kind != matchNone
 		w := pr.writer(sizes)
 		w.Class(pc.id)
 		pr.pbuf = w.Buf
@@ -185,8 +220,12 @@ func (pr *prepareRule) replied(x *reply) {
 		return
 	}
 	class := jdwp.NewBodyReader(params, sizes).Class()
-	matched, ok := pr.stop[class]
-	if !ok || !pr.canSend || !pr.speculating() || !matched && len(pr.methodCmds) == 0 {
+	sc, ok := pr.stop[class]
+	if !ok || !pr.canSend || !pr.speculating() {
+		return
+	}
+	matched := sc.kind != matchNone
+	if !matched && len(pr.methodCmds) == 0 {
 		return
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
@@ -275,9 +314,11 @@ func (pr *prepareRule) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDS
 		return
 	}
 	r := jdwp.NewBodyReader(key.Params(), sizes)
-	if _, ok := pr.stop[r.Class()]; !ok || r.Err() != nil {
+	sc, ok := pr.stop[r.Class()]
+	if !ok || r.Err() != nil {
 		return
 	}
+	sc.read = true
 	learned := &pr.classCmds
 	if r.Remaining() > 0 {
 		if r.Method(); r.Err() != nil || r.Remaining() != 0 {
@@ -306,6 +347,20 @@ func (pr *prepareRule) endStop() {
 	}
 	pr.sp.countSpec(outcomeWasted, wasted)
 	pr.specs = pr.specs[:0]
+	var seen, read [numMatchKinds]bool
+	for _, sc := range pr.stop {
+		seen[sc.kind] = true
+		read[sc.kind] = read[sc.kind] || sc.read
+	}
+	for k := range seen {
+		switch {
+		case !seen[k]:
+		case read[k]:
+			pr.resolves[k] = 1
+		default:
+			pr.resolves[k] = -1
+		}
+	}
 	clear(pr.stop)
 }
 

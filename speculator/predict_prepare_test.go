@@ -281,3 +281,52 @@ func TestPrepareRuleSkipsMethodsWithoutCode(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareRuleLearnsWhichClassesTheDebuggerResolves: an IDE asks to be
+// told of Outer and of Outer$*, and may resolve its breakpoints in the
+// inner classes or only in Outer: once it resumed a prepare stop of an
+// inner class without reading it, the next inner class prepared gets
+// nothing read ahead, while Outer's kind (matched by name) still does;
+// an inner class it reads again makes them read ahead again. Fails
+// without prepareRule.resolves: each inner class's methods, strata and
+// line tables were read ahead for nothing (BigApp: a lambda's, an
+// anonymous class's, a nested class's).
+func TestPrepareRuleLearnsWhichClassesTheDebuggerResolves(t *testing.T) {
+	r := prepareRig(t, 2, "pkg.Foo")
+	r.dbg.call(4, jdwp.CmdEventRequestSet, body(func(w *jdwp.BodyWriter) {
+		w.Uint8(uint8(jdwp.EventClassPrepare))
+		w.Uint8(uint8(jdwp.SuspendAll))
+		w.Int32(1)
+		w.Modifier(jdwp.Modifier{Kind: jdwp.ModClassMatch, Pattern: []byte("pkg.Foo$*")})
+	}))
+	methodsOf := func(class uint64) int {
+		n := 0
+		for _, p := range r.vm.commands() {
+			if p.Cmd() == jdwp.CmdReferenceTypeMethodsWithGeneric && jdwp.NewBodyReader(p.Body(), sizes8).ReferenceTypeID() == class {
+				n++
+			}
+		}
+		return n
+	}
+	settle := func() {
+		// Two round trips through the VM: whatever the stop led to was
+		// sent before the second.
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllClasses, nil)
+	}
+	r.prepare(10, 0x70, "Lpkg/Foo;")
+	r.resolve(20, 0x70, 2)
+	r.prepare(30, 0x80, "Lpkg/Foo$1;") // not read by the debugger
+	r.vm.waitCount(jdwp.CmdReferenceTypeMethodsWithGeneric, 2)
+	r.prepare(40, 0x90, "Lpkg/Foo$2;")
+	settle()
+	if n := methodsOf(0x90); n != 0 {
+		t.Errorf("the VM got %d Methods of an inner class after the debugger read none at the last one, want none", n)
+	}
+	r.resolve(50, 0x90, 2) // this one it reads (a miss)
+	r.prepare(60, 0xA0, "Lpkg/Foo$3;")
+	r.vm.waitCount(jdwp.CmdReferenceTypeMethodsWithGeneric, 4)
+	if n := methodsOf(0xA0); n != 1 {
+		t.Errorf("the VM got %d Methods of an inner class after the debugger read the last one, want the one read ahead", n)
+	}
+}
