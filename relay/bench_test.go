@@ -4,9 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -107,26 +105,17 @@ func BenchmarkForward(b *testing.B) {
 			c := dialJDWP(b, bc.addr(b, vm.Addr()))
 			r := jdwp.NewReader(c, 0)
 			cmd := jdwp.AppendCommand(nil, 0, jdwp.Cmd{Set: 11, Cmd: 6}, make([]byte, 24))
-			samples := make([]time.Duration, 0, 1<<16)
-			b.ReportAllocs()
 			var id uint32
-			for b.Loop() {
+			jdwptest.RoundTrips(b, func() {
 				id++
 				cmd.SetID(id)
-				start := time.Now()
 				if _, err := c.Write(cmd); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := r.Next(); err != nil {
 					b.Fatal(err)
 				}
-				if len(samples) < cap(samples) {
-					samples = append(samples, time.Since(start))
-				}
-			}
-			slices.Sort(samples)
-			b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds())/1e3, "p50-µs/rtt")
-			b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds())/1e3, "p99-µs/rtt")
+			})
 		})
 		b.Run(bc.name+"/pipelined", func(b *testing.B) {
 			c := dialJDWP(b, bc.addr(b, vm.Addr()))

@@ -228,17 +228,9 @@ func (pr *prepareRule) replied(x *reply) {
 	if !matched && len(pr.methodCmds) == 0 {
 		return
 	}
-	r := jdwp.NewBodyReader(p.Body(), sizes)
-	n := min(r.Count(sizes.MethodID+4+4+4), maxPrepareMethods)
-	for i := 0; i < n && r.Err() == nil; i++ {
-		id := r.Method()
-		r.StringBytes()
-		r.StringBytes()
-		if c == jdwp.CmdReferenceTypeMethodsWithGeneric {
-			r.StringBytes()
-		}
-		r.Int32()
-		if r.Err() != nil {
+	n := 0
+	eachMethod(c, p.Body(), sizes, func(id jdwp.MethodID, _ int32) {
+		if n++; n > maxPrepareMethods {
 			return
 		}
 		w := pr.writer(sizes)
@@ -251,7 +243,7 @@ func (pr *prepareRule) replied(x *reply) {
 		for mc := range pr.methodCmds {
 			pr.specPrepare(sizes, mc, pr.pbuf)
 		}
-	}
+	})
 }
 
 // specPrepare sends the class-lifetime read c with params as the prepare

@@ -240,7 +240,8 @@ func (vr *valueRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes
 
 // follows reports whether the rules speculate a read of kind rk of a value
 // at level: as deep as the debugger read at the last stop it showed (not
-// at all, if it read no value there: jdb), or, until it showed one in
+// at all, if it read no value there: jdb), but not at a level where it read
+// fewer than half of those found (learner.sparse), or, until it showed one in
 // this session (or the one whose profile it began from), as deep as every
 // debugger reads at a first stop (firstLevels); and every level for the
 // rest of a stop at which it read deeper than that (episode.deeper).

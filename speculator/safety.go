@@ -104,6 +104,25 @@ const (
 	nativeIndex = ^uint64(0)
 )
 
+// eachMethod calls fn with the ID and modifiers of each method of body, a
+// reply to c (ReferenceType.Methods or MethodsWithGeneric), in order,
+// until the body ends or does not parse.
+func eachMethod(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes, fn func(id jdwp.MethodID, mods int32)) {
+	r := jdwp.NewBodyReader(body, sizes)
+	n := r.Count(sizes.MethodID + 4 + 4 + 4)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		id := r.Method()
+		r.StringBytes()
+		r.StringBytes()
+		if c == jdwp.CmdReferenceTypeMethodsWithGeneric {
+			r.StringBytes()
+		}
+		if mods := r.Int32(); r.Err() == nil {
+			fn(id, mods)
+		}
+	}
+}
+
 // tableless says whether command c with params reads the line or
 // variable table of a method known to have no code.
 func (cf *classFacts) tableless(c jdwp.Cmd, params []byte, sizes jdwp.IDSizes) bool {
@@ -201,18 +220,11 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 		}
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
 		class := pr.Class()
-		n := r.Count(sizes.MethodID + 4 + 4 + 4)
-		for i := 0; i < n && r.Err() == nil; i++ {
-			id := r.Method()
-			r.StringBytes()
-			r.StringBytes()
-			if c == jdwp.CmdReferenceTypeMethodsWithGeneric {
-				r.StringBytes()
-			}
-			if mods := r.Int32(); r.Err() == nil && mods&(accNative|accAbstract) != 0 {
+		eachMethod(c, p.Body(), sizes, func(id jdwp.MethodID, mods int32) {
+			if mods&(accNative|accAbstract) != 0 {
 				cf.noCode[methodKey{class: class, method: id}] = struct{}{}
 			}
-		}
+		})
 	case jdwp.CmdThreadReferenceFrames:
 		n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
 		for i := 0; i < n && r.Err() == nil; i++ {

@@ -1,7 +1,6 @@
 package split
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -44,20 +43,11 @@ func BenchmarkSplitPingPong(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer d.Close()
-			samples := make([]time.Duration, 0, 1<<16)
-			b.ReportAllocs()
-			for b.Loop() {
-				start := time.Now()
+			jdwptest.RoundTrips(b, func() {
 				if _, err := d.Call(jdwp.CmdVirtualMachineVersion, nil); err != nil {
 					b.Fatal(err)
 				}
-				if len(samples) < cap(samples) {
-					samples = append(samples, time.Since(start))
-				}
-			}
-			slices.Sort(samples)
-			b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds())/1e3, "p50-µs/rtt")
-			b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds())/1e3, "p99-µs/rtt")
+			})
 		})
 	}
 }
