@@ -212,6 +212,16 @@ func TestLiveVM(t *testing.T) {
 			t.Fatalf("request %d: no request ID (%v)", i, r.Err())
 		}
 	}
+	// The agent reports VM_START from its event helper thread, which
+	// suspends every thread first: a resume that reached the VM before
+	// that found nothing suspended, and the VM stayed suspended for good
+	// (the test's reads then timed out, under load). A debugger resumes
+	// once it has the event, as JDI does.
+	for !startSeen(composites) {
+		if _, err := read(); err != nil {
+			t.Fatalf("read before VM_START: %v", err)
+		}
+	}
 	send(50, CmdVirtualMachineResume, nil)
 	reply(50)
 	// The VM runs Hello to its end and sends VM_DEATH, its last event
@@ -309,4 +319,14 @@ func writeCorpus(t *testing.T, target, name, values string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte("go test fuzz v1\n"+values+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startSeen says whether one of composites reports VM_START.
+func startSeen(composites [][]byte) bool {
+	for _, body := range composites {
+		if _, k, ok := CompositeHead(body); ok && k == EventVMStart {
+			return true
+		}
+	}
+	return false
 }
