@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
-	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
@@ -565,19 +564,11 @@ func TestProfileTemplateRestsWhenUnused(t *testing.T) {
 	}
 	imported := l.templates[0]
 	own := &template{rel: true}
-	unusedStop := func() {
-		l.beginEpisode(thread1, jdwp.Location{})
-		for _, tp := range []*template{imported, own} {
-			l.ep.specs = append(l.ep.specs, &spec{tmpl: tp, sent: true, key: tp.key,
-				info: keyable.Info{Tier: keyable.TierStop}})
-		}
-		l.endEpisode(&dispatcher{})
-	}
-	unusedStop()
+	replayUnused(&l, imported, own)
 	if !imported.removed || own.removed {
 		t.Fatalf("after one unused stop: the profile's template removed %v, the session's %v; want true, false", imported.removed, own.removed)
 	}
-	unusedStop()
+	replayUnused(&l, imported, own)
 	if !own.removed {
 		t.Error("the session's template was not removed after two unused stops")
 	}

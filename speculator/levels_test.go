@@ -138,21 +138,24 @@ func TestUnusedValueTemplatesDropAtOnce(t *testing.T) {
 	}
 	fields := mk(jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0x55); w.Int32(1); w.FieldID(5) }))
 	frames := mk(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.Thread(thread1); w.Int32(0); w.Int32(1) }))
-	replay := func() {
-		l.beginEpisode(thread1, jdwp.Location{})
-		for _, tp := range []*template{fields, frames} {
-			if !tp.removed {
-				l.ep.specs = append(l.ep.specs, &spec{key: tp.key, info: keyable.Info{Tier: keyable.TierStop}, tmpl: tp, sent: true})
-			}
-		}
-		l.endEpisode(&c.disp)
-	}
-	replay()
+	replayUnused(l, fields, frames)
 	if !fields.removed || frames.removed {
 		t.Errorf("after one unused replay: the object's fields dropped %v (want true), the frames %v (want false)", fields.removed, frames.removed)
 	}
-	replay()
+	replayUnused(l, fields, frames)
 	if !frames.removed {
 		t.Error("the frames kept after two unused replays")
 	}
+}
+
+// replayUnused has l replay the templates not removed at a stop at which
+// the debugger used none of them.
+func replayUnused(l *learner, tps ...*template) {
+	l.beginEpisode(thread1, jdwp.Location{})
+	for _, tp := range tps {
+		if !tp.removed {
+			l.ep.specs = append(l.ep.specs, &spec{key: tp.key, info: keyable.Info{Tier: keyable.TierStop}, tmpl: tp, sent: true})
+		}
+	}
+	l.endEpisode(&dispatcher{})
 }
