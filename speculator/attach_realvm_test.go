@@ -50,7 +50,13 @@ func attachOnce(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculat
 // link's RTT given.
 func attachOnceAs(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculator, profile string, rtt time.Duration) (int, journal.Step) {
 	t.Helper()
-	vm, err := javavm.Start(ctx, b, "Deep", javavm.VMOptions{})
+	return attachOnceTo(t, ctx, b, sp, javavm.Deep, profile, rtt)
+}
+
+// attachOnceTo is attachOnceAs on a debuggee given.
+func attachOnceTo(t *testing.T, ctx context.Context, b *javavm.Build, sp *Speculator, debuggee, profile string, rtt time.Duration) (int, journal.Step) {
+	t.Helper()
+	vm, err := javavm.Start(ctx, b, debuggee, javavm.VMOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +83,7 @@ func attachOnceAs(t *testing.T, ctx context.Context, b *javavm.Build, sp *Specul
 		t.Fatal(err)
 	}
 	if _, err := javavm.RunDriver(ctx, b, javavm.DriverOptions{Addr: addr, Profile: profile,
-		Debuggee: "Deep", Steps: 1, Warmup: 1, Breakpoints: 5}); err != nil {
+		Debuggee: debuggee, Steps: 1, Warmup: 1, Breakpoints: javavm.MaxBreakpoints(debuggee)}); err != nil {
 		t.Fatal(err)
 	}
 	select {

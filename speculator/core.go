@@ -274,5 +274,8 @@ func (c *core) sent(s *spec) {
 
 // endEpisode ends the current stop, counting its wasted speculation.
 func (c *core) endEpisode() {
+	if c.learn.ep.active {
+		c.learn.learnShownFacts(c.facts.objType)
+	}
 	c.sp.countSpec(outcomeWasted, c.learn.endEpisode(&c.disp))
 }

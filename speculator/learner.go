@@ -117,6 +117,11 @@ type episode struct {
 	// of kind, an object counted read.
 	found, read [numReads][maxValueLevel + 1]uint16
 	readObj     map[jdwp.ObjectID]uint8
+	// objects are the objects with fields the value rules found (in
+	// objLevel), and listed the types whose fields the debugger asked, at
+	// this stop (learner.learnShownFacts).
+	objects []jdwp.ObjectID
+	listed  []jdwp.ClassID
 	// deeper: the debugger read a value deeper than the stop followed
 	// (learner.follows), so the rest of the stop follows every level, and
 	// deferred (what the value rules found and did not follow) is
@@ -196,8 +201,15 @@ type learner struct {
 	// lists it). Until it renames, the rules name no thread it named.
 	named   map[jdwp.ThreadID]uint64
 	renames bool
-	ratio   [numKinds]float64 // smoothed used/sent per kind
-	waste   float64           // smoothed wasted/sent of stop-state speculation
+	// shownFacts is whether the debugger lists the type facts of an
+	// object it shows (reads the type of) but does not open (reads no
+	// field of), learned at the stops that showed one whose type it never
+	// listed before (learnShownFacts); listed holds the types whose
+	// fields it asked in this session.
+	shownFacts factsListing
+	listed     map[jdwp.ClassID]struct{}
+	ratio      [numKinds]float64 // smoothed used/sent per kind
+	waste      float64           // smoothed wasted/sent of stop-state speculation
 	// asked is one more than the last episode (0: the attach) in which the debugger sent
 	// each cacheable command (any parameters); rules derived from replies
 	// predict only commands the debugger sends in this workload.
@@ -388,6 +400,74 @@ func countStopSent(specs []*spec) int {
 		}
 	}
 	return n
+}
+
+// factsListing is what a debugger was seen to do with the type facts of
+// the objects a stop shows and it does not open (learner.shownFacts).
+type factsListing uint8
+
+const (
+	factsUnknown   factsListing = iota // not seen yet: listed (as OpenJDK's JDI does)
+	factsListed                        // it listed some (OpenJDK's JDI)
+	factsNotListed                     // it listed none it had not listed before (Eclipse's JDI)
+)
+
+// maxListed bounds the types the learner keeps as listed by the debugger.
+const maxListed = 1 << 14
+
+// learnShownFacts learns shownFacts from the stop that ends (objType:
+// the type of each object, as known): whether the debugger listed the
+// fields of the type of an object it showed and did not open, or listed
+// none of the types of such objects it had never listed before (a type
+// listed at an earlier stop it does not list again). A type of an object
+// it opened says nothing (it lists the fields of what it opens).
+func (l *learner) learnShownFacts(objType map[jdwp.ObjectID]jdwp.ClassID) {
+	ep := &l.ep
+	if len(ep.objects) == 0 {
+		l.noteListed(ep.listed)
+		return
+	}
+	opened := map[jdwp.ClassID]bool{}
+	for _, o := range ep.objects {
+		if t, ok := objType[o]; ok && ep.readObj[o]&(1<<readFields) != 0 {
+			opened[t] = true
+		}
+	}
+	listedNow := map[jdwp.ClassID]bool{}
+	for _, t := range ep.listed {
+		listedNow[t] = true
+	}
+	var listed, silent bool
+	for _, o := range ep.objects {
+		t, ok := objType[o]
+		if !ok || opened[t] || ep.readObj[o]&(1<<readNames) == 0 {
+			continue // not shown, or of a type the debugger opened
+		}
+		if listedNow[t] {
+			listed = true
+		} else if _, before := l.listed[t]; !before {
+			silent = true
+		}
+	}
+	switch {
+	case listed:
+		l.shownFacts = factsListed
+	case silent:
+		l.shownFacts = factsNotListed
+	}
+	l.noteListed(ep.listed)
+}
+
+func (l *learner) noteListed(types []jdwp.ClassID) {
+	if len(l.listed)+len(types) > maxListed {
+		clear(l.listed)
+	}
+	if l.listed == nil && len(types) > 0 {
+		l.listed = map[jdwp.ClassID]struct{}{}
+	}
+	for _, t := range types {
+		l.listed[t] = struct{}{}
+	}
 }
 
 // firstState is what the reads at a session's first stop said of the

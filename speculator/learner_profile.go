@@ -61,7 +61,7 @@ func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
 	p.Asked = append(p.Asked, sortedCmds(l.asked)...)
 	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
 	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
-	p.ArrKnown, p.FieldOrder = l.arrKnown, l.fieldOrder
+	p.ArrKnown, p.FieldOrder, p.ShownFacts = l.arrKnown, l.fieldOrder, l.shownFacts
 	p.ReadLevels = nil
 	if l.levelsKnown {
 		p.ReadLevels = append(p.ReadLevels, l.readLevel[:]...)
@@ -91,7 +91,8 @@ func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
 
 // takeReads takes what p says of how its debugger reads the values a stop
 // shows: the commands it asks (the rules deriving them may send them), its
-// arrays' ranges and its objects' fields' order. A session takes them from
+// arrays' ranges, its objects' fields' order, and whether it lists the
+// type facts of objects it does not open. A session takes them from
 // the profile it imports, then from the one whose stop templates it takes
 // (learnedRules.take: the profile of its own JDI).
 func (l *learner) takeReads(p *profile) {
@@ -101,6 +102,9 @@ func (l *learner) takeReads(p *profile) {
 		}
 	}
 	l.arrKnown, l.arrReads, l.fieldOrder = p.ArrKnown, l.arrReads[:0], p.FieldOrder
+	if p.ShownFacts != factsUnknown {
+		l.shownFacts = p.ShownFacts
+	}
 	switch {
 	case len(p.ArrReads) > 0:
 		l.arrReads = append(l.arrReads, p.ArrReads[:min(len(p.ArrReads), maxArrReads)]...)

@@ -159,3 +159,73 @@ func replayUnused(l *learner, tps ...*template) {
 	}
 	l.endEpisode(&dispatcher{})
 }
+
+// TestTypeFactsOfUnopenedObjectsLearned: a debugger that shows an object
+// (reads its type) and does not open it (reads none of its fields), and
+// lists no type facts of its type it never listed before (Eclipse's JDI
+// under java-debug), gets no type facts read ahead for such objects at
+// the next stops, but still for those it opens; one that lists them
+// (OpenJDK's JDI) gets them again; a type listed at an earlier stop and
+// not listed again is no evidence either way. Fails without
+// learner.learnShownFacts: BigApp's VS Code-like debugger had the
+// fields, interfaces and superclass of each object its locals' fields
+// hold read ahead, half of its first stop's waste.
+func TestTypeFactsOfUnopenedObjectsLearned(t *testing.T) {
+	_, s, _ := quietSession()
+	ss := s.ss
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	c, vr := &ss.core, &ss.vals
+	l := &c.learn
+	ask := func(cmd jdwp.Cmd, id uint64) {
+		params := body(func(w *jdwp.BodyWriter) { w.ObjectID(id) })
+		if cmd == jdwp.CmdObjectReferenceGetValues {
+			params = body(func(w *jdwp.BodyWriter) { w.ObjectID(id); w.Int32(1); w.FieldID(7) })
+		}
+		var k keyable.Key
+		info, _ := keyable.Fill(&k, cmd, params, sizes8)
+		vr.asked(&k, info, sizes8)
+	}
+	// stop shows the local lo (opened) and the object o its field holds
+	// (not opened), of type ot; the debugger lists the fields of lo's
+	// type, and of ot if lists.
+	stop := func(lo, o uint64, ot jdwp.ClassID, lists bool) {
+		l.beginEpisode(thread1, jdwp.Location{})
+		c.facts.setObjType(jdwp.ObjectID(lo), 0x100)
+		c.facts.setObjType(jdwp.ObjectID(o), ot)
+		vr.values(sizes8, 0, jdwp.Value{Tag: jdwp.TagObject, Bits: lo})
+		vr.values(sizes8, 1, jdwp.Value{Tag: jdwp.TagObject, Bits: o})
+		ask(jdwp.CmdObjectReferenceReferenceType, lo)
+		ask(jdwp.CmdReferenceTypeFieldsWithGeneric, 0x100)
+		ask(jdwp.CmdObjectReferenceGetValues, lo)
+		ask(jdwp.CmdObjectReferenceReferenceType, o)
+		if lists {
+			ask(jdwp.CmdReferenceTypeFieldsWithGeneric, uint64(ot))
+		}
+		c.endEpisode()
+	}
+	// lists says whether the rules would read the type facts of a local
+	// and of an object a local's field holds, found at a new stop.
+	lists := func() (local, held bool) {
+		l.beginEpisode(thread1, jdwp.Location{})
+		defer c.endEpisode()
+		vr.values(sizes8, 0, jdwp.Value{Tag: jdwp.TagObject, Bits: 0x90})
+		vr.values(sizes8, 1, jdwp.Value{Tag: jdwp.TagObject, Bits: 0x91})
+		return vr.listsFacts(0x90), vr.listsFacts(0x91)
+	}
+	if local, held := lists(); !local || !held {
+		t.Fatalf("before any stop: type facts of a local %v, of a field's object %v; want both", local, held)
+	}
+	stop(0x10, 0x11, 0x200, false)
+	if local, held := lists(); !local || held {
+		t.Errorf("after a stop that listed no type of an object shown and not opened: type facts of a local %v (want true), of a field's object %v (want false)", local, held)
+	}
+	stop(0x20, 0x21, 0x300, true)
+	if _, held := lists(); !held {
+		t.Error("after a stop that listed the type of an object shown and not opened, its type facts are not read ahead")
+	}
+	stop(0x30, 0x31, 0x300, false) // 0x300 listed before: JDI keeps it
+	if _, held := lists(); !held {
+		t.Error("a stop that did not list again a type listed before was taken as a debugger that lists none")
+	}
+}

@@ -41,6 +41,7 @@ type profile struct {
 	ArrReads   []arrRead        `json:"arr_reads,omitempty"`   // learner.arrReads (ArrFirst, ArrLen: the first, for older readers)
 	FieldOrder fieldOrder       `json:"field_order,omitempty"` // learner.fieldOrder (shapes.go)
 	ReadLevels []uint8          `json:"read_levels,omitempty"` // learner.readLevel, if known (predict_values.go)
+	ShownFacts factsListing     `json:"shown_facts,omitempty"` // learner.shownFacts
 	Templates  []relTmpl        `json:"templates,omitempty"`
 	Slots      []slotsOf        `json:"slots,omitempty"`       // learner.slots by method name
 	WB         *wbProfile       `json:"wb,omitempty"`          // write-behind's (writebehind_profile.go)

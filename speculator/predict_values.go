@@ -68,7 +68,7 @@ func (vr *valueRules) chain(x *chained) {
 		}
 		vr.facts.setObjType(obj, t)
 		vr.specTypeSig(sizes, t)
-		if tag != jdwp.TypeTagArray {
+		if tag != jdwp.TypeTagArray && vr.listsFacts(obj) {
 			// An array type declares no fields and implements what every
 			// array does: JDI lists them without asking the VM.
 			vr.specTypeInfo(sizes, t)
@@ -111,6 +111,9 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		ep.objLevel[o] = level
 		if rk, ok := expandedBy(v.Tag); ok && !seen {
 			ep.found[rk][level]++
+			if rk == readFields {
+				ep.objects = append(ep.objects, o)
+			}
 		}
 	}
 	if !vr.learn.follows(readNames, level) {
@@ -151,6 +154,7 @@ func (vr *valueRules) values(sizes jdwp.IDSizes, level uint8, v jdwp.Value) {
 		}
 		if t, ok := vr.facts.objType[o]; ok {
 			if fields {
+				vr.specTypeInfo(sizes, t)
 				vr.shapes.specFields(sizes, o, t, level)
 			}
 			return
@@ -216,6 +220,11 @@ func (vr *valueRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes
 			vr.learn.arrayRead(first, n, length, known)
 		}
 	}
+	if c := key.Cmd(); (c == jdwp.CmdReferenceTypeFields || c == jdwp.CmdReferenceTypeFieldsWithGeneric) && ep.active {
+		if t := jdwp.NewBodyReader(key.Params(), sizes).Class(); len(ep.listed) < maxObjLevels {
+			ep.listed = append(ep.listed, t)
+		}
+	}
 	rk, ok := readOf(key.Cmd())
 	if !ok || !ep.active {
 		return
@@ -226,12 +235,14 @@ func (vr *valueRules) asked(key *keyable.Key, _ keyable.Info, sizes jdwp.IDSizes
 		return
 	}
 	ep.readLevel[rk] = max(ep.readLevel[rk], lvl+1)
-	if rk != readNames && ep.readObj[obj]&(1<<rk) == 0 {
+	if ep.readObj[obj]&(1<<rk) == 0 {
 		if ep.readObj == nil {
 			ep.readObj = map[jdwp.ObjectID]uint8{}
 		}
 		ep.readObj[obj] |= 1 << rk
-		ep.read[rk][lvl]++
+		if rk != readNames {
+			ep.read[rk][lvl]++
+		}
 	}
 	if !vr.learn.follows(rk, lvl) {
 		vr.deepen(sizes)
@@ -267,6 +278,21 @@ func (l *learner) follows(rk readKind, level uint8) bool {
 // stop follows every level (the user opened one, and IDEs show a
 // field's fields).
 var firstLevels = [numReads]uint8{readFields: 1, readElements: 2, readNames: 2}
+
+// listsFacts says whether the stop speculates the type facts (fields,
+// interfaces, superclass) of obj's type: for an object whose fields it
+// follows (learner.follows: the debugger opens it, and lists its fields
+// first), or one it found nowhere; for any other shown object only if the
+// debugger lists the type facts of objects it shows and does not open
+// (OpenJDK's JDI, a level ahead: learner.shownFacts), or nothing said so
+// far that it does not (Eclipse's JDI under java-debug).
+func (vr *valueRules) listsFacts(obj jdwp.ObjectID) bool {
+	if vr.learn.shownFacts != factsNotListed {
+		return true
+	}
+	lvl, found := vr.learn.ep.objLevel[obj]
+	return !found || lvl < maxValueLevel && vr.learn.follows(readFields, lvl)
+}
 
 // deferredValue is a value a stop's value rules found and did not
 // follow to the end (a read of it or of what it holds deeper than

@@ -78,7 +78,7 @@ func parsePrior(b []byte) *priorFile {
 // ratios.
 func (p *profile) stopsPart() *profile {
 	return &profile{Sets: p.Sets, Setup: p.Setup, Learned: p.Learned, Asked: p.Asked, ArrKnown: p.ArrKnown,
-		ArrReads: p.ArrReads, FieldOrder: p.FieldOrder, PrepClass: p.PrepClass, PrepMethod: p.PrepMethod, PrepVM: p.PrepVM}
+		ArrReads: p.ArrReads, FieldOrder: p.FieldOrder, ShownFacts: p.ShownFacts, PrepClass: p.PrepClass, PrepMethod: p.PrepMethod, PrepVM: p.PrepVM}
 }
 
 // generic reports whether every class and method p names is the JDK's

@@ -61,6 +61,15 @@ func TestWritePrior(t *testing.T) {
 		p.stripToGeneric()
 		f.Stops = append(f.Stops, p.stopsPart())
 	}
+	// Whether a JDI's debugger lists the type facts of objects it shows
+	// and does not open shows only on a program with such objects, which
+	// Deep's stops have none of: one attach of each driver to BigApp,
+	// through a speculator of its own, tells.
+	f.Profile.ShownFacts = shownFactsOf(t, ctx, b, javavm.ProfileIdeaLike, 2*time.Millisecond)
+	eclipseFacts := shownFactsOf(t, ctx, b, javavm.ProfileVSCodeLike, 30*time.Millisecond)
+	for _, p := range f.Stops {
+		p.ShownFacts = eclipseFacts
+	}
 	f.VM = vmNameOf(t, ctx, b)
 	out, err := json.MarshalIndent(&f, "", "\t")
 	if err != nil {
@@ -72,6 +81,20 @@ func TestWritePrior(t *testing.T) {
 	if err := os.WriteFile("prior.json", append(out, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// shownFactsOf is the shownFacts a fresh speculator (no prior) learns in
+// one attach of the driver of profile to BigApp.
+func shownFactsOf(t *testing.T, ctx context.Context, b *javavm.Build, profile string, rtt time.Duration) factsListing {
+	t.Helper()
+	sp := New(Config{}, zerolog.Nop(), nil)
+	sp.noPrior = true
+	attachOnceTo(t, ctx, b, sp, javavm.BigApp, profile, rtt)
+	for _, p := range sp.profiles.m {
+		return p.ShownFacts
+	}
+	t.Fatalf("%s: no profile learned", profile)
+	return factsUnknown
 }
 
 // TestPriorNamesOnlyTheJDK checks the embedded prior: it parses, is
