@@ -41,8 +41,11 @@ type learnedRules struct {
 	graphs  map[jdwp.EventKind]*lgraph // templates by kind of stop
 	kind    jdwp.EventKind             // the kind of the stop being seen (seen)
 	located bool                       // the event being seen is at a location (seen)
-	last    *lgraph                    // the graph of the last stop
-	st      lstop                      // the current stop
+	// askedKind is the kind of the last stop at which the debugger asked
+	// anything: the one the learner's templates are of (unreadKind).
+	askedKind jdwp.EventKind
+	last      *lgraph // the graph of the last stop
+	st        lstop   // the current stop
 	// sent and used count the replay's speculation over the session (as
 	// each stop ends); asks counts the debugger's reads from its third
 	// stop on but the verbatim templates', predicted those the replay had
@@ -247,6 +250,9 @@ func (lr *learnedRules) endStop() {
 	st := &lr.st
 	if st.g == nil {
 		return
+	}
+	if len(st.asked) > 0 {
+		lr.askedKind = st.kind
 	}
 	if lr.facts.farEnd {
 		lr.confirmAtEnd(st)

@@ -10,7 +10,12 @@ import (
 // reply fed to the templates that read from it.
 
 // wave replays, at wave 0, the templates whose parameters the event and
-// constants give.
+// constants give: those that read only the stopped thread or constants
+// (its suspend count, its frames) where the session's own templates
+// (learner.templates, the stop rules') would not: at a first stop
+// (core.guessesLearned), and at the first stop of a kind after stops of
+// another (the first breakpoint after class prepare stops, whose reads
+// the templates are).
 func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
 	if w != 0 {
 		return
@@ -19,7 +24,7 @@ func (lr *learnedRules) wave(w int, sizes jdwp.IDSizes) {
 	if st == nil {
 		return
 	}
-	verbatim := lr.guessesLearned()
+	verbatim := lr.guessesLearned() || lr.learn.profiled && !lr.facts.farEnd && lr.askedKind != lr.kind
 	for _, n := range st.replay.nodes {
 		if n.from == nil && n.live() && (verbatim || !n.verbatim()) {
 			if params, ok := lr.build(n, nil, sizes); ok {
