@@ -62,9 +62,18 @@ func (l *learner) exportState(p *profile, sizes jdwp.IDSizes) {
 	p.Ratio = append(p.Ratio[:0], l.ratio[:]...)
 	p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth = l.waste, l.framesRule, l.valueDepth, l.thisDepth
 	p.ArrKnown, p.FieldOrder, p.ShownFacts = l.arrKnown, l.fieldOrder, l.shownFacts
-	p.ReadLevels = nil
+	p.ReadLevels, p.Sparse = nil, nil
 	if l.levelsKnown {
 		p.ReadLevels = append(p.ReadLevels, l.readLevel[:]...)
+		for rk := range l.sparse {
+			var bits uint8
+			for lv, sparse := range l.sparse[rk] {
+				if sparse {
+					bits |= 1 << lv
+				}
+			}
+			p.Sparse = append(p.Sparse, bits)
+		}
 	}
 	if len(l.arrReads) > 0 {
 		p.ArrFirst, p.ArrLen = l.arrReads[0].First, l.arrReads[0].Len
@@ -128,6 +137,11 @@ func (l *learner) importFrom(p *profile, sizes jdwp.IDSizes) {
 	l.waste, l.framesRule, l.valueDepth, l.thisDepth = p.Waste, p.FramesRule, p.ValueDepth, p.ThisDepth
 	if l.levelsKnown = len(p.ReadLevels) == int(numReads); l.levelsKnown {
 		copy(l.readLevel[:], p.ReadLevels)
+	}
+	for rk, bits := range p.Sparse[:min(len(p.Sparse), int(numReads))] {
+		for lv := range l.sparse[rk] {
+			l.sparse[rk][lv] = bits&(1<<lv) != 0
+		}
 	}
 	l.takeReads(p)
 	if sizes.ObjectID == 0 || len(l.templates) > 0 {

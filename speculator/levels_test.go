@@ -229,3 +229,34 @@ func TestTypeFactsOfUnopenedObjectsLearned(t *testing.T) {
 		t.Error("a stop that did not list again a type listed before was taken as a debugger that lists none")
 	}
 }
+
+// TestSparseLevelsKeptInTheProfile: the levels a session found sparse,
+// and whether its debugger lists the type facts of objects it does not
+// open, go in its profile and come back in the next session's learner,
+// whose first stop then does not read the sparse level's siblings ahead;
+// a profile claiming more than a learner holds does not read back. Fails
+// without them exported (exportState) or imported (importFrom).
+func TestSparseLevelsKeptInTheProfile(t *testing.T) {
+	l := newLearner()
+	l.readLevel, l.levelsKnown = [numReads]uint8{readFields: 1, readElements: 2, readNames: 2}, true
+	l.sparse[readElements][1] = true
+	l.shownFacts = factsNotListed
+	var p profile
+	l.exportState(&p, sizes8)
+	if !p.valid() {
+		t.Fatalf("the profile exported does not read back: %+v", p)
+	}
+	next := newLearner()
+	next.importFrom(&p, sizes8)
+	if next.follows(readElements, 1) || !next.follows(readElements, 0) {
+		t.Errorf("next session: elements at level 1 followed %v (want false), at level 0 %v (want true)", next.follows(readElements, 1), next.follows(readElements, 0))
+	}
+	if next.shownFacts != factsNotListed {
+		t.Errorf("next session: shown facts %d, want %d", next.shownFacts, factsNotListed)
+	}
+	for _, bad := range []profile{{ShownFacts: factsNotListed + 1}, {Sparse: make([]uint8, numReads+1)}, {Sparse: []uint8{1 << (maxValueLevel + 1)}}, {PrepRead: []int8{2}}} {
+		if bad.valid() {
+			t.Errorf("a profile with %+v reads back", bad)
+		}
+	}
+}

@@ -41,6 +41,7 @@ type profile struct {
 	ArrReads   []arrRead        `json:"arr_reads,omitempty"`   // learner.arrReads (ArrFirst, ArrLen: the first, for older readers)
 	FieldOrder fieldOrder       `json:"field_order,omitempty"` // learner.fieldOrder (shapes.go)
 	ReadLevels []uint8          `json:"read_levels,omitempty"` // learner.readLevel, if known (predict_values.go)
+	Sparse     []uint8          `json:"sparse,omitempty"`      // learner.sparse: by kind of read, a bit per level
 	ShownFacts factsListing     `json:"shown_facts,omitempty"` // learner.shownFacts
 	Templates  []relTmpl        `json:"templates,omitempty"`
 	Slots      []slotsOf        `json:"slots,omitempty"`       // learner.slots by method name
@@ -48,6 +49,7 @@ type profile struct {
 	PrepClass  []jdwp.Cmd       `json:"prep_class,omitempty"`  // asked of a prepared class at a CLASS_PREPARE stop (predict_prepare.go)
 	PrepMethod []jdwp.Cmd       `json:"prep_method,omitempty"` // asked of its methods there
 	PrepVM     []jdwp.Cmd       `json:"prep_vm,omitempty"`     // asked of the VM's state there (AllThreads)
+	PrepRead   []int8           `json:"prep_read,omitempty"`   // prepareRule.resolves, by matchKind
 	Shapes     []objShape       `json:"shapes,omitempty"`      // fields read of objects, by type (shapes.go)
 	Learned    []learnedTmpl    `json:"learned,omitempty"`     // the learned rules' templates that hold no ID (learned_profile.go)
 	Lookups    int              `json:"lookups,omitempty"`     // the debugger's lookups by name at attach (snapshot.go)
@@ -320,6 +322,10 @@ func (p *profile) valid() bool {
 	if len(p.VM)+len(p.Sigs)+len(p.Class)+len(p.Method) > maxAttachCmds || len(p.Templates) > maxTemplates ||
 		len(p.Asked) > 256 || len(p.Ratio) > int(numKinds) || len(p.ArrReads) > maxArrReads ||
 		len(p.ReadLevels) > int(numReads) || p.FieldOrder >= numOrders || len(p.Sets) > len(firstSets{}.kinds) || len(p.Setup) > len(bookkeepingKinds) || slices.ContainsFunc(p.ReadLevels, func(l uint8) bool { return l > maxValueLevel+1 }) {
+		return false
+	}
+	if p.ShownFacts > factsNotListed || len(p.Sparse) > int(numReads) || slices.ContainsFunc(p.Sparse, func(b uint8) bool { return b >= 1<<(maxValueLevel+1) }) ||
+		len(p.PrepRead) > int(numMatchKinds) || slices.ContainsFunc(p.PrepRead, func(r int8) bool { return r < -1 || r > 1 }) {
 		return false
 	}
 	if !p.WB.valid() || !prepareValid(p.PrepClass) || !prepareValid(p.PrepMethod) || !prepareValid(p.PrepVM) || !shapesValid(p.Shapes) || !learnedValid(p.Learned) {

@@ -360,9 +360,13 @@ func (pr *prepareRule) endStop() {
 const maxPrepareCmds = 16
 
 // exportTo keeps in profile p what the debugger asks at CLASS_PREPARE stops
-// (ID-free: commands only).
+// (ID-free: commands only), and which kinds of matched classes it read.
 func (pr *prepareRule) exportTo(p, _ *profile, _ jdwp.IDSizes) {
 	p.PrepClass, p.PrepMethod, p.PrepVM = sortedCmds(pr.classCmds), sortedCmds(pr.methodCmds), sortedCmds(pr.vmCmds)
+	p.PrepRead = nil
+	if pr.resolves != [numMatchKinds]int8{} {
+		p.PrepRead = append(p.PrepRead, pr.resolves[:]...)
+	}
 }
 
 // takeStops takes what the profile of the debugger's JDI (the one whose
@@ -388,6 +392,9 @@ func (pr *prepareRule) importFrom(p *profile, _ jdwp.IDSizes) {
 	}
 	for _, c := range p.PrepVM {
 		pr.note(&pr.vmCmds, c)
+	}
+	if len(p.PrepRead) == int(numMatchKinds) {
+		copy(pr.resolves[:], p.PrepRead)
 	}
 }
 

@@ -330,3 +330,21 @@ func TestPrepareRuleLearnsWhichClassesTheDebuggerResolves(t *testing.T) {
 		t.Errorf("the VM got %d Methods of an inner class after the debugger read the last one, want the one read ahead", n)
 	}
 }
+
+// TestPrepareRuleKeepsWhatItResolvesInTheProfile: which kinds of matched
+// classes the debugger read at the last prepare stop go in the profile
+// and come back in the next session's rule. Fails without PrepRead.
+func TestPrepareRuleKeepsWhatItResolvesInTheProfile(t *testing.T) {
+	var pr prepareRule
+	pr.resolves[matchName], pr.resolves[matchInner] = 1, -1
+	var p profile
+	pr.exportTo(&p, nil, sizes8)
+	if !p.valid() {
+		t.Fatalf("the profile exported does not read back: %+v", p)
+	}
+	var next prepareRule
+	next.importFrom(&p, sizes8)
+	if next.resolves != pr.resolves {
+		t.Errorf("next session's rule resolves %v, want %v", next.resolves, pr.resolves)
+	}
+}

@@ -13,6 +13,8 @@ func (p *profile) stripToGeneric() {
 	p.WB = nil
 	p.Ratio, p.Waste = nil, 0 // how much of its speculation that session used: its own
 	p.ReadLevels = nil        // how deep that session's program's values go: its own
+	p.Sparse = nil            // which of its levels hold values read one of many: its own
+	p.PrepRead = nil          // whether its breakpoints sit in inner classes: its own
 	p.Learned = keepLearned(p.Learned)
 }
 
