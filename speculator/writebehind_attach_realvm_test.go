@@ -341,3 +341,115 @@ func TestWriteBehindTimedSetRealVM(t *testing.T) {
 		t.Errorf("%d written-behind Sets failed at the VM", st.WriteBehindFailures)
 	}
 }
+
+// TestWriteBehindFirstStepRealVM: a fresh proxy with write-behind writes
+// behind the session's first SINGLE_STEP request, on the thread the
+// session's first stop suspended (a line step over, counted once, as
+// java-debug and JDI's IDEs set at their first breakpoint), though no
+// step request was seen accepted (provableShape); the VM then answers it
+// as it was answered, and the step's event carries that request ID. A
+// step on a thread the session never saw suspended goes to the VM.
+// Fails with SINGLE_STEP left out of provableShape (the Set forwarded),
+// or with a proof the VM contradicts (a write-behind failure ends the
+// session).
+func TestWriteBehindFirstStepRealVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real JVM")
+	}
+	b := jdwptest.JavaBuild(t)
+	p := startProxy(t, jdwptest.StartJava(t, b, javavm.Deep).Addr(), 2*time.Millisecond, Config{WriteBehind: true})
+	d := attachBurst(t, p.addr, p.sp)
+	// JDI's own Sets at attach, then the debugger's class prepare request
+	// for Deep, suspending its thread; its stop is the session's first.
+	d.call(jdwp.CmdEventRequestSet, rawSet(d.sizes, 9, 0, 0, nil))
+	d.call(jdwp.CmdEventRequestSet, rawSet(d.sizes, 8, 1, 1, matchMod("Deep")))
+	if _, err := d.d.Send(jdwp.CmdVirtualMachineResume, nil); err != nil {
+		t.Fatal(err)
+	}
+	var thread jdwp.ThreadID
+	for thread == 0 {
+		pk, err := d.d.Next()
+		if err != nil {
+			t.Fatalf("waiting for Deep's CLASS_PREPARE: %v", err)
+		}
+		var comp jdwp.Composite
+		if pk.IsReply() || pk.Cmd() != jdwp.CmdComposite || comp.Decode(pk.Body(), d.sizes) != nil {
+			continue
+		}
+		for _, e := range comp.Events {
+			if e.Kind == jdwp.EventClassPrepare {
+				thread = jdwp.ThreadID(e.Thread)
+			}
+		}
+	}
+	step := func(th jdwp.ThreadID) []byte {
+		return rawSet(d.sizes, uint8(jdwp.EventSingleStep), uint8(jdwp.SuspendEventThread), 2, func(w *jdwp.BodyWriter) {
+			w.Uint8(uint8(jdwp.ModStep))
+			w.Thread(th)
+			w.Int32(1) // LINE
+			w.Int32(0) // INTO: from the class loader's code, a step over may not end soon
+			w.Uint8(uint8(jdwp.ModCount))
+			w.Int32(1)
+		})
+	}
+	// A thread this session never saw: the VM's answer, not a proof.
+	threads, err := d.d.Call(jdwp.CmdVirtualMachineAllThreads, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := jdwp.NewBodyReader(threads.Body(), d.sizes)
+	other := jdwp.ThreadID(0)
+	for n := r.Int32(); n > 0 && r.Err() == nil; n-- {
+		if th := r.Thread(); th != thread {
+			other = th
+		}
+	}
+	before := d.written()
+	code, id := d.call(jdwp.CmdEventRequestSet, step(thread))
+	if code != jdwp.ErrorNone {
+		t.Fatalf("the first step request: %v", code)
+	}
+	if d.written() == before {
+		t.Error("the session's first step request, on the thread its stop suspended, was forwarded, not written behind")
+	}
+	if other != 0 {
+		before = d.written()
+		d.call(jdwp.CmdEventRequestSet, step(other))
+		if d.written() != before {
+			t.Error("a step request on a thread the session never saw suspended was written behind")
+		}
+	}
+	if _, err := d.d.Send(jdwp.CmdVirtualMachineResume, nil); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		pk, err := d.d.Next()
+		if err != nil {
+			t.Fatalf("waiting for the step's event: %v (proxy: %+v)", err, p.sp.Stats())
+		}
+		var comp jdwp.Composite
+		if pk.IsReply() || pk.Cmd() != jdwp.CmdComposite || comp.Decode(pk.Body(), d.sizes) != nil {
+			continue
+		}
+		done := false
+		for _, e := range comp.Events {
+			if e.Kind == jdwp.EventSingleStep && jdwp.ThreadID(e.Thread) == thread {
+				if e.RequestID != id {
+					t.Errorf("the step's event carries request %d; the debugger was answered %d", e.RequestID, id)
+				}
+				done = true
+			}
+		}
+		if done {
+			break
+		}
+		if comp.SuspendPolicy != jdwp.SuspendNone {
+			if _, err := d.d.Send(jdwp.CmdVirtualMachineResume, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if st := p.sp.Stats(); st.WriteBehindFailures != 0 {
+		t.Errorf("%d written-behind Sets failed at the VM", st.WriteBehindFailures)
+	}
+}

@@ -56,6 +56,22 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //       do not fail. So such a request with no modifier but Count
 //       succeeds (debuggers set them unfiltered at attach: java-debug
 //       both).
+//     - SINGLE_STEP: the Step modifier (taken for no other kind:
+//       ILLEGAL_ARGUMENT) begins the step as it is read (stepControl's
+//       beginStep): it fails only for a thread the agent keeps no step
+//       state of (INVALID_THREAD: not started, or ended), suspends the
+//       thread once more, overwrites any step pending on it (the VM
+//       answers no DUPLICATE; JDI refuses a second step request itself),
+//       and reads its frame count and, for a line step, its top frame's
+//       location: no frames is a step from native code, an opaque or
+//       already watched top frame is taken as is. Installing it then
+//       enables nothing (stepping enables itself). So a SINGLE_STEP
+//       request with exactly one Step, on a thread proven alive and
+//       suspended with no other step request of this session active, of
+//       size MIN or LINE and depth INTO, OVER or OUT, and otherwise Count,
+//       ClassMatch and ClassExclude (any pattern, as above), succeeds:
+//       the first step a session sets, at its first stop, need not wait
+//       a round trip to be seen accepted.
 //
 // What proven keeps for every Set: a thread only when proven alive (a
 // ThreadOnly of null brought the JDK 17 VM down: it is never proven), a
@@ -70,14 +86,16 @@ func provableShape(c *wbCmd) bool {
 	if c.shape.n == malformed || jdwp.SuspendPolicy(c.shape.b[1]) > jdwp.SuspendAll {
 		return false
 	}
-	locations := 0
+	locations, steps := 0, 0
 	for i := range c.mods {
 		switch c.mods[i].Kind {
 		case jdwp.ModCount, jdwp.ModClassOnly:
 		case jdwp.ModClassMatch, jdwp.ModClassExclude:
-			if c.kind != jdwp.EventClassPrepare {
+			if c.kind != jdwp.EventClassPrepare && c.kind != jdwp.EventSingleStep {
 				return false
 			}
+		case jdwp.ModStep:
+			steps++
 		case jdwp.ModLocationOnly:
 			locations++
 		case jdwp.ModThreadOnly:
@@ -97,9 +115,11 @@ func provableShape(c *wbCmd) bool {
 		}
 		return true
 	case jdwp.EventClassPrepare:
-		return locations == 0
+		return locations == 0 && steps == 0
 	case jdwp.EventBreakpoint:
-		return locations == 1
+		return locations == 1 && steps == 0
+	case jdwp.EventSingleStep:
+		return steps == 1 && locations == 0
 	}
 	return false
 }
