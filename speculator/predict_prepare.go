@@ -229,10 +229,7 @@ func (pr *prepareRule) replied(x *reply) {
 		return
 	}
 	n := 0
-	eachMethod(c, p.Body(), sizes, func(id jdwp.MethodID, _ int32) {
-		if n++; n > maxPrepareMethods {
-			return
-		}
+	eachMethod(c, p.Body(), sizes, func(id jdwp.MethodID, _ int32) bool {
 		w := pr.writer(sizes)
 		w.Class(class)
 		w.Method(id)
@@ -243,6 +240,8 @@ func (pr *prepareRule) replied(x *reply) {
 		for mc := range pr.methodCmds {
 			pr.specPrepare(sizes, mc, pr.pbuf)
 		}
+		n++
+		return n < maxPrepareMethods
 	})
 }
 

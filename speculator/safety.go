@@ -106,8 +106,8 @@ const (
 
 // eachMethod calls fn with the ID and modifiers of each method of body, a
 // reply to c (ReferenceType.Methods or MethodsWithGeneric), in order,
-// until the body ends or does not parse.
-func eachMethod(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes, fn func(id jdwp.MethodID, mods int32)) {
+// until fn returns false or the body ends or does not parse.
+func eachMethod(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes, fn func(id jdwp.MethodID, mods int32) bool) {
 	r := jdwp.NewBodyReader(body, sizes)
 	n := r.Count(sizes.MethodID + 4 + 4 + 4)
 	for i := 0; i < n && r.Err() == nil; i++ {
@@ -117,8 +117,8 @@ func eachMethod(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes, fn func(id jdwp.Met
 		if c == jdwp.CmdReferenceTypeMethodsWithGeneric {
 			r.StringBytes()
 		}
-		if mods := r.Int32(); r.Err() == nil {
-			fn(id, mods)
+		if mods := r.Int32(); r.Err() == nil && !fn(id, mods) {
+			return
 		}
 	}
 }
@@ -220,10 +220,11 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 		}
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
 		class := pr.Class()
-		eachMethod(c, p.Body(), sizes, func(id jdwp.MethodID, mods int32) {
+		eachMethod(c, p.Body(), sizes, func(id jdwp.MethodID, mods int32) bool {
 			if mods&(accNative|accAbstract) != 0 {
 				cf.noCode[methodKey{class: class, method: id}] = struct{}{}
 			}
+			return true
 		})
 	case jdwp.CmdThreadReferenceFrames:
 		n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
