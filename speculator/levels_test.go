@@ -7,6 +7,23 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
 
+// lockedValueRules is a quiet session's core and value rules, its lock
+// held until the test ends.
+func lockedValueRules(t *testing.T) (*core, *valueRules) {
+	_, s, _ := quietSession()
+	ss := s.ss
+	ss.mu.Lock()
+	t.Cleanup(ss.mu.Unlock)
+	return &ss.core, &ss.vals
+}
+
+// askedOf tells the value rules the debugger asked cmd with params.
+func askedOf(vr *valueRules, cmd jdwp.Cmd, params []byte) {
+	var k keyable.Key
+	info, _ := keyable.Fill(&k, cmd, params, sizes8)
+	vr.asked(&k, info, sizes8)
+}
+
 // TestReadLevelsFollowTheDebugger: the value rules learn, by kind of
 // read, how deep the debugger reads the values a stop shows (the level at
 // which the stop's speculation found each object it read), follow one
@@ -94,11 +111,7 @@ func TestReadLevelsFollowTheDebugger(t *testing.T) {
 // debugger opens one of the arrays its locals' fields hold, and each
 // step read all of them ahead.
 func TestSparseLevelsNotFollowed(t *testing.T) {
-	_, s, _ := quietSession()
-	ss := s.ss
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	c, vr := &ss.core, &ss.vals
+	c, vr := lockedValueRules(t)
 	l := &c.learn
 	stop := func(found, read []uint64) {
 		l.beginEpisode(thread1, jdwp.Location{})
@@ -106,10 +119,7 @@ func TestSparseLevelsNotFollowed(t *testing.T) {
 			vr.values(sizes8, 1, jdwp.Value{Tag: jdwp.TagArray, Bits: o})
 		}
 		for _, o := range read {
-			params := body(func(w *jdwp.BodyWriter) { w.ObjectID(o); w.Int32(0); w.Int32(2) })
-			var k keyable.Key
-			info, _ := keyable.Fill(&k, jdwp.CmdArrayReferenceGetValues, params, sizes8)
-			vr.asked(&k, info, sizes8)
+			askedOf(vr, jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(o); w.Int32(0); w.Int32(2) }))
 		}
 		l.endEpisode(&c.disp)
 	}
@@ -171,20 +181,14 @@ func replayUnused(l *learner, tps ...*template) {
 // fields, interfaces and superclass of each object its locals' fields
 // hold read ahead, half of its first stop's waste.
 func TestTypeFactsOfUnopenedObjectsLearned(t *testing.T) {
-	_, s, _ := quietSession()
-	ss := s.ss
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	c, vr := &ss.core, &ss.vals
+	c, vr := lockedValueRules(t)
 	l := &c.learn
 	ask := func(cmd jdwp.Cmd, id uint64) {
 		params := body(func(w *jdwp.BodyWriter) { w.ObjectID(id) })
 		if cmd == jdwp.CmdObjectReferenceGetValues {
 			params = body(func(w *jdwp.BodyWriter) { w.ObjectID(id); w.Int32(1); w.FieldID(7) })
 		}
-		var k keyable.Key
-		info, _ := keyable.Fill(&k, cmd, params, sizes8)
-		vr.asked(&k, info, sizes8)
+		askedOf(vr, cmd, params)
 	}
 	// stop shows the local lo (opened) and the object o its field holds
 	// (not opened), of type ot; the debugger lists the fields of lo's

@@ -69,6 +69,27 @@ func (b *burstDebugger) call(c jdwp.Cmd, body []byte) (jdwp.ErrorCode, int32) {
 	return p.ErrorCode(), 0
 }
 
+// nextEvents reads up to the VM's next composite event (skipping replies
+// to commands sent without waiting) and decodes it; what is the test's
+// wait for, if it fails.
+func (b *burstDebugger) nextEvents(what string) *jdwp.Composite {
+	b.t.Helper()
+	for {
+		pk, err := b.d.Next()
+		if err != nil {
+			b.t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if pk.IsReply() || pk.Cmd() != jdwp.CmdComposite {
+			continue
+		}
+		var comp jdwp.Composite
+		if err := comp.Decode(pk.Body(), b.sizes); err != nil {
+			b.t.Fatal(err)
+		}
+		return &comp
+	}
+}
+
 // written is how many commands the proxy wrote behind so far.
 func (b *burstDebugger) written() int64 {
 	if b.sp == nil {
@@ -223,18 +244,8 @@ func TestWriteBehindPatternBurstRealVM(t *testing.T) {
 			if !tc.running {
 				// The burst's requests fire with the IDs the debugger was given.
 				resume()
-				var comp jdwp.Composite
 				for deep := false; !deep; {
-					pk, err := d.d.Next()
-					if err != nil {
-						t.Fatalf("waiting for Deep's CLASS_PREPARE: %v", err)
-					}
-					if pk.IsReply() || pk.Cmd() != jdwp.CmdComposite {
-						continue
-					}
-					if err := comp.Decode(pk.Body(), d.sizes); err != nil {
-						t.Fatal(err)
-					}
+					comp := d.nextEvents("Deep's CLASS_PREPARE")
 					for _, e := range comp.Events {
 						pat, ours := pattern[e.RequestID]
 						if e.Kind != jdwp.EventClassPrepare || !ours {
@@ -368,15 +379,7 @@ func TestWriteBehindFirstStepRealVM(t *testing.T) {
 	}
 	var thread jdwp.ThreadID
 	for thread == 0 {
-		pk, err := d.d.Next()
-		if err != nil {
-			t.Fatalf("waiting for Deep's CLASS_PREPARE: %v", err)
-		}
-		var comp jdwp.Composite
-		if pk.IsReply() || pk.Cmd() != jdwp.CmdComposite || comp.Decode(pk.Body(), d.sizes) != nil {
-			continue
-		}
-		for _, e := range comp.Events {
+		for _, e := range d.nextEvents("Deep's CLASS_PREPARE").Events {
 			if e.Kind == jdwp.EventClassPrepare {
 				thread = jdwp.ThreadID(e.Thread)
 			}
@@ -422,27 +425,18 @@ func TestWriteBehindFirstStepRealVM(t *testing.T) {
 	if _, err := d.d.Send(jdwp.CmdVirtualMachineResume, nil); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		pk, err := d.d.Next()
-		if err != nil {
-			t.Fatalf("waiting for the step's event: %v (proxy: %+v)", err, p.sp.Stats())
-		}
-		var comp jdwp.Composite
-		if pk.IsReply() || pk.Cmd() != jdwp.CmdComposite || comp.Decode(pk.Body(), d.sizes) != nil {
-			continue
-		}
-		done := false
+	stepped := func(comp *jdwp.Composite) bool {
 		for _, e := range comp.Events {
 			if e.Kind == jdwp.EventSingleStep && jdwp.ThreadID(e.Thread) == thread {
 				if e.RequestID != id {
 					t.Errorf("the step's event carries request %d; the debugger was answered %d", e.RequestID, id)
 				}
-				done = true
+				return true
 			}
 		}
-		if done {
-			break
-		}
+		return false
+	}
+	for comp := d.nextEvents("the step's event"); !stepped(comp); comp = d.nextEvents("the step's event") {
 		if comp.SuspendPolicy != jdwp.SuspendNone {
 			if _, err := d.d.Send(jdwp.CmdVirtualMachineResume, nil); err != nil {
 				t.Fatal(err)
