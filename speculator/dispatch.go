@@ -35,6 +35,8 @@ type spec struct {
 	again     bool     // a miss's re-ask of this stop's speculation or offers (refetch): not asked a third time
 	prep      bool     // sent by the prepare rule (predict_prepare.go): IDs from this connection's event and replies
 	moment    bool     // read in a moment (dispatcher.openMoment): its pos is the moment's
+	deferred  bool     // waiting for the rest of a burst's replies (dispatcher.deferred)
+	burst     uint32   // the turn it was sent in (dispatcher.bursts)
 	waiters   []uint32 // belayed debugger command IDs
 }
 
@@ -78,7 +80,24 @@ type dispatcher struct {
 	// running thread's own state, a suspension count), sent as it closes
 	// (so that the moment's reads stay one instant).
 	after []*spec
-	rtt   rttEstimator
+	// turn numbers the session's turns (session.lock); bursts are, oldest
+	// first, the turns whose speculation is still in flight and how much
+	// of it (the VM answers in order, so a burst's replies come one after
+	// another). Through a link (not at either end of split mode) what a
+	// reply's turn (chaining) would read in a moment of its own while the
+	// rest of that reply's burst is out waits in deferred, and goes in one
+	// moment after the burst's last reply (flushDeferred): the reads a
+	// burst's replies lead to (one level of a stop's values) then share one
+	// position, which the debugger may read in any order (moment.go), at
+	// the cost of the VM's time for the rest of the burst. The debugger's
+	// own turns and the event's send what they decide at once; flushing:
+	// deferred is being sent.
+	turn     uint32
+	bursts   []burst
+	deferred []*spec
+	chaining bool
+	flushing bool
+	rtt      rttEstimator
 	// onSend is told of each speculation as it is sent (stats, episode
 	// accounting, logging).
 	onSend func(s *spec)
@@ -109,6 +128,11 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	switch {
 	case running && d.facts.partialStop() && !d.facts.nearEnd && frozenRead(s.key.Cmd(), s.info):
 		if d.frozen == 0 {
+			if d.chaining && !d.flushing && !d.facts.farEnd {
+				s.deferred = true
+				d.deferred = append(d.deferred, s)
+				return
+			}
 			d.openMoment(out)
 		}
 		s.pos, s.moment = d.frozen, true
@@ -124,7 +148,12 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 		s.pos = d.facts.nextPos()
 	}
 	s.id = d.ids.NewSynthetic()
-	s.sent = true
+	s.sent, s.burst = true, d.turn
+	if n := len(d.bursts); n > 0 && d.bursts[n-1].turn == d.turn {
+		d.bursts[n-1].left++
+	} else {
+		d.bursts = append(d.bursts, burst{turn: d.turn, left: 1})
+	}
 	if running {
 		d.facts.sentRunning = true
 	}
@@ -197,10 +226,48 @@ func (d *dispatcher) drain(out *relay.Outbox) {
 	}
 }
 
-// replied accounts the VM's reply to s.
-func (d *dispatcher) replied(s *spec) {
+// flushDeferred sends what waited for the rest of a burst (deferred),
+// ahead of what waits for room, in one moment. Called at the end of the
+// burst's last reply (session.drainAfter), or once the debugger asks for
+// one of them.
+func (d *dispatcher) flushDeferred(out *relay.Outbox) {
+	if len(d.deferred) == 0 {
+		return
+	}
+	for _, s := range d.deferred {
+		s.deferred = false
+	}
+	d.queue = slices.Insert(d.queue, 0, d.deferred...)
+	clear(d.deferred)
+	d.deferred = d.deferred[:0]
+	d.flushing = true
+	d.drain(out)
+	d.flushing = false
+}
+
+// burst is a turn's speculation still in flight (dispatcher.bursts).
+type burst struct {
+	turn uint32
+	left int
+}
+
+// replied accounts the VM's reply to s, and reports whether the rest of
+// the speculation sent in the same turn is still in flight.
+func (d *dispatcher) replied(s *spec) (burstOut bool) {
 	d.forget(s)
 	d.nInFlight--
+	i := slices.IndexFunc(d.bursts, func(b burst) bool { return b.turn == s.burst })
+	if i >= 0 {
+		if d.bursts[i].left--; d.bursts[i].left > 0 {
+			burstOut = true
+		} else {
+			d.bursts = slices.Delete(d.bursts, i, i+1)
+		}
+	}
+	if d.nInFlight == 0 {
+		d.bursts = d.bursts[:0] // nothing is out: none left over
+	}
+	return burstOut
 }
 
 // forget drops s as its key's speculation (unless superseded).
@@ -218,7 +285,11 @@ func (d *dispatcher) cancel(s *spec) {
 }
 
 // dropQueue forgets the queue (the stop it was for has ended).
-func (d *dispatcher) dropQueue() { d.queue = d.queue[:0] }
+func (d *dispatcher) dropQueue() {
+	d.queue = d.queue[:0]
+	clear(d.deferred)
+	d.deferred = d.deferred[:0]
+}
 
 // rttEstimator tracks the link round trip (minimum of recent reply
 // latencies, which include VM service and queueing) and the VM's service

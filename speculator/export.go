@@ -167,7 +167,7 @@ func (ss *session) stopActive() bool { return ss.learn.ep.active || ss.push.prep
 
 // idle says whether no speculation is in flight or queued.
 func (ss *session) idle() bool {
-	return ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 && len(ss.disp.after) == 0
+	return ss.disp.nInFlight == 0 && len(ss.disp.queue) == 0 && len(ss.disp.after) == 0 && len(ss.disp.deferred) == 0
 }
 
 // tell tells the tap, at the end of a turn, where the stops stand: after

@@ -8,6 +8,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
 )
 
@@ -506,5 +507,89 @@ func TestUsageReportCountsWhatTheNearEndSliced(t *testing.T) {
 	}
 	if !swapped.used {
 		t.Error("the near end answered the fields from their pushed read in another order, whose speculation is not counted used")
+	}
+}
+
+// chainOn is a part that, on the reply to the command keyed at, submits
+// a read of thread next's name: a read one level further that a reply
+// leads to, as the rules' are.
+type chainOn struct {
+	ss   *session
+	at   map[uint64]*spec // by the thread whose name's reply leads on
+	made []*spec
+}
+
+func (c *chainOn) replied(r *reply) {
+	th := jdwp.NewBodyReader(r.params, sizes8).ObjectID()
+	if s := c.at[th]; s != nil {
+		c.made = append(c.made, s)
+		c.ss.disp.submit(c.ss.out, s)
+	}
+}
+
+// nameSpec is a speculative read of thread th's name, a read of running
+// state at a stop of thread1 alone.
+func nameSpec(ss *session, th uint64) *spec {
+	s := &spec{kind: kThreadName, gen: ss.facts.gen}
+	info, _ := keyable.Fill(&s.key, jdwp.CmdThreadReferenceName, threadBody(th), sizes8)
+	s.info, s.subj = info, s.key.Subject(info, sizes8)
+	return s
+}
+
+// TestReadsOfOneBurstShareAMoment: at a stop that left threads running,
+// the reads the replies of one turn's speculation lead to go to the VM in
+// one moment, once the last of those replies came, however many replies
+// led to them: they share one position, and the debugger may read them in
+// any order (one read from an earlier moment than another it already got
+// would be out of place: asked again, a round trip lost). Fails with each
+// reply's reads sent in a moment of their own (dispatcher.deferred).
+func TestReadsOfOneBurstShareAMoment(t *testing.T) {
+	rs, s, ic := quietSession()
+	stopAt(rs, ic, jdwp.SuspendEventThread)
+	ss := s.ss
+	ss.mu.Lock()
+	ss.facts.inOrder = true  // the reference agent's Version reply
+	ss.facts.nearEnd = false // a session through a link (ModeAdaptive)
+	ss.cache.pause(false)
+	ss.disp.ids = retag.NewTable() // the relay's, which this session has none of
+	ss.mu.Unlock()
+	c := &chainOn{ss: ss, at: map[uint64]*spec{0x52: nameSpec(ss, 0x62), 0x53: nameSpec(ss, 0x63)}}
+	ss.on.repliers = append(ss.on.repliers, c)
+
+	var out relay.Outbox
+	first := []*spec{nameSpec(ss, 0x52), nameSpec(ss, 0x53), nameSpec(ss, 0x54)}
+	ss.lock(&out) // one turn: the three reads in one moment
+	for _, x := range first {
+		ss.disp.submit(ss.out, x)
+	}
+	ss.unlock()
+	if !first[0].moment || first[0].pos != first[2].pos {
+		t.Fatal("the first reads did not go in one moment")
+	}
+	name := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.String("w") }))
+	for i, x := range first { // their replies, one turn each, in order
+		ss.lock(&out)
+		ss.specReply(x, name, sizes8)
+		sent := 0
+		for _, y := range c.made {
+			if y.sent {
+				sent++
+			}
+		}
+		ss.unlock()
+		if last := i == len(first)-1; !last && sent > 0 {
+			t.Fatalf("after reply %d of 3, %d of the reads it led to went to the VM, want none before the last", i+1, sent)
+		}
+	}
+	if len(c.made) != 2 {
+		t.Fatalf("%d reads led to, want 2", len(c.made))
+	}
+	a, b := c.made[0], c.made[1]
+	if !a.sent || !b.sent || !a.moment || !b.moment || a.pos != b.pos {
+		t.Errorf("the reads two replies of one turn led to: sent %v %v, in a moment %v %v, at positions %d and %d; want one moment",
+			a.sent, b.sent, a.moment, b.moment, a.pos, b.pos)
+	}
+	if a.pos <= first[0].pos {
+		t.Errorf("the reads led to placed at %d, not after the moment that led to them (%d)", a.pos, first[0].pos)
 	}
 }

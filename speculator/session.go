@@ -171,6 +171,9 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			}
 		}
 		if s := ss.disp.pending(&d.key); s != nil {
+			if s.deferred { // the debugger asks before the burst is in: send them now
+				ss.disp.flushDeferred(ss.out)
+			}
 			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() &&
 				ss.facts.inPlace(s.info, s.subj, s.pos) && ss.facts.answerable(s.info, s.subj) {
 				s.waiters = append(s.waiters, f.ID)
@@ -484,10 +487,10 @@ func (ss *session) replied(r *reply) {
 
 // specReply handles the VM's reply to a speculative command.
 func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
-	ss.disp.replied(s)
-	if s.pred != nil && ss.hold(s, p) || // no waiters: unconfirmed, it served none
+	ss.disp.chaining = ss.disp.replied(s) // what the reply leads to waits for its burst (dispatcher.bursts)
+	if s.pred != nil && ss.hold(s, p) ||  // no waiters: unconfirmed, it served none
 		p.ErrorCode() == jdwp.ErrorThreadNotSuspended && ss.notSuspended(s) {
-		ss.disp.drain(ss.out)
+		ss.drainAfter()
 		return
 	}
 	for _, id := range s.waiters {
@@ -514,8 +517,19 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	} else {
 		ss.wasted(s)
 	}
-	ss.disp.drain(ss.out)
+	ss.drainAfter()
 	ss.tapIdle()
+}
+
+// drainAfter sends, after a speculation's reply, what waited for the rest
+// of its burst (dispatcher.deferred) once that is in, and what waited
+// for room.
+func (ss *session) drainAfter() {
+	if !ss.disp.chaining {
+		ss.disp.flushDeferred(ss.out)
+	}
+	ss.disp.chaining = false
+	ss.disp.drain(ss.out)
 }
 
 // hold offers the reply to speculation s to the holders; true if one took it.
@@ -633,6 +647,7 @@ func (ss *session) importProfile(p *profile, sizes jdwp.IDSizes) {
 func (ss *session) lock(out *relay.Outbox) {
 	ss.mu.Lock()
 	ss.out = out
+	ss.disp.turn++
 }
 
 // unlock ends what lock began, telling the tap where the stops stand
