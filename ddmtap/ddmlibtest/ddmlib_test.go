@@ -433,6 +433,7 @@ func TestDdmlibThroughProxyKeepsMonitoring(t *testing.T) {
 		t.Fatalf("ddmlib's HPIF(1) through the proxy: %+v", st.HeapInfo[0])
 	}
 	peer.send("heapinfo on")
+	peer.sync() // the proxy has taken ddmlib's HPIF(3) before the GC (the ack says only that ddmlib sent it)
 	vm.GC()
 	peer.wait("ddmlib's HPIF at a GC", func(s ClientState) bool { return len(s.HeapInfo) == 1 && s.HeapInfo[0].Reason == 3 })
 	peer.send("heapinfo off")
