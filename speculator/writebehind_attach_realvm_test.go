@@ -359,8 +359,10 @@ func TestWriteBehindTimedSetRealVM(t *testing.T) {
 // java-debug and JDI's IDEs set at their first breakpoint), though no
 // step request was seen accepted (provableShape); the VM then answers it
 // as it was answered, and the step's event carries that request ID. A
-// step on a thread the session never saw suspended goes to the VM.
-// Fails with SINGLE_STEP left out of provableShape (the Set forwarded),
+// step on a thread the session never saw suspended goes to the VM. So is
+// its first METHOD_EXIT_WITH_RETURN_VALUE on that thread (ThreadOnly,
+// ClassOnly, InstanceOnly: java-debug's at each stop).
+// Fails with SINGLE_STEP or the method exit left out of provableShape (the Set forwarded),
 // or with a proof the VM contradicts (a write-behind failure ends the
 // session).
 func TestWriteBehindFirstStepRealVM(t *testing.T) {
@@ -378,10 +380,11 @@ func TestWriteBehindFirstStepRealVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	var thread jdwp.ThreadID
+	var class uint64
 	for thread == 0 {
 		for _, e := range d.nextEvents("Deep's CLASS_PREPARE").Events {
 			if e.Kind == jdwp.EventClassPrepare {
-				thread = jdwp.ThreadID(e.Thread)
+				thread, class = jdwp.ThreadID(e.Thread), e.TypeID
 			}
 		}
 	}
@@ -414,6 +417,41 @@ func TestWriteBehindFirstStepRealVM(t *testing.T) {
 	}
 	if d.written() == before {
 		t.Error("the session's first step request, on the thread its stop suspended, was forwarded, not written behind")
+	}
+	// java-debug's method exit with its return value, on the stopped
+	// thread, in the event's class, of a frame's this (the class loader's
+	// under the prepare: the first frame with one).
+	frames, err := d.d.Call(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.Thread(thread); w.Int32(0); w.Int32(-1) }))
+	if err != nil || frames.ErrorCode() != jdwp.ErrorNone {
+		t.Fatalf("the stopped thread's frames: %v %v", err, frames.ErrorCode())
+	}
+	var obj uint64
+	fr := jdwp.NewBodyReader(frames.Body(), d.sizes)
+	for n := fr.Int32(); n > 0 && obj == 0 && fr.Err() == nil; n-- {
+		f := fr.FrameID()
+		fr.Location()
+		this, err := d.d.Call(jdwp.CmdStackFrameThisObject, body(func(w *jdwp.BodyWriter) { w.Thread(thread); w.FrameID(f) }))
+		if err != nil || this.ErrorCode() != jdwp.ErrorNone {
+			t.Fatalf("a frame's this: %v %v", err, this.ErrorCode())
+		}
+		obj = jdwp.NewBodyReader(this.Body(), d.sizes).TaggedObjectID().Bits
+	}
+	if obj == 0 {
+		t.Fatal("no frame of the stopped thread has a this")
+	}
+	mods := []jdwp.Modifier{{Kind: jdwp.ModThreadOnly, Thread: uint64(thread)}, {Kind: jdwp.ModClassOnly, Class: class},
+		{Kind: jdwp.ModInstanceOnly, Object: obj}}
+	before = d.written()
+	exit := rawSet(d.sizes, uint8(jdwp.EventMethodExitWithReturnValue), uint8(jdwp.SuspendNone), int32(len(mods)), func(w *jdwp.BodyWriter) {
+		for _, m := range mods {
+			w.Modifier(m)
+		}
+	})
+	if code, _ := d.call(jdwp.CmdEventRequestSet, exit); code != jdwp.ErrorNone {
+		t.Fatalf("the first method exit request: %v", code)
+	}
+	if d.written() == before {
+		t.Error("the session's first method exit request, on the thread its stop suspended, was forwarded, not written behind")
 	}
 	if other != 0 {
 		before = d.written()

@@ -72,6 +72,21 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //       ClassMatch and ClassExclude (any pattern, as above), succeeds:
 //       the first step a session sets, at its first stop, need not wait
 //       a round trip to be seen accepted.
+//     - METHOD_ENTRY, METHOD_EXIT and METHOD_EXIT_WITH_RETURN_VALUE (the
+//       last is METHOD_EXIT's handler with the return value kept): the
+//       filters ThreadOnly, ClassOnly and InstanceOnly are taken for them
+//       as read (only their IDs are checked), and installing enables
+//       JVMTI's MethodEntry or MethodExit events, globally or, with a
+//       ThreadOnly, on that thread (deferred until it starts, if it has
+//       not). The agent does not start without the capabilities for them
+//       (debugInit's needed capabilities: can_generate_method_entry_events
+//       and _exit_events), and enabling them on a live thread does not
+//       fail. So such a request whose modifiers are Count, ThreadOnly (a
+//       thread proven alive), ClassOnly (a class proven valid) and
+//       InstanceOnly (an object proven reachable) succeeds: java-debug
+//       sets one at each stop (a method exit with its return value, on
+//       the stopped thread and its frame's this), the first of them at
+//       the session's first stop.
 //
 // What proven keeps for every Set: a thread only when proven alive (a
 // ThreadOnly of null brought the JDK 17 VM down: it is never proven), a
@@ -99,7 +114,11 @@ func provableShape(c *wbCmd) bool {
 		case jdwp.ModLocationOnly:
 			locations++
 		case jdwp.ModThreadOnly:
-			if c.kind != jdwp.EventBreakpoint {
+			if c.kind != jdwp.EventBreakpoint && !methodEvent(c.kind) {
+				return false
+			}
+		case jdwp.ModInstanceOnly:
+			if !methodEvent(c.kind) {
 				return false
 			}
 		default:
@@ -120,6 +139,13 @@ func provableShape(c *wbCmd) bool {
 		return locations == 1 && steps == 0
 	case jdwp.EventSingleStep:
 		return steps == 1 && locations == 0
+	case jdwp.EventMethodEntry, jdwp.EventMethodExit, jdwp.EventMethodExitWithReturnValue:
+		return steps == 0 && locations == 0
 	}
 	return false
+}
+
+// methodEvent says whether k is a method entry or exit event kind.
+func methodEvent(k jdwp.EventKind) bool {
+	return k == jdwp.EventMethodEntry || k == jdwp.EventMethodExit || k == jdwp.EventMethodExitWithReturnValue
 }
