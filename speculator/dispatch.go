@@ -90,13 +90,12 @@ type dispatcher struct {
 	// burst's replies lead to (one level of a stop's values) then share one
 	// position, which the debugger may read in any order (moment.go), at
 	// the cost of the VM's time for the rest of the burst. The debugger's
-	// own turns and the event's send what they decide at once; flushing:
-	// deferred is being sent.
+	// own turns and the event's send what they decide at once (chaining is
+	// false there, and whenever deferred is sent).
 	turn     uint32
 	bursts   []burst
 	deferred []*spec
 	chaining bool
-	flushing bool
 	rtt      rttEstimator
 	// onSend is told of each speculation as it is sent (stats, episode
 	// accounting, logging).
@@ -128,7 +127,7 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	switch {
 	case running && d.facts.partialStop() && !d.facts.nearEnd && frozenRead(s.key.Cmd(), s.info):
 		if d.frozen == 0 {
-			if d.chaining && !d.flushing && !d.facts.farEnd {
+			if d.chaining && !d.facts.farEnd {
 				s.deferred = true
 				d.deferred = append(d.deferred, s)
 				return
@@ -229,7 +228,7 @@ func (d *dispatcher) drain(out *relay.Outbox) {
 // flushDeferred sends what waited for the rest of a burst (deferred),
 // ahead of what waits for room, in one moment. Called at the end of the
 // burst's last reply (session.drainAfter), or once the debugger asks for
-// one of them.
+// one of them: never while chaining, so none is deferred again.
 func (d *dispatcher) flushDeferred(out *relay.Outbox) {
 	if len(d.deferred) == 0 {
 		return
@@ -240,9 +239,7 @@ func (d *dispatcher) flushDeferred(out *relay.Outbox) {
 	d.queue = slices.Insert(d.queue, 0, d.deferred...)
 	clear(d.deferred)
 	d.deferred = d.deferred[:0]
-	d.flushing = true
 	d.drain(out)
-	d.flushing = false
 }
 
 // burst is a turn's speculation still in flight (dispatcher.bursts).
