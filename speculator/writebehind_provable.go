@@ -69,7 +69,9 @@ import "github.com/jdwpaccel/jdwpaccel/jdwp"
 //       request with exactly one Step, on a thread proven alive and
 //       suspended with no other step request of this session active, of
 //       size MIN or LINE and depth INTO, OVER or OUT, and otherwise Count,
-//       ClassMatch and ClassExclude (any pattern, as above), succeeds:
+//       ClassOnly (a class proven valid; refused only for thread and
+//       GC events), ClassMatch and ClassExclude (any pattern, as above),
+//       succeeds:
 //       the first step a session sets, at its first stop, need not wait
 //       a round trip to be seen accepted.
 //     - METHOD_ENTRY, METHOD_EXIT and METHOD_EXIT_WITH_RETURN_VALUE (the
@@ -101,51 +103,54 @@ func provableShape(c *wbCmd) bool {
 	if c.shape.n == malformed || jdwp.SuspendPolicy(c.shape.b[1]) > jdwp.SuspendAll {
 		return false
 	}
-	locations, steps := 0, 0
+	p, ok := provableMods[c.kind]
+	if !ok {
+		return false
+	}
+	once := 0
 	for i := range c.mods {
-		switch c.mods[i].Kind {
-		case jdwp.ModCount, jdwp.ModClassOnly:
-		case jdwp.ModClassMatch, jdwp.ModClassExclude:
-			if c.kind != jdwp.EventClassPrepare && c.kind != jdwp.EventSingleStep {
-				return false
-			}
-		case jdwp.ModStep:
-			steps++
-		case jdwp.ModLocationOnly:
-			locations++
-		case jdwp.ModThreadOnly:
-			if c.kind != jdwp.EventBreakpoint && !methodEvent(c.kind) {
-				return false
-			}
-		case jdwp.ModInstanceOnly:
-			if !methodEvent(c.kind) {
-				return false
-			}
-		default:
+		k := c.mods[i].Kind
+		if p.may&modBit(k) == 0 {
 			return false
 		}
-	}
-	switch c.kind {
-	case jdwp.EventThreadStart, jdwp.EventThreadDeath:
-		for i := range c.mods {
-			if c.mods[i].Kind != jdwp.ModCount {
-				return false
-			}
+		if k == p.once {
+			once++
 		}
-		return true
-	case jdwp.EventClassPrepare:
-		return locations == 0 && steps == 0
-	case jdwp.EventBreakpoint:
-		return locations == 1 && steps == 0
-	case jdwp.EventSingleStep:
-		return steps == 1 && locations == 0
-	case jdwp.EventMethodEntry, jdwp.EventMethodExit, jdwp.EventMethodExitWithReturnValue:
-		return steps == 0 && locations == 0
 	}
-	return false
+	return p.once == 0 || once == 1
 }
 
-// methodEvent says whether k is a method entry or exit event kind.
-func methodEvent(k jdwp.EventKind) bool {
-	return k == jdwp.EventMethodEntry || k == jdwp.EventMethodExit || k == jdwp.EventMethodExitWithReturnValue
+// provableMods are, by event kind, the modifiers a provable shape may
+// carry (see above), and the one it must carry exactly once, if any.
+var provableMods = map[jdwp.EventKind]struct {
+	may  uint32 // modBit of each
+	once jdwp.ModKind
+}{
+	jdwp.EventThreadStart:               {may: modBits(jdwp.ModCount)},
+	jdwp.EventThreadDeath:               {may: modBits(jdwp.ModCount)},
+	jdwp.EventClassPrepare:              {may: modBits(jdwp.ModCount, jdwp.ModClassOnly, jdwp.ModClassMatch, jdwp.ModClassExclude)},
+	jdwp.EventBreakpoint:                {may: modBits(jdwp.ModCount, jdwp.ModClassOnly, jdwp.ModThreadOnly, jdwp.ModLocationOnly), once: jdwp.ModLocationOnly},
+	jdwp.EventSingleStep:                {may: modBits(jdwp.ModCount, jdwp.ModClassOnly, jdwp.ModClassMatch, jdwp.ModClassExclude, jdwp.ModStep), once: jdwp.ModStep},
+	jdwp.EventMethodEntry:               {may: methodMods},
+	jdwp.EventMethodExit:                {may: methodMods},
+	jdwp.EventMethodExitWithReturnValue: {may: methodMods},
+}
+
+// methodMods are the modifiers of a provable method entry or exit shape.
+var methodMods = modBits(jdwp.ModCount, jdwp.ModClassOnly, jdwp.ModThreadOnly, jdwp.ModInstanceOnly)
+
+// modBit is k's bit in a set of modifier kinds (none for a kind past 31).
+func modBit(k jdwp.ModKind) uint32 {
+	if k > 31 {
+		return 0
+	}
+	return 1 << k
+}
+
+func modBits(ks ...jdwp.ModKind) uint32 {
+	var b uint32
+	for _, k := range ks {
+		b |= modBit(k)
+	}
+	return b
 }
