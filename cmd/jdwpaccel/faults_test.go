@@ -65,48 +65,45 @@ func (l *logSink) String() string {
 // match holds, waiting for new lines up to timeout.
 func (l *logSink) wait(t *testing.T, what string, timeout time.Duration, match func(rec map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		l.mu.Lock()
-		for _, rec := range l.lines {
-			if match(rec) {
-				l.mu.Unlock()
-				return rec
-			}
-		}
-		changed := l.changed
-		l.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("no log line %s within %v; log:\n%s", what, timeout, l)
-		}
+	var found map[string]any
+	if !l.until(timeout, func() bool { found = l.firstLocked(match); return found != nil }) {
+		t.Fatalf("no log line %s within %v; log:\n%s", what, timeout, l)
 	}
+	return found
 }
 
 // waitCount waits up to timeout for n log records for which match holds,
 // and returns how many there are then.
 func (l *logSink) waitCount(timeout time.Duration, n int, match func(rec map[string]any) bool) int {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		l.mu.Lock()
-		got := 0
+	got := 0
+	l.until(timeout, func() bool {
+		got = 0
 		for _, rec := range l.lines {
 			if match(rec) {
 				got++
 			}
 		}
-		changed := l.changed
+		return got >= n
+	})
+	return got
+}
+
+// until calls cond, with l.mu held, at once and after each new line, until
+// it holds (true) or timeout passes (false).
+func (l *logSink) until(timeout time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		ok, changed := cond(), l.changed
 		l.mu.Unlock()
-		if got >= n {
-			return got
+		if ok {
+			return true
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return got
+			return false
 		}
 	}
 }
@@ -115,6 +112,11 @@ func (l *logSink) waitCount(timeout time.Duration, n int, match func(rec map[str
 func (l *logSink) find(match func(rec map[string]any) bool) map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.firstLocked(match)
+}
+
+// firstLocked is find, with l.mu held.
+func (l *logSink) firstLocked(match func(rec map[string]any) bool) map[string]any {
 	for _, rec := range l.lines {
 		if match(rec) {
 			return rec
