@@ -3,6 +3,7 @@ package split
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -58,5 +59,38 @@ func BenchmarkCompressAllClasses(b *testing.B) {
 			b.ReportMetric(float64(buf.Len()), "link-bytes")
 			b.ReportMetric(float64(len(pkt))/float64(buf.Len()), "ratio")
 		})
+	}
+}
+
+// BenchmarkCompressSmallPacket is the compressed link's cost per small
+// JDWP packet (60 bytes, a command or reply of a step), as a leg pays it:
+// compressed and flushed by one end, decompressed by the other, through a
+// pipe. Run with go test -run X -bench CompressSmallPacket ./split/
+func BenchmarkCompressSmallPacket(b *testing.B) {
+	pr, pw := io.Pipe()
+	w, r := newCompressor(pw), newDecompressor(pr)
+	pkt := jdwp.AppendCommand(nil, 1, jdwp.CmdThreadReferenceFrames, make([]byte, 49))
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := r.Read(buf); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	b.ReportAllocs()
+	id := uint32(0)
+	for b.Loop() {
+		id++
+		binary.BigEndian.PutUint32(pkt[4:], id) // each packet a little different, as IDs are
+		if _, err := w.Write(pkt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pw.Close()
+	if err := <-done; err != io.EOF {
+		b.Fatal(err)
 	}
 }
