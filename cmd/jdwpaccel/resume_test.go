@@ -150,15 +150,7 @@ func (h *cutHop) setTarget(addr string) {
 
 // count counts the log lines with message msg.
 func (l *logSink) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, rec := range l.lines {
-		if rec["message"] == msg {
-			n++
-		}
-	}
-	return n
+	return l.countWhere(func(rec map[string]any) bool { return rec["message"] == msg })
 }
 
 const (
