@@ -99,7 +99,9 @@ func TestSplitUsersAudit(t *testing.T) {
 		tokens[name] = filepath.Join(dir, name)
 		os.WriteFile(tokens[name], []byte(name+"-0123456789abcdef\n"), 0o600)
 	}
-	port := freePort(t)
+	// bob's VM connection, after alice's, is the agent's second: at the
+	// port it listens on again, held.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	far := startFarEnd(t, vmAddr(port), "--users-file", users, "--audit", auditFile, "--journal", journalFile)
 

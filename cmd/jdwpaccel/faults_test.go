@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -302,17 +303,38 @@ func readUntilClosed(c net.Conn, timeout time.Duration) error {
 	return err
 }
 
-// ---- real VMs at a fixed address ------------------------------------------
+// ---- real VMs -------------------------------------------------------------
 
-// jvm is a debuggee JVM whose JDWP agent listens on a port the test chose,
-// so that a new VM can take the address of one that died.
+// jvm is a debuggee JVM under the JDWP agent (suspend=y).
 type jvm struct {
 	cmd  *exec.Cmd
 	done chan struct{}
+	port int // where its agent listens, as it announced
 }
 
-// startJVMAt starts main under the JDWP agent at 127.0.0.1:port
-// (suspend=y) and returns once the agent listens.
+// addr is where the JVM's agent listens.
+func (v *jvm) addr() string { return vmAddr(v.port) }
+
+// listeningRE matches the agent's announcement of its port.
+var listeningRE = regexp.MustCompile(`Listening for transport dt_socket at address: (\d+)`)
+
+// startJVM starts main under the JDWP agent at 127.0.0.1:0, so the
+// kernel gives the port at the agent's bind, and returns once the agent
+// announced it (jvm.addr). The agent takes one debugger at that port:
+// once its debugger (here a VM connection of the proxy or far end) has
+// left, it listens again on a new port, which nothing here follows. A VM
+// that must take a second VM connection at the same address is started
+// with startJVMAt on a heldPort.
+func startJVM(t *testing.T, b *javavm.Build, main string, jvmArgs ...string) *jvm {
+	t.Helper()
+	return startJVMAt(t, b, 0, main, jvmArgs...)
+}
+
+// startJVMAt starts main under the JDWP agent at 127.0.0.1:port (port 0:
+// as startJVM) and returns once the agent listens. A port other than 0
+// comes from heldPort: the agent listens there again after each debugger,
+// and a JVM started later at the same port takes the place of one that
+// died.
 func startJVMAt(t *testing.T, b *javavm.Build, port int, main string, jvmArgs ...string) *jvm {
 	t.Helper()
 	args := []string{"-agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:" + strconv.Itoa(port)}
@@ -330,17 +352,17 @@ func startJVMAt(t *testing.T, b *javavm.Build, port int, main string, jvmArgs ..
 		t.Fatal(err)
 	}
 	v := &jvm{cmd: cmd, done: make(chan struct{})}
-	listening := make(chan struct{})
+	announced := make(chan int, 1)
 	var stdout jdwptest.Buffer
-	announce := "Listening for transport dt_socket at address: " + strconv.Itoa(port)
 	go func() {
 		sc := bufio.NewScanner(out)
 		said := false
 		for sc.Scan() {
 			stdout.Write(append(sc.Bytes(), '\n'))
-			if strings.Contains(sc.Text(), announce) && !said {
+			if m := listeningRE.FindSubmatch(sc.Bytes()); m != nil && !said {
 				said = true
-				close(listening)
+				p, _ := strconv.Atoi(string(m[1]))
+				announced <- p
 			}
 		}
 		cmd.Wait()
@@ -348,7 +370,10 @@ func startJVMAt(t *testing.T, b *javavm.Build, port int, main string, jvmArgs ..
 	}()
 	t.Cleanup(v.kill)
 	select {
-	case <-listening:
+	case v.port = <-announced:
+		if v.port <= 0 || port != 0 && v.port != port {
+			t.Fatalf("JVM asked to listen on %d announced port %d:\n%s%s", port, v.port, &stdout, &stderr)
+		}
 	case <-v.done:
 		t.Fatalf("JVM exited before listening on %d:\n%s%s", port, &stdout, &stderr)
 	case <-time.After(30 * time.Second):
@@ -363,14 +388,47 @@ func (v *jvm) kill() {
 	<-v.done
 }
 
-func freePort(t *testing.T) int {
+// heldPort binds a TCP socket to 127.0.0.1:0 with SO_REUSEADDR, never
+// listens on it, holds it until the test ends, and returns the port the
+// kernel gave it. It is for a listener that must be found at one address
+// more than once: a JDWP agent listens again at its port after each
+// debugger leaves (here a VM connection of the proxy or far end), and a
+// restarted VM, far end or tunnel is to be where its predecessor was. On
+// Linux a socket with SO_REUSEADDR (HotSpot's agent and Go's listeners set
+// it) may bind and listen on a port that only non-listening sockets with
+// SO_REUSEADDR hold, so each of those listeners binds the port itself;
+// and the kernel gives a port so held neither to a bind to port 0 nor to
+// an outgoing connection, so nothing else takes it between them. While
+// none listens, a connection to it is refused, as to a free port. (The
+// tests run on Linux: README, Platforms.)
+func heldPort(t *testing.T) int {
 	t.Helper()
-	p, err := javavm.FreePort()
+	// Not inherited by the JVMs the test starts (as net's own sockets).
+	syscall.ForkLock.RLock()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
+
+// heldAddr is 127.0.0.1 at a heldPort.
+func heldAddr(t *testing.T) string { return vmAddr(heldPort(t)) }
 
 func vmAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
@@ -651,7 +709,9 @@ func (d *debugger) drain(timeout time.Duration) (int, error) {
 // end; a new VM at the same address serves the next debugger.
 func TestFaultVMKilledMidBurst(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// The new VM is to be where the proxy found the one killed: at a port
+	// held for both.
+	port := heldPort(t)
 	vm := startJVMAt(t, b, port, javavm.Shallow)
 	p := faultProxy(t, vmAddr(port))
 
@@ -763,7 +823,9 @@ func (d *debugger) suspendCounts() []int32 {
 // gone), and the next debugger works.
 func TestFaultDebuggerKilledMidSpeculation(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// The next debugger's VM connection is the agent's second: at the port
+	// it listens on again, held.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	p := faultProxy(t, vmAddr(port), "--log-level", "debug")
 
@@ -957,7 +1019,10 @@ func TestFaultGarbageFromVM(t *testing.T) {
 // reason; once the VM listens, the next debugger works.
 func TestFaultVMStartedAfterProxy(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// The proxy has the VM's address before the VM listens there (the
+	// test's point): a port held, where a connection is refused until the
+	// VM listens.
+	port := heldPort(t)
 	p := faultProxy(t, vmAddr(port))
 
 	start := time.Now()
@@ -985,7 +1050,9 @@ func TestFaultVMStartedAfterProxy(t *testing.T) {
 // left running, serves the next debugger from the new VM.
 func TestFaultVMRestartedBetweenSessions(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// The new VM is to be where the proxy found the one killed: at a port
+	// held for both.
+	port := heldPort(t)
 	vm := startJVMAt(t, b, port, javavm.Shallow)
 	p := faultProxy(t, vmAddr(port))
 
@@ -1019,7 +1086,9 @@ func attachNewJVM(t *testing.T, addr string) {
 // goroutine behind.
 func TestFault200Sessions(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// Each session is a VM connection of its own, one after another: the
+	// agent listens again, at the port held, after each.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	p := faultProxy(t, vmAddr(port))
 
@@ -1128,7 +1197,9 @@ func (d *debugger) getAll(array uint64) uint32 {
 // counted.
 func TestFault100MBReply(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// Each case's proxy makes a VM connection of its own, one after
+	// another: the agent listens again, at the port held, after each.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow, "-Xmx400m")
 	replyLen := int64(jdwp.HeaderSize + 1 + 4 + bigArray)
 
@@ -1211,10 +1282,13 @@ func TestFault100MBReply(t *testing.T) {
 // debugger's session goes on.
 func TestFaultVMKilledOtherSessionGoesOn(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	portA, portB := freePort(t), freePort(t)
-	vmA := startJVMAt(t, b, portA, javavm.Shallow)
-	vmB := startJVMAt(t, b, portB, javavm.Shallow)
-	p := faultProxy(t, fmt.Sprintf("scan:%d,%d", portA, portB), "--vm-port-base", strconv.Itoa(freePort(t)), "--scan-interval", "200ms")
+	vmA := startJVM(t, b, javavm.Shallow)
+	vmB := startJVM(t, b, javavm.Shallow)
+	// --vm-port-base is a number before anything listens: a port held,
+	// which the proxy then binds (with SO_REUSEADDR) for the first VM it
+	// finds; the other VM gets the next free port above it, as the proxy
+	// finds it (each VM's port is read from the log).
+	p := faultProxy(t, fmt.Sprintf("scan:%d,%d", vmA.port, vmB.port), "--vm-port-base", strconv.Itoa(heldPort(t)), "--scan-interval", "200ms")
 	listen := map[int]string{}
 	for _, v := range []*jvm{vmA, vmB} {
 		pid := v.cmd.Process.Pid

@@ -285,7 +285,9 @@ func stranger(t *testing.T, far *splitEnd, token []byte) split.Status {
 // stays suspended at the breakpoint) and the next attach works.
 func TestSplitResumeGraceExpires(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// The next attach's VM connection is the agent's second: at the port it
+	// listens on again, held.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	far := startFarEnd(t, vmAddr(port), "--resume-within", "1s")
 	h := startCutHop(t, far.addr)
@@ -326,7 +328,9 @@ func TestSplitResumeGraceExpires(t *testing.T) {
 // and the next attach works.
 func TestSplitResumeFarRestarted(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// The restarted far end's VM connection is the agent's second: at the
+	// port it listens on again, held.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	far := startFarEnd(t, vmAddr(port))
 	h := startCutHop(t, far.addr)

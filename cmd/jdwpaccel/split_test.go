@@ -168,7 +168,9 @@ func (h *hop) drop() {
 // suspended) and the next session works.
 func TestSplitLinkDrop(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// The next session's VM connection is the agent's second: at the port
+	// it listens on again, held.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	far := startFarEnd(t, vmAddr(port), "--resume-within", "0")
 	h := startHop(t, far.addr)
@@ -205,9 +207,12 @@ func TestSplitLinkDrop(t *testing.T) {
 // sessions is survived by the near end: the next session works.
 func TestSplitFarRestart(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
-	port := freePort(t)
+	// The restarted far end's VM connection is the agent's second, and the
+	// far end restarts where the near end found it (the test's point):
+	// both at ports held.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
-	far := startFarEnd(t, vmAddr(port))
+	far := startFarEnd(t, vmAddr(port), "--listen", heldAddr(t))
 	near := startNearEnd(t, far.addr)
 	d := attach(t, near.addr)
 	if v := d.version(); !strings.Contains(v, "Java") {
@@ -269,9 +274,8 @@ func TestSplitRemoteTLSToken(t *testing.T) {
 	token, wrong := filepath.Join(dir, "token"), filepath.Join(dir, "wrong")
 	os.WriteFile(token, []byte("correct horse battery staple\n"), 0o600)
 	os.WriteFile(wrong, []byte("incorrect horse battery staple\n"), 0o600)
-	port := freePort(t)
-	startJVMAt(t, b, port, javavm.Shallow)
-	far := startFarEnd(t, vmAddr(port), "--listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key, "--token-file", token)
+	vm := startJVM(t, b, javavm.Shallow)
+	far := startFarEnd(t, vm.addr(), "--listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key, "--token-file", token)
 	if far.logs.find(func(rec map[string]any) bool {
 		return rec["level"] == "warn" && strings.Contains(rec["message"].(string), "non-loopback")
 	}) == nil {

@@ -6,7 +6,6 @@ package main
 import (
 	"bufio"
 	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -91,12 +90,16 @@ func (d *debugger) mainThread() uint64 {
 func TestSplitFarTunnel(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	fwd := buildFwd(t)
-	port := freePort(t)
+	// Each session is a VM connection of its own, one after another: the
+	// agent listens again, at the port held, after each.
+	port := heldPort(t)
 	startJVMAt(t, b, port, javavm.Shallow)
 	far := startFarEnd(t, vmAddr(port))
 	// The tunnel command binds its own port at each start, as kubectl
-	// port-forward does: the test cannot hand it a listener.
-	tunnelAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	// port-forward does: the test cannot hand it a listener, and the near
+	// end needs the port before the first start. A port held, which each
+	// start binds (with SO_REUSEADDR, as Go's listeners do).
+	tunnelAddr := heldAddr(t)
 	near := startNearEnd(t, tunnelAddr, "--far-tunnel", "'"+fwd+"' -listen "+tunnelAddr+" -to "+far.addr+" -die 3s")
 
 	up := func(start int) func(rec map[string]any) bool {
@@ -146,10 +149,10 @@ func TestSplitFarTunnel(t *testing.T) {
 func TestSplitFarTunnelSessionSurvives(t *testing.T) {
 	b := jdwptest.JavaBuild(t)
 	fwd := buildFwd(t)
-	port := freePort(t)
-	startJVMAt(t, b, port, javavm.Shallow)
-	far := startFarEnd(t, vmAddr(port))
-	tunnelAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	// One session, one VM connection: a port the kernel gives the agent.
+	far := startFarEnd(t, startJVM(t, b, javavm.Shallow).addr())
+	// As in TestSplitFarTunnel: each tunnel start binds this port, held.
+	tunnelAddr := heldAddr(t)
 	near := startNearEnd(t, tunnelAddr, "--far-tunnel", "'"+fwd+"' -listen "+tunnelAddr+" -to "+far.addr+" -die 2s")
 	near.logs.wait(t, "of the first tunnel up", 20*time.Second, func(rec map[string]any) bool {
 		return rec["message"] == "tunnel up: the far end answers through it"
@@ -195,9 +198,7 @@ func TestSplitLinkProcessStopped20s(t *testing.T) {
 	}
 	b := jdwptest.JavaBuild(t)
 	fwd := buildFwd(t)
-	port := freePort(t)
-	startJVMAt(t, b, port, javavm.Shallow)
-	far := startFarEnd(t, vmAddr(port))
+	far := startFarEnd(t, startJVM(t, b, javavm.Shallow).addr())
 	cmd := exec.Command(fwd, "-listen", "127.0.0.1:0", "-to", far.addr)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
