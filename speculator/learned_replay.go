@@ -230,20 +230,36 @@ func allFrames(params []byte, f *facts, sizes jdwp.IDSizes) {
 	binary.BigEndian.PutUint32(params[sizes.ObjectID+4:], 0xFFFFFFFF)
 }
 
-// cutToLength cuts the elements an ArrayReference.GetValues (params) reads
-// to the array's length, if the cache says it (a template learned on a
-// longer array); false if it reads none.
+// cutToLength fits the elements an ArrayReference.GetValues (params)
+// reads to the array's length, if the cache says it; false if it reads
+// none. A template read from the first element fewer than a page
+// (arrPage) read a whole array, as the debugger reads one (learner.arrayRead):
+// it reads the whole of this one, up to a page, and none while its length
+// is not known (a guess at it is wasted unless the lengths agree; the
+// value rules read such an array once its length came: kArrayValues).
 func (lr *learnedRules) cutToLength(params []byte, sizes jdwp.IDSizes) ([]byte, bool) {
 	r := jdwp.NewBodyReader(params, sizes)
 	arr, first, n := r.Object(), r.Int32(), r.Int32()
 	length, known := lr.arrayLength(arr, sizes)
+	whole := first == 0 && n < arrPage
 	switch {
-	case r.Err() != nil || !known || first+n <= length:
-		return params, r.Err() == nil
+	case r.Err() != nil:
+		return nil, false
+	case whole && !known:
+		return nil, false
+	case whole:
+		n = min(length, arrPage)
+	case !known || first+n <= length:
+		return params, true
 	case first >= length:
 		return nil, false
+	default:
+		n = length - first
 	}
-	binary.BigEndian.PutUint32(params[len(params)-4:], uint32(length-first))
+	if n <= 0 {
+		return nil, false
+	}
+	binary.BigEndian.PutUint32(params[len(params)-4:], uint32(n))
 	return params, true
 }
 

@@ -739,3 +739,60 @@ func TestReportedReadsAfterAnInvokeStayTemplates(t *testing.T) {
 		t.Errorf("a read sent here after the invoke is a template (templates: %v)", kept)
 	}
 }
+
+// TestLearnedArrayReadFitsTheArray: a learned ArrayReference.GetValues
+// replayed on another array (the same path at a later stop, or in a
+// profile learned on another run) reads what the debugger reads of that
+// array: a read from the first element shorter than a page read a whole
+// array, so it reads the whole of this one (up to a page), and none while
+// its length is unknown; a read past the first page keeps its range,
+// clipped to the array. Fails with the learned length replayed as it was
+// (an array of 10 read as 4 elements: wasted, and the debugger's read
+// missed).
+func TestLearnedArrayReadFitsTheArray(t *testing.T) {
+	_, s, _ := quietSession()
+	ss := s.ss
+	ss.cache.pause(false)
+	const known, long, unknown = 0x1b9, 0x1c0, 0x1ba
+	for arr, n := range map[uint64]int32{known: 10, long: 500} {
+		cmd := jdwp.AppendCommand(nil, 7, jdwp.CmdArrayReferenceLength, threadBody(arr))
+		k, info, ok := keyOf(cmd, sizes8)
+		if !ok {
+			t.Fatal("not keyable")
+		}
+		reply := jdwp.AppendReply(nil, 7, 0, body(func(w *jdwp.BodyWriter) { w.Int32(n) }))
+		ss.cache.store(&k, info, k.Subject(info, sizes8), ss.facts.gen, 0, reply, nil, sizes8)
+	}
+	for _, c := range []struct {
+		arr         uint64
+		first, n    int32
+		want        int32 // elements read; -1: none
+		description string
+	}{
+		{known, 0, 4, 10, "a whole array of 4, replayed on one of 10"},
+		{known, 0, 8, 10, "a whole array of 8, replayed on one of 10"},
+		{known, 0, 10, 10, "the same length"},
+		{long, 0, 4, arrPage, "a whole array of 4, replayed on one of 500: its first page"},
+		{long, 0, arrPage, arrPage, "a page"},
+		{long, 400, arrPage, arrPage, "a later page"},
+		{long, 450, arrPage, 50, "the last page, clipped"},
+		{known, 100, arrPage, -1, "a page past the array's end"},
+		{unknown, 0, 4, -1, "a whole array whose length is not known"},
+		{unknown, 100, arrPage, arrPage, "a later page of an array whose length is not known"},
+	} {
+		params := body(func(w *jdwp.BodyWriter) { w.ObjectID(c.arr); w.Int32(c.first); w.Int32(c.n) })
+		got, ok := ss.lrn.cutToLength(params, sizes8)
+		switch {
+		case c.want < 0 && ok:
+			t.Errorf("%s: reads %x, want none", c.description, got)
+		case c.want >= 0 && !ok:
+			t.Errorf("%s: reads none, want %d elements", c.description, c.want)
+		case ok:
+			r := jdwp.NewBodyReader(got, sizes8)
+			arr, first, n := r.ObjectID(), r.Int32(), r.Int32()
+			if arr != c.arr || first != c.first || n != c.want {
+				t.Errorf("%s: reads %#x from %d, %d elements; want %#x from %d, %d", c.description, arr, first, n, c.arr, c.first, c.want)
+			}
+		}
+	}
+}
