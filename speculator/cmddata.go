@@ -32,7 +32,7 @@ type cmdData struct {
 	// snapshot: the attach's own AllClassesWithGeneric (snapshot.go)
 	snapshot bool
 	// moment: the proxy's own VirtualMachine.Suspend or Resume around a
-	// moment's reads (dispatcher.openMoment)
+	// moment's reads (dispatcher.openPending)
 	moment bool
 }
 

@@ -184,7 +184,7 @@ func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []by
 	if cmd == jdwp.CmdThreadReferenceName && c.learn.nameKnown(jdwp.NewBodyReader(params, sizes).Thread()) {
 		return // named once, and it named this one (learner.nameKnown)
 	}
-	if c.cache.has(&s.key) || c.cache.hasTwin(&s.key, sizes) || c.facts.classes.tableless(cmd, params, sizes) {
+	if c.cache.has(&s.key) || c.cache.covered(&s.key, sizes) || c.facts.classes.tableless(cmd, params, sizes) {
 		return
 	}
 	if old := c.disp.pending(&s.key); old != nil && !old.cancelled && c.facts.valid(old.info, old.subj, old.gen) &&

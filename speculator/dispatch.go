@@ -34,7 +34,7 @@ type spec struct {
 	reask     bool     // belayed debugger commands asked again (notSuspended)
 	again     bool     // a miss's re-ask of this stop's speculation or offers (refetch): not asked a third time
 	prep      bool     // sent by the prepare rule (predict_prepare.go): IDs from this connection's event and replies
-	moment    bool     // read in a moment (dispatcher.openMoment): its pos is the moment's
+	moment    bool     // read in a moment (dispatcher.openPending): its pos is the moment's
 	deferred  bool     // waiting for the rest of a burst's replies (dispatcher.deferred)
 	burst     uint32   // the turn it was sent in (dispatcher.bursts)
 	waiters   []uint32 // belayed debugger command IDs
@@ -71,11 +71,16 @@ type dispatcher struct {
 	// frozen is the position of the moment open (moment.go: reads of
 	// running state between the proxy's own VirtualMachine.Suspend and
 	// Resume), 0 if none; out is the session's outbox it was opened in,
-	// which closeMoment closes it in before the turn ends (a far end's
-	// stop: before its speculation is done, session.stopMoment).
+	// which closeMoment closes it in (as the turn ends, or once the
+	// stop's speculation is done: session.stopMoment).
 	frozen   uint64
 	frozenAt time.Time // when the moment open began
 	out      *relay.Outbox
+	// pend are the reads of a moment decided in this turn and not on the
+	// wire yet: they go out as the turn ends (openPending), after what
+	// else the turn sends, between the moment's Suspend and Resume, so
+	// what may not go in a moment goes before it rather than after.
+	pend []*spec
 	// after are the speculations that may not go in the moment open (a
 	// running thread's own state, a suspension count), sent as it closes
 	// (so that the moment's reads stay one instant).
@@ -124,20 +129,23 @@ func (d *dispatcher) submit(out *relay.Outbox, s *spec) {
 // send sends a speculative command to the VM, through out.
 func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 	running := d.facts.running(s.info, s.subj)
+	pending := false
 	switch {
 	case running && d.facts.partialStop() && !d.facts.nearEnd && frozenRead(s.key.Cmd(), s.info):
-		if d.frozen == 0 {
-			if d.chaining && !d.facts.farEnd {
-				s.deferred = true
-				d.deferred = append(d.deferred, s)
-				return
-			}
-			d.openMoment(out)
+		if d.frozen != 0 {
+			s.pos, s.moment = d.frozen, true
+			break
 		}
-		s.pos, s.moment = d.frozen, true
+		if len(d.pend) == 0 && d.chaining && !d.facts.farEnd {
+			s.deferred = true
+			d.deferred = append(d.deferred, s)
+			return
+		}
+		pending, s.moment, d.out = true, true, out // placed as it goes out (openPending)
 	case running || s.key.Cmd() == jdwp.CmdThreadReferenceSuspendCount:
 		// A running thread's own state, or a suspension count: read
-		// without the moment's suspension, once it closed.
+		// without the moment's suspension, before it opens or once it
+		// closed.
 		if d.frozen != 0 {
 			d.after = append(d.after, s)
 			return
@@ -157,25 +165,47 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 		d.facts.sentRunning = true
 	}
 	d.nInFlight++
-	d.sendBuf = s.key.AppendCommand(d.sendBuf[:0], s.id)
 	d.onSend(s)
+	if pending {
+		d.pend = append(d.pend, s)
+		return
+	}
+	d.write(out, s)
+}
+
+// write puts speculation s, sent, on the wire through out.
+func (d *dispatcher) write(out *relay.Outbox, s *spec) {
+	d.sendBuf = s.key.AppendCommand(d.sendBuf[:0], s.id)
 	// The relay pairs the reply and hands the data back (relay.Frame.Data).
 	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{spec: s}))
 }
 
-// openMoment suspends the VM ahead of reads of running state sent in this
-// turn (moment.go), which read one moment of the program.
-func (d *dispatcher) openMoment(out *relay.Outbox) {
-	d.frozen, d.out, d.frozenAt = d.facts.nextPos(), out, time.Now()
+// openPending opens the moment whose reads this turn decided (pend):
+// the VM suspended, then they go out, at the moment's position (moment.go),
+// which follows whatever the turn sent before.
+func (d *dispatcher) openPending() {
+	if len(d.pend) == 0 {
+		return
+	}
+	out := d.out
+	d.frozen, d.frozenAt = d.facts.nextPos(), time.Now()
 	d.sendBuf = jdwp.AppendCommand(d.sendBuf[:0], d.ids.NewSynthetic(), jdwp.CmdVirtualMachineSuspend, nil)
 	out.SendToVMData(d.sendBuf, relay.Synthetic, slot, d.data.get(&cmdData{moment: true}))
+	for _, s := range d.pend {
+		s.pos = d.frozen
+		d.write(out, s)
+	}
+	clear(d.pend)
+	d.pend = d.pend[:0]
 }
 
-// closeMoment resumes what openMoment suspended, if a moment is open.
-// Called before anything else of the turn goes to the VM that is not a
-// read of the moment, and as the turn ends (session.unlock): nothing but
+// closeMoment resumes what the moment suspended, opening it first if
+// its reads are still pending (openPending). Called before anything else
+// of the turn goes to the VM that is not a read of the moment, and as the
+// turn ends unless the moment stays open (session.unlock): nothing but
 // the moment's reads runs between the two.
 func (d *dispatcher) closeMoment() {
+	d.openPending()
 	if d.frozen == 0 {
 		return
 	}

@@ -41,7 +41,7 @@ package speculator
 // a debugger's reads come in its own. So what a turn reads ahead of running
 // state, and no suspension changes (frozenRead), goes between a
 // VirtualMachine.Suspend and Resume of the proxy's own, back to back on the
-// wire (dispatcher.openMoment, closeMoment): one instant of the program,
+// wire (dispatcher.openPending, closeMoment): one instant of the program,
 // whose replies share one position and answer the debugger in any order.
 // A far end numbers each pushed reply's moment; the near end places a
 // moment's replies at one position (offerPos).
@@ -118,7 +118,7 @@ func (f *facts) forwarded(c jdwp.Cmd, d *cmdData, pos uint64) bool {
 }
 
 // momentFailed: the VM refused the proxy's own suspension of a moment
-// (dispatcher.openMoment), whose reads may then have read the program at
+// (dispatcher.openPending), whose reads may then have read the program at
 // different moments: nothing read before now answers a read of running
 // state.
 func (f *facts) momentFailed() { f.floor = f.nextPos() }

@@ -2,6 +2,7 @@ package speculator
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -385,13 +386,21 @@ func TestMomentReadsOneInstant(t *testing.T) {
 		r.dbg.call(nextID(), jdwp.CmdThreadReferenceSuspendCount, threadBody(thread1))
 		r.dbg.call(nextID(), jdwp.CmdThreadReferenceResume, threadBody(thread1))
 	}
+	from := len(r.vm.commands())
 	partial()
 	for _, th := range []uint64{0x54, 0x53, 0x52} {
 		r.vm.waitAsked("the name read ahead", jdwp.CmdThreadReferenceName, threadBody(th))
 	}
 	// The suspension count the debugger read at each stop is read ahead
-	// too, once the moment closed (dispatcher.after).
+	// too, before the moment opens (dispatcher.openPending): decided with
+	// the moment's reads, it does not wait for the moment to close.
 	r.vm.waitCount(jdwp.CmdThreadReferenceSuspendCount, 3)
+	third := r.vm.commands()[from:]
+	count := slices.IndexFunc(third, func(p jdwp.Packet) bool { return p.Cmd() == jdwp.CmdThreadReferenceSuspendCount })
+	suspend := slices.IndexFunc(third, func(p jdwp.Packet) bool { return p.Cmd() == jdwp.CmdVirtualMachineSuspend })
+	if count < 0 || suspend < 0 || count > suspend {
+		t.Errorf("at the third stop the suspension count went to the VM at %d, the moment's Suspend at %d: want the count first", count, suspend)
+	}
 	before := r.vm.count(jdwp.CmdThreadReferenceName)
 	for _, th := range []uint64{0x54, 0x53, 0x52} {
 		if p := r.dbg.call(nextID(), jdwp.CmdThreadReferenceName, threadBody(th)); p.ErrorCode() != 0 {
@@ -536,28 +545,89 @@ func nameSpec(ss *session, th uint64) *spec {
 	return s
 }
 
-// TestReadsOfOneBurstShareAMoment: at a stop that left threads running,
-// the reads the replies of one turn's speculation lead to go to the VM in
-// one moment, once the last of those replies came, however many replies
-// led to them: they share one position, and the debugger may read them in
-// any order (one read from an earlier moment than another it already got
-// would be out of place: asked again, a round trip lost). Fails with each
-// reply's reads sent in a moment of their own (dispatcher.deferred).
-func TestReadsOfOneBurstShareAMoment(t *testing.T) {
+// burstRig is a session through a link stopped with threads left
+// running, whose three name reads (one turn, one moment) each lead to a
+// read of another thread's name (chainOn), made into c.made.
+func burstRig(t *testing.T) (ss *session, first []*spec, c *chainOn) {
 	rs, s, ic := quietSession()
 	stopAt(rs, ic, jdwp.SuspendEventThread)
-	ss := s.ss
+	ss = s.ss
 	ss.mu.Lock()
 	ss.facts.inOrder = true  // the reference agent's Version reply
 	ss.facts.nearEnd = false // a session through a link (ModeAdaptive)
 	ss.cache.pause(false)
 	ss.disp.ids = retag.NewTable() // the relay's, which this session has none of
 	ss.mu.Unlock()
-	c := &chainOn{ss: ss, at: map[uint64]*spec{0x52: nameSpec(ss, 0x62), 0x53: nameSpec(ss, 0x63)}}
+	c = &chainOn{ss: ss, at: map[uint64]*spec{0x52: nameSpec(ss, 0x62), 0x53: nameSpec(ss, 0x63)}}
 	ss.on.repliers = append(ss.on.repliers, c)
+	first = []*spec{nameSpec(ss, 0x52), nameSpec(ss, 0x53), nameSpec(ss, 0x54)}
+	return ss, first, c
+}
 
+// sentOf counts the specs of made that went to the VM.
+func sentOf(made []*spec) (n int) {
+	for _, y := range made {
+		if y.sent {
+			n++
+		}
+	}
+	return n
+}
+
+// TestChainedReadsShareTheStopsMoment: at a stop that left threads
+// running, the moment the stop's first reads of running state opened
+// stays open while they are out (session.stopMoment), and what their
+// replies lead to goes to the VM at once, in it: one position, which the
+// debugger may read in any order. Fails with a moment of one turn.
+func TestChainedReadsShareTheStopsMoment(t *testing.T) {
+	ss, first, c := burstRig(t)
 	var out relay.Outbox
-	first := []*spec{nameSpec(ss, 0x52), nameSpec(ss, 0x53), nameSpec(ss, 0x54)}
+	ss.lock(&out)
+	for _, x := range first {
+		ss.disp.submit(ss.out, x)
+	}
+	ss.unlock()
+	if ss.disp.frozen == 0 {
+		t.Fatal("the stop's moment closed with its reads still out")
+	}
+	name := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.String("w") }))
+	for i, x := range first {
+		ss.lock(&out)
+		ss.specReply(x, name, sizes8)
+		ss.unlock()
+		if want := min(i+1, 2); sentOf(c.made) != want {
+			t.Fatalf("after reply %d of 3, %d of the reads it led to went to the VM, want %d", i+1, sentOf(c.made), want)
+		}
+	}
+	for _, y := range c.made {
+		if !y.moment || y.pos != first[0].pos {
+			t.Errorf("a read a reply led to: in a moment %v at position %d; want the stop's moment, at %d", y.moment, y.pos, first[0].pos)
+		}
+	}
+	if ss.disp.frozen == 0 {
+		t.Fatal("the moment closed with the reads it led to out")
+	}
+	for _, y := range c.made {
+		ss.lock(&out)
+		ss.specReply(y, name, sizes8)
+		ss.unlock()
+	}
+	if ss.disp.frozen != 0 {
+		t.Error("the moment stayed open with nothing of the stop out")
+	}
+}
+
+// TestReadsOfOneBurstShareAMoment: on a link too slow for the stop's
+// moment to be held for the next reply (stopMoment), the reads the replies of one turn's speculation
+// lead to go to the VM in one moment, once the last of those replies
+// came, however many replies led to them: they share one position (one
+// read from an earlier moment than another the debugger already got would
+// be out of place: asked again, a round trip lost). Fails with each
+// reply's reads sent in a moment of their own (dispatcher.deferred).
+func TestReadsOfOneBurstShareAMoment(t *testing.T) {
+	ss, first, c := burstRig(t)
+	ss.disp.rtt.sample(maxHeldMoment) // a round trip as long as a moment may be held
+	var out relay.Outbox
 	ss.lock(&out) // one turn: the three reads in one moment
 	for _, x := range first {
 		ss.disp.submit(ss.out, x)
@@ -566,16 +636,14 @@ func TestReadsOfOneBurstShareAMoment(t *testing.T) {
 	if !first[0].moment || first[0].pos != first[2].pos {
 		t.Fatal("the first reads did not go in one moment")
 	}
+	if ss.disp.frozen != 0 {
+		t.Fatal("the moment stayed open with a round trip of maxHeldMoment")
+	}
 	name := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.String("w") }))
 	for i, x := range first { // their replies, one turn each, in order
 		ss.lock(&out)
 		ss.specReply(x, name, sizes8)
-		sent := 0
-		for _, y := range c.made {
-			if y.sent {
-				sent++
-			}
-		}
+		sent := sentOf(c.made)
 		ss.unlock()
 		if last := i == len(first)-1; !last && sent > 0 {
 			t.Fatalf("after reply %d of 3, %d of the reads it led to went to the VM, want none before the last", i+1, sent)

@@ -3,128 +3,152 @@ package speculator
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 )
 
-// An object's fields read in another order. ObjectReference.GetValues
-// answers the fields in the order asked, and a client may ask the same
-// fields of an object in several orders at one stop (java-debug asks them
-// sorted by name for its Variables view, and in declaration order where it
-// formats an object). A reply cached for the same object and the same set
-// of fields answers every order of them, its values put in the order
-// asked: what the VM would have answered, at the same moment, so the
-// reply's validity and place are the cached one's (replyCache.lookup).
-// The cache keeps, for each cached read of an object's fields, its
-// canonical key (the field IDs in ascending order): twins.
+// An object's fields read in another order, or fewer of them.
+// ObjectReference.GetValues answers the fields in the order asked, and a
+// client may ask fields of an object in several orders at one stop
+// (java-debug asks them sorted by name for its Variables view, and in
+// declaration order where it formats an object), or some of the fields it
+// read before: java-debug's asynchronous field listing waits for a type's
+// own fields and its interfaces' but not its superclass's, so as its
+// threads race it reads an object with or without the superclass's
+// fields, from one stop to the next. A reply cached for the same object
+// and fields that include every field asked answers the read, its values
+// picked in the order asked: what the VM would have answered at the same
+// moment, so the reply's validity and place are the cached one's
+// (replyCache.lookup). The cache keeps, per object, the keys of its
+// cached reads of the object's fields (fieldReads): their covers.
 
-// canonicalFields sets canon to key's ObjectReference.GetValues with its
-// field IDs in ascending order. ok is false for another command, a field
-// named twice, or parameters that do not parse.
-func canonicalFields(canon, key *keyable.Key, sizes jdwp.IDSizes) bool {
+// maxFieldReads bounds the reads of one object's fields the cover index
+// keeps (replyCache.fieldReads): the newest.
+const maxFieldReads = 4
+
+// fieldsObject is the object key (an ObjectReference.GetValues) reads,
+// and its field IDs; ok is false for another command or parameters that
+// do not parse.
+func fieldsObject(key *keyable.Key, sizes jdwp.IDSizes) (obj jdwp.ObjectID, ids []byte, ok bool) {
 	if key.Cmd() != jdwp.CmdObjectReferenceGetValues || sizes.ObjectID < 1 || sizes.FieldID < 1 || sizes.FieldID > 8 {
-		return false
+		return 0, nil, false
 	}
-	var buf [keyable.MaxParams]byte
-	p := buf[:copy(buf[:], key.Params())]
+	p := key.Params()
 	r := jdwp.NewBodyReader(p, sizes)
-	r.ObjectID()
+	obj = r.Object()
 	n := r.Count(sizes.FieldID)
 	if r.Err() != nil || r.Remaining() != n*sizes.FieldID {
-		return false
+		return 0, nil, false
 	}
-	ids := p[len(p)-r.Remaining():]
-	f := sizes.FieldID
-	// Insertion sort of n (at most a dozen or so: a key's bound) IDs.
-	var tmp [8]byte
-	for i := 1; i < n; i++ {
-		for j := i; j > 0 && bytes.Compare(ids[(j-1)*f:j*f], ids[j*f:(j+1)*f]) > 0; j-- {
-			copy(tmp[:f], ids[j*f:])
-			copy(ids[j*f:(j+1)*f], ids[(j-1)*f:j*f])
-			copy(ids[(j-1)*f:j*f], tmp[:f])
-		}
-	}
-	for i := 1; i < n; i++ {
-		if bytes.Equal(ids[(i-1)*f:i*f], ids[i*f:(i+1)*f]) {
+	return obj, p[len(p)-r.Remaining():], true
+}
+
+// covers reports whether every field ID of want (f bytes each) is among
+// have's.
+func covers(have, want []byte, f int) bool {
+	for i := 0; i+f <= len(want); i += f {
+		if fieldAt(have, want[i:i+f], f) < 0 {
 			return false
 		}
 	}
-	_, ok := keyable.Fill(canon, key.Cmd(), p, sizes)
-	return ok
+	return true
 }
 
-// twinKey is the key under which the cache holds key's fields in another
-// order, if any.
-func (c *replyCache) twinKey(key *keyable.Key, sizes jdwp.IDSizes) (keyable.Key, bool) {
-	var canon keyable.Key
-	if key.Cmd() != jdwp.CmdObjectReferenceGetValues || len(c.twins) == 0 || !canonicalFields(&canon, key, sizes) {
+// fieldAt is the index of field ID id among ids (f bytes each), or -1.
+func fieldAt(ids, id []byte, f int) int {
+	for j := 0; j+f <= len(ids); j += f {
+		if bytes.Equal(ids[j:j+f], id) {
+			return j / f
+		}
+	}
+	return -1
+}
+
+// coverKey is the key of a cached read of the same object as key (a read
+// of an object's fields) whose fields include all of key's, other than
+// key itself, if the index names one.
+func (c *replyCache) coverKey(key *keyable.Key, sizes jdwp.IDSizes) (keyable.Key, bool) {
+	obj, want, ok := fieldsObject(key, sizes)
+	if !ok {
 		return keyable.Key{}, false
 	}
-	t, ok := c.twins[canon]
-	return t, ok && t != *key
-}
-
-// twin returns the cached entry that may answer key, a read of an
-// object's fields, from the same fields asked in another order, and that
-// order's key; nil if none (replyCache.find's rules). The key is
-// returned by value: a pointer to it would move it to the heap.
-func (c *replyCache) twin(key *keyable.Key, sizes jdwp.IDSizes) (*entry, keyable.Key) {
-	t, ok := c.twinKey(key, sizes)
-	if !ok {
-		return nil, t
-	}
-	return c.find(&t), t
-}
-
-// hasTwin reports whether key's fields are cached, usable, in another
-// order (replyCache.has).
-func (c *replyCache) hasTwin(key *keyable.Key, sizes jdwp.IDSizes) bool {
-	t, ok := c.twinKey(key, sizes)
-	return ok && c.has(&t)
-}
-
-// indexTwin records the canonical key of key (stored now), or forgets
-// it (gone), for twin.
-func (c *replyCache) indexTwin(key *keyable.Key, stored bool) {
-	if key.Cmd() != jdwp.CmdObjectReferenceGetValues {
-		return
-	}
-	var canon keyable.Key
-	if !canonicalFields(&canon, key, c.sizes) {
-		return
-	}
-	switch t, ok := c.twins[canon]; {
-	case stored:
-		if c.twins == nil {
-			c.twins = map[keyable.Key]keyable.Key{}
+	for i := range c.fieldReads[obj] {
+		k := &c.fieldReads[obj][i]
+		if *k == *key {
+			continue
 		}
-		c.twins[canon] = *key
-	case ok && t == *key:
-		delete(c.twins, canon)
+		if _, have, ok := fieldsObject(k, sizes); ok && covers(have, want, sizes.FieldID) {
+			if _, cached := c.lru.Peek(*k); cached {
+				return *k, true
+			}
+		}
+	}
+	return keyable.Key{}, false
+}
+
+// cover returns the cached entry that may answer key, a read of an
+// object's fields, from a read of the same object's fields that include
+// all of key's, and that read's key; nil if none (replyCache.find's
+// rules). The key is returned by value: a pointer to it would move it to
+// the heap.
+func (c *replyCache) cover(key *keyable.Key, sizes jdwp.IDSizes) (*entry, keyable.Key) {
+	k, ok := c.coverKey(key, sizes)
+	if !ok {
+		return nil, k
+	}
+	return c.find(&k), k
+}
+
+// covered reports whether key's fields are cached, usable, in a read
+// that covers them (replyCache.has).
+func (c *replyCache) covered(key *keyable.Key, sizes jdwp.IDSizes) bool {
+	k, ok := c.coverKey(key, sizes)
+	return ok && c.has(&k)
+}
+
+// indexFields records key (stored now) as a read of its object's fields,
+// or forgets it (gone), for cover.
+func (c *replyCache) indexFields(key *keyable.Key, stored bool) {
+	obj, _, ok := fieldsObject(key, c.sizes)
+	if !ok {
+		return
+	}
+	reads := c.fieldReads[obj]
+	i := slices.Index(reads, *key)
+	switch {
+	case stored && i < 0:
+		if c.fieldReads == nil {
+			c.fieldReads = map[jdwp.ObjectID][]keyable.Key{}
+		}
+		if len(reads) >= maxFieldReads {
+			reads = slices.Delete(reads, 0, 1)
+		}
+		c.fieldReads[obj] = append(reads, *key)
+	case !stored && i >= 0:
+		if reads = slices.Delete(reads, i, i+1); len(reads) == 0 {
+			delete(c.fieldReads, obj)
+		} else {
+			c.fieldReads[obj] = reads
+		}
 	}
 }
 
-// permuteValues appends to dst the reply, with packet ID id, to key (the
+// pickValues appends to dst the reply, with packet ID id, to key (the
 // debugger's read of an object's fields) made from reply, the VM's reply
-// to twin (the same fields in another order): its values in key's order.
-// scratch holds the values' offsets (reused). ok is false if either does
-// not parse or they do not name the same fields.
-func permuteValues(dst []byte, id uint32, key, twin *keyable.Key, reply jdwp.Packet, sizes jdwp.IDSizes, scratch *[]int) (jdwp.Packet, bool) {
+// to from (a read of the same object's fields that include key's): for
+// each field key names, its value in from's reply. scratch holds the
+// values' offsets (reused). ok is false if either does not parse or from
+// does not name a field key does.
+func pickValues(dst []byte, id uint32, key, from *keyable.Key, reply jdwp.Packet, sizes jdwp.IDSizes, scratch *[]int) (jdwp.Packet, bool) {
 	f := sizes.FieldID
-	kp, tp := key.Params(), twin.Params()
-	if len(kp) != len(tp) || len(kp) < sizes.ObjectID+4 || !bytes.Equal(kp[:sizes.ObjectID+4], tp[:sizes.ObjectID+4]) ||
-		len(reply) < jdwp.HeaderSize || reply.ErrorCode() != jdwp.ErrorNone {
+	obj, kids, ok := fieldsObject(key, sizes)
+	fobj, fids, fok := fieldsObject(from, sizes)
+	if !ok || !fok || obj != fobj || len(reply) < jdwp.HeaderSize || reply.ErrorCode() != jdwp.ErrorNone {
 		return nil, false
 	}
-	kids, tids := kp[sizes.ObjectID+4:], tp[sizes.ObjectID+4:]
-	if f < 1 || len(kids)%f != 0 {
-		return nil, false
-	}
-	n := len(kids) / f
-	if n > 64 {
-		return nil, false
-	}
+	n := len(fids) / f
 	body := reply.Body()
 	r := jdwp.NewBodyReader(body, sizes)
 	if r.Count(1) != n {
@@ -140,17 +164,13 @@ func permuteValues(dst []byte, id uint32, key, twin *keyable.Key, reply jdwp.Pac
 		return nil, false
 	}
 	start := len(dst)
-	dst = jdwp.AppendReply(dst, id, jdwp.ErrorNone, body[:4])
-	var taken uint64 // each of twin's values goes once
-	for i := range n {
-		j := 0
-		for j < n && (taken&(1<<j) != 0 || !bytes.Equal(kids[i*f:(i+1)*f], tids[j*f:(j+1)*f])) {
-			j++
-		}
-		if j == n {
+	dst = jdwp.AppendReply(dst, id, jdwp.ErrorNone, nil)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(kids)/f))
+	for i := 0; i+f <= len(kids); i += f {
+		j := fieldAt(fids, kids[i:i+f], f)
+		if j < 0 {
 			return nil, false
 		}
-		taken |= 1 << j
 		dst = append(dst, body[offs[j]:offs[j+1]]...)
 	}
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start))

@@ -43,40 +43,49 @@ func fieldsRead(obj uint64, ids ...uint64) []byte {
 }
 
 // TestFieldsInAnotherOrderAnsweredFromTheCache: the same fields of an
-// object asked in another order are answered from the reply cached for
-// the first order, the values in the order asked (what the VM answers);
-// another set of fields, or another object, still goes to the VM. Fails
-// without the twin lookup (session.go) or with the values left in the
-// cached order.
+// object asked in another order, or some of them, are answered from the
+// reply cached for the first read, the values in the order asked (what
+// the VM answers); a field the first read did not name, or another
+// object, still goes to the VM. Fails without the cover lookup
+// (session.go) or with the values left in the cached order.
 func TestFieldsInAnotherOrderAnsweredFromTheCache(t *testing.T) {
 	fs := &frameState{count: 3, values: 10}
 	r := newRigWith(t, Config{MinRTT: 1 << 40}, fieldsVM(fs)) // organic caching only
 	r.event(jdwp.SuspendAll, bpEvent(thread1))
 	r.expectEvent()
 	first := r.dbg.call(40, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x5, 0x7, 0x3))
-	again := r.dbg.call(41, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x3, 0x5, 0x7))
+	value := func(id uint64) jdwp.Value {
+		if id == 0x7 {
+			return jdwp.Value{Tag: jdwp.TagLong, Bits: id}
+		}
+		return jdwp.Value{Tag: jdwp.TagInt, Bits: id}
+	}
+	for i, ids := range [][]uint64{{0x3, 0x5, 0x7}, {0x7, 0x3}, {0x5}} {
+		id := uint32(41 + i)
+		got := r.dbg.call(id, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, ids...))
+		want := jdwp.AppendReply(nil, id, 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(len(ids)))
+			for _, f := range ids {
+				w.Value(value(f))
+			}
+		}))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("fields %x of the first read's: %x, want %x (the first answer was %x)", ids, []byte(got), []byte(want), []byte(first))
+		}
+	}
 	if n := r.vm.count(jdwp.CmdObjectReferenceGetValues); n != 1 {
-		t.Fatalf("the VM was asked %d reads, want 1: the second order answered from the cache", n)
+		t.Fatalf("the VM was asked %d reads, want 1: the other orders and subsets answered from the cache", n)
 	}
-	want := jdwp.AppendReply(nil, 41, 0, body(func(w *jdwp.BodyWriter) {
-		w.Int32(3)
-		w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: 0x3})
-		w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: 0x5})
-		w.Value(jdwp.Value{Tag: jdwp.TagLong, Bits: 0x7})
-	}))
-	if !bytes.Equal(again, want) {
-		t.Fatalf("the fields in another order: %x, want %x (the first answer was %x)", []byte(again), []byte(want), []byte(first))
-	}
-	r.dbg.call(42, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x3, 0x5))
-	r.dbg.call(43, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x98, 0x3, 0x7, 0x5))
+	r.dbg.call(45, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x3, 0x9))
+	r.dbg.call(46, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x98, 0x3, 0x7, 0x5))
 	if n := r.vm.count(jdwp.CmdObjectReferenceGetValues); n != 3 {
-		t.Fatalf("the VM was asked %d reads, want 3: fewer fields, or another object, is another read", n)
+		t.Fatalf("the VM was asked %d reads, want 3: a field not read before, or another object, is another read", n)
 	}
 }
 
-// TestCanonicalFields: the canonical key sorts the field IDs and refuses
-// a field named twice and other commands.
-func TestCanonicalFields(t *testing.T) {
+// TestCovers: a read's fields cover another's when they include each of
+// its field IDs, in any order; fieldsObject refuses other commands.
+func TestCovers(t *testing.T) {
 	key := func(c jdwp.Cmd, params []byte) *keyable.Key {
 		var k keyable.Key
 		if _, ok := keyable.Fill(&k, c, params, sizes8); !ok {
@@ -84,57 +93,75 @@ func TestCanonicalFields(t *testing.T) {
 		}
 		return &k
 	}
-	var canon keyable.Key
-	if !canonicalFields(&canon, key(jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x9, 0x1, 0x5)), sizes8) ||
-		!bytes.Equal(canon.Params(), fieldsRead(0x99, 0x1, 0x5, 0x9)) {
-		t.Errorf("canonical %x, want the IDs ascending", canon.Params())
-	}
-	for _, k := range []*keyable.Key{
-		key(jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x5, 0x1, 0x5)),
-		key(jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0x99); w.Int32(0); w.Int32(2) })),
-	} {
-		if canonicalFields(&canon, k, sizes8) {
-			t.Errorf("%v %x has a canonical key %x", k.Cmd(), k.Params(), canon.Params())
+	ids := func(fields ...uint64) []byte {
+		_, b, ok := fieldsObject(key(jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, fields...)), sizes8)
+		if !ok {
+			t.Fatalf("fields %x: no object read", fields)
 		}
+		return b
+	}
+	for _, c := range []struct {
+		have, want []uint64
+		covers     bool
+	}{
+		{[]uint64{0x9, 0x1, 0x5}, []uint64{0x5, 0x9, 0x1}, true},
+		{[]uint64{0x9, 0x1, 0x5}, []uint64{0x1}, true},
+		{[]uint64{0x9, 0x1, 0x5}, []uint64{0x1, 0x2}, false},
+		{[]uint64{0x9}, []uint64{0x9, 0x9}, true},
+	} {
+		if got := covers(ids(c.have...), ids(c.want...), sizes8.FieldID); got != c.covers {
+			t.Errorf("fields %x cover %x: %v, want %v", c.have, c.want, got, c.covers)
+		}
+	}
+	if _, _, ok := fieldsObject(key(jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0x99); w.Int32(0); w.Int32(2) })), sizes8); ok {
+		t.Error("an array read is an object's fields read")
 	}
 }
 
-// FuzzPermuteValues: a VM's reply of any bytes, for any two keys, never
-// panics, and a reply made has the packet's length and the values' bytes.
-func FuzzPermuteValues(f *testing.F) {
+// FuzzPickValues: a VM's reply of any bytes, for any two keys, never
+// panics, and a reply made is a valid packet with the ID given and as
+// many values as the read names fields.
+func FuzzPickValues(f *testing.F) {
 	reply := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) {
 		w.Int32(2)
 		w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: 0x3})
 		w.Value(jdwp.Value{Tag: jdwp.TagLong, Bits: 0x7})
 	}))
 	f.Add([]byte(reply), fieldsRead(0x99, 0x7, 0x3), fieldsRead(0x99, 0x3, 0x7))
+	f.Add([]byte(reply), fieldsRead(0x99, 0x7), fieldsRead(0x99, 0x3, 0x7))
 	f.Add([]byte(reply), fieldsRead(0x99, 0x7, 0x3), fieldsRead(0x98, 0x3, 0x7))
 	f.Add([]byte{}, []byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, reply, kp, tp []byte) {
-		var key, twin keyable.Key
+		var key, from keyable.Key
 		if _, ok := keyable.Fill(&key, jdwp.CmdObjectReferenceGetValues, kp, sizes8); !ok {
 			return
 		}
-		if _, ok := keyable.Fill(&twin, jdwp.CmdObjectReferenceGetValues, tp, sizes8); !ok {
+		if _, ok := keyable.Fill(&from, jdwp.CmdObjectReferenceGetValues, tp, sizes8); !ok {
 			return
 		}
 		var offs []int
-		p, ok := permuteValues(nil, 9, &key, &twin, reply, sizes8, &offs)
+		p, ok := pickValues(nil, 9, &key, &from, reply, sizes8, &offs)
 		if !ok {
 			return
 		}
-		if !p.Valid() || p.ID() != 9 || len(p) != len(reply) {
+		_, want, _ := fieldsObject(&key, sizes8)
+		r := jdwp.NewBodyReader(p.Body(), sizes8)
+		n := r.Count(1)
+		for range n {
+			r.Value()
+		}
+		if !p.Valid() || p.ID() != 9 || n != len(want)/sizes8.FieldID || r.Err() != nil || r.Remaining() != 0 {
 			t.Fatalf("reply %x for %x from %x: made %x", reply, kp, tp, []byte(p))
 		}
 	})
 }
 
-// TestPermuteValuesAllocatesNothing: answering another order of the same
+// TestPickValuesAllocatesNothing: answering another order of the same
 // fields allocates nothing once the answer and offset buffers have grown.
-func TestPermuteValuesAllocatesNothing(t *testing.T) {
-	var key, twin keyable.Key
+func TestPickValuesAllocatesNothing(t *testing.T) {
+	var key, from keyable.Key
 	keyable.Fill(&key, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x3, 0x7), sizes8)
-	keyable.Fill(&twin, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x7, 0x3), sizes8)
+	keyable.Fill(&from, jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, 0x7, 0x3), sizes8)
 	reply := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) {
 		w.Int32(2)
 		w.Value(jdwp.Value{Tag: jdwp.TagLong, Bits: 0x7})
@@ -142,8 +169,8 @@ func TestPermuteValuesAllocatesNothing(t *testing.T) {
 	}))
 	buf, offs := make([]byte, 0, 64), make([]int, 0, 4)
 	if n := testing.AllocsPerRun(100, func() {
-		if _, ok := permuteValues(buf[:0], 9, &key, &twin, reply, sizes8, &offs); !ok {
-			t.Fatal("not permuted")
+		if _, ok := pickValues(buf[:0], 9, &key, &from, reply, sizes8, &offs); !ok {
+			t.Fatal("not picked")
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations a call, want 0", n)

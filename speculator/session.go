@@ -52,7 +52,7 @@ type session struct {
 
 	ord      order               // answers of running state sent in the VM's order (order.go)
 	ansBuf   []byte              // cache-hit answers (handed to the relay)
-	permOffs []int               // permuteValues' value offsets (reused)
+	permOffs []int               // pickValues' value offsets (reused)
 	flushFn  func(*relay.Outbox) // flushHeld, bound once (a method value made per call would allocate)
 
 	// The held speculation's flush (dispatcher.held): once the debugger's
@@ -160,8 +160,8 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			ss.ansBuf = f.Answer[:0]
 			return relay.Consume
 		}
-		if e, twin := ss.cache.twin(&d.key, sizes); e != nil {
-			if ans, ok := permuteValues(ss.ansBuf[:0], f.ID, &d.key, &twin, e.reply, sizes, &ss.permOffs); ok {
+		if e, from := ss.cache.cover(&d.key, sizes); e != nil {
+			if ans, ok := pickValues(ss.ansBuf[:0], f.ID, &d.key, &from, e.reply, sizes, &ss.permOffs); ok {
 				return ss.answerFrom(f, e, ans)
 			}
 		}
@@ -174,6 +174,7 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 			if s.deferred { // the debugger asks before the burst is in: send them now
 				ss.disp.flushDeferred(ss.out)
 			}
+			ss.disp.openPending() // a moment this turn decided goes out now, placed
 			if s.sent && ss.facts.valid(s.info, s.subj, s.gen) && s.servable() &&
 				ss.facts.inPlace(s.info, s.subj, s.pos) && ss.facts.answerable(s.info, s.subj) {
 				s.waiters = append(s.waiters, f.ID)
@@ -225,7 +226,9 @@ func (ss *session) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action 
 		d.eff = x.eff
 		ss.applyEffect(p, sizes, d)
 	}
-	ss.disp.closeMoment() // the debugger's command runs as it would have (moment.go)
+	if d.wb == nil || !d.wb.written || !d.wb.op.inMoment() {
+		ss.disp.closeMoment() // the debugger's command runs as it would have (moment.go)
+	}
 	d.gen = ss.facts.gen
 	d.pos = ss.facts.nextPos()
 	d.reads = ss.facts.forwarded(p.Cmd(), d, d.pos)
@@ -621,6 +624,7 @@ func (ss *session) notSuspended(s *spec) bool {
 		return false // a resume or other change since: the belief is already gone
 	}
 	ss.endEpisode()
+	ss.disp.closeMoment() // the thread runs: what it is asked goes after (stopMoment)
 	ss.facts.clearSuspension()
 	ss.facts.invalidateStop(reasonRunning)
 	if s.reask || len(s.waiters) == 0 {
@@ -653,6 +657,7 @@ func (ss *session) lock(out *relay.Outbox) {
 // unlock ends what lock began, telling the tap where the stops stand
 // (tell).
 func (ss *session) unlock() {
+	ss.disp.openPending()
 	if !ss.stopMoment() {
 		ss.disp.closeMoment()
 	}
@@ -661,22 +666,42 @@ func (ss *session) unlock() {
 	ss.mu.Unlock()
 }
 
-// stopMoment says whether the moment open stays open past this turn: at a
-// far end, next to its VM, a stop's reads of running state all go in one
-// moment, from its event until its speculation is done (or maxStopMoment
-// passed, or anything else goes to the VM: closeMoment's callers), which
-// the far end holds the event for anyway: the debugger may be answered
-// with any of them in any order (moment.go). Through a link the reads of
-// a stop take round trips, too long to hold a program still: a moment
-// lasts one turn there.
+// stopMoment says whether the moment open stays open past this turn, so
+// that what the stop's replies lead to is read in it too, at its one
+// position (moment.go), while the stop's speculation is still out: from
+// the first read of running state until that speculation is done, or
+// anything else goes to the VM (closeMoment's callers: the debugger's
+// own command first of all). At a far end, next to its VM, for at most
+// maxStopMoment, which the far end holds the event for anyway. Through a
+// link, while the next reply is due within maxHeldMoment of the moment's
+// start: the reads one level of a stop's values leads to (java-debug: an
+// object local's fields, an array local's elements) then share the
+// earlier levels' moment, and the debugger may read them in any order;
+// in moments of their own, an earlier level read after a later one is
+// read again (reread), a round trip more. What may not go in a moment
+// (dispatcher.after: a running thread's own state, a suspension count)
+// waits for it to close; a debugger that asks for one first sends its own
+// command, which closes it.
 func (ss *session) stopMoment() bool {
 	d := &ss.disp
-	return ss.facts.farEnd && ss.learn.ep.active && (d.nInFlight > 0 || len(d.queue) > 0) && time.Since(d.frozenAt) < maxStopMoment
+	if !ss.learn.ep.active || d.nInFlight == 0 && len(d.queue) == 0 {
+		return false
+	}
+	if ss.facts.farEnd {
+		return time.Since(d.frozenAt) < maxStopMoment
+	}
+	return time.Since(d.frozenAt)+d.rtt.soFar() < maxHeldMoment
 }
 
 // maxStopMoment bounds a far end's moment (stopMoment): the push's own
 // hold of a stop's event (push.Config.MaxHold).
 const maxStopMoment = 50 * time.Millisecond
+
+// maxHeldMoment bounds a moment held open through a link (stopMoment):
+// after a stop that left them running, the program's other threads stand
+// still for at most about this long (a long garbage collection's pause):
+// a few round trips of a link of tens of milliseconds, one at 100 ms.
+const maxHeldMoment = 200 * time.Millisecond
 
 // returnMemoryAbove is the cache peak above which a session's end returns
 // memory to the OS at once.

@@ -94,6 +94,13 @@ const (
 	wbThreadResume
 )
 
+// inMoment says whether a command of op, written behind, may go to the VM
+// in a moment held open (session.stopMoment) without closing it: an event
+// request set or cleared while no thread runs takes effect as at any
+// instant of the moment, and changes nothing its reads read; a resume
+// must run after the moment's own resume, as the debugger sent it.
+func (op wbOp) inMoment() bool { return op == wbSet || op == wbClear }
+
 var wbOpCmds = [...]jdwp.Cmd{wbSet: jdwp.CmdEventRequestSet, wbClear: jdwp.CmdEventRequestClear,
 	wbVMResume: jdwp.CmdVirtualMachineResume, wbThreadResume: jdwp.CmdThreadReferenceResume}
 

@@ -250,10 +250,10 @@ func (w *writeBehind) learnEvent(comp *jdwp.Composite, f *facts) {
 
 // answer answers the debugger's command f, which command proved (d.wb
 // written), at once and sends it to the VM as the proxy's own, with d
-// (and its wbCmd) kept until the reply.
+// (and its wbCmd) kept until the reply (a moment open closed first, or
+// not, as session.FromDebugger decided: wbOp.inMoment).
 func (w *writeBehind) answer(f *relay.Frame, d *cmdData) relay.Action {
 	c := d.wb
-	w.disp.closeMoment() // the debugger's command runs as it would have (dispatch.go)
 	id := w.disp.ids.NewSynthetic()
 	w.sendBuf = append(w.sendBuf[:0], f.Packet...)
 	jdwp.Packet(w.sendBuf).SetID(id)

@@ -636,3 +636,71 @@ func TestWriteBehindAfterInvoke(t *testing.T) {
 		t.Errorf("written behind in the step after the invoke: %d, want 3 (Clear, Set, Resume)", got)
 	}
 }
+
+// TestWriteBehindInsideAHeldMoment: at a step that left the other threads
+// running, the thread list the debugger reads at every stop is read ahead
+// in a moment, held open while it is out (session.stopMoment); the
+// debugger's Clear and Set of its step requests, written behind, go to
+// the VM inside it, and its Resume after the moment's own. Fails with a
+// written-behind command closing the moment (two moments at a stop) or
+// with the debugger's Resume inside it.
+func TestWriteBehindInsideAHeldMoment(t *testing.T) {
+	v := &reqVM{fs: &frameState{count: 3, values: 10}, next: 40}
+	r := newRigWith(t, Config{WriteBehind: true}, func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() == jdwp.CmdVirtualMachineVersion {
+			return 0, jdwptestVersion("OpenJDK 64-Bit Server VM")
+		}
+		return v.handler(p)
+	})
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineVersion, nil)
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	var id int32
+	step := func(hold bool) {
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+		if id > 0 {
+			r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, id))
+		}
+		id = be32(r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, true)).Body())
+		r.dbg.call(nextID(), jdwp.CmdThreadReferenceResume, threadBody(thread1))
+		r.vm.waitFor(jdwp.CmdThreadReferenceResume)
+		r.barrier()
+		if hold {
+			r.vm.hold() // the thread list read ahead stays out: the moment stays open
+		}
+		r.event(jdwp.SuspendEventThread, stepEvent(id))
+		r.expectEvent()
+	}
+	for range 2 { // the thread list learned; Clear, Set and Resume proven
+		step(false)
+	}
+	from := len(r.vm.commands())
+	step(true)
+	r.vm.waitFor(jdwp.CmdVirtualMachineAllThreads)
+	before := r.sp.Stats().WrittenBehind
+	r.dbg.call(nextID(), jdwp.CmdEventRequestClear, clearBody(jdwp.EventSingleStep, id))
+	r.dbg.call(nextID(), jdwp.CmdEventRequestSet, stepSet(thread1, true))
+	r.dbg.call(nextID(), jdwp.CmdThreadReferenceResume, threadBody(thread1))
+	if n := r.sp.Stats().WrittenBehind - before; n != 3 {
+		t.Fatalf("%d of Clear, Set and Resume written behind, want 3", n)
+	}
+	r.vm.waitFor(jdwp.CmdThreadReferenceResume)
+	r.vm.release()
+	r.barrier()
+	var got []jdwp.Cmd
+	for _, p := range r.vm.commands()[from:] {
+		switch c := p.Cmd(); c {
+		case jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineResume, jdwp.CmdEventRequestClear,
+			jdwp.CmdEventRequestSet, jdwp.CmdThreadReferenceResume, jdwp.CmdVirtualMachineAllThreads:
+			got = append(got, c)
+		}
+	}
+	// The last step's commands, then the held stop's.
+	want := []jdwp.Cmd{jdwp.CmdVirtualMachineAllThreads, jdwp.CmdEventRequestClear, jdwp.CmdEventRequestSet, jdwp.CmdThreadReferenceResume,
+		jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineAllThreads, jdwp.CmdEventRequestClear,
+		jdwp.CmdEventRequestSet, jdwp.CmdVirtualMachineResume, jdwp.CmdThreadReferenceResume}
+	if !slices.Equal(got, want) {
+		t.Errorf("the VM received %v, want %v", got, want)
+	}
+	r.dbg.quiet()
+}
