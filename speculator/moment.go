@@ -310,6 +310,7 @@ func (c *core) reread(sizes jdwp.IDSizes) {
 // that may be asked again (rereadable): all of it (a miss: refetch), or
 // what is out of place (reread).
 func (c *core) askRunningAgain(sizes jdwp.IDSizes, all bool) {
+	c.disp.openPending() // this turn's moment placed: after every answer given
 	ep := &c.learn.ep
 	for i, n := 0, len(ep.specs); i < n; i++ {
 		if s := ep.specs[i]; s.rereadable() && c.facts.running(s.info, s.subj) && (all || !c.facts.inPlace(s.info, s.subj, s.pos)) {

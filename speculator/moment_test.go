@@ -661,3 +661,27 @@ func TestReadsOfOneBurstShareAMoment(t *testing.T) {
 		t.Errorf("the reads led to placed at %d, not after the moment that led to them (%d)", a.pos, first[0].pos)
 	}
 }
+
+// TestPendingMomentReadsStayInPlace: a moment's reads decided in a turn
+// are placed as they go on the wire (dispatcher.openPending); an answer
+// that raises the floor in the same turn (the debugger's hit) does not
+// find them out of place and ask them again: they go after it. Fails with
+// unplaced reads taken for reads below the floor.
+func TestPendingMomentReadsStayInPlace(t *testing.T) {
+	ss, first, _ := burstRig(t)
+	var out relay.Outbox
+	ss.lock(&out)
+	for _, x := range first {
+		ss.disp.submit(ss.out, x)
+		ss.learn.ep.specs = append(ss.learn.ep.specs, x) // the stop's speculation
+	}
+	ss.facts.delivered(ss.facts.nextPos()) // an answer given in this turn raised the floor
+	ss.reread(sizes8)
+	floor := ss.facts.floor
+	ss.unlock()
+	for _, x := range first {
+		if x.done || x.pos < floor {
+			t.Errorf("a read of the turn's moment: asked again %v, at %d below the floor %d", x.done, x.pos, floor)
+		}
+	}
+}
