@@ -102,12 +102,12 @@ type replyCache struct {
 	// for an entry that has since left the cache; tick skips it.
 	ageing []aged
 	head   int // ageing[:head] is consumed
-	// fieldReads holds, per object, the keys of its cached reads of the
-	// object's fields (permute.go: cover), at most maxFieldReads each.
-	// sizes are the connection's ID sizes, as stores give them (they do
-	// not change within a connection): evicted, the LRU's callback, has
-	// none of its own to read a key with.
-	fieldReads map[jdwp.ObjectID][]keyable.Key
+	// valueReads holds, per object (frame), the keys of its cached reads
+	// of the object's fields (the frame's variables) (permute.go: cover),
+	// at most maxValueReads each. sizes are the connection's ID sizes, as
+	// stores give them (they do not change within a connection): evicted,
+	// the LRU's callback, has none of its own to read a key with.
+	valueReads map[valuesOwner][]keyable.Key
 	sizes      jdwp.IDSizes
 }
 
@@ -147,7 +147,7 @@ func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Sub
 		e.at = time.Now()
 	}
 	c.lru.Add(*key, e)
-	c.indexFields(key, true)
+	c.indexValues(key, true)
 	if info.Tier == keyable.TierObject {
 		c.ageing = append(c.ageing, aged{key: *key, stop: c.stop})
 	}
@@ -164,7 +164,7 @@ func (c *replyCache) store(key *keyable.Key, info keyable.Info, subj keyable.Sub
 
 // evicted is the LRU's callback for every entry leaving the cache.
 func (c *replyCache) evicted(k keyable.Key, e *entry) {
-	c.indexFields(&k, false)
+	c.indexValues(&k, false)
 	size := e.cost()
 	c.bytes -= size
 	c.sp.addCache(-size, -1)
@@ -200,7 +200,7 @@ func (c *replyCache) find(key *keyable.Key) *entry {
 
 // servedFrom returns the entry a near end may have answered key from,
 // as the session looks one up (session.FromDebugger): key's own, else
-// a read of the same object's fields that include its own (cover), else every frame of
+// a read of the same values that include its own (cover), else every frame of
 // key's thread (framesOf), each if still valid here; else key's own
 // even if no longer valid (a reply of running state this end saw
 // change since it pushed it). Nil if none. It drops no entry and moves

@@ -113,10 +113,13 @@ func (c *core) attachAllowed() bool {
 
 // frameSlots is the slot lists to ask of a frame at loc (StackFrame.
 // GetValues' parameters after the frame), the first the likeliest: those
-// the debugger asked of the method at that code index, else of the
-// method (slotLists), else (a method it never showed) the one JDI's
-// visibleVariables lists there (classFacts.visibleSlots). The answer is
-// valid until the next call or the learner's next command.
+// the debugger asked of the method at that code index, else, for a
+// debugger that reads a frame's visible variables (learner.visibleSlots),
+// the ones visible there (a step into a new variable's scope reads it
+// too), else those it asked of the method (slotLists), else (a method it
+// never showed) the one JDI's visibleVariables lists there
+// (classFacts.visibleSlots). The answer is valid until the next call or
+// the learner's next command.
 func (c *core) frameSlots(loc jdwp.Location) ([][]byte, bool) {
 	mk := methodOf(loc)
 	exact := mk
@@ -124,13 +127,13 @@ func (c *core) frameSlots(loc jdwp.Location) ([][]byte, bool) {
 	if s, ok := c.learn.slots[exact]; ok && s.n > 0 {
 		return s.all(), true
 	}
-	if s, ok := c.learn.slots[mk]; ok && s.n > 0 {
+	var visible bool
+	c.slotBuf, visible = c.facts.classes.visibleSlots(c.slotBuf[:0], loc)
+	c.slotOne[0] = c.slotBuf
+	if s, ok := c.learn.slots[mk]; ok && s.n > 0 && !(visible && c.learn.visibleSlots > 0) {
 		return s.all(), true
 	}
-	var ok bool
-	c.slotBuf, ok = c.facts.classes.visibleSlots(c.slotBuf[:0], loc)
-	c.slotOne[0] = c.slotBuf
-	return c.slotOne[:], ok
+	return c.slotOne[:], visible
 }
 
 // writer returns a BodyWriter over the parameter scratch.

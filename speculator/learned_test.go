@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
 
@@ -793,6 +795,75 @@ func TestLearnedArrayReadFitsTheArray(t *testing.T) {
 			if arr != c.arr || first != c.first || n != c.want {
 				t.Errorf("%s: reads %#x from %d, %d elements; want %#x from %d, %d", c.description, arr, first, n, c.arr, c.first, c.want)
 			}
+		}
+	}
+}
+
+// TestVisibleSlotsAtANewIndex: a debugger that reads, of a frame, every
+// variable visible at its location (in any order: Eclipse's JDI lists them
+// in its own) has a frame at a code index it never read read by the
+// variables visible there, from the method's variable table: a step into
+// a new variable's scope reads it too. A debugger that reads other lists
+// has the method's last one. Fails with the method's last list replayed
+// for a debugger that reads what is visible (the step that brings a new
+// local into scope: its frame's read missed, and each level under it).
+func TestVisibleSlotsAtANewIndex(t *testing.T) {
+	_, s, _ := quietSession()
+	ss := s.ss
+	at := func(index uint64) jdwp.Location {
+		return jdwp.Location{TypeTag: jdwp.TypeTagClass, Class: 0x70, Method: 0x71, Index: index}
+	}
+	ss.facts.classes.vars[methodOf(at(0))] = []variable{
+		{start: 0, length: 40, slot: 0, tag: jdwp.TagObject, this: true},
+		{start: 0, length: 40, slot: 1, tag: jdwp.TagInt},
+		{start: 10, length: 30, slot: 2, tag: jdwp.TagObject}, // in scope from index 10
+	}
+	slots := func(pairs ...int32) []byte {
+		return body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(len(pairs) / 2))
+			for i := 0; i+1 < len(pairs); i += 2 {
+				w.Int32(pairs[i])
+				w.Uint8(uint8(pairs[i+1]))
+			}
+		})
+	}
+	asked := slots(1, int32(jdwp.TagInt)) // what the debugger read at index 4
+	ss.learn.slotsOf(methodOf(at(4))).add(1, asked)
+	// The learner tells a debugger that reads what is visible, in its own
+	// order, from one that does not.
+	for _, c := range []struct {
+		read []byte
+		want int8
+	}{
+		{slots(2, int32(jdwp.TagObject), 1, int32(jdwp.TagInt)), 1},
+		{slots(2, int32(jdwp.TagObject)), -1},
+	} {
+		ss.learn.ep.active = true
+		ss.learn.ep.frames = map[jdwp.FrameID]frameInfo{0xF1: {thread: thread1, loc: at(20)}}
+		key := body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.FrameID(0xF1) })
+		var k keyable.Key
+		info, ok := keyable.Fill(&k, jdwp.CmdStackFrameGetValues, append(key, c.read...), sizes8)
+		if !ok {
+			t.Fatal("not keyable")
+		}
+		ss.learn.learnCommand(&k, info, k.Subject(info, sizes8), sizes8, nil, &ss.facts.classes, false)
+		if ss.learn.visibleSlots != c.want {
+			t.Errorf("read %x at index 20: reads the visible variables %d, want %d", c.read, ss.learn.visibleSlots, c.want)
+		}
+	}
+	ss.learn.slotsOf(methodOf(at(4))).add(2, asked) // the method's last list again
+	for _, c := range []struct {
+		visible int8
+		want    []byte
+	}{
+		{1, slots(1, int32(jdwp.TagInt), 2, int32(jdwp.TagObject))},
+		{-1, asked},
+		{0, asked},
+	} {
+		ss.learn.visibleSlots = c.visible
+		got, ok := ss.frameSlots(at(12))
+		if !ok || len(got) == 0 || !bytes.Equal(got[0], c.want) {
+			t.Errorf("a debugger reading the visible variables %d: at a new index read %x, want %x", c.visible, got, c.want)
 		}
 	}
 }

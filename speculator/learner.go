@@ -170,9 +170,17 @@ type learner struct {
 	templates []*template
 	byKey     map[keyable.Key]*template
 	slots     map[methodKey]*slotLists // SF.GetValues parameters after the frame ID
-	fields    map[jdwp.ClassID][]byte  // reference type -> OR.GetValues parameters after the object ID
-	arrReads  []arrRead                // the debugger's ArrayReference.GetValues (first, length), latest first, distinct
-	arrKnown  bool
+	// visibleSlots is whether the debugger reads, of a frame, the values
+	// of every variable visible at its location (JDI's visibleVariables,
+	// as classFacts.visibleSlots lists them, in any order):
+	// 1 at the last read whose method's variables were known, -1 not, 0
+	// none yet. Then a frame at a code index it never read is read by its
+	// visible variables, not by the method's last list (core.frameSlots).
+	visibleSlots int8
+	visBuf       []byte                  // visibleSlots' scratch
+	fields       map[jdwp.ClassID][]byte // reference type -> OR.GetValues parameters after the object ID
+	arrReads     []arrRead               // the debugger's ArrayReference.GetValues (first, length), latest first, distinct
+	arrKnown     bool
 	// fieldOrder is how the debugger lists the fields of an object whose
 	// type it never read (a profile's, until orderSeen: learned from this
 	// session's reads by shapeRules.asked).
@@ -511,7 +519,7 @@ func (l *learner) forgetProfile() {
 // any invoke of the stop, which voids them there, whenever its report
 // comes.
 func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable.Subject, sizes jdwp.IDSizes,
-	objType map[jdwp.ObjectID]jdwp.ClassID, served bool) {
+	objType map[jdwp.ObjectID]jdwp.ClassID, classes *classFacts, served bool) {
 	ep := &l.ep
 	c := key.Cmd()
 	l.asked[c] = l.serial + 1 // 1 at the attach, n+1 at stop n
@@ -544,6 +552,15 @@ func (l *learner) learnCommand(key *keyable.Key, info keyable.Info, subj keyable
 		}
 		ep.valueDepth |= 1 << fi.depth
 		tail := params[sizes.ObjectID+sizes.FrameID:]
+		if classes != nil {
+			if vis, ok := classes.visibleSlots(l.visBuf[:0], fi.loc); ok {
+				l.visBuf = vis
+				l.visibleSlots = -1
+				if len(vis) == len(tail) && len(tail) >= 4 && covers(vis[4:], tail[4:], 5) {
+					l.visibleSlots = 1 // in any order: it is answered in its own (permute.go)
+				}
+			}
+		}
 		mk := methodOf(fi.loc)
 		l.slotsOf(mk).add(ep.serial, tail)
 		mk.index, mk.exact = fi.loc.Index, true

@@ -84,7 +84,7 @@ func TestFieldsInAnotherOrderAnsweredFromTheCache(t *testing.T) {
 }
 
 // TestCovers: a read's fields cover another's when they include each of
-// its field IDs, in any order; fieldsObject refuses other commands.
+// its field IDs, in any order; valuesOf refuses other commands.
 func TestCovers(t *testing.T) {
 	key := func(c jdwp.Cmd, params []byte) *keyable.Key {
 		var k keyable.Key
@@ -94,7 +94,7 @@ func TestCovers(t *testing.T) {
 		return &k
 	}
 	ids := func(fields ...uint64) []byte {
-		_, b, ok := fieldsObject(key(jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, fields...)), sizes8)
+		_, b, _, ok := valuesOf(key(jdwp.CmdObjectReferenceGetValues, fieldsRead(0x99, fields...)), sizes8)
 		if !ok {
 			t.Fatalf("fields %x: no object read", fields)
 		}
@@ -113,7 +113,7 @@ func TestCovers(t *testing.T) {
 			t.Errorf("fields %x cover %x: %v, want %v", c.have, c.want, got, c.covers)
 		}
 	}
-	if _, _, ok := fieldsObject(key(jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0x99); w.Int32(0); w.Int32(2) })), sizes8); ok {
+	if _, _, _, ok := valuesOf(key(jdwp.CmdArrayReferenceGetValues, body(func(w *jdwp.BodyWriter) { w.ObjectID(0x99); w.Int32(0); w.Int32(2) })), sizes8); ok {
 		t.Error("an array read is an object's fields read")
 	}
 }
@@ -144,13 +144,13 @@ func FuzzPickValues(f *testing.F) {
 		if !ok {
 			return
 		}
-		_, want, _ := fieldsObject(&key, sizes8)
+		_, want, unit, _ := valuesOf(&key, sizes8)
 		r := jdwp.NewBodyReader(p.Body(), sizes8)
 		n := r.Count(1)
 		for range n {
 			r.Value()
 		}
-		if !p.Valid() || p.ID() != 9 || n != len(want)/sizes8.FieldID || r.Err() != nil || r.Remaining() != 0 {
+		if !p.Valid() || p.ID() != 9 || n != len(want)/unit || r.Err() != nil || r.Remaining() != 0 {
 			t.Fatalf("reply %x for %x from %x: made %x", reply, kp, tp, []byte(p))
 		}
 	})
@@ -174,5 +174,69 @@ func TestPickValuesAllocatesNothing(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations a call, want 0", n)
+	}
+}
+
+// slotsRead is a StackFrame.GetValues of frame 0xF3 of thread1: each slot
+// read as an int.
+func slotsRead(slots ...int32) []byte {
+	return body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(thread1)
+		w.FrameID(0xF3)
+		w.Int32(int32(len(slots)))
+		for _, s := range slots {
+			w.Int32(s)
+			w.Uint8(uint8(jdwp.TagInt))
+		}
+	})
+}
+
+// TestFrameVariablesInAnotherOrderAnsweredFromTheCache: a frame's
+// variables asked in another order (Eclipse's JDI lists them in its own,
+// not by slot), or some of them, are answered from the reply cached for
+// the first read, the values in the order asked; a slot the first read did
+// not name goes to the VM. Fails without the cover of frame reads
+// (valuesOf) or with the values left in the cached order.
+func TestFrameVariablesInAnotherOrderAnsweredFromTheCache(t *testing.T) {
+	fs := &frameState{count: 3, values: 10}
+	r := newRigWith(t, Config{MinRTT: 1 << 40}, func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		if p.Cmd() != jdwp.CmdStackFrameGetValues {
+			return fs.handler(p)
+		}
+		r := jdwp.NewBodyReader(p.Body(), sizes8)
+		r.ObjectID()
+		r.FrameID()
+		n := r.Int32()
+		return 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(n)
+			for range n {
+				slot := r.Int32()
+				r.Uint8()
+				w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: uint64(100 + slot)})
+			}
+		})
+	})
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.dbg.call(50, jdwp.CmdStackFrameGetValues, slotsRead(1, 2, 6))
+	for i, slots := range [][]int32{{6, 1, 2}, {2}} {
+		id := uint32(51 + i)
+		got := r.dbg.call(id, jdwp.CmdStackFrameGetValues, slotsRead(slots...))
+		want := jdwp.AppendReply(nil, id, 0, body(func(w *jdwp.BodyWriter) {
+			w.Int32(int32(len(slots)))
+			for _, s := range slots {
+				w.Value(jdwp.Value{Tag: jdwp.TagInt, Bits: uint64(100 + s)})
+			}
+		}))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("slots %v of the first read's: %x, want %x", slots, []byte(got), []byte(want))
+		}
+	}
+	if n := r.vm.count(jdwp.CmdStackFrameGetValues); n != 1 {
+		t.Fatalf("the VM was asked %d reads of the frame, want 1", n)
+	}
+	r.dbg.call(53, jdwp.CmdStackFrameGetValues, slotsRead(1, 7))
+	if n := r.vm.count(jdwp.CmdStackFrameGetValues); n != 2 {
+		t.Fatalf("the VM was asked %d reads of the frame, want 2: a slot not read before is another read", n)
 	}
 }

@@ -315,7 +315,7 @@ func (ss *session) flushHeld(out *relay.Outbox) {
 // asked hands the parts a cacheable command the debugger asked, once the
 // learner learned it (served: learner.learnCommand).
 func (ss *session) asked(key *keyable.Key, info keyable.Info, sizes jdwp.IDSizes, served bool) {
-	ss.learn.learnCommand(key, info, key.Subject(info, sizes), sizes, ss.facts.objType, served)
+	ss.learn.learnCommand(key, info, key.Subject(info, sizes), sizes, ss.facts.objType, &ss.facts.classes, served)
 	for _, x := range ss.on.askers {
 		x.asked(key, info, sizes)
 	}

@@ -375,7 +375,7 @@ func TestSignatureCmdIsTheLastAsked(t *testing.T) {
 	ask := func(c jdwp.Cmd) {
 		var k keyable.Key
 		info, _ := keyable.Fill(&k, c, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(0x70) }), sizes8)
-		l.learnCommand(&k, info, k.Subject(info, sizes8), sizes8, nil, false)
+		l.learnCommand(&k, info, k.Subject(info, sizes8), sizes8, nil, nil, false)
 	}
 	ask(jdwp.CmdReferenceTypeSignatureWithGeneric) // at attach
 	if c, _ := l.signatureCmd(); c != jdwp.CmdReferenceTypeSignatureWithGeneric {
