@@ -127,12 +127,17 @@ func (c *core) frameSlots(loc jdwp.Location) ([][]byte, bool) {
 	if s, ok := c.learn.slots[exact]; ok && s.n > 0 {
 		return s.all(), true
 	}
-	var visible bool
-	c.slotBuf, visible = c.facts.classes.visibleSlots(c.slotBuf[:0], loc)
-	c.slotOne[0] = c.slotBuf
-	if s, ok := c.learn.slots[mk]; ok && s.n > 0 && !(visible && c.learn.visibleSlots > 0) {
+	s, learned := c.learn.slots[mk]
+	learned = learned && s.n > 0
+	if learned && c.learn.visibleSlots <= 0 {
 		return s.all(), true
 	}
+	var visible bool
+	c.slotBuf, visible = c.facts.classes.visibleSlots(c.slotBuf[:0], loc)
+	if !visible && learned {
+		return s.all(), true
+	}
+	c.slotOne[0] = c.slotBuf
 	return c.slotOne[:], visible
 }
 

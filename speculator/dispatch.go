@@ -136,7 +136,8 @@ func (d *dispatcher) send(out *relay.Outbox, s *spec) {
 			s.pos, s.moment = d.frozen, true
 			break
 		}
-		if len(d.pend) == 0 && d.chaining && !d.facts.farEnd {
+		// (Nothing is pending while chaining: a reply's turn defers from its start.)
+		if d.chaining && !d.facts.farEnd {
 			s.deferred = true
 			d.deferred = append(d.deferred, s)
 			return
