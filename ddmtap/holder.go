@@ -410,7 +410,10 @@ func (o sessionStart) SessionStart(s *relay.Session) {
 		o.c.w.disable() // the session's writer takes over
 	}
 	o.c.l.setSession(s, func(p jdwp.Packet) error {
-		return s.Do(func(out *relay.Outbox) { out.SendToVM(p, relay.Synthetic) })
+		return s.Do(func(out *relay.Outbox) {
+			s.Yield(out) // the VM as the program left it: no suspension of the speculator's (relay.Yielder)
+			out.SendToVM(p, relay.Synthetic)
+		})
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,11 +143,17 @@ func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
 // proxy runs a relay in front of the holder.
 func proxy(t *testing.T, h *ddmtap.Holder) string {
 	t.Helper()
+	return proxyWith(t, h, nil)
+}
+
+// proxyWith is proxy with hooks of the test's own beside the tap's.
+func proxyWith(t *testing.T, h *ddmtap.Holder, hooks func(*relay.Session) relay.Hooks) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relay.NewServer(relay.Config{DialVM: h.Dial, Logger: zerolog.Nop()})
+	srv := relay.NewServer(relay.Config{DialVM: h.Dial, Logger: zerolog.Nop(), NewHooks: hooks})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.Serve(ctx, ln); close(done) }()
@@ -499,5 +506,38 @@ func TestHolderReportsTheFirstThreads(t *testing.T) {
 		if !seen[th.ID] {
 			t.Errorf("thread %d (%s) never reported created", th.ID, th.Name)
 		}
+	}
+}
+
+// yielder is an interceptor keeping a state of its own (relay.Yielder, as
+// the speculator's held moment): it counts the yields asked of it.
+type yielder struct{ n atomic.Int32 }
+
+func (*yielder) FromDebugger(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
+func (*yielder) FromVM(*relay.Session, *relay.Frame) relay.Action       { return relay.Forward }
+func (*yielder) Close(*relay.Session)                                   {}
+func (y *yielder) Yield(*relay.Session, *relay.Outbox)                  { y.n.Add(1) }
+
+// TestTapYieldsBeforeItsRequests: the tap's own requests, sent while a
+// debugger's session runs, find the VM as the program left it: the
+// session's hooks holding a state of their own are asked to end it first
+// (relay.Session.Yield). Fails with the tap sending without yielding.
+func TestTapYieldsBeforeItsRequests(t *testing.T) {
+	vm := jdwptest.StartDDMVM(t, fakevm.Config{Profile: fakevm.Dalvik, Seed: 3})
+	h := startHolder(t, vm.Addr(), nil)
+	mon := h.Monitor()
+	y := &yielder{}
+	addr := proxyWith(t, h, func(*relay.Session) relay.Hooks { return relay.Hooks{Interceptors: []relay.Interceptor{y}} })
+	d := attach(t, addr)
+	d.send(jdwp.AppendCommand(nil, 1, jdwp.CmdIDSizes, nil))
+	d.next("IDSizes reply", replyTo(1), nil)
+	wait(t, mon, "debugger seen", func(s ddmtap.Snapshot) bool { return s.DebuggerAttached })
+	before := mon.Snapshot().Heap
+	if err := mon.RequestHeap(); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, mon, "a heap walk during the session", func(s ddmtap.Snapshot) bool { return s.Heap != nil && s.Heap != before })
+	if y.n.Load() == 0 {
+		t.Error("the tap sent its requests during the session without asking the hooks to yield")
 	}
 }

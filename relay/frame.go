@@ -223,6 +223,17 @@ type Gate interface {
 	HoldDebugger(s *Session)
 }
 
+// A Yielder is optionally implemented by an Interceptor that may keep the
+// VM in a state of its own making from one turn to the next (the
+// speculator holds a stop's moment open: a suspension of its own). Hook
+// code that sends the VM a command the interceptors never saw (the DDM
+// tap's own requests) calls Session.Yield first, in the same turn, so the
+// command finds the VM as the program left it.
+type Yielder interface {
+	// Yield ends that state, sending what it takes through out.
+	Yield(s *Session, out *Outbox)
+}
+
 // SessionObserver is optionally implemented by an Observer that wants to
 // know when sessions start and end.
 type SessionObserver interface {

@@ -135,6 +135,17 @@ func (s *Session) Do(fn func(out *Outbox)) error {
 	return nil
 }
 
+// Yield asks each interceptor keeping the VM in a state of its own making
+// (Yielder) to end it, through out. Call it from Do work, before sending a
+// command the interceptors did not see.
+func (s *Session) Yield(out *Outbox) {
+	for _, ic := range s.hooks.Interceptors {
+		if y, ok := ic.(Yielder); ok {
+			y.Yield(s, out)
+		}
+	}
+}
+
 // runQueued runs the work queued by Do, in order, until none is left. The
 // turn is held.
 func (s *Session) runQueued() {

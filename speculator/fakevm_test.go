@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,7 +198,8 @@ type rig struct {
 	vm   *fakeVM
 	dbg  *debugger
 	sp   *Speculator
-	stop func() // ends the session and waits for the relay (idempotent)
+	stop func()                        // ends the session and waits for the relay (idempotent)
+	rs   atomic.Pointer[relay.Session] // the last session the relay made
 }
 
 func newRig(t *testing.T, cfg Config) *rig {
@@ -250,10 +252,15 @@ func startRigWith(t *testing.T, sp *Speculator, h func(p jdwp.Packet) (jdwp.Erro
 	t.Helper()
 	log := testLog()
 	vm := newFakeVM(t, h)
+	r := &rig{vm: vm, sp: sp}
+	hooks := rigHooks(sp)
 	srv := relay.NewServer(relay.Config{
-		DialVM:   relay.DialTCP(vm.vm.Addr()),
-		Logger:   log,
-		NewHooks: rigHooks(sp),
+		DialVM: relay.DialTCP(vm.vm.Addr()),
+		Logger: log,
+		NewHooks: func(rs *relay.Session) relay.Hooks {
+			r.rs.Store(rs)
+			return hooks(rs)
+		},
 	})
 	dbgLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -269,7 +276,7 @@ func startRigWith(t *testing.T, sp *Speculator, h func(p jdwp.Packet) (jdwp.Erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &debugger{t: t, d: jd}
+	r.dbg = &debugger{t: t, d: jd}
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -279,8 +286,9 @@ func startRigWith(t *testing.T, sp *Speculator, h func(p jdwp.Packet) (jdwp.Erro
 			vm.vm.Close()
 		})
 	}
+	r.stop = stop
 	t.Cleanup(stop)
-	return &rig{vm: vm, dbg: d, sp: sp, stop: stop}
+	return r
 }
 
 func body(f func(w *jdwp.BodyWriter)) []byte {

@@ -685,3 +685,65 @@ func TestPendingMomentReadsStayInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestYieldClosesAHeldMoment: a command the session's hooks never see
+// (the DDM tap's own, sent from Do work after relay.Session.Yield) finds
+// the program as it left it: the stop's moment, held open while its
+// speculation is out, is closed first, its Resume on the wire before the
+// command. Fails without session.Yield: the command goes inside the
+// proxy's suspension.
+func TestYieldClosesAHeldMoment(t *testing.T) {
+	v := &reqVM{fs: &frameState{count: 3, values: 10}, next: 40}
+	r := newRigWith(t, Config{}, func(p jdwp.Packet) (jdwp.ErrorCode, []byte) {
+		switch p.Cmd() {
+		case jdwp.CmdVirtualMachineVersion:
+			return 0, jdwptestVersion("OpenJDK 64-Bit Server VM")
+		case jdwp.CmdDDMChunk:
+			return 0, nil
+		}
+		return v.handler(p)
+	})
+	r.dbg.call(nextID(), jdwp.CmdVirtualMachineVersion, nil)
+	step := func() {
+		r.dbg.call(nextID(), jdwp.CmdVirtualMachineAllThreads, nil)
+		r.dbg.call(nextID(), jdwp.CmdThreadReferenceResume, threadBody(thread1))
+		r.vm.waitFor(jdwp.CmdThreadReferenceResume)
+		r.barrier()
+	}
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	for range 2 { // the thread list learned
+		step()
+		r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+		r.expectEvent()
+	}
+	step()
+	from := len(r.vm.commands())
+	r.vm.hold() // the thread list read ahead stays out: the moment stays open
+	r.event(jdwp.SuspendEventThread, bpEvent(thread1))
+	r.expectEvent()
+	r.vm.waitFor(jdwp.CmdVirtualMachineAllThreads)
+	rs := r.rs.Load()
+	chunk := jdwp.AppendCommand(nil, rs.IDs().NewSynthetic(), jdwp.CmdDDMChunk, []byte("THEN\x00\x00\x00\x01\x01"))
+	if err := rs.Do(func(out *relay.Outbox) {
+		rs.Yield(out)
+		out.SendToVM(chunk, relay.Synthetic)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.vm.waitFor(jdwp.CmdDDMChunk)
+	r.vm.release()
+	r.barrier()
+	var got []jdwp.Cmd
+	for _, p := range r.vm.commands()[from:] {
+		switch c := p.Cmd(); c {
+		case jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineResume, jdwp.CmdDDMChunk:
+			got = append(got, c)
+		}
+	}
+	want := []jdwp.Cmd{jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineResume, jdwp.CmdDDMChunk}
+	if !slices.Equal(got, want) {
+		t.Errorf("the VM received %v, want %v", got, want)
+	}
+	r.dbg.quiet()
+}

@@ -637,6 +637,17 @@ func (ss *session) notSuspended(s *spec) bool {
 	return true
 }
 
+// Yield closes the moment the stop's speculation holds open
+// (relay.Yielder): a command of a client the session's hooks never see
+// (the DDM tap's own requests) is about to go to the VM, and must find the
+// program's threads as the program left them, not suspended by the
+// proxy.
+func (ss *session) Yield(_ *relay.Session, out *relay.Outbox) {
+	ss.lock(out)
+	ss.disp.closeMoment()
+	ss.unlock()
+}
+
 // importProfile hands the parts the profile an earlier session left
 // (the attach found it).
 func (ss *session) importProfile(p *profile, sizes jdwp.IDSizes) {
