@@ -68,6 +68,18 @@ func (vm *fakeVM) count(c jdwp.Cmd) int { return vm.vm.Count(c) }
 // commands is every command the VM received so far.
 func (vm *fakeVM) commands() []jdwp.Packet { return vm.vm.Commands() }
 
+// commandsOf lists the commands among cmds the VM received, from its
+// from'th command on, in order.
+func (vm *fakeVM) commandsOf(from int, cmds ...jdwp.Cmd) []jdwp.Cmd {
+	var got []jdwp.Cmd
+	for _, p := range vm.commands()[from:] {
+		if c := p.Cmd(); slices.Contains(cmds, c) {
+			got = append(got, c)
+		}
+	}
+	return got
+}
+
 // askedOf is how many commands c the VM received whose first parameter
 // is the object (thread, array) obj.
 func (vm *fakeVM) askedOf(c jdwp.Cmd, obj uint64) int {

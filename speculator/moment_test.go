@@ -734,13 +734,7 @@ func TestYieldClosesAHeldMoment(t *testing.T) {
 	r.vm.waitFor(jdwp.CmdDDMChunk)
 	r.vm.release()
 	r.barrier()
-	var got []jdwp.Cmd
-	for _, p := range r.vm.commands()[from:] {
-		switch c := p.Cmd(); c {
-		case jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineResume, jdwp.CmdDDMChunk:
-			got = append(got, c)
-		}
-	}
+	got := r.vm.commandsOf(from, jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineResume, jdwp.CmdDDMChunk)
 	want := []jdwp.Cmd{jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineResume, jdwp.CmdDDMChunk}
 	if !slices.Equal(got, want) {
 		t.Errorf("the VM received %v, want %v", got, want)

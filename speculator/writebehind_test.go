@@ -687,14 +687,8 @@ func TestWriteBehindInsideAHeldMoment(t *testing.T) {
 	r.vm.waitFor(jdwp.CmdThreadReferenceResume)
 	r.vm.release()
 	r.barrier()
-	var got []jdwp.Cmd
-	for _, p := range r.vm.commands()[from:] {
-		switch c := p.Cmd(); c {
-		case jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineResume, jdwp.CmdEventRequestClear,
-			jdwp.CmdEventRequestSet, jdwp.CmdThreadReferenceResume, jdwp.CmdVirtualMachineAllThreads:
-			got = append(got, c)
-		}
-	}
+	got := r.vm.commandsOf(from, jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineResume, jdwp.CmdEventRequestClear,
+		jdwp.CmdEventRequestSet, jdwp.CmdThreadReferenceResume, jdwp.CmdVirtualMachineAllThreads)
 	// The last step's commands, then the held stop's.
 	want := []jdwp.Cmd{jdwp.CmdVirtualMachineAllThreads, jdwp.CmdEventRequestClear, jdwp.CmdEventRequestSet, jdwp.CmdThreadReferenceResume,
 		jdwp.CmdVirtualMachineSuspend, jdwp.CmdVirtualMachineAllThreads, jdwp.CmdEventRequestClear,
