@@ -3,7 +3,6 @@ package tunnel
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -12,11 +11,11 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/logsink"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -43,75 +42,7 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// sink is a zerolog writer the test can wait on.
-type sink struct {
-	mu      sync.Mutex // guards recs and changed
-	recs    []map[string]any
-	changed chan struct{} // closed and replaced at each record
-}
-
-func newSink() *sink { return &sink{changed: make(chan struct{})} }
-
-func (s *sink) Write(p []byte) (int, error) {
-	var rec map[string]any
-	if err := json.Unmarshal(p, &rec); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.recs = append(s.recs, rec)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	return len(p), nil
-}
-
-// count is the number of records match accepts.
-func (s *sink) count(match func(map[string]any) bool) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.recs {
-		if match(r) {
-			n++
-		}
-	}
-	return n
-}
-
-// wait waits until n records match, and fails the test after timeout.
-func (s *sink) wait(t *testing.T, what string, n int, timeout time.Duration, match func(map[string]any) bool) {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		if s.count(match) >= n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("no %d records %s within %v; log:\n%s", n, what, timeout, s)
-		}
-	}
-}
-
-func (s *sink) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	for _, r := range s.recs {
-		j, _ := json.Marshal(r)
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-func msg(m string) func(map[string]any) bool {
-	return func(r map[string]any) bool { return r["message"] == m }
-}
+var msg = logsink.Message
 
 // buildFwd builds the test tunnel (testdata/fwd) into a temporary
 // directory.
@@ -179,9 +110,9 @@ func echoThrough(addr string) error {
 	return nil
 }
 
-func run(t *testing.T, cfg Config) (*Tunnel, *sink) {
+func run(t *testing.T, cfg Config) (*Tunnel, *logsink.Sink) {
 	t.Helper()
-	s := newSink()
+	s := logsink.New()
 	cfg.Logger = zerolog.New(s)
 	tun := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -205,26 +136,26 @@ func TestRestartsOnExit(t *testing.T) {
 		if err := echoThrough(addr); err != nil {
 			t.Errorf("through the tunnel, start %d: %v", i+1, err)
 		}
-		logs.wait(t, "of the command's exit", i+1, 10*time.Second, msg("the tunnel command exited"))
+		logs.Wait(t, "of the command's exit", i+1, 10*time.Second, msg("the tunnel command exited"))
 	}
-	logs.wait(t, "of the 3rd start up", 3, 10*time.Second, msg("tunnel up: the far end answers through it"))
+	logs.Wait(t, "of the 3rd start up", 3, 10*time.Second, msg("tunnel up: the far end answers through it"))
 	said := func(stream, prefix, level string) func(map[string]any) bool {
 		return func(r map[string]any) bool {
 			out, _ := r[LogOutput].(string)
 			return r[LogStream] == stream && strings.HasPrefix(out, prefix) && r["level"] == level
 		}
 	}
-	if n := logs.count(said("stderr", "fwd: lost connection to pod", "warn")); n != 1 {
+	if n := logs.Count(said("stderr", "fwd: lost connection to pod", "warn")); n != 1 {
 		t.Errorf("the command's repeated stderr line logged %d times, want once (then thinned); log:\n%s", n, logs)
 	}
-	if n := logs.count(said("stdout", "Forwarding from", "info")); n != 1 {
+	if n := logs.Count(said("stdout", "Forwarding from", "info")); n != 1 {
 		t.Errorf("the command's repeated stdout line logged %d times, want once; log:\n%s", n, logs)
 	}
 	if starts, exits := testutil.ToFloat64(m.starts), testutil.ToFloat64(m.ends[EndExited]); starts < 3 || exits < 2 || starts > exits+1 {
 		t.Errorf("metrics: %v starts, %v exits; want at least 3 and 2, and at most one start not ended", starts, exits)
 	}
 	// It was up each time before it died: the backoff stayed at its least.
-	if n := logs.count(func(r map[string]any) bool {
+	if n := logs.Count(func(r map[string]any) bool {
 		return r["message"] == "restarting the tunnel command" && r[LogBackoff] != 50.0
 	}); n != 0 {
 		t.Errorf("%d restarts after a longer backoff; log:\n%s", n, logs)
@@ -250,7 +181,7 @@ func TestRestartsWhenFarEndGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken.Store(true)
-	logs.wait(t, "of the stop", 1, 10*time.Second, func(r map[string]any) bool {
+	logs.Wait(t, "of the stop", 1, 10*time.Second, func(r map[string]any) bool {
 		m, _ := r["message"].(string)
 		return strings.HasPrefix(m, "tunnel command stopped: the far end did not answer through it 2 times")
 	})
@@ -260,7 +191,7 @@ func TestRestartsWhenFarEndGone(t *testing.T) {
 	broken.Store(false)
 	// Up again only if the new command could bind the port: the old
 	// one's child is gone.
-	logs.wait(t, "of the 2nd start up", 2, 10*time.Second, msg("tunnel up: the far end answers through it"))
+	logs.Wait(t, "of the 2nd start up", 2, 10*time.Second, msg("tunnel up: the far end answers through it"))
 	if err := echoThrough(addr); err != nil {
 		t.Errorf("through the restarted tunnel: %v", err)
 	}
@@ -272,15 +203,11 @@ func TestBackoff(t *testing.T) {
 	_, logs := run(t, Config{Argv: []string{"sh", "-c", "echo no such pod >&2; exit 1"}, Addr: "127.0.0.1:1",
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
 	restart := msg("restarting the tunnel command")
-	logs.wait(t, "of restarts", 5, 10*time.Second, restart)
+	logs.Wait(t, "of restarts", 5, 10*time.Second, restart)
 	var got []float64
-	logs.mu.Lock()
-	for _, r := range logs.recs {
-		if restart(r) && len(got) < 5 {
-			got = append(got, r[LogBackoff].(float64))
-		}
+	for _, r := range logs.Where(restart)[:5] {
+		got = append(got, r[LogBackoff].(float64))
 	}
-	logs.mu.Unlock()
 	if want := []float64{10, 20, 40, 40, 40}; !reflect.DeepEqual(got, want) {
 		t.Errorf("backoffs %v ms, want %v", got, want)
 	}

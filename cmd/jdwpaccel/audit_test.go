@@ -198,7 +198,7 @@ func TestSplitUsersAudit(t *testing.T) {
 		return rec["user"] == "bob" && rec["closed_by"] != nil
 	})
 
-	aliceSession := far.logs.find(func(rec map[string]any) bool { return rec["user"] == "alice" && rec["session"] != nil })
+	aliceSession := far.logs.Find(func(rec map[string]any) bool { return rec["user"] == "alice" && rec["session"] != nil })
 	if aliceSession == nil {
 		t.Fatalf("no far end log line of alice's session:\n%s", far.logs)
 	}

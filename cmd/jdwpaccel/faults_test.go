@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,102 +28,25 @@ import (
 
 	"github.com/jdwpaccel/jdwpaccel/bench/javavm"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/internal/logsink"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 )
 
 // ---- the proxy and its log ---------------------------------------------
 
-// logSink keeps the proxy's JSON log lines and wakes waiters on each.
-type logSink struct {
-	mu      sync.Mutex // guards lines and changed
-	lines   []map[string]any
-	raw     bytes.Buffer
-	changed chan struct{} // closed and replaced on every line
-}
-
-func (l *logSink) add(line []byte) {
-	var rec map[string]any
-	_ = json.Unmarshal(line, &rec)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.raw.Write(line)
-	l.raw.WriteByte('\n')
-	if rec != nil {
-		l.lines = append(l.lines, rec)
-	}
-	close(l.changed)
-	l.changed = make(chan struct{})
-}
-
-func (l *logSink) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.raw.String()
-}
+// logSink keeps a jdwpaccel process's JSON log lines (package logsink),
+// with what these tests wait for in them.
+type logSink struct{ *logsink.Sink }
 
 // wait returns the first log record, from the start of the log, for which
 // match holds, waiting for new lines up to timeout.
-func (l *logSink) wait(t *testing.T, what string, timeout time.Duration, match func(rec map[string]any) bool) map[string]any {
+func (l logSink) wait(t *testing.T, what string, timeout time.Duration, match func(rec map[string]any) bool) map[string]any {
 	t.Helper()
-	var found map[string]any
-	if !l.until(timeout, func() bool { found = l.firstLocked(match); return found != nil }) {
-		t.Fatalf("no log line %s within %v; log:\n%s", what, timeout, l)
-	}
-	return found
-}
-
-// countWhere counts the log records for which match holds.
-func (l *logSink) countWhere(match func(rec map[string]any) bool) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, rec := range l.lines {
-		if match(rec) {
-			n++
-		}
-	}
-	return n
-}
-
-// until calls cond, with l.mu held, at once and after each new line, until
-// it holds (true) or timeout passes (false).
-func (l *logSink) until(timeout time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		l.mu.Lock()
-		ok, changed := cond(), l.changed
-		l.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			return false
-		}
-	}
-}
-
-// find returns the first log record for which match holds, or nil.
-func (l *logSink) find(match func(rec map[string]any) bool) map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.firstLocked(match)
-}
-
-// firstLocked is find, with l.mu held.
-func (l *logSink) firstLocked(match func(rec map[string]any) bool) map[string]any {
-	for _, rec := range l.lines {
-		if match(rec) {
-			return rec
-		}
-	}
-	return nil
+	return l.Wait(t, what, 1, timeout, match)
 }
 
 // sessionEnd waits for the log line that ends session id and returns it.
-func (l *logSink) sessionEnd(t *testing.T, id int) map[string]any {
+func (l logSink) sessionEnd(t *testing.T, id int) map[string]any {
 	t.Helper()
 	return l.wait(t, fmt.Sprintf("ending session %d", id), 15*time.Second, func(rec map[string]any) bool {
 		msg, _ := rec["message"].(string)
@@ -672,7 +594,7 @@ func connEnded(err error) bool {
 
 // forDebugger waits for a log line about the debugger connected from c
 // with the given reason.
-func (l *logSink) forDebugger(t *testing.T, c net.Conn, reason string) map[string]any {
+func (l logSink) forDebugger(t *testing.T, c net.Conn, reason string) map[string]any {
 	t.Helper()
 	addr := c.LocalAddr().String()
 	return l.wait(t, fmt.Sprintf("for debugger %s with reason %s", addr, reason), 15*time.Second, func(rec map[string]any) bool {
@@ -682,7 +604,7 @@ func (l *logSink) forDebugger(t *testing.T, c net.Conn, reason string) map[strin
 
 // sessionOf is the session number the proxy gave the debugger connected
 // from c, from its "debugger session started" log line.
-func (l *logSink) sessionOf(t *testing.T, c net.Conn) int {
+func (l logSink) sessionOf(t *testing.T, c net.Conn) int {
 	t.Helper()
 	addr := c.LocalAddr().String()
 	rec := l.wait(t, "starting the session of "+addr, 15*time.Second, func(rec map[string]any) bool {
@@ -1131,7 +1053,7 @@ func TestFault200Sessions(t *testing.T) {
 		t.Fatalf("after %d sessions: open files %d -> %d, goroutines %d -> %d\n%s",
 			n, fds, fds2, goroutines, goroutines2, buf[:runtime.Stack(buf, true)])
 	}
-	ended := p.logs.countWhere(func(rec map[string]any) bool {
+	ended := p.logs.Count(func(rec map[string]any) bool {
 		_, ok := rec["closed_by"]
 		return ok
 	})
@@ -1327,7 +1249,7 @@ func TestFaultVMKilledOtherSessionGoesOn(t *testing.T) {
 		}
 	}
 	otherAddr := other.conn.LocalAddr().String()
-	if rec := p.logs.find(func(rec map[string]any) bool {
+	if rec := p.logs.Find(func(rec map[string]any) bool {
 		msg, _ := rec["message"].(string)
 		return rec["debugger"] == otherAddr && strings.Contains(msg, "ended")
 	}); rec != nil {

@@ -149,8 +149,8 @@ func (h *cutHop) setTarget(addr string) {
 }
 
 // count counts the log lines with message msg.
-func (l *logSink) count(msg string) int {
-	return l.countWhere(func(rec map[string]any) bool { return rec["message"] == msg })
+func (l logSink) count(msg string) int {
+	return l.Count(func(rec map[string]any) bool { return rec["message"] == msg })
 }
 
 const (
@@ -248,7 +248,7 @@ func TestSplitResumeStepping(t *testing.T) {
 // stranger tries to take the far end's session over with the token and
 // the session's ID from its log, without the secret.
 func stranger(t *testing.T, far *splitEnd, token []byte) split.Status {
-	rec := far.logs.find(func(rec map[string]any) bool { _, ok := rec[split.LogLinkSession]; return ok })
+	rec := far.logs.Find(func(rec map[string]any) bool { _, ok := rec[split.LogLinkSession]; return ok })
 	if rec == nil {
 		t.Error("the far end logged no session ID")
 		return 0

@@ -29,6 +29,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/ddmtap/fakevm"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdbtest"
 	"github.com/jdwpaccel/jdwpaccel/internal/jdwptest"
+	"github.com/jdwpaccel/jdwpaccel/internal/logsink"
 	"github.com/rs/zerolog"
 )
 
@@ -36,7 +37,7 @@ import (
 // --far, or --vm as faultProxy starts it).
 type splitEnd struct {
 	addr string
-	logs *logSink
+	logs logSink
 	stop func() // cancels it and waits for its exit
 }
 
@@ -46,7 +47,7 @@ func startEnd(t *testing.T, listening string, args ...string) *splitEnd {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	e := &splitEnd{logs: &logSink{changed: make(chan struct{})}}
+	e := &splitEnd{logs: logSink{logsink.New()}}
 	args = append([]string{args[0], "--http-addr", "", "--log-format", "json", "--log-level", "debug"}, args[1:]...)
 	done := make(chan int, 1)
 	go func() {
@@ -59,7 +60,7 @@ func startEnd(t *testing.T, listening string, args ...string) *splitEnd {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			e.logs.add(sc.Bytes())
+			e.logs.Write(sc.Bytes())
 		}
 	}()
 	var once sync.Once
@@ -276,7 +277,7 @@ func TestSplitRemoteTLSToken(t *testing.T) {
 	os.WriteFile(wrong, []byte("incorrect horse battery staple\n"), 0o600)
 	vm := startJVM(t, b, javavm.Shallow)
 	far := startFarEnd(t, vm.addr(), "--listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key, "--token-file", token)
-	if far.logs.find(func(rec map[string]any) bool {
+	if far.logs.Find(func(rec map[string]any) bool {
 		return rec["level"] == "warn" && strings.Contains(rec["message"].(string), "non-loopback")
 	}) == nil {
 		t.Errorf("no warning about listening beyond loopback:\n%s", far.logs)

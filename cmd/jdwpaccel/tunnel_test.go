@@ -137,7 +137,7 @@ func TestSplitFarTunnel(t *testing.T) {
 			return rec["session"] == float64(start) && rec["closed_by"] != nil
 		})
 	}
-	if near.logs.find(func(rec map[string]any) bool { return rec["message"] == "the tunnel command exited" }) == nil {
+	if near.logs.Find(func(rec map[string]any) bool { return rec["message"] == "the tunnel command exited" }) == nil {
 		t.Errorf("the tunnel never exited: the test did not test restarts; near end log:\n%s", near.logs)
 	}
 }
@@ -182,7 +182,7 @@ func TestSplitFarTunnelSessionSurvives(t *testing.T) {
 	if loc := d.step(thread, jdwp.StepOver); loc.Method != method {
 		t.Fatalf("after three restarts: stopped in method %#x, not main (%#x)", loc.Method, method)
 	}
-	if rec := near.logs.find(func(rec map[string]any) bool { return rec["closed_by"] != nil }); rec != nil {
+	if rec := near.logs.Find(func(rec map[string]any) bool { return rec["closed_by"] != nil }); rec != nil {
 		t.Errorf("the debugger's session ended across the restarts: %v", rec)
 	}
 }
@@ -250,7 +250,7 @@ func TestSplitLinkProcessStopped20s(t *testing.T) {
 			t.Fatalf("step %d after the stall: stopped in method %#x, not main (%#x)", i+1, loc.Method, method)
 		}
 	}
-	if rec := near.logs.find(func(rec map[string]any) bool { return rec["closed_by"] != nil }); rec != nil {
+	if rec := near.logs.Find(func(rec map[string]any) bool { return rec["closed_by"] != nil }); rec != nil {
 		t.Errorf("the debugger's session ended across the stall: %v", rec)
 	}
 }
