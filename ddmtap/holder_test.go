@@ -173,6 +173,10 @@ func attach(t *testing.T, addr string) *debugger {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The debugger stays connected until the test ends, used or not: an
+	// unreachable connection is closed by the garbage collector (its
+	// descriptor's finalizer), ending the session under the test.
+	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(15 * time.Second))
 	c.Write([]byte(jdwp.Handshake))
 	if err := jdwp.ReadHandshake(c); err != nil {
