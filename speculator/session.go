@@ -644,8 +644,10 @@ func (ss *session) notSuspended(s *spec) bool {
 // proxy.
 func (ss *session) Yield(_ *relay.Session, out *relay.Outbox) {
 	ss.lock(out)
-	ss.disp.closeMoment()
-	ss.unlock()
+	defer ss.unlock()
+	if !ss.closed {
+		ss.disp.closeMoment()
+	}
 }
 
 // importProfile hands the parts the profile an earlier session left
