@@ -564,6 +564,25 @@ func burstRig(t *testing.T) (ss *session, first []*spec, c *chainOn) {
 	return ss, first, c
 }
 
+// submitInOneTurn submits specs to ss's dispatcher in one turn, as a
+// stop's event does.
+func submitInOneTurn(ss *session, specs []*spec) {
+	var out relay.Outbox
+	ss.lock(&out)
+	for _, x := range specs {
+		ss.disp.submit(ss.out, x)
+	}
+	ss.unlock()
+}
+
+// replyInTurn hands ss the VM's reply p to x in a turn of its own.
+func replyInTurn(ss *session, x *spec, p jdwp.Packet) {
+	var out relay.Outbox
+	ss.lock(&out)
+	ss.specReply(x, p, sizes8)
+	ss.unlock()
+}
+
 // sentOf counts the specs of made that went to the VM.
 func sentOf(made []*spec) (n int) {
 	for _, y := range made {
@@ -581,20 +600,13 @@ func sentOf(made []*spec) (n int) {
 // debugger may read in any order. Fails with a moment of one turn.
 func TestChainedReadsShareTheStopsMoment(t *testing.T) {
 	ss, first, c := burstRig(t)
-	var out relay.Outbox
-	ss.lock(&out)
-	for _, x := range first {
-		ss.disp.submit(ss.out, x)
-	}
-	ss.unlock()
+	submitInOneTurn(ss, first)
 	if ss.disp.frozen == 0 {
 		t.Fatal("the stop's moment closed with its reads still out")
 	}
 	name := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.String("w") }))
 	for i, x := range first {
-		ss.lock(&out)
-		ss.specReply(x, name, sizes8)
-		ss.unlock()
+		replyInTurn(ss, x, name)
 		if want := min(i+1, 2); sentOf(c.made) != want {
 			t.Fatalf("after reply %d of 3, %d of the reads it led to went to the VM, want %d", i+1, sentOf(c.made), want)
 		}
@@ -608,9 +620,7 @@ func TestChainedReadsShareTheStopsMoment(t *testing.T) {
 		t.Fatal("the moment closed with the reads it led to out")
 	}
 	for _, y := range c.made {
-		ss.lock(&out)
-		ss.specReply(y, name, sizes8)
-		ss.unlock()
+		replyInTurn(ss, y, name)
 	}
 	if ss.disp.frozen != 0 {
 		t.Error("the moment stayed open with nothing of the stop out")
@@ -627,12 +637,7 @@ func TestChainedReadsShareTheStopsMoment(t *testing.T) {
 func TestReadsOfOneBurstShareAMoment(t *testing.T) {
 	ss, first, c := burstRig(t)
 	ss.disp.rtt.sample(maxHeldMoment) // a round trip as long as a moment may be held
-	var out relay.Outbox
-	ss.lock(&out) // one turn: the three reads in one moment
-	for _, x := range first {
-		ss.disp.submit(ss.out, x)
-	}
-	ss.unlock()
+	submitInOneTurn(ss, first)
 	if !first[0].moment || first[0].pos != first[2].pos {
 		t.Fatal("the first reads did not go in one moment")
 	}
@@ -640,6 +645,7 @@ func TestReadsOfOneBurstShareAMoment(t *testing.T) {
 		t.Fatal("the moment stayed open with a round trip of maxHeldMoment")
 	}
 	name := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) { w.String("w") }))
+	var out relay.Outbox
 	for i, x := range first { // their replies, one turn each, in order
 		ss.lock(&out)
 		ss.specReply(x, name, sizes8)
