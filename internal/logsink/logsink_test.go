@@ -10,11 +10,11 @@ func TestSinkKeepsAndWaits(t *testing.T) {
 	s := New()
 	s.Write([]byte(`{"message":"a","n":1}` + "\n"))
 	s.Write([]byte("not json"))
-	done := make(chan Record)
-	go func() { done <- s.Wait(t, "of b", 2, 10*time.Second, Message("b")) }()
-	s.Write([]byte(`{"message":"b","n":2}`))
-	s.Write([]byte(`{"message":"b","n":3}`))
-	if r := <-done; r["n"] != float64(2) {
+	go func() { // while Wait waits, or before: either way it finds them
+		s.Write([]byte(`{"message":"b","n":2}`))
+		s.Write([]byte(`{"message":"b","n":3}`))
+	}()
+	if r := s.Wait(t, "of b", 2, 10*time.Second, Message("b")); r["n"] != float64(2) {
 		t.Errorf("Wait returned %v, want the first of the two", r)
 	}
 	if n := s.Count(Message("a")); n != 1 {
