@@ -45,3 +45,32 @@ func BenchmarkHit(b *testing.B) {
 		ss.FromDebugger(rs, f)
 	}
 }
+
+// BenchmarkLearnFrames is the learned rules' work on a stop's first reply:
+// the stopped thread's Frames, 27 frames deep (the Deep debuggee's), each
+// iteration a new stop. Its reply's turn is where a belayed debugger waits
+// (the one step of jdb-min at 0 ms, where the proxy's CPU is the step's).
+//
+//	go test -run '^$' -bench BenchmarkLearnFrames -benchmem ./speculator
+func BenchmarkLearnFrames(b *testing.B) {
+	rs := &relay.Session{}
+	rs.SetIDSizes(sizes8)
+	ss := newSession(New(Config{}, zerolog.Nop(), nil), rs)
+	params := body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(-1) })
+	const depth = 27
+	frames := body(func(w *jdwp.BodyWriter) {
+		w.Int32(depth)
+		for i := range depth {
+			w.FrameID(0x1000 + uint64(i))
+			w.Location(jdwp.Location{TypeTag: 1, Class: 0x70 + uint64(i%5), Method: 0x100 + uint64(i%9), Index: 4})
+		}
+	})
+	r := reply{ok: true, valid: true, c: jdwp.CmdThreadReferenceFrames, params: params,
+		p: jdwp.AppendReply(nil, 0xA0000001, 0, frames), sizes: sizes8}
+	at := jdwp.Location{TypeTag: 1, Class: 0x70, Method: 0x100, Index: 4}
+	b.ReportAllocs()
+	for b.Loop() {
+		ss.learn.beginEpisode(thread1, at)
+		ss.lrn.replied(&r)
+	}
+}

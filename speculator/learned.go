@@ -46,6 +46,7 @@ type learnedRules struct {
 	askedKind jdwp.EventKind
 	last      *lgraph // the graph of the last stop
 	st        lstop   // the current stop
+	spare     lstop   // the last stop's, whose containers the next reuses (lstop.reused)
 	// sent and used count the replay's speculation over the session (as
 	// each stop ends); asks counts the debugger's reads from its third
 	// stop on but the verbatim templates', predicted those the replay had
@@ -68,6 +69,7 @@ type learnedRules struct {
 	buf      []byte          // scratch: parameters being built
 	shapeBuf []byte          // scratch: a template's shape being looked up (appendShape)
 	items    []item          // scratch: a stack of the items of the replies being fed (feed)
+	elig     []eligAt        // scratch: a reply's elements being indexed (index)
 }
 
 // lgraph is the templates learned after one kind of stop.
@@ -143,7 +145,7 @@ type lnode struct {
 // origin is where an ID was found in the current stop.
 type origin struct {
 	n     *lnode
-	key   keyable.Key
+	key   *keyable.Key // the stop's copy (learnedRules.stopKey)
 	path  path
 	i     int
 	tag   jdwp.Tag
@@ -171,10 +173,16 @@ type lstop struct {
 	fed    map[keyable.Key]bool
 	// emitted are the keys the replay named (emit).
 	emitted map[keyable.Key]bool
-	// eligible is, per source reply and path, the indices of its
-	// elements by tag bit (what "every element" means at the stop's end).
+	// eligible is, per source reply, path and tag, the indices of its
+	// elements (what "every element" of a template's tags means at the
+	// stop's end: settleIndices).
 	eligible map[eligKey]uint64
-	specs    []*spec
+	// slab holds the stop's one-origin lists (firstOrigin); keys the
+	// copies of the keys its origins name (stopKey). Both are appended
+	// to in chunks, so what points into them stays valid for the stop.
+	slab  []origin
+	keys  []keyable.Key
+	specs []*spec
 	// waitType are ObjectReference.GetValues waiting for their object's
 	// type chain to be known, by object.
 	waitType map[jdwp.ObjectID][]*lnode
@@ -197,7 +205,7 @@ type lstop struct {
 type eligKey struct {
 	key  keyable.Key
 	path path
-	tags uint16
+	tag  uint16 // one tag's bit (tagBit)
 }
 
 // Bounds of the learned graph and of a stop's bookkeeping.
@@ -303,6 +311,9 @@ func (lr *learnedRules) endStop() {
 		}
 	}
 	lr.prune(st.g)
+	if len(st.origins) <= keepStopEntries {
+		lr.spare = *st
+	}
 	*st = lstop{}
 }
 
@@ -330,7 +341,10 @@ func (lr *learnedRules) settleIndices(n *lnode) {
 	}
 	for k, asked := range n.asked {
 		idx |= asked
-		e := lr.st.eligible[eligKey{key: k, path: p.path, tags: n.tags}]
+		var e uint64
+		for t := n.tags; t != 0; t &= t - 1 {
+			e |= lr.st.eligible[eligKey{key: k, path: p.path, tag: t & -t}]
+		}
 		if n.cmd == jdwp.CmdThreadReferenceName {
 			e &^= lr.st.named[k]
 		}
@@ -422,8 +436,34 @@ func (lr *learnedRules) begin() *lstop {
 		replay = lr.last
 	}
 	lr.last = g
-	*st = lstop{serial: ep.serial, kind: lr.kind, g: g, replay: replay, origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
-		fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{}, waitType: map[jdwp.ObjectID][]*lnode{},
-		asked: map[keyable.Key]bool{}, named: map[keyable.Key]uint64{}}
+	*st = lr.spare.reused()
+	st.serial, st.kind, st.g, st.replay = ep.serial, lr.kind, g, replay
+	return st
+}
+
+// keepStopEntries bounds the IDs a stop's bookkeeping may have indexed
+// for its maps to be kept for the next stop (learnedRules.spare): a
+// cleared map keeps its size, and clearing costs it at every stop.
+const keepStopEntries = 4096
+
+// reused is an empty stop with sp's containers cleared, or new ones.
+func (sp *lstop) reused() lstop {
+	if sp.origins == nil {
+		return lstop{origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
+			fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{},
+			waitType: map[jdwp.ObjectID][]*lnode{}, asked: map[keyable.Key]bool{}, named: map[keyable.Key]uint64{}}
+	}
+	clear(sp.origins)
+	clear(sp.nodeOf)
+	clear(sp.fed)
+	clear(sp.emitted)
+	clear(sp.eligible)
+	clear(sp.waitType)
+	clear(sp.asked)
+	clear(sp.named)
+	clear(sp.slab) // drops the templates they point to
+	st := lstop{origins: sp.origins, nodeOf: sp.nodeOf, fed: sp.fed, emitted: sp.emitted, eligible: sp.eligible,
+		waitType: sp.waitType, asked: sp.asked, named: sp.named, slab: sp.slab[:0], keys: sp.keys[:0]}
+	*sp = lstop{}
 	return st
 }

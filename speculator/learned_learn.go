@@ -91,34 +91,32 @@ func (lr *learnedRules) replied(r *reply) {
 // index records where each ID of reply body (to key, template n) is.
 func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdwp.IDSizes, asked bool) {
 	st := &lr.st
+	lr.elig = lr.elig[:0]
+	var named uint64
+	var sk *keyable.Key // key's copy for the stop, once an origin names it
 	walkReply(key.Cmd(), body, sizes, func(it *item) {
-		if it.path.listed() && !(it.sp == spObject && jdwp.ThreadID(it.id) == lr.learn.ep.thread) {
+		if it.path.listed() && it.i < 64 && !(it.sp == spObject && jdwp.ThreadID(it.id) == lr.learn.ep.thread) {
 			// (The stopped thread's reads are the event's templates.)
-			// eligible is kept by tag set; settleIndices asks with the
-			// template's, so every set of one or two bits that holds
-			// this element's is recorded.
-			if it.tag == jdwp.TagThread && it.i < 64 && lr.learn.namedBefore(jdwp.ThreadID(it.id)) && len(st.named) < maxSpecPerStop {
-				st.named[*key] |= 1 << it.i
+			if it.tag == jdwp.TagThread && lr.learn.namedBefore(jdwp.ThreadID(it.id)) {
+				named |= 1 << it.i
 			}
-			ek := eligKey{key: *key, path: it.path}
-			sets, nsets := tagSets(tagBit(it.tag))
-			for _, set := range sets[:nsets] {
-				ek.tags = set
-				if it.i < 64 {
-					st.eligible[ek] |= 1 << it.i
-				}
-			}
+			lr.elig = addElig(lr.elig, it.path, tagBit(it.tag), it.i)
 		}
 		ik := idKey{sp: it.sp, id: it.id}
 		os := st.origins[ik]
-		o := origin{n: n, key: *key, path: it.path, i: it.i, tag: it.tag, asked: asked}
 		for j := range os {
 			if os[j].n == n && os[j].path == it.path && os[j].i == it.i {
 				os[j].asked = os[j].asked || asked
 				return
 			}
 		}
+		if sk == nil {
+			sk = lr.stopKey(key)
+		}
+		o := origin{n: n, key: sk, path: it.path, i: it.i, tag: it.tag, asked: asked}
 		switch {
+		case os == nil:
+			st.origins[ik] = lr.firstOrigin(o)
 		case len(os) < maxOrigins:
 			st.origins[ik] = append(os, o)
 		case asked:
@@ -130,20 +128,54 @@ func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdw
 			}
 		}
 	})
+	if named != 0 && len(st.named) < maxSpecPerStop {
+		st.named[*key] |= named
+	}
+	for _, e := range lr.elig {
+		st.eligible[eligKey{key: *key, path: e.path, tag: e.tag}] |= e.idx
+	}
 }
 
-// tagSets are the tag sets a template may ask with that hold bit b: b
-// alone, or b with one other of the object tags: sets[:n] (an array, not
-// a slice: it is asked for every listed ID of every reply of a stop).
-func tagSets(b uint16) (sets [8]uint16, n int) {
-	sets[0], n = b, 1
-	for o := uint16(1); o < 1<<7; o <<= 1 {
-		if o != b {
-			sets[n] = b | o
-			n++
+// eligAt is the elements of one reply at one path with one tag (its
+// bit), which index gathers before it records them (lstop.eligible).
+type eligAt struct {
+	path path
+	tag  uint16
+	idx  uint64
+}
+
+// addElig adds element i at path with tag bit to els.
+func addElig(els []eligAt, p path, tag uint16, i int) []eligAt {
+	for j := range els {
+		if els[j].path == p && els[j].tag == tag {
+			els[j].idx |= 1 << i
+			return els
 		}
 	}
-	return sets, n
+	return append(els, eligAt{path: p, tag: tag, idx: 1 << i})
+}
+
+// stopKey is a copy of key that lives as long as the stop (lstop.keys).
+func (lr *learnedRules) stopKey(key *keyable.Key) *keyable.Key {
+	st := &lr.st
+	if len(st.keys) == cap(st.keys) {
+		st.keys = make([]keyable.Key, 0, 16)
+	}
+	st.keys = append(st.keys, *key)
+	return &st.keys[len(st.keys)-1]
+}
+
+// firstOrigin is a list of one origin, o, taken from the stop's slab
+// (lstop.slab) rather than allocated on its own: most IDs of a reply are
+// found at one place. Appending to it allocates, as its capacity is 1.
+func (lr *learnedRules) firstOrigin(o origin) []origin {
+	st := &lr.st
+	if len(st.slab) == cap(st.slab) {
+		st.slab = make([]origin, 0, 256)
+	}
+	st.slab = append(st.slab, o)
+	n := len(st.slab)
+	return st.slab[n-1 : n : n]
 }
 
 // derive returns the template of command key: found by its shape, or
@@ -162,7 +194,7 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 	var listID idKey
 	frameKnown := false
 	if o, ok := lr.choose(key, sizes); ok {
-		from, fromKey, elem = o.n, o.key, o.i
+		from, fromKey, elem = o.n, *o.key, o.i
 	}
 	for _, pk := range lr.params {
 		var p lparam
@@ -219,7 +251,7 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 		if sp != 0 && p.src == srcConst {
 			if o, ok := lr.pick(idKey{sp: sp, id: id}, from, fromKey, elem); ok {
 				if from == nil {
-					from, fromKey, elem = o.n, o.key, o.i
+					from, fromKey, elem = o.n, *o.key, o.i
 				}
 				p.src, p.path = srcReply, o.path
 				if o.path.listed() && listID.sp == 0 {
@@ -256,7 +288,7 @@ func (lr *learnedRules) derive(key *keyable.Key, info keyable.Info, sizes jdwp.I
 			// An ID at several elements (the class of several frames)
 			// is asked once for all of them.
 			for _, o := range lr.st.origins[listID] {
-				if o.n == from && o.key == fromKey && o.path == lp.path && o.i < 64 {
+				if o.n == from && *o.key == fromKey && o.path == lp.path && o.i < 64 {
 					n.asked[fromKey] |= 1 << o.i
 				}
 			}
@@ -305,7 +337,7 @@ func (lr *learnedRules) choose(key *keyable.Key, sizes jdwp.IDSizes) (origin, bo
 	for _, o := range lr.st.origins[ids[0]] {
 		fits := true
 		for _, k := range ids[1:n] {
-			if _, ok := lr.pickIn(k, o.n, o.key, o.i); !ok {
+			if _, ok := lr.pickIn(k, o.n, *o.key, o.i); !ok {
 				fits = false
 				break
 			}
@@ -321,7 +353,7 @@ func (lr *learnedRules) choose(key *keyable.Key, sizes jdwp.IDSizes) (origin, bo
 // i, or not at a list.
 func (lr *learnedRules) pickIn(k idKey, n *lnode, key keyable.Key, i int) (origin, bool) {
 	for _, o := range lr.st.origins[k] {
-		if o.n == n && o.key == key && (o.i == i || !o.path.listed()) {
+		if o.n == n && *o.key == key && (o.i == i || !o.path.listed()) {
 			return o, true
 		}
 	}

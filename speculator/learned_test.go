@@ -11,6 +11,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
+	"github.com/rs/zerolog"
 )
 
 // madeUpVM is a program whose every stop shows new frames, new objects of
@@ -864,6 +865,53 @@ func TestVisibleSlotsAtANewIndex(t *testing.T) {
 		got, ok := ss.frameSlots(at(12))
 		if !ok || len(got) == 0 || !bytes.Equal(got[0], c.want) {
 			t.Errorf("a debugger reading the visible variables %d: at a new index read %x, want %x", c.visible, got, c.want)
+		}
+	}
+}
+
+// TestEveryElementOfATemplatesTags: a template that reads the objects of a
+// value list by their tags replays every element only if the debugger
+// asked every element with one of the tags it asked, whatever the number
+// of tags (three here: objects, a string, an array), and elements of other
+// tags (a thread) do not count.
+func TestEveryElementOfATemplatesTags(t *testing.T) {
+	rs := &relay.Session{}
+	rs.SetIDSizes(sizes8)
+	ss := newSession(New(Config{}, zerolog.Nop(), nil), rs)
+	ss.learn.beginEpisode(thread1, jdwp.Location{TypeTag: 1, Class: 0x70, Method: 0x71})
+	lr := &ss.lrn
+	if lr.begin() == nil {
+		t.Fatal("no stop")
+	}
+	var k keyable.Key
+	if _, ok := keyable.Fill(&k, jdwp.CmdObjectReferenceGetValues, body(func(w *jdwp.BodyWriter) {
+		w.ObjectID(0x2000)
+		w.Int32(1)
+		w.FieldID(0x90)
+	}), sizes8); !ok {
+		t.Fatal("not keyable")
+	}
+	values := body(func(w *jdwp.BodyWriter) {
+		w.Int32(5)
+		for i, tag := range []jdwp.Tag{jdwp.TagObject, jdwp.TagObject, jdwp.TagString, jdwp.TagArray, jdwp.TagThread} {
+			w.Value(jdwp.Value{Tag: tag, Bits: 0x3000 + uint64(i)})
+		}
+	})
+	tags := tagBit(jdwp.TagObject) | tagBit(jdwp.TagString) | tagBit(jdwp.TagArray)
+	for _, c := range []struct {
+		asked uint64
+		all   bool
+	}{
+		{0b01111, true},  // every object, the string and the array; not the thread
+		{0b00111, false}, // the array not asked
+		{0b01011, false}, // the string not asked
+	} {
+		n := &lnode{cmd: jdwp.CmdObjectReferenceGetValues, params: []lparam{{src: srcReply, path: pValue}}, tags: tags}
+		lr.index(&k, n, values, sizes8, true)
+		n.asked = map[keyable.Key]uint64{k: c.asked}
+		lr.settleIndices(n)
+		if p := n.params[0]; p.all != c.all || p.idx != c.asked {
+			t.Errorf("asked %05b of objects, string, array, thread: all %v, indices %b; want all %v", c.asked, p.all, p.idx, c.all)
 		}
 	}
 }
