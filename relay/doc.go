@@ -35,6 +35,13 @@
 //   - observers run under no hook's lock, and hooks need no lock of their
 //     own for state only hook code touches.
 //
+// One exception to "when the hook returns": a hook handling a VM's packet
+// may apply what it sent so far at once (Outbox.Flush), an answer the
+// debugger waits for, and go on deciding the rest; the order is the
+// same. Observers then run under whatever locks the flushing hook holds,
+// so it must hold none an observer takes (the speculator holds its own,
+// which no observer takes).
+//
 // Each reader takes the turn for each packet it reads (a session with no
 // hooks takes none), runs the hooks, applies the outbox and queues the
 // packet, gives the turn up, and only then waits for room in the writer's

@@ -26,6 +26,22 @@ import (
 type Outbox struct {
 	entries []outEntry // in the order sent
 	buf     []byte     // the entries' bytes, entries[i] at buf[off:off+n]
+	// s is the session whose outbox this is, flushing set while a hook
+	// handles a VM's packet (Flush); both owned by the turn's holder.
+	s        *Session
+	flushing bool
+}
+
+// Flush applies what was sent so far, as the relay does once the hook
+// returns (observed and queued for its peer, in the order sent): for a
+// hook handling a VM's packet that answered the debugger, and has work
+// left that the answer need not wait for. What the hook sends after is
+// applied after. Elsewhere (a debugger's command, whose answers follow
+// it; Do work) it does nothing.
+func (o *Outbox) Flush() {
+	if o.flushing {
+		o.s.applyOut(false)
+	}
 }
 
 // outEntry is one packet in an Outbox.

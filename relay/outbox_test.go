@@ -473,3 +473,90 @@ func TestNothingOwnAfterDispose(t *testing.T) {
 		t.Errorf("VM got %v, want %v", got, want)
 	}
 }
+
+// flushingBelayer is vmBelayer whose answer, sent in the VM's turn, is
+// flushed, after which it waits for the debugger to have read it before
+// its hook returns; a Version command whose body is "hit" it answers in
+// the debugger's turn, flushing too (which must do nothing there).
+type flushingBelayer struct {
+	vmBelayer
+	read chan struct{} // the test's debugger read the answer
+	late atomic.Bool   // the answer was not read before the hook returned
+}
+
+func (b *flushingBelayer) FromDebugger(rs *relay.Session, f *relay.Frame) relay.Action {
+	if f.Kind == relay.KindCommand && f.Cmd == cmdVersion && string(f.Packet.Body()) == "hit" {
+		f.Out().SendToDebugger(jdwp.AppendReply(nil, f.ID, 0, []byte("version")), relay.CacheHit, cmdVersion)
+		f.Out().Flush()
+		f.Origin = relay.CacheHit
+		return relay.Consume
+	}
+	return b.vmBelayer.FromDebugger(rs, f)
+}
+
+func (b *flushingBelayer) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
+	id, ok := f.Data(belaySlot).(*uint32)
+	if !ok {
+		return relay.Forward
+	}
+	answer := f.Packet.Clone()
+	answer.SetID(*id)
+	f.Out().SendToDebugger(answer, relay.Belay, cmdVersion)
+	f.Out().Flush()
+	select {
+	case <-b.read:
+	case <-time.After(10 * time.Second):
+		b.late.Store(true)
+	}
+	f.Origin = relay.Synthetic
+	return relay.Consume
+}
+
+// TestFlushSendsBeforeTheHookReturns: an answer a hook sends in a VM
+// packet's turn and flushes reaches the debugger while the hook still
+// runs, observed in the order it would have been without the flush; in a
+// debugger command's turn a flush leaves the answer after the command.
+func TestFlushSendsBeforeTheHookReturns(t *testing.T) {
+	rec := &recorder{ended: make(chan struct{})}
+	b := &flushingBelayer{read: make(chan struct{}, 1)}
+	r := newRig(t, func(*relay.Session) relay.Hooks {
+		return relay.Hooks{Interceptors: []relay.Interceptor{b}, Observers: []relay.Observer{rec}}
+	})
+	dbg, vm := r.connect()
+	go func() { // the VM answers each command at once
+		vr := jdwp.NewReader(vm, 0)
+		for {
+			p, err := vr.Next()
+			if err != nil {
+				return
+			}
+			if _, err := vm.Write(jdwp.AppendReply(nil, p.ID(), 0, []byte("version"))); err != nil {
+				return
+			}
+		}
+	}()
+	dr := jdwp.NewReader(dbg, 0)
+	for i, body := range []string{"", "hit", ""} {
+		dbg.Write(jdwp.AppendCommand(nil, uint32(i), cmdVersion, []byte(body)))
+		if p, err := dr.Next(); err != nil || p.ID() != uint32(i) || string(p.Body()) != "version" {
+			t.Fatalf("answer %d: %v, %v", i, p, err)
+		}
+		if body == "" {
+			b.read <- struct{}{}
+		}
+	}
+	dbg.Close()
+	<-rec.ended
+	if b.late.Load() {
+		t.Error("a flushed answer reached the debugger only after its hook returned")
+	}
+	var got []string
+	for _, f := range rec.snapshot() {
+		got = append(got, fmt.Sprintf("%v/%v/%v", f.Dir, f.Kind, f.Origin))
+	}
+	belayed := "to_vm/command/synthetic to_vm/command/belay to_debugger/reply/belay to_debugger/reply/synthetic"
+	want := strings.Join([]string{belayed, "to_vm/command/cache_hit to_debugger/reply/cache_hit", belayed}, " ")
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("observed %s\nwant     %s", s, want)
+	}
+}

@@ -230,7 +230,9 @@ func (s *Session) vmTurn(f *Frame, synthetic bool, owner retag.Owner, dbgID uint
 	}
 	action := Forward
 	if s.hooksOn() {
+		s.out.flushing = true
 		action = s.interceptFromVM(f)
+		s.out.flushing = false
 	}
 	if f.Kind == KindReply {
 		if owner == retag.Remapped {

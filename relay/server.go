@@ -308,6 +308,7 @@ func (srv *Server) serve(ctx context.Context, debugger net.Conn, info LinkInfo, 
 	if s.ids == nil {
 		s.ids = retag.NewTable()
 	}
+	s.out.s = s
 	srv.active.Add(1)
 	defer srv.active.Add(-1)
 	// The turn is held from before the hooks are made until the session

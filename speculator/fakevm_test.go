@@ -424,6 +424,12 @@ var rigModes sync.Map // *Speculator → Mode
 
 func rigHooks(sp *Speculator) func(*relay.Session) relay.Hooks {
 	m, ok := rigModes.Load(sp)
+	if o, watched := rigObservers.Load(sp); watched && !ok {
+		return func(rs *relay.Session) relay.Hooks {
+			ss := newSession(sp, rs)
+			return relay.Hooks{Interceptors: []relay.Interceptor{ss}, Observers: []relay.Observer{o.(func(*session) relay.Observer)(ss)}}
+		}
+	}
 	if !ok {
 		return sp.Hooks
 	}
@@ -433,6 +439,15 @@ func rigHooks(sp *Speculator) func(*relay.Session) relay.Hooks {
 		return relay.Hooks{Interceptors: []relay.Interceptor{s.Interceptor()}}
 	}
 }
+
+// rigObservers holds, for a test's Speculator, what makes an observer
+// of its rig sessions (after the speculator's interceptor).
+var rigObservers sync.Map // *Speculator → func(*session) relay.Observer
+
+// observerFunc is a relay.Observer.
+type observerFunc func(*relay.Session, *relay.Frame)
+
+func (o observerFunc) Observe(rs *relay.Session, f *relay.Frame) { o(rs, f) }
 
 // rigSessions holds the last Session a rig with a mode made for a test's
 // Speculator.

@@ -502,6 +502,11 @@ func (ss *session) specReply(s *spec, p jdwp.Packet, sizes jdwp.IDSizes) {
 	}
 	if len(s.waiters) > 0 {
 		ss.deliver(s.info, s.subj, s.pos)
+		// The debugger waited for this reply: it goes now, and what the
+		// reply teaches and leads to (below) is decided while the
+		// debugger reads it, no later debugger command being taken
+		// before the turn ends.
+		ss.out.Flush()
 	}
 	s.waiters = nil
 	if p.ErrorCode() == jdwp.ErrorNone {

@@ -3,9 +3,11 @@ package speculator
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/retag"
 )
 
@@ -518,5 +520,43 @@ func TestNativeFramesGetNoTables(t *testing.T) {
 	}
 	if n := tables(native); n != 0 {
 		t.Errorf("the VM got %d line tables of the native frame's method by the end, want none", n)
+	}
+}
+
+// TestBelayedAnswerLeavesFirst: a debugger command belayed on a
+// speculation is answered as soon as the speculation's reply is in: its
+// answer is on its way (observed) while the speculator is still taking in
+// what the reply teaches and leads to, not once it is done.
+func TestBelayedAnswerLeavesFirst(t *testing.T) {
+	sp := newTestSpeculator(Config{})
+	var during, after atomic.Int32 // belayed answers observed in the speculator's call, after it
+	rigObservers.Store(sp, func(ss *session) relay.Observer {
+		return observerFunc(func(_ *relay.Session, f *relay.Frame) {
+			if f.Dir != relay.ToDebugger || f.Origin != relay.Belay {
+				return
+			}
+			if ss.mu.TryLock() {
+				ss.mu.Unlock()
+				after.Add(1)
+			} else {
+				during.Add(1)
+			}
+		})
+	})
+	fs := &frameState{count: 3, values: 10}
+	r := startRigWith(t, sp, fs.handler)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.vm.hold()
+	r.event(jdwp.SuspendAll, bpEvent(thread1))
+	r.expectEvent()
+	r.vm.waitFor(jdwp.CmdThreadReferenceFrames)
+	r.dbg.send(20, jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(-1) }))
+	r.waitStats(func(st Stats) bool { return st.Belays == 1 })
+	r.vm.release()
+	if p := r.dbg.read(); p.ID() != 20 || p.ErrorCode() != 0 {
+		t.Fatalf("belayed Frames: %v", p)
+	}
+	if during.Load() == 0 || after.Load() != 0 {
+		t.Errorf("belayed answers observed during the speculator's call %d, after it %d; want all during", during.Load(), after.Load())
 	}
 }
