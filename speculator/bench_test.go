@@ -74,3 +74,19 @@ func BenchmarkLearnFrames(b *testing.B) {
 		ss.lrn.replied(&r)
 	}
 }
+
+// TestRefusedSpeculationAllocatesNothing: a candidate speculation the
+// gates refuse (here: its reply is cached) costs no allocation; the rules
+// put up dozens per reply of a stop (a Frames reply's every frame's class
+// facts), most of them cached from earlier stops.
+func TestRefusedSpeculationAllocatesNothing(t *testing.T) {
+	ss, _, _ := hitRig(t)
+	ss.learn.beginEpisode(thread1, jdwp.Location{TypeTag: 1, Class: 0x70, Method: 0x71})
+	params := isObsoleteBody(0x70, 0x71) // cached by hitRig
+	allocs := testing.AllocsPerRun(200, func() {
+		ss.specParams(sizes8, jdwp.CmdMethodIsObsolete, params, kObsolete, nil, 0)
+	})
+	if allocs != 0 || len(ss.learn.ep.specs) != 0 {
+		t.Fatalf("a refused speculation allocates %.1f times (%d admitted)", allocs, len(ss.learn.ep.specs))
+	}
+}

@@ -44,6 +44,8 @@ type core struct {
 	// or relay.Session.Do's), set by each entry point for its duration
 	// (session.lock): whatever a part sends goes there.
 	out *relay.Outbox
+	// specBuf is specParams' scratch: a candidate being decided.
+	specBuf spec
 
 	pbuf     []byte    // speculative command parameters
 	slotBuf  []byte    // frameSlots' answer
@@ -169,43 +171,65 @@ func (c *core) arrayLength(arr jdwp.ObjectID, sizes jdwp.IDSizes) (int32, bool) 
 // answer is cached or in flight, the rule is gated, the scope is not
 // suspended, the IDs are not shown safe, or the stop's budget is spent.
 func (c *core) specParams(sizes jdwp.IDSizes, cmd jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
-	c.submitSpec(sizes, &spec{kind: k, tmpl: tp, level: level}, cmd, params)
+	// Most candidates are refused (cached already, in flight): decided
+	// in a scratch spec, one is allocated for those sent only.
+	s := &c.specBuf
+	*s = spec{kind: k, tmpl: tp, level: level}
+	if c.admit(sizes, s, cmd, params) {
+		kept := *s
+		c.enter(&kept)
+	}
+	*s = spec{}
 }
 
 // submitSpec is specParams for a speculation s already described (kind,
 // template, level, predicted frame): the gates every stop's speculation
 // passes.
 func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []byte) {
+	if c.admit(sizes, s, cmd, params) {
+		c.enter(s)
+	}
+}
+
+// admit fills s (key, info, subject) for command cmd with params and says
+// whether it passes the gates; it keeps no pointer to s.
+func (c *core) admit(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []byte) bool {
 	ep := &c.learn.ep
 	if !ep.active || len(ep.specs) >= maxSpecPerStop || !c.learn.kindAllowed(s.kind, cmd) {
-		return
+		return false
 	}
 	info, ok := keyable.Fill(&s.key, cmd, params, sizes)
 	if !ok {
-		return
+		return false
 	}
 	s.info = info
 	s.subj = s.key.Subject(info, sizes)
 	if !c.facts.scopeOK(info, s.subj) || ep.unplaced && c.facts.running(info, s.subj) {
-		return
+		return false
 	}
 	if cmd == jdwp.CmdThreadReferenceName && c.learn.nameKnown(jdwp.NewBodyReader(params, sizes).Thread()) {
-		return // named once, and it named this one (learner.nameKnown)
+		return false // named once, and it named this one (learner.nameKnown)
 	}
 	if c.cache.has(&s.key) || c.cache.covered(&s.key, sizes) || c.facts.classes.tableless(cmd, params, sizes) {
-		return
+		return false
 	}
 	if old := c.disp.pending(&s.key); old != nil && !old.cancelled && c.facts.valid(old.info, old.subj, old.gen) &&
 		(!old.sent || c.facts.inPlace(old.info, old.subj, old.pos)) {
-		return
+		return false
 	}
 	if c.learn.shadowed(s.kind, &s.key) {
-		return
+		return false
 	}
 	if !c.facts.safeToSend(s, ep.frames, sizes) {
 		c.sp.countSpec(outcomeWithheld, 1)
-		return
+		return false
 	}
+	return true
+}
+
+// enter makes s, admitted, the stop's and hands it to the dispatcher.
+func (c *core) enter(s *spec) {
+	ep := &c.learn.ep
 	s.gen = c.facts.gen
 	ep.specs = append(ep.specs, s)
 	if s.pred != nil {

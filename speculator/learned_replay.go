@@ -325,12 +325,14 @@ func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth 
 		}
 		return
 	}
-	s := &spec{kind: kLearned, lnode: n}
-	before := len(lr.learn.ep.specs)
-	lr.submitSpec(sizes, s, n.cmd, params)
-	if len(lr.learn.ep.specs) > before {
-		st.specs = append(st.specs, s)
+	s := &lr.specBuf // as in specParams: one allocated for those sent only
+	*s = spec{kind: kLearned, lnode: n}
+	if lr.admit(sizes, s, n.cmd, params) {
+		kept := *s
+		lr.enter(&kept)
+		st.specs = append(st.specs, &kept)
 	}
+	*s = spec{}
 }
 
 // chain feeds a reply valid in the stop to the children of its template.
