@@ -206,6 +206,12 @@ type frameSeen struct {
 	// released are replies held for this frame's confirmation, now to
 	// be stored (and chained on) by the router: emitted by a framer.
 	released []heldReply
+	// classesSeen, methodsSeen and varsSeen are the classes and methods
+	// of the reply's frames so far whose facts the stop rules put up
+	// (stopRules.specClassMeta): methods' line tables, variable tables.
+	classesSeen []jdwp.ClassID
+	methodsSeen []methodKey
+	varsSeen    []methodKey
 }
 
 // heldReply is the reply to a speculation held until it may be stored.

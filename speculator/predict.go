@@ -192,7 +192,7 @@ func (sr *stopRules) frame(x *frameSeen) {
 	if thread != ep.thread {
 		return
 	}
-	sr.specClassMeta(sizes, loc, d)
+	sr.specClassMeta(x)
 	if d >= maxDepth {
 		return
 	}
@@ -298,25 +298,40 @@ var classMetaCmds = [...]struct {
 // specClassMeta speculates the class metadata of a frame's class and
 // method that the debugger asked for classes before (already cached for a
 // class seen before, so this sends nothing for it): class-lifetime facts,
-// valid until the class is unloaded or redefined.
-func (sr *stopRules) specClassMeta(sizes jdwp.IDSizes, loc jdwp.Location, depth int) {
-	for _, m := range classMetaCmds {
-		if sr.learn.asked[m.c] == 0 {
-			continue
+// valid until the class is unloaded or redefined. What the reply's frames
+// before x put up for the same class or method is not put up again (a
+// recursion's frames share both): the gates would refuse it, at a cost.
+func (sr *stopRules) specClassMeta(x *frameSeen) {
+	sizes, loc, depth := x.sizes, x.loc, x.depth
+	m := methodOf(loc)
+	if !slices.Contains(x.classesSeen, m.class) {
+		x.classesSeen = append(x.classesSeen, m.class)
+		for _, mc := range classMetaCmds {
+			if sr.learn.asked[mc.c] == 0 {
+				continue
+			}
+			w := sr.writer(sizes)
+			w.Class(loc.ClassID())
+			sr.pbuf = w.Buf
+			sr.specParams(sizes, mc.c, sr.pbuf, mc.k, nil, 0)
 		}
-		w := sr.writer(sizes)
-		w.Class(loc.ClassID())
-		sr.pbuf = w.Buf
-		sr.specParams(sizes, m.c, sr.pbuf, m.k, nil, 0)
+	}
+	vars := depth < maxDepth && sr.learn.valueDepth&(1<<depth) != 0
+	if slices.Contains(x.methodsSeen, m) && (!vars || slices.Contains(x.varsSeen, m)) {
+		return
 	}
 	w := sr.writer(sizes)
 	w.Class(loc.ClassID())
 	w.Method(loc.MethodID())
 	sr.pbuf = w.Buf
-	if sr.learn.asked[jdwp.CmdMethodLineTable] != 0 {
-		sr.specParams(sizes, jdwp.CmdMethodLineTable, sr.pbuf, kLineTable, nil, 0)
+	if !slices.Contains(x.methodsSeen, m) {
+		x.methodsSeen = append(x.methodsSeen, m)
+		if sr.learn.asked[jdwp.CmdMethodLineTable] != 0 {
+			sr.specParams(sizes, jdwp.CmdMethodLineTable, sr.pbuf, kLineTable, nil, 0)
+		}
 	}
-	if depth < maxDepth && sr.learn.valueDepth&(1<<depth) != 0 {
+	if vars && !slices.Contains(x.varsSeen, m) {
+		x.varsSeen = append(x.varsSeen, m)
 		for _, c := range [...]jdwp.Cmd{jdwp.CmdMethodVariableTableWithGeneric, jdwp.CmdMethodVariableTable} {
 			if sr.learn.asked[c] != 0 {
 				sr.specParams(sizes, c, sr.pbuf, kVarTable, nil, 0)

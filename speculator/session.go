@@ -598,7 +598,8 @@ func (ss *session) frames(key *keyable.Key, p jdwp.Packet, sizes jdwp.IDSizes, s
 	thread, start := params.Thread(), int(params.Int32())
 	n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
 	x := &ss.fr
-	*x = frameSeen{sizes: sizes, key: key, thread: thread, speculating: speculating, released: x.released[:0]}
+	*x = frameSeen{sizes: sizes, key: key, thread: thread, speculating: speculating, released: x.released[:0],
+		classesSeen: x.classesSeen[:0], methodsSeen: x.methodsSeen[:0], varsSeen: x.varsSeen[:0]}
 	for i := 0; i < n && r.Err() == nil; i++ {
 		x.frame, x.loc, x.index = r.Frame(), r.Location(), i
 		if r.Err() != nil {
