@@ -177,7 +177,7 @@ type lstop struct {
 	// elements (what "every element" of a template's tags means at the
 	// stop's end: settleIndices).
 	eligible map[eligKey]uint64
-	// slab holds the stop's one-origin lists (firstOrigin); keys the
+	// slab holds the stop's origin lists (addOrigin); keys the
 	// copies of the keys its origins name (stopKey). Both are appended
 	// to in chunks, so what points into them stays valid for the stop.
 	slab  []origin
@@ -313,6 +313,9 @@ func (lr *learnedRules) endStop() {
 	lr.prune(st.g)
 	if len(st.origins) <= keepStopEntries {
 		lr.spare = *st
+		if cap(st.slab) > 4*keepStopEntries {
+			lr.spare.slab = nil
+		}
 	}
 	*st = lstop{}
 }

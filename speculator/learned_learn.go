@@ -115,10 +115,8 @@ func (lr *learnedRules) index(key *keyable.Key, n *lnode, body []byte, sizes jdw
 		}
 		o := origin{n: n, key: sk, path: it.path, i: it.i, tag: it.tag, asked: asked}
 		switch {
-		case os == nil:
-			st.origins[ik] = lr.firstOrigin(o)
 		case len(os) < maxOrigins:
-			st.origins[ik] = append(os, o)
+			st.origins[ik] = lr.addOrigin(os, o)
 		case asked:
 			for j := range os {
 				if !os[j].asked {
@@ -165,17 +163,25 @@ func (lr *learnedRules) stopKey(key *keyable.Key) *keyable.Key {
 	return &st.keys[len(st.keys)-1]
 }
 
-// firstOrigin is a list of one origin, o, taken from the stop's slab
-// (lstop.slab) rather than allocated on its own: most IDs of a reply are
-// found at one place. Appending to it allocates, as its capacity is 1.
-func (lr *learnedRules) firstOrigin(o origin) []origin {
-	st := &lr.st
-	if len(st.slab) == cap(st.slab) {
-		st.slab = make([]origin, 0, 256)
+// addOrigin is os with o appended, grown in the stop's slab (lstop.slab)
+// rather than on its own: a stop indexes hundreds of IDs (the class and
+// method of each frame of a deep stack, at every frame), and the slab is
+// kept from stop to stop.
+func (lr *learnedRules) addOrigin(os []origin, o origin) []origin {
+	if len(os) < cap(os) {
+		return append(os, o)
 	}
-	st.slab = append(st.slab, o)
-	n := len(st.slab)
-	return st.slab[n-1 : n : n]
+	st := &lr.st
+	n := max(1, 2*cap(os))
+	if len(st.slab)+n > cap(st.slab) {
+		st.slab = make([]origin, 0, max(256, 2*cap(st.slab), n))
+	}
+	at := len(st.slab)
+	st.slab = st.slab[:at+n]
+	grown := st.slab[at : at+len(os)+1 : at+n]
+	copy(grown, os)
+	grown[len(os)] = o
+	return grown
 }
 
 // derive returns the template of command key: found by its shape, or
