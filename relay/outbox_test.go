@@ -3,6 +3,7 @@ package relay_test
 import (
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,21 @@ func (vmBelayer) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 
 func (vmBelayer) Close(*relay.Session) {}
 
+// answerVersions is a VM that answers each command at once with the body
+// "version", until its connection fails.
+func answerVersions(vm net.Conn) {
+	vr := jdwp.NewReader(vm, 0)
+	for {
+		p, err := vr.Next()
+		if err != nil {
+			return
+		}
+		if _, err := vm.Write(jdwp.AppendReply(nil, p.ID(), 0, []byte("version"))); err != nil {
+			return
+		}
+	}
+}
+
 // TestAnswerFromVMSideObservedAfterCommand: a debugger command belayed on
 // a command of the proxy's own, answered when the VM replies to that one
 // (on the VM's side, while the VM answers at once), is observed before
@@ -56,18 +72,7 @@ func TestAnswerFromVMSideObservedAfterCommand(t *testing.T) {
 		return relay.Hooks{Interceptors: []relay.Interceptor{vmBelayer{}}, Observers: []relay.Observer{rec}}
 	})
 	dbg, vm := r.connect()
-	go func() { // the VM answers each command at once
-		vr := jdwp.NewReader(vm, 0)
-		for {
-			p, err := vr.Next()
-			if err != nil {
-				return
-			}
-			if _, err := vm.Write(jdwp.AppendReply(nil, p.ID(), 0, []byte("version"))); err != nil {
-				return
-			}
-		}
-	}()
+	go answerVersions(vm)
 	dr := jdwp.NewReader(dbg, 0)
 	const n = 300
 	for i := range uint32(n) {
@@ -523,18 +528,7 @@ func TestFlushSendsBeforeTheHookReturns(t *testing.T) {
 		return relay.Hooks{Interceptors: []relay.Interceptor{b}, Observers: []relay.Observer{rec}}
 	})
 	dbg, vm := r.connect()
-	go func() { // the VM answers each command at once
-		vr := jdwp.NewReader(vm, 0)
-		for {
-			p, err := vr.Next()
-			if err != nil {
-				return
-			}
-			if _, err := vm.Write(jdwp.AppendReply(nil, p.ID(), 0, []byte("version"))); err != nil {
-				return
-			}
-		}
-	}()
+	go answerVersions(vm)
 	dr := jdwp.NewReader(dbg, 0)
 	for i, body := range []string{"", "hit", ""} {
 		dbg.Write(jdwp.AppendCommand(nil, uint32(i), cmdVersion, []byte(body)))
