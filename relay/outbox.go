@@ -37,10 +37,13 @@ type Outbox struct {
 // hook handling a VM's packet that answered the debugger, and has work
 // left that the answer need not wait for. What the hook sends after is
 // applied after. Elsewhere (a debugger's command, whose answers follow
-// it; Do work) it does nothing.
+// it; Do work; an observer's call, made while the outbox is applied) it
+// does nothing.
 func (o *Outbox) Flush() {
 	if o.flushing {
+		o.flushing = false
 		o.s.applyOut(false)
+		o.flushing = true
 	}
 }
 

@@ -517,6 +517,15 @@ func (b *flushingBelayer) FromVM(_ *relay.Session, f *relay.Frame) relay.Action 
 	return relay.Consume
 }
 
+// flushingObserver calls Flush on every packet it observes.
+type flushingObserver struct{}
+
+func (flushingObserver) Observe(_ *relay.Session, f *relay.Frame) {
+	if out := f.Out(); out != nil {
+		out.Flush()
+	}
+}
+
 // TestFlushSendsBeforeTheHookReturns: an answer a hook sends in a VM
 // packet's turn and flushes reaches the debugger while the hook still
 // runs, observed in the order it would have been without the flush; in a
@@ -525,7 +534,9 @@ func TestFlushSendsBeforeTheHookReturns(t *testing.T) {
 	rec := &recorder{ended: make(chan struct{})}
 	b := &flushingBelayer{read: make(chan struct{}, 1)}
 	r := newRig(t, func(*relay.Session) relay.Hooks {
-		return relay.Hooks{Interceptors: []relay.Interceptor{b}, Observers: []relay.Observer{rec}}
+		// An observer that flushes too, as it observes what a flush
+		// applies: it must apply nothing twice.
+		return relay.Hooks{Interceptors: []relay.Interceptor{b}, Observers: []relay.Observer{rec, flushingObserver{}}}
 	})
 	dbg, vm := r.connect()
 	go answerVersions(vm)
