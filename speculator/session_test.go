@@ -545,13 +545,14 @@ func TestBelayedAnswerLeavesFirst(t *testing.T) {
 	})
 	fs := &frameState{count: 3, values: 10}
 	r := startRigWith(t, sp, fs.handler)
-	r.dbg.call(1, jdwp.CmdIDSizes, nil)
+	r.dbg.call(1, jdwp.CmdIDSizes, nil) // (answered, maybe belayed on the attach's own)
+	before := r.sp.Stats()
 	r.vm.hold()
 	r.event(jdwp.SuspendAll, bpEvent(thread1))
 	r.expectEvent()
 	r.vm.waitFor(jdwp.CmdThreadReferenceFrames)
 	r.dbg.send(20, jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(thread1); w.Int32(0); w.Int32(-1) }))
-	r.waitStats(func(st Stats) bool { return st.Belays == 1 })
+	r.waitStats(func(st Stats) bool { return st.Belays-before.Belays == 1 })
 	r.vm.release()
 	if p := r.dbg.read(); p.ID() != 20 || p.ErrorCode() != 0 {
 		t.Fatalf("belayed Frames: %v", p)
