@@ -44,7 +44,7 @@ type core struct {
 	// or relay.Session.Do's), set by each entry point for its duration
 	// (session.lock): whatever a part sends goes there.
 	out *relay.Outbox
-	// specBuf is specParams' scratch: a candidate being decided.
+	// specBuf is submitNew's scratch: a candidate being decided.
 	specBuf spec
 
 	pbuf     []byte    // speculative command parameters
@@ -171,15 +171,25 @@ func (c *core) arrayLength(arr jdwp.ObjectID, sizes jdwp.IDSizes) (int32, bool) 
 // answer is cached or in flight, the rule is gated, the scope is not
 // suspended, the IDs are not shown safe, or the stop's budget is spent.
 func (c *core) specParams(sizes jdwp.IDSizes, cmd jdwp.Cmd, params []byte, k kind, tp *template, level uint8) {
-	// Most candidates are refused (cached already, in flight): decided
-	// in a scratch spec, one is allocated for those sent only.
-	s := &c.specBuf
-	*s = spec{kind: k, tmpl: tp, level: level}
-	if c.admit(sizes, s, cmd, params) {
-		kept := *s
-		c.enter(&kept)
+	c.submitNew(sizes, spec{kind: k, tmpl: tp, level: level}, cmd, params)
+}
+
+// submitNew is submitSpec for a speculation described by d (kind,
+// template, level, learned template), returning the spec sent or nil.
+// Most candidates are refused (cached already, in flight): they are
+// decided in a scratch spec, and one is allocated for those sent only.
+func (c *core) submitNew(sizes jdwp.IDSizes, d spec, cmd jdwp.Cmd, params []byte) *spec {
+	c.specBuf = d
+	var kept *spec
+	if c.admit(sizes, &c.specBuf, cmd, params) {
+		kept = new(spec)
+		*kept = c.specBuf
 	}
-	*s = spec{}
+	c.specBuf = spec{} // holds nothing past the call
+	if kept != nil {
+		c.enter(kept)
+	}
+	return kept
 }
 
 // submitSpec is specParams for a speculation s already described (kind,

@@ -325,14 +325,9 @@ func (lr *learnedRules) emit(n *lnode, params []byte, sizes jdwp.IDSizes, depth 
 		}
 		return
 	}
-	s := &lr.specBuf // as in specParams: one allocated for those sent only
-	*s = spec{kind: kLearned, lnode: n}
-	if lr.admit(sizes, s, n.cmd, params) {
-		kept := *s
-		lr.enter(&kept)
-		st.specs = append(st.specs, &kept)
+	if s := lr.submitNew(sizes, spec{kind: kLearned, lnode: n}, n.cmd, params); s != nil {
+		st.specs = append(st.specs, s)
 	}
-	*s = spec{}
 }
 
 // chain feeds a reply valid in the stop to the children of its template.
