@@ -316,21 +316,22 @@ func (sr *stopRules) specClassMeta(x *frameSeen) {
 			sr.specParams(sizes, mc.c, sr.pbuf, mc.k, nil, 0)
 		}
 	}
-	vars := depth < maxDepth && sr.learn.valueDepth&(1<<depth) != 0
-	if slices.Contains(x.methodsSeen, m) && (!vars || slices.Contains(x.varsSeen, m)) {
+	lines := !slices.Contains(x.methodsSeen, m)
+	vars := depth < maxDepth && sr.learn.valueDepth&(1<<depth) != 0 && !slices.Contains(x.varsSeen, m)
+	if !lines && !vars {
 		return
 	}
 	w := sr.writer(sizes)
 	w.Class(loc.ClassID())
 	w.Method(loc.MethodID())
 	sr.pbuf = w.Buf
-	if !slices.Contains(x.methodsSeen, m) {
+	if lines {
 		x.methodsSeen = append(x.methodsSeen, m)
 		if sr.learn.asked[jdwp.CmdMethodLineTable] != 0 {
 			sr.specParams(sizes, jdwp.CmdMethodLineTable, sr.pbuf, kLineTable, nil, 0)
 		}
 	}
-	if vars && !slices.Contains(x.varsSeen, m) {
+	if vars {
 		x.varsSeen = append(x.varsSeen, m)
 		for _, c := range [...]jdwp.Cmd{jdwp.CmdMethodVariableTableWithGeneric, jdwp.CmdMethodVariableTable} {
 			if sr.learn.asked[c] != 0 {
