@@ -46,7 +46,6 @@ type learnedRules struct {
 	askedKind jdwp.EventKind
 	last      *lgraph // the graph of the last stop
 	st        lstop   // the current stop
-	spare     lstop   // the last stop's, whose containers the next reuses (lstop.reused)
 	// sent and used count the replay's speculation over the session (as
 	// each stop ends); asks counts the debugger's reads from its third
 	// stop on but the verbatim templates', predicted those the replay had
@@ -311,13 +310,7 @@ func (lr *learnedRules) endStop() {
 		}
 	}
 	lr.prune(st.g)
-	if len(st.origins) <= keepStopEntries {
-		lr.spare = *st
-		if cap(st.slab) > 4*keepStopEntries {
-			lr.spare.slab = nil
-		}
-	}
-	*st = lstop{}
+	*st = st.cleared()
 }
 
 // restImported rests the templates of the profile with the given shape
@@ -439,34 +432,40 @@ func (lr *learnedRules) begin() *lstop {
 		replay = lr.last
 	}
 	lr.last = g
-	*st = lr.spare.reused()
+	if st.origins == nil {
+		*st = lstop{origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
+			fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{},
+			waitType: map[jdwp.ObjectID][]*lnode{}, asked: map[keyable.Key]bool{}, named: map[keyable.Key]uint64{}}
+	}
 	st.serial, st.kind, st.g, st.replay = ep.serial, lr.kind, g, replay
 	return st
 }
 
 // keepStopEntries bounds the IDs a stop's bookkeeping may have indexed
-// for its maps to be kept for the next stop (learnedRules.spare): a
+// for its containers to be kept for the next stop (lstop.cleared): a
 // cleared map keeps its size, and clearing costs it at every stop.
 const keepStopEntries = 4096
 
-// reused is an empty stop with sp's containers cleared, or new ones.
-func (sp *lstop) reused() lstop {
-	if sp.origins == nil {
-		return lstop{origins: map[idKey][]origin{}, nodeOf: map[keyable.Key]*lnode{},
-			fed: map[keyable.Key]bool{}, emitted: map[keyable.Key]bool{}, eligible: map[eligKey]uint64{},
-			waitType: map[jdwp.ObjectID][]*lnode{}, asked: map[keyable.Key]bool{}, named: map[keyable.Key]uint64{}}
+// cleared is an empty stop, none being seen (no graph), that keeps st's
+// containers, cleared, for the next stop to fill rather than grow anew
+// (begin makes them when there are none).
+func (st *lstop) cleared() lstop {
+	if st.origins == nil || len(st.origins) > keepStopEntries {
+		return lstop{}
 	}
-	clear(sp.origins)
-	clear(sp.nodeOf)
-	clear(sp.fed)
-	clear(sp.emitted)
-	clear(sp.eligible)
-	clear(sp.waitType)
-	clear(sp.asked)
-	clear(sp.named)
-	clear(sp.slab) // drops the templates they point to
-	st := lstop{origins: sp.origins, nodeOf: sp.nodeOf, fed: sp.fed, emitted: sp.emitted, eligible: sp.eligible,
-		waitType: sp.waitType, asked: sp.asked, named: sp.named, slab: sp.slab[:0], keys: sp.keys[:0]}
-	*sp = lstop{}
-	return st
+	clear(st.origins)
+	clear(st.nodeOf)
+	clear(st.fed)
+	clear(st.emitted)
+	clear(st.eligible)
+	clear(st.waitType)
+	clear(st.asked)
+	clear(st.named)
+	clear(st.slab) // drops the templates they point to
+	slab := st.slab[:0]
+	if cap(slab) > 4*keepStopEntries {
+		slab = nil
+	}
+	return lstop{origins: st.origins, nodeOf: st.nodeOf, fed: st.fed, emitted: st.emitted, eligible: st.eligible,
+		waitType: st.waitType, asked: st.asked, named: st.named, slab: slab, keys: st.keys[:0]}
 }
