@@ -422,21 +422,24 @@ func be32(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }
 // (NewTapped), for the Speculators a test put there; others use Hooks.
 var rigModes sync.Map // *Speculator → Mode
 
+// rigHooks makes a rig session's hooks: the speculator's session (in the
+// test's Mode, if it put one in rigModes), and the test's observer of it
+// (rigObservers), if any.
 func rigHooks(sp *Speculator) func(*relay.Session) relay.Hooks {
-	m, ok := rigModes.Load(sp)
-	if o, watched := rigObservers.Load(sp); watched && !ok {
-		return func(rs *relay.Session) relay.Hooks {
-			ss := newSession(sp, rs)
-			return relay.Hooks{Interceptors: []relay.Interceptor{ss}, Observers: []relay.Observer{o.(func(*session) relay.Observer)(ss)}}
-		}
-	}
-	if !ok {
-		return sp.Hooks
-	}
 	return func(rs *relay.Session) relay.Hooks {
-		s := sp.NewTapped(rs, m.(Mode), nil)
-		rigSessions.Store(sp, s)
-		return relay.Hooks{Interceptors: []relay.Interceptor{s.Interceptor()}}
+		var ss *session
+		if m, ok := rigModes.Load(sp); ok {
+			s := sp.NewTapped(rs, m.(Mode), nil)
+			rigSessions.Store(sp, s)
+			ss = s.ss
+		} else {
+			ss = newSession(sp, rs) // as sp.Hooks
+		}
+		h := relay.Hooks{Interceptors: []relay.Interceptor{ss}}
+		if o, ok := rigObservers.Load(sp); ok {
+			h.Observers = []relay.Observer{o.(func(*session) relay.Observer)(ss)}
+		}
+		return h
 	}
 }
 
