@@ -497,7 +497,13 @@ func runCell(ctx context.Context, cfg Config, w Workload, m Mode, rtt time.Durat
 	addr := lk.Addr().String()
 	switch {
 	case m.Split:
-		addr, err = startRelay(ctx, split.Dialer(split.NearConfig{Addr: addr, Attach: m.Push, ResumeWithin: split.DefaultResumeWithin, Compress: cfg.Compress, Logger: cfg.Log}), m.NewHooks, cfg.Log)
+		nc := split.NearConfig{Addr: addr, Attach: m.Push, ResumeWithin: split.DefaultResumeWithin, Logger: cfg.Log,
+			Compress: cfg.Compress, CompressMinRTT: split.DefaultCompressMinRTT, Link: new(split.Link)}
+		// As the near end does at start (proxy --far): the probe's round
+		// trip decides whether the link is compressed.
+		if _, err = split.Probe(ctx, nc); err == nil {
+			addr, err = startRelay(ctx, split.Dialer(nc), m.NewHooks, cfg.Log)
+		}
 	case m.Via != nil:
 		addr, err = m.Via(ctx, addr)
 	case m.Copy:

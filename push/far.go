@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -244,7 +245,7 @@ func (f *far) linkRTT(rtt time.Duration) {
 		mode = speculator.ModeNever
 	}
 	f.spec.SetMode(mode)
-	f.log.Debug().Dur("rtt", rtt).Bool("quiet", quiet).Msg("the near end's round trip changed whether pushing pays")
+	f.log.Debug().Dur(logkey.RTT, rtt).Bool("quiet", quiet).Msg("the near end's round trip changed whether pushing pays")
 }
 
 func (f *far) protocolError(rs *relay.Session, c jdwp.Cmd, err error) {

@@ -288,3 +288,68 @@ func TestResumeCompressed(t *testing.T) {
 		}
 	})
 }
+
+// TestCompressionByTheLinksRoundTrip: a near end with a Link offers
+// compression by the round trip its probe measured: not on a link under
+// CompressMinRTT (loopback is under an hour), on one at or above it
+// (loopback is above a nanosecond), and, before anything was measured or
+// without a Link, as Compress says.
+func TestCompressionByTheLinksRoundTrip(t *testing.T) {
+	v := newVMSide(t)
+	f := startFar(t, v, "127.0.0.1:0", FarConfig{Compress: true})
+	for _, tc := range []struct {
+		name   string
+		minRTT time.Duration
+		link   bool
+		probe  bool
+		want   bool
+	}{
+		{"fast link", time.Hour, true, true, false},
+		{"slow link", time.Nanosecond, true, true, true},
+		{"not measured yet", time.Hour, true, false, true},
+		{"no link", time.Hour, false, false, true},
+		{"no threshold", 0, true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := NearConfig{Addr: f.addr, Compress: true, CompressMinRTT: tc.minRTT}
+			if tc.link {
+				nc.Link = new(Link)
+			}
+			if tc.probe {
+				if _, err := Probe(t.Context(), nc); err != nil {
+					t.Fatal(err)
+				}
+				if nc.Link.RTT() <= 0 {
+					t.Fatalf("the probe measured a round trip of %v", nc.Link.RTT())
+				}
+			}
+			vc, err := Dialer(nc)(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer vc.Conn.Close()
+			if vc.Info.Compressed != tc.want {
+				t.Errorf("link round trip %v, threshold %v: compressed %v, want %v", nc.Link.RTT(), tc.minRTT, vc.Info.Compressed, tc.want)
+			}
+		})
+	}
+}
+
+// TestResumeKeepsTheFirstLinksCompression: a reconnect offers compression
+// as the session's first connection did, though the round trip measured
+// since would decide otherwise (the session's hooks chose how to send
+// their payloads by the first: relay.LinkInfo.Compressed).
+func TestResumeKeepsTheFirstLinksCompression(t *testing.T) {
+	link := new(Link)
+	r := newResumeRig(t, 30*time.Second, FarConfig{Compress: true}, NearConfig{Compress: true, CompressMinRTT: time.Hour, Link: link})
+	if !r.compressedLeg(t) {
+		t.Fatal("the first link, its round trip not measured yet, is not compressed")
+	}
+	if rtt := link.RTT(); rtt <= 0 || rtt >= time.Hour {
+		t.Fatalf("the first connection measured a round trip of %v", rtt)
+	}
+	resumeAfterDrop(t, r)
+	if !r.compressedLeg(t) {
+		t.Error("the link after the drop is not compressed, where the first was")
+	}
+}

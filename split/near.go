@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -51,9 +53,22 @@ type NearConfig struct {
 	// ResumeBuffer bounds what a resumable session keeps unacknowledged
 	// (DefaultResumeBuffer when zero).
 	ResumeBuffer int
-	// Compress offers the far end to compress each link connection
-	// (FlagCompress, compress.go).
+	// Compress offers the far end to compress each session's link
+	// connections (FlagCompress, compress.go), unless Link measured the
+	// link's round trip under CompressMinRTT.
 	Compress bool
+	// CompressMinRTT is the round trip under which a session's link is
+	// not compressed: a local or LAN link carries a packet sooner than
+	// the two ends compress and decompress it, which costs each packet
+	// CPU on both ends (DefaultCompressMinRTT). Zero compresses whatever
+	// the round trip.
+	CompressMinRTT time.Duration
+	// Link, when not nil, records the round trip of each connection's
+	// preamble, and a session decides by the last one recorded whether to
+	// offer compression (see Compress). Share one Link among the Probe
+	// (which a near end runs at start) and the Dialer of one far end; nil
+	// measures nothing, and Compress alone decides.
+	Link *Link
 	// Logger gets the resumable sessions' link losses and resumes. Every
 	// other failure is returned, for the caller (the relay at an attach,
 	// the near end's start-up check) to log once.
@@ -63,6 +78,38 @@ type NearConfig struct {
 	// dial, when not nil, opens the TCP connection instead of a
 	// net.Dialer (a test's, from another network namespace).
 	dial func(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// DefaultCompressMinRTT is NearConfig.CompressMinRTT's default: the
+// round trip under which the speculator too counts a link as fast
+// (speculator.LowRTT). At 0 ms, a jdb step through split mode took 6-11%
+// longer with the link compressed (bench/results/compress/).
+const DefaultCompressMinRTT = 2 * time.Millisecond
+
+// Link is what a near end measured of its link to one far end: the round
+// trip of its last connection's preamble (the hello to the far end's
+// reply, through any tunnel; TLS's handshake not included). Its methods
+// may be called from any goroutine.
+type Link struct {
+	rtt atomic.Int64 // nanoseconds; 0 until measured
+}
+
+// RTT is the last round trip measured, 0 before any.
+func (l *Link) RTT() time.Duration { return time.Duration(l.rtt.Load()) }
+
+func (l *Link) measured(d time.Duration) {
+	if l != nil {
+		l.rtt.Store(max(int64(d), 1))
+	}
+}
+
+// compress says whether a new session offers compression.
+func (cfg NearConfig) compress() bool {
+	if !cfg.Compress || cfg.Link == nil || cfg.CompressMinRTT <= 0 {
+		return cfg.Compress
+	}
+	rtt := cfg.Link.RTT()
+	return rtt == 0 || rtt >= cfg.CompressMinRTT
 }
 
 // SkewError is a far end of another protocol version.
@@ -103,8 +150,11 @@ func Dialer(cfg NearConfig) relay.Dialer {
 		if cfg.ResumeWithin > 0 {
 			flags |= FlagResume
 		}
-		if cfg.Compress {
+		if cfg.compress() {
 			flags |= FlagCompress
+		} else if cfg.Compress {
+			cfg.Logger.Debug().Str(LogFar, cfg.Addr).Dur(logkey.RTT, cfg.Link.RTT()).
+				Msg("the link's round trip is under the compression threshold: this session's link goes uncompressed")
 		}
 		c, br, z, rep, err := connect(ctx, cfg, flags, Resume{})
 		if err != nil {
@@ -153,7 +203,9 @@ func nearStream(ctx context.Context, cfg NearConfig, first *leg, r Resume) (*str
 		log: cfg.Logger.With().Str(LogFar, cfg.Addr).Str(LogLinkSession, r.Session.String()).Logger(),
 		redial: func(ctx context.Context, rr Resume) (*leg, error) {
 			flags := FlagReconnect
-			if cfg.Compress {
+			if first.z != nil {
+				// As the session's first connection: its hooks chose
+				// how to send their payloads by it (relay.LinkInfo).
 				flags |= FlagCompress
 			}
 			c, br, z, rep, err := connect(ctx, cfg, flags, rr)
@@ -246,12 +298,16 @@ func connect(ctx context.Context, cfg NearConfig, flags uint16, resume Resume) (
 	if flags&(FlagProbe|FlagPage|FlagReconnect) == 0 {
 		msg = append(msg, jdwp.Handshake...)
 	}
+	sent := time.Now()
 	if _, err := conn.Write(msg); err != nil {
 		return fail(OutcomeUnreachable, fmt.Errorf("far end %s: %w", cfg.Addr, err))
 	}
 	lc := &liveConn{Conn: conn}
 	br := bufio.NewReaderSize(lc, 64<<10)
 	rep, err := ReadReply(br)
+	if err == nil {
+		cfg.Link.measured(time.Since(sent))
+	}
 	if err != nil {
 		o := OutcomeBadPreamble
 		switch {

@@ -115,7 +115,7 @@ func cmdLink(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	log.Info().Str(logkey.Listen, l.Addr().String()).Str("to", lf.to).
-		Dur("rtt", lf.cfg.RTT).Dur("jitter", lf.cfg.Jitter).Int64("bandwidth", lf.cfg.Bandwidth).Dur("drop_every", lf.cfg.DropEvery).
+		Dur(logkey.RTT, lf.cfg.RTT).Dur("jitter", lf.cfg.Jitter).Int64("bandwidth", lf.cfg.Bandwidth).Dur("drop_every", lf.cfg.DropEvery).
 		Msg("link listening")
 	<-ctx.Done()
 	start := time.Now()

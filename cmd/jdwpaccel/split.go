@@ -98,6 +98,7 @@ type splitFlags struct {
 	peerCert        string
 	resumeWithin    time.Duration // a session outlives its lost link this long; 0: not at all
 	compress        bool          // offer (near end) or agree to (far end) zstd on the link
+	compressMinRTT  time.Duration // near end: no zstd on a link whose round trip is under this
 	usersFile       string        // far end: named users' tokens
 	auditFile       string        // far end: the audit log
 	tunnel          string        // near end: the tunnel command (--far-tunnel)
@@ -114,6 +115,7 @@ func (l *splitFlags) registerNear(fs *flag.FlagSet) {
 	fs.StringVar(&l.tlsCert, "tls-cert", "", "with --far-cert: this end's TLS client certificate (PEM `FILE`), for a far end that pins it with --peer-cert")
 	fs.StringVar(&l.tlsKey, "tls-key", "", "with --tls-cert: its private key (PEM `FILE`, mode 0600)")
 	l.registerResume(fs, "with --far: ")
+	fs.DurationVar(&l.compressMinRTT, "compress-min-rtt", split.DefaultCompressMinRTT, "with --far and --compress: leave uncompressed the sessions of a link whose round trip, measured at each connection to the far end, is under this `DURATION` (a local or LAN link carries a packet sooner than both ends compress it); 0: compress whatever the round trip")
 	fs.StringVar(&l.tunnel, "far-tunnel", "", "with --far: run this `COMMAND` (kubectl port-forward, ssh -N -L) to open --far, and restart it when it exits or the far end stops answering through it; split into words like a shell would, but run without a shell (for one: sh -c '...')")
 }
 
@@ -157,6 +159,9 @@ func (l *splitFlags) checkNear(far string, log zerolog.Logger) error {
 	}
 	if err := l.checkPair(); err != nil {
 		return err
+	}
+	if l.compressMinRTT < 0 {
+		return fmt.Errorf("--compress-min-rtt %v: give 0 (compress whatever the round trip) or a positive duration", l.compressMinRTT)
 	}
 	if l.tlsCert != "" && l.peerCert == "" {
 		return errors.New("--tls-cert needs --far-cert: a client certificate is sent over TLS only, and TLS needs the far end's certificate to pin")
@@ -241,7 +246,8 @@ func (l *splitFlags) nearConfig(far string, log zerolog.Logger, reg prometheus.R
 	if err != nil {
 		return split.NearConfig{}, err
 	}
-	nc := split.NearConfig{Addr: far, Token: token, Software: software(), ResumeWithin: l.resumeWithin, Compress: l.compress,
+	nc := split.NearConfig{Addr: far, Token: token, Software: software(), ResumeWithin: l.resumeWithin,
+		Compress: l.compress, CompressMinRTT: l.compressMinRTT, Link: new(split.Link),
 		Logger: log.With().Str(relay.LogComponent, "split").Logger(), Metrics: split.NewMetrics(reg)}
 	if pin != nil {
 		nc.TLS = split.ClientTLS(pin, cert)

@@ -28,5 +28,6 @@ const (
 	Serial       = "serial"     // an adb device's serial
 	Device       = "device"     // an adb device's serial, on the adb front and the fake device
 	Suppressed   = "suppressed" // like lines held back since the last one (rate-limited logs)
+	RTT          = "rtt"        // a link's round trip
 	User         = "user"       // on split mode's far end, the user whose credentials the near end presented
 )
