@@ -353,3 +353,25 @@ func TestResumeKeepsTheFirstLinksCompression(t *testing.T) {
 		t.Error("the link after the drop is not compressed, where the first was")
 	}
 }
+
+// TestLinkRTT: a Link's round trip is the smallest of its last four
+// samples, so one slow preamble (a busy end) does not make a fast link
+// slow, and four slow ones do.
+func TestLinkRTT(t *testing.T) {
+	var l Link
+	if l.RTT() != 0 {
+		t.Fatalf("no sample: %v", l.RTT())
+	}
+	ms := time.Millisecond
+	for i, tc := range []struct{ sample, want time.Duration }{
+		{ms, ms}, {10 * ms, ms}, {3 * ms, ms}, {5 * ms, ms},
+		{7 * ms, 3 * ms}, // the 1 ms sample is the fifth last now
+		{20 * ms, 3 * ms}, {20 * ms, 5 * ms}, {20 * ms, 7 * ms}, {20 * ms, 20 * ms},
+		{ms / 2, ms / 2},
+	} {
+		l.measured(tc.sample)
+		if got := l.RTT(); got != tc.want {
+			t.Fatalf("after sample %d (%v): %v, want %v", i, tc.sample, got, tc.want)
+		}
+	}
+}

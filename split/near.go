@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,8 +64,8 @@ type NearConfig struct {
 	// the round trip.
 	CompressMinRTT time.Duration
 	// Link, when not nil, records the round trip of each connection's
-	// preamble, and a session decides by the last one recorded whether to
-	// offer compression (see Compress). Share one Link among the Probe
+	// preamble, and a session decides by the last ones recorded whether to
+	// offer compression (see Compress, Link.RTT). Share one Link among the Probe
 	// (which a near end runs at start) and the Dialer of one far end; nil
 	// measures nothing, and Compress alone decides.
 	Link *Link
@@ -87,20 +87,40 @@ type NearConfig struct {
 const DefaultCompressMinRTT = 2 * time.Millisecond
 
 // Link is what a near end measured of its link to one far end: the round
-// trip of its last connection's preamble (the hello to the far end's
+// trips of its last connections' preambles (the hello to the far end's
 // reply, through any tunnel; TLS's handshake not included). Its methods
 // may be called from any goroutine.
 type Link struct {
-	rtt atomic.Int64 // nanoseconds; 0 until measured
+	mu   sync.Mutex                 // guards last and next
+	last [linkSamples]time.Duration // the last round trips measured; 0: none yet
+	next int                        // where the next goes in last
 }
 
-// RTT is the last round trip measured, 0 before any.
-func (l *Link) RTT() time.Duration { return time.Duration(l.rtt.Load()) }
+// linkSamples is how many of its last round trips a Link keeps.
+const linkSamples = 4
+
+// RTT is the smallest of the last round trips measured (a busy end only
+// lengthens one, as it answers or reads late), 0 before any.
+func (l *Link) RTT() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var rtt time.Duration
+	for _, d := range l.last {
+		if d > 0 && (rtt == 0 || d < rtt) {
+			rtt = d
+		}
+	}
+	return rtt
+}
 
 func (l *Link) measured(d time.Duration) {
-	if l != nil {
-		l.rtt.Store(max(int64(d), 1))
+	if l == nil {
+		return
 	}
+	l.mu.Lock()
+	l.last[l.next] = max(d, 1)
+	l.next = (l.next + 1) % linkSamples
+	l.mu.Unlock()
 }
 
 // compress says whether a new session offers compression.
