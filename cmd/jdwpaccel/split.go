@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/bench"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/jdwpaccel/jdwpaccel/push"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
@@ -301,7 +302,11 @@ func probeFar(ctx context.Context, nc split.NearConfig, log zerolog.Logger) bool
 	case err != nil:
 		log.Warn().Err(err).Str(split.LogFar, nc.Addr).Msg("cannot reach the far end yet; each debugger that attaches tries again")
 	default:
-		log.Info().Str(split.LogFar, nc.Addr).Str(split.LogPeerSoftware, rep.Software).Msg("far end reached")
+		e := log.Info().Str(split.LogFar, nc.Addr).Str(split.LogPeerSoftware, rep.Software)
+		if nc.Link != nil {
+			e = e.Dur(logkey.RTT, nc.Link.RTT())
+		}
+		e.Msg("far end reached")
 	}
 	return true
 }
