@@ -55,7 +55,7 @@ func runSplitLink(t *testing.T, ctx context.Context, b *javavm.Build, rtt time.D
 	ended := make(sessionEnds, 1)
 	opts.Addr = serve(t, relay.Config{
 		DialVM: split.Dialer(split.NearConfig{Addr: lk.Addr().String(), Attach: true, Heartbeat: true, ResumeWithin: time.Minute, Compress: compress}),
-		NewHooks: relay.ChainHooks(split.NearHeartbeat(0), NearHooks(nearSpec, cfg),
+		NewHooks: relay.ChainHooks(split.NearHeartbeat(0, nil), NearHooks(nearSpec, cfg),
 			func(*relay.Session) relay.Hooks { return relay.Hooks{Observers: []relay.Observer{ended}} }),
 	})
 	if run.res, err = javavm.RunDriver(ctx, b, opts); err != nil {

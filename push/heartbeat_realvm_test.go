@@ -69,7 +69,7 @@ func TestSplitHeartbeatRealVM(t *testing.T) {
 	beats := new(beatCounter)
 	opts.Addr = serve(t, relay.Config{
 		DialVM: split.Dialer(split.NearConfig{Addr: lk.Addr().String(), Attach: true, Heartbeat: true, LinkTimeout: timeout}),
-		NewHooks: relay.ChainHooks(split.NearHeartbeat(timeout), NearHooks(nearSpec, Config{}),
+		NewHooks: relay.ChainHooks(split.NearHeartbeat(timeout, nil), NearHooks(nearSpec, Config{}),
 			func(*relay.Session) relay.Hooks { return relay.Hooks{Observers: []relay.Observer{beats}} }),
 	})
 	res, err := javavm.RunDriver(ctx, b, opts)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
+	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -373,5 +374,24 @@ func TestLinkRTT(t *testing.T) {
 		if got := l.RTT(); got != tc.want {
 			t.Fatalf("after sample %d (%v): %v, want %v", i, tc.sample, got, tc.want)
 		}
+	}
+}
+
+// TestHeartbeatMeasuresTheLink: each heartbeat answer's round trip goes
+// to the Link (one without a latency, none), and the answer is absorbed.
+func TestHeartbeatMeasuresTheLink(t *testing.T) {
+	l := new(Link)
+	h := &nearBeat{link: l}
+	for _, tc := range []struct{ latency, want time.Duration }{{0, 0}, {3 * time.Millisecond, 3 * time.Millisecond}, {time.Millisecond, time.Millisecond}} {
+		f := &relay.Frame{Kind: relay.KindReply, Cmd: CmdHeartbeat, Latency: tc.latency}
+		if a := h.FromVM(nil, f); a != relay.Consume {
+			t.Fatalf("a heartbeat's answer was not absorbed: %v", a)
+		}
+		if got := l.RTT(); got != tc.want {
+			t.Errorf("after an answer in %v: the link's round trip %v, want %v", tc.latency, got, tc.want)
+		}
+	}
+	if a := (&nearBeat{}).FromVM(nil, &relay.Frame{Kind: relay.KindReply, Cmd: CmdHeartbeat, Latency: time.Millisecond}); a != relay.Consume {
+		t.Fatalf("without a Link, a heartbeat's answer was not absorbed: %v", a)
 	}
 }

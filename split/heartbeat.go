@@ -115,14 +115,16 @@ func setUserTimeout(c syscall.Conn, d time.Duration) error {
 // chain: in a session that agreed on it (relay.LinkInfo.Heartbeat), a CmdHeartbeat
 // as the session starts and every third of timeout (DefaultLinkTimeout
 // when zero) after, and its replies
-// absorbed before any other hook sees them.
-func NearHeartbeat(timeout time.Duration) func(*relay.Session) relay.Hooks {
+// absorbed before any other hook sees them. Each answer's round trip goes
+// to link (NearConfig.Link; nil for none), so that the next session's
+// choice of compression follows a link that changed meanwhile.
+func NearHeartbeat(timeout time.Duration, link *Link) func(*relay.Session) relay.Hooks {
 	every := linkTimeout(timeout) / 3
 	return func(rs *relay.Session) relay.Hooks {
 		if !rs.VMInfo().Heartbeat {
 			return relay.Hooks{}
 		}
-		h := &nearBeat{done: make(chan struct{})}
+		h := &nearBeat{done: make(chan struct{}), link: link}
 		go h.run(rs, every)
 		return relay.Hooks{Interceptors: []relay.Interceptor{h}}
 	}
@@ -133,6 +135,7 @@ func NearHeartbeat(timeout time.Duration) func(*relay.Session) relay.Hooks {
 type nearBeat struct {
 	done chan struct{}
 	once sync.Once
+	link *Link // where each answer's round trip goes; nil for none
 }
 
 func (h *nearBeat) run(rs *relay.Session, every time.Duration) {
@@ -161,9 +164,11 @@ func (h *nearBeat) run(rs *relay.Session, every time.Duration) {
 
 func (h *nearBeat) FromDebugger(*relay.Session, *relay.Frame) relay.Action { return relay.Forward }
 
-// FromVM absorbs the far end's answers to heartbeats.
+// FromVM absorbs the far end's answers to heartbeats, and notes their
+// round trips.
 func (h *nearBeat) FromVM(_ *relay.Session, f *relay.Frame) relay.Action {
 	if f.Kind == relay.KindReply && f.Cmd == CmdHeartbeat {
+		h.link.measured(f.Latency)
 		return relay.Consume
 	}
 	return relay.Forward

@@ -35,7 +35,7 @@ func silentLink(t *testing.T, farLn net.Listener, nc NearConfig, cut func()) {
 	f := serveFar(t, v, farLn, FarConfig{LinkTimeout: testLinkTimeout})
 	nc.LinkTimeout, nc.Heartbeat = testLinkTimeout, true
 	nc.Logger = zerolog.New(f.log)
-	d, err := jdwptest.Attach(startNearHooks(t, nc, NearHeartbeat(testLinkTimeout)))
+	d, err := jdwptest.Attach(startNearHooks(t, nc, NearHeartbeat(testLinkTimeout, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ type NearConfig struct {
 	// as relay.Session.VMInfo (an Agreed).
 	Attach bool
 	// Heartbeat offers the far end a heartbeat (FlagHeartbeat): set it
-	// when the session's hooks start with NearHeartbeat(LinkTimeout),
+	// when the session's hooks start with NearHeartbeat(LinkTimeout, Link),
 	// which sends the beats, since a far end that agreed ends a session
 	// that stays silent.
 	Heartbeat bool
@@ -114,11 +114,11 @@ func (l *Link) RTT() time.Duration {
 }
 
 func (l *Link) measured(d time.Duration) {
-	if l == nil {
+	if l == nil || d <= 0 {
 		return
 	}
 	l.mu.Lock()
-	l.last[l.next] = max(d, 1)
+	l.last[l.next] = d
 	l.next = (l.next + 1) % linkSamples
 	l.mu.Unlock()
 }

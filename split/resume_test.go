@@ -43,7 +43,7 @@ func newResumeRig(t *testing.T, within time.Duration, fc FarConfig, nc NearConfi
 	r.f = startFar(t, r.v, "127.0.0.1:0", fc)
 	r.hop = newFaultHop(t, r.f.addr)
 	nc.Addr, nc.ResumeWithin, nc.Logger = r.hop.addr(), within, zerolog.New(r.nearLog)
-	var hooks = NearHeartbeat(nc.LinkTimeout)
+	var hooks = NearHeartbeat(nc.LinkTimeout, nc.Link)
 	if !nc.Heartbeat {
 		hooks = nil
 	}

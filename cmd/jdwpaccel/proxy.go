@@ -226,7 +226,7 @@ func buildStack(ctx context.Context, pf *proxyFlags, log zerolog.Logger) (*stack
 				return nil, usageError{err}
 			}
 		}
-		st.cfg.NewHooks = nearChain(st.spec, st.pushConfig(), st.observers)
+		st.cfg.NewHooks = nearChain(st.spec, st.pushConfig(), nc.Link, st.observers)
 		return st, nil
 	}
 	if isDiscoverySpec(pf.vm) {

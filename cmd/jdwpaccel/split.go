@@ -45,8 +45,8 @@ func farChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Sessio
 	return relay.ChainHooks(push.FarHooks(sp, pc), rest)
 }
 
-func nearChain(sp *speculator.Speculator, pc push.Config, rest func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
-	return relay.ChainHooks(split.NearHeartbeat(0), guarded(push.NearHooks(sp, pc)), rest)
+func nearChain(sp *speculator.Speculator, pc push.Config, link *split.Link, rest func(*relay.Session) relay.Hooks) func(*relay.Session) relay.Hooks {
+	return relay.ChainHooks(split.NearHeartbeat(0, link), guarded(push.NearHooks(sp, pc)), rest)
 }
 
 // guarded puts the stale-ID guard (package staleid) in front of a
@@ -77,7 +77,7 @@ func splitMode(name string, spec speculator.Config, log zerolog.Logger) bench.Mo
 		return st
 	}
 	return bench.Mode{Name: name, Split: true, Push: true, FarHooks: farChain(far, pc, nil),
-		NewHooks: nearChain(near, pc, nil), Stats: stats,
+		NewHooks: nearChain(near, pc, nil, nil), Stats: stats,
 		PushedBytes: func() int64 { return pc.Counters.Stats().BytesSent }}
 }
 
