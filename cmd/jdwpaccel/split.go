@@ -116,7 +116,7 @@ func (l *splitFlags) registerNear(fs *flag.FlagSet) {
 	fs.StringVar(&l.tlsCert, "tls-cert", "", "with --far-cert: this end's TLS client certificate (PEM `FILE`), for a far end that pins it with --peer-cert")
 	fs.StringVar(&l.tlsKey, "tls-key", "", "with --tls-cert: its private key (PEM `FILE`, mode 0600)")
 	l.registerResume(fs, "with --far: ")
-	fs.DurationVar(&l.compressMinRTT, "compress-min-rtt", split.DefaultCompressMinRTT, "with --far and --compress: leave uncompressed the sessions of a link whose round trip (the smallest of the last four measured, at the start probe and at each connection to the far end) is under this `DURATION` (a local or LAN link carries a packet sooner than both ends compress it); 0: compress whatever the round trip")
+	fs.DurationVar(&l.compressMinRTT, "compress-min-rtt", split.DefaultCompressMinRTT, "with --far and --compress: leave uncompressed the sessions of a link whose round trip (the smallest of the last four measured: at the start probe, at each connection to the far end and by the heartbeat) is under this `DURATION` (a local or LAN link carries a packet sooner than both ends compress it); 0: compress whatever the round trip")
 	fs.StringVar(&l.tunnel, "far-tunnel", "", "with --far: run this `COMMAND` (kubectl port-forward, ssh -N -L) to open --far, and restart it when it exits or the far end stops answering through it; split into words like a shell would, but run without a shell (for one: sh -c '...')")
 }
 
