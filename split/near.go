@@ -65,9 +65,10 @@ type NearConfig struct {
 	CompressMinRTT time.Duration
 	// Link, when not nil, records the round trip of each connection's
 	// preamble, and a session decides by the last ones recorded whether to
-	// offer compression (see Compress, Link.RTT). Share one Link among the Probe
-	// (which a near end runs at start) and the Dialer of one far end; nil
-	// measures nothing, and Compress alone decides.
+	// offer compression (see Compress, Link.RTT). Share one Link among the
+	// Probe (which a near end runs at start), the Dialer and the
+	// NearHeartbeat of one far end; nil measures nothing, and Compress
+	// alone decides.
 	Link *Link
 	// Logger gets the resumable sessions' link losses and resumes. Every
 	// other failure is returned, for the caller (the relay at an attach,
@@ -86,10 +87,11 @@ type NearConfig struct {
 // longer with the link compressed (bench/results/compress/).
 const DefaultCompressMinRTT = 2 * time.Millisecond
 
-// Link is what a near end measured of its link to one far end: the round
-// trips of its last connections' preambles (the hello to the far end's
-// reply, through any tunnel; TLS's handshake not included). Its methods
-// may be called from any goroutine.
+// Link is what a near end measured of its link to one far end: the last
+// round trips of its connections' preambles (the hello to the far end's
+// reply, through any tunnel; TLS's handshake not included) and of its
+// heartbeats (NearHeartbeat). Its methods may be called from any
+// goroutine.
 type Link struct {
 	mu   sync.Mutex                 // guards last and next
 	last [linkSamples]time.Duration // the last round trips measured; 0: none yet
