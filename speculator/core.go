@@ -12,7 +12,7 @@ import (
 // core is what a session's parts share: the explicit inputs every part is
 // built with (see the package doc). Each piece has one owner type with its
 // own invariants; core adds only the gates every speculation passes
-// (submitSpec, sendOwn) and the accounting of speculation's use. Guarded
+// (admit, sendOwn) and the accounting of speculation's use. Guarded
 // by session.mu, like everything the parts hold.
 type core struct {
 	sp    *Speculator
@@ -174,10 +174,11 @@ func (c *core) specParams(sizes jdwp.IDSizes, cmd jdwp.Cmd, params []byte, k kin
 	c.submitNew(sizes, spec{kind: k, tmpl: tp, level: level}, cmd, params)
 }
 
-// submitNew is submitSpec for a speculation described by d (kind,
-// template, level, learned template), returning the spec sent or nil.
-// Most candidates are refused (cached already, in flight): they are
-// decided in a scratch spec, and one is allocated for those sent only.
+// submitNew puts a speculation described by d (kind, template, level,
+// learned template, predicted frame, again) to the gates every stop's
+// speculation passes (admit), and returns the spec sent, or nil. Most
+// candidates are refused (cached already, in flight): they are decided in
+// a scratch spec, and one is allocated for those sent only.
 func (c *core) submitNew(sizes jdwp.IDSizes, d spec, cmd jdwp.Cmd, params []byte) *spec {
 	c.specBuf = d
 	var kept *spec
@@ -190,15 +191,6 @@ func (c *core) submitNew(sizes jdwp.IDSizes, d spec, cmd jdwp.Cmd, params []byte
 		c.enter(kept)
 	}
 	return kept
-}
-
-// submitSpec is specParams for a speculation s already described (kind,
-// template, level, predicted frame): the gates every stop's speculation
-// passes.
-func (c *core) submitSpec(sizes jdwp.IDSizes, s *spec, cmd jdwp.Cmd, params []byte) {
-	if c.admit(sizes, s, cmd, params) {
-		c.enter(s)
-	}
 }
 
 // admit fills s (key, info, subject) for command cmd with params and says

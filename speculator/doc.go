@@ -39,7 +39,7 @@
 // budget, the queue, the output to the VM, the moments its reads of
 // running state go in); and the outbox of the relay's
 // turn, which everything a part sends goes to. The core adds only the
-// gates every speculation passes (submitSpec, sendOwn).
+// gates every speculation passes (admit, sendOwn).
 //
 // The parts are the rule sets, each a type of its own with its own state
 // and file. A part reacts to the phases whose interface it implements

@@ -276,7 +276,7 @@ func (fp *framePrediction) wave(w int, sizes jdwp.IDSizes) {
 			w.Frame(p.frame)
 			fp.pbuf = w.Buf
 			pc := p
-			fp.submitSpec(sizes, &spec{kind: kPredThis, pred: &pc}, jdwp.CmdStackFrameThisObject, fp.pbuf)
+			fp.submitNew(sizes, spec{kind: kPredThis, pred: &pc}, jdwp.CmdStackFrameThisObject, fp.pbuf)
 		}
 		if !vals || !known {
 			continue
@@ -292,7 +292,7 @@ func (fp *framePrediction) wave(w int, sizes jdwp.IDSizes) {
 			w.Buf = append(w.Buf, tail...)
 			fp.pbuf = w.Buf
 			pc := p
-			fp.submitSpec(sizes, &spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, fp.pbuf)
+			fp.submitNew(sizes, spec{kind: kPredValues, pred: &pc}, jdwp.CmdStackFrameGetValues, fp.pbuf)
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 // A list path replays the indices the debugger asked of it at the last
 // stop, or every element with the tags it asked when it asked them all
 // (each thread, each object local). Everything goes through the core's
-// gates (submitSpec, safeToSend: IDs this connection's VM handed out and
+// gates (admit, safeToSend: IDs this connection's VM handed out and
 // valid for the command, read-only commands, fields of the object's own
 // class chain, frames of the current stop). A template whose speculation
 // went unused at two stops running is not replayed until the debugger

@@ -790,7 +790,7 @@ func (l *learner) namedBefore(t jdwp.ThreadID) bool {
 }
 
 // nameKnown says whether no rule asks thread t's name ahead (the gate is
-// core.submitSpec's): the debugger named it in this session, and names a
+// core.admit's): the debugger named it in this session, and names a
 // thread once. Never the stopped thread's: every debugger shows it at a
 // stop.
 func (l *learner) nameKnown(t jdwp.ThreadID) bool {

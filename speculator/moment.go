@@ -187,7 +187,7 @@ func (f *facts) offerPos(moment uint16) uint64 {
 // state it receives from now on (offerPos): the stop's speculation of
 // running state not yet sent to the VM is dropped (neither used nor
 // wasted: it cost nothing), and none is asked again or sent anew at this
-// stop (submitSpec).
+// stop (admit).
 func (c *core) unqueueRunning(ep *episode) {
 	ep.unplaced = true
 	for _, s := range ep.specs {
@@ -283,7 +283,7 @@ func (c *core) refetch(sizes jdwp.IDSizes) {
 	for i := range c.reads.placed {
 		if k := &c.reads.placed[i]; c.reads.again(k) {
 			c.cache.drop(k)
-			c.submitSpec(sizes, &spec{kind: kTemplate, again: true}, k.Cmd(), k.Params())
+			c.submitNew(sizes, spec{kind: kTemplate, again: true}, k.Cmd(), k.Params())
 		}
 	}
 	c.reads.placed = c.reads.placed[:0]
@@ -331,5 +331,5 @@ func (c *core) askAgain(s *spec, sizes jdwp.IDSizes) {
 	c.wasted(s)
 	c.cache.drop(&s.key)
 	c.disp.forget(s)
-	c.submitSpec(sizes, &spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level, again: true}, s.key.Cmd(), s.key.Params())
+	c.submitNew(sizes, spec{kind: s.kind, tmpl: s.tmpl, lnode: s.lnode, level: s.level, again: true}, s.key.Cmd(), s.key.Params())
 }

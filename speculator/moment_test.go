@@ -244,7 +244,7 @@ func farEndAfterNearRead(t *testing.T) *session {
 // forwarded a read of running state at a stop, a far end sends no
 // speculation of running state at that stop (its near end would place
 // none of it: every such reply would be wasted), but still what is
-// about the stopped thread. Fails without the unplaced gate (submitSpec).
+// about the stopped thread. Fails without the unplaced gate (admit).
 func TestFarEndSendsNoRunningStateAfterItsNearEndsRead(t *testing.T) {
 	ss := farEndAfterNearRead(t)
 	ss.mu.Lock()

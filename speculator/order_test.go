@@ -180,7 +180,7 @@ func TestNearEndOpensNoMoment(t *testing.T) {
 	if err := s.ss.rs.Do(func(out *relay.Outbox) {
 		s.ss.lock(out)
 		defer s.ss.unlock()
-		s.ss.submitSpec(sizes8, &spec{kind: kTemplate, again: true}, jdwp.CmdThreadReferenceName, threadBody(0x53))
+		s.ss.submitNew(sizes8, spec{kind: kTemplate, again: true}, jdwp.CmdThreadReferenceName, threadBody(0x53))
 	}); err != nil {
 		t.Fatal(err)
 	}

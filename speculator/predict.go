@@ -17,7 +17,7 @@ import (
 // threads), to each frame of a Frames reply, to AllThreads and FrameCount
 // replies (chain), and to a miss that shows a rule no prediction covered
 // (missed: expandSiblings). They read the learner and emit speculation
-// through the core's gates (submitSpec); they hold no state of their own.
+// through the core's gates (admit); they hold no state of their own.
 type stopRules struct{ *core }
 
 // wave sends a stop's waves: in wave 0 the commands whose replies feed
