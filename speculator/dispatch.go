@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -326,19 +327,12 @@ func (d *dispatcher) dropQueue() {
 // latencies, which include VM service and queueing) and the VM's service
 // time (spacing of back-to-back synthetic replies).
 type rttEstimator struct {
-	ring      [32]time.Duration
-	n         int
+	floor     stat.Floor // of the last stat.MaxWindow latencies
 	lastSynth time.Time
 	service   time.Duration // EWMA
 }
 
-func (r *rttEstimator) sample(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	r.ring[r.n%len(r.ring)] = d
-	r.n++
-}
+func (r *rttEstimator) sample(d time.Duration) { r.floor.Add(d) }
 
 func (r *rttEstimator) sampleSynthetic(d time.Duration, at time.Time, inFlight int) {
 	r.sample(d)
@@ -357,7 +351,7 @@ func (r *rttEstimator) sampleSynthetic(d time.Duration, at time.Time, inFlight i
 
 // min is the smallest recent latency, or 0 before enough samples.
 func (r *rttEstimator) min() time.Duration {
-	if r.n < 3 {
+	if r.floor.Count() < 3 {
 		return 0
 	}
 	return r.soFar()
@@ -365,14 +359,4 @@ func (r *rttEstimator) min() time.Duration {
 
 // soFar is the smallest recent latency, from however few samples (0:
 // none): at the attach, after its first replies.
-func (r *rttEstimator) soFar() time.Duration {
-	if r.n == 0 {
-		return 0
-	}
-	n := min(r.n, len(r.ring))
-	m := r.ring[0]
-	for _, d := range r.ring[1:n] {
-		m = min(m, d)
-	}
-	return m
-}
+func (r *rttEstimator) soFar() time.Duration { return r.floor.Min() }

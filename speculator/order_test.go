@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 )
@@ -95,7 +96,7 @@ func nearPartialStop(t *testing.T, sp *Speculator, others ...uint64) (*rig, *Ses
 func slowLink(s *Session) {
 	s.ss.mu.Lock()
 	defer s.ss.mu.Unlock()
-	for range len(s.ss.disp.rtt.ring) {
+	for range stat.MaxWindow {
 		s.ss.disp.rtt.sample(30 * time.Millisecond)
 	}
 }

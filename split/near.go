@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
+	"github.com/jdwpaccel/jdwpaccel/internal/stat"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -93,12 +94,12 @@ const DefaultCompressMinRTT = 2 * time.Millisecond
 // heartbeats (NearHeartbeat). Its methods may be called from any
 // goroutine.
 type Link struct {
-	mu   sync.Mutex                 // guards last and next
-	last [linkSamples]time.Duration // the last round trips measured; 0: none yet
-	next int                        // where the next goes in last
+	mu   sync.Mutex // guards last
+	last stat.Floor // of the last linkSamples round trips
 }
 
-// linkSamples is how many of its last round trips a Link keeps.
+// linkSamples is how many of its last round trips a Link keeps: few, so
+// that a link that became slower shows soon.
 const linkSamples = 4
 
 // RTT is the smallest of the last round trips measured (a busy end only
@@ -106,22 +107,16 @@ const linkSamples = 4
 func (l *Link) RTT() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var rtt time.Duration
-	for _, d := range l.last {
-		if d > 0 && (rtt == 0 || d < rtt) {
-			rtt = d
-		}
-	}
-	return rtt
+	return l.last.Min()
 }
 
 func (l *Link) measured(d time.Duration) {
-	if l == nil || d <= 0 {
+	if l == nil {
 		return
 	}
 	l.mu.Lock()
-	l.last[l.next] = d
-	l.next = (l.next + 1) % linkSamples
+	l.last.Window = linkSamples
+	l.last.Add(d)
 	l.mu.Unlock()
 }
 

@@ -20,3 +20,36 @@ func TestMedian(t *testing.T) {
 		t.Errorf("Median(nil) = %v", got)
 	}
 }
+
+// TestFloor: the smallest of the last Window samples (MaxWindow by
+// default), none before any, and samples of 0 or less ignored.
+func TestFloor(t *testing.T) {
+	ms := time.Millisecond
+	var f Floor
+	if f.Min() != 0 || f.Count() != 0 {
+		t.Fatalf("empty: %v, %d", f.Min(), f.Count())
+	}
+	f.Add(0)
+	f.Add(-ms)
+	if f.Count() != 0 {
+		t.Fatalf("samples of 0 or less counted: %d", f.Count())
+	}
+	f.Add(ms)
+	for range MaxWindow - 1 {
+		f.Add(5 * ms)
+	}
+	if f.Min() != ms {
+		t.Fatalf("the first of %d samples is gone: %v", MaxWindow, f.Min())
+	}
+	f.Add(7 * ms)
+	if f.Min() != 5*ms || f.Count() != MaxWindow+1 {
+		t.Fatalf("after one more: %v of %d, want 5ms of %d", f.Min(), f.Count(), MaxWindow+1)
+	}
+	g := Floor{Window: 2}
+	for i, tc := range []struct{ d, want time.Duration }{{3 * ms, 3 * ms}, {ms, ms}, {4 * ms, ms}, {6 * ms, 4 * ms}} {
+		g.Add(tc.d)
+		if g.Min() != tc.want {
+			t.Fatalf("window 2, sample %d (%v): %v, want %v", i, tc.d, g.Min(), tc.want)
+		}
+	}
+}
