@@ -17,6 +17,7 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/journal"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/jdwpaccel/jdwpaccel/speculator"
+	"github.com/jdwpaccel/jdwpaccel/split"
 	"github.com/rs/zerolog"
 )
 
@@ -272,7 +273,7 @@ func cmdBench(ctx context.Context, e *env, args []string) int {
 	bandwidth := new(int64)
 	bytesVar(fs, bandwidth, "bandwidth", 0, "limit the emulated link to this many `bytes` per second in each direction (units: KiB, MiB, kB, MB; 0: unlimited)")
 	dropEvery := fs.Duration("drop-every", 0, "a link fault for split-mode cells: the link closes its connections every `duration`, and their sessions resume across each drop (other modes' links carry the debugger's session itself: no drops there); 0: none")
-	compress := fs.Bool("compress", true, "split mode's ends compress their link (as their --compress), unless the near end's start probe measured its round trip under 2 ms (proxy --far's default --compress-min-rtt)")
+	compress := fs.Bool("compress", true, fmt.Sprintf("split mode's ends compress their link (as their --compress), unless the near end's start probe measured its round trip under %v (proxy --far's default --compress-min-rtt)", split.DefaultCompressMinRTT))
 	writeBehind := fs.Bool("write-behind", true, "the speculate mode answers state-setting commands at once when proven (as the proxy's flag)")
 	diagnose := fs.Bool("diagnose", false, "tally the speculate mode's speculative commands (sent, used, wasted) by command and rule, and its misses by stop, into diag.txt in --out")
 	var lf logFlags
