@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/accept"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
 )
@@ -102,20 +103,11 @@ func (d *Device) banner() string {
 func (d *Device) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	return accept.Loop(ctx, ln, d.log, func(conn net.Conn) {
 		wg.Go(func() { d.ServeConn(ctx, conn) }) //nolint:errcheck // logged inside
-	}
+	})
 }
 
 // ServeConn runs the transport on one adb server connection until it

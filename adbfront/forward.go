@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/accept"
 	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
@@ -188,19 +189,7 @@ func (f *Front) addForward(ctx context.Context, client net.Conn, use Selector, p
 
 // serveForward accepts debuggers on a forward until its listener closes.
 func (f *Front) serveForward(ctx context.Context, fw *forward) {
-	for {
-		conn, err := fw.ln.Accept()
-		if err != nil {
-			f.mu.Lock()
-			if f.forwards[fw.local] == fw {
-				delete(f.forwards, fw.local)
-			}
-			f.mu.Unlock()
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				f.log.Error().Err(err).Str(LogLocal, fw.local).Msg("JDWP forward stopped accepting")
-			}
-			return
-		}
+	err := accept.Loop(ctx, fw.ln, f.log, func(conn net.Conn) {
 		f.wg.Go(func() {
 			t := fw.get()
 			log := f.log.With().Str(LogClient, conn.RemoteAddr().String()).Str(LogLocal, fw.local).Logger()
@@ -217,6 +206,14 @@ func (f *Front) serveForward(ctx context.Context, fw *forward) {
 			defer stop()
 			f.runJDWP(ctx, conn, vm, t, log)
 		})
+	})
+	f.mu.Lock()
+	if f.forwards[fw.local] == fw {
+		delete(f.forwards, fw.local)
+	}
+	f.mu.Unlock()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		f.log.Error().Err(err).Str(LogLocal, fw.local).Msg("JDWP forward stopped accepting")
 	}
 }
 

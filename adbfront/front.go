@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/accept"
 	"github.com/jdwpaccel/jdwpaccel/internal/adbwire"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 	"github.com/rs/zerolog"
@@ -106,7 +107,8 @@ func New(cfg Config) *Front {
 	}
 }
 
-// Serve accepts clients on ln until ctx ends (nil) or ln fails, then
+// Serve accepts clients on ln until ctx ends (nil) or ln fails for good
+// (a shortage of descriptors is waited out: accept.Loop), then
 // closes ln, the forwards' listeners and every connection, and waits for
 // them.
 func (f *Front) Serve(ctx context.Context, ln net.Listener) error {
@@ -115,24 +117,9 @@ func (f *Front) Serve(ctx context.Context, ln net.Listener) error {
 	f.mu.Lock()
 	f.ctx = ctx
 	f.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
 	defer f.wg.Wait()
 	defer f.closeForwards()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
-		f.wg.Go(func() { f.serveConn(ctx, conn) })
-	}
+	return accept.Loop(ctx, ln, f.log, func(conn net.Conn) { f.wg.Go(func() { f.serveConn(ctx, conn) }) })
 }
 
 // bufConn is a connection whose reads drain a bufio.Reader first.

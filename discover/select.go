@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/accept"
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
 )
 
@@ -22,20 +23,7 @@ type selection struct {
 // connection to the selected VM's listener.
 func (m *Manager) acceptSelected(ctx context.Context) {
 	defer m.wg.Done()
-	ln := m.cfg.Selected
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			m.log.Error().Err(err).Msg("current-VM listener failed")
-			return
-		}
+	err := accept.Loop(ctx, m.cfg.Selected, m.log, func(c net.Conn) {
 		m.mu.Lock()
 		e, why := m.resolveLocked()
 		m.mu.Unlock()
@@ -43,16 +31,17 @@ func (m *Manager) acceptSelected(ctx context.Context) {
 			m.unrouted.Inc()
 			m.log.Warn().Str("debugger", c.RemoteAddr().String()).Str(logkey.Reason, why).Msg("debugger connected to the current-VM port, but no VM is selected; closing it")
 			c.Close()
-			continue
+			return
 		}
 		m.log.Debug().Str(LogVMKey, e.vm.Key).Msg("current-VM port: routing a debugger")
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
+		m.wg.Go(func() {
 			if !e.ln.deliver(c) {
 				c.Close()
 			}
-		}()
+		})
+	})
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		m.log.Error().Err(err).Msg("current-VM listener failed")
 	}
 }
 

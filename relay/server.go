@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/accept"
 	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/retag"
@@ -94,9 +95,9 @@ const (
 	DefaultMaxHandshakes   = 128
 )
 
-// overCapEvery is how often a connection closed over MaxHandshakes is
-// logged at most.
-const overCapEvery = 10 * time.Second
+// OverCapEvery is how often a connection closed over MaxHandshakes is
+// logged at most (by the relay server and the sharing hub in front of it).
+const OverCapEvery = 10 * time.Second
 
 // Server accepts debuggers and relays each to its own VM connection.
 type Server struct {
@@ -133,43 +134,27 @@ func NewServer(cfg Config) *Server {
 	if cfg.MaxHandshakes <= 0 {
 		cfg.MaxHandshakes = DefaultMaxHandshakes
 	}
-	return &Server{cfg: cfg, handshakes: make(chan struct{}, cfg.MaxHandshakes), overCap: lograte.New(overCapEvery, 1)}
+	return &Server{cfg: cfg, handshakes: make(chan struct{}, cfg.MaxHandshakes), overCap: lograte.New(OverCapEvery, 1)}
 }
 
-// Serve accepts debuggers on ln until ctx is done or ln fails, then closes
-// ln and every session and waits for them. It returns nil after ctx ends.
+// Serve accepts debuggers on ln until ctx is done or ln fails for good (a
+// shortage of descriptors is waited out: accept.Loop), then closes ln and
+// every session and waits for them. It returns nil after ctx ends.
 func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
 	defer srv.wg.Wait()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
+	return accept.Loop(ctx, ln, srv.cfg.Logger, func(conn net.Conn) {
 		select {
 		case srv.handshakes <- struct{}{}:
 		default:
 			srv.refuseOverCap(conn)
-			continue
+			return
 		}
-		srv.wg.Add(1)
-		go func() {
-			defer srv.wg.Done()
+		srv.wg.Go(func() {
 			srv.serve(ctx, conn, LinkInfo{}, srv.cfg.DialVM, srv.cfg.DialRetry, func() { <-srv.handshakes }) //nolint:errcheck // logged inside
-		}()
-	}
+		})
+	})
 }
 
 // refuseOverCap closes a connection accepted while MaxHandshakes others

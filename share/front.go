@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/accept"
+	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
+	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
 	"github.com/rs/zerolog"
@@ -339,6 +342,7 @@ type Listener struct {
 	err   error      // why the accept loop of ln stopped
 	// handshakes holds a token per client whose handshake is unread.
 	handshakes chan struct{}
+	overCap    *lograte.Limiter // thins the log of clients closed over cap(handshakes)
 }
 
 // NewListener shares the VM of front among the clients accepted on ln,
@@ -349,7 +353,8 @@ func NewListener(ln, readOnly net.Listener, front *Front, maxHandshakes int) *Li
 	if maxHandshakes <= 0 {
 		maxHandshakes = relay.DefaultMaxHandshakes
 	}
-	return &Listener{ln: ln, ro: readOnly, front: front, conns: make(chan net.Conn), done: make(chan struct{}), handshakes: make(chan struct{}, maxHandshakes)}
+	return &Listener{ln: ln, ro: readOnly, front: front, conns: make(chan net.Conn), done: make(chan struct{}), handshakes: make(chan struct{}, maxHandshakes),
+		overCap: lograte.New(relay.OverCapEvery, 1)}
 }
 
 // Serve runs srv's sessions for the clients of ln and readOnly (see
@@ -395,30 +400,24 @@ func (l *Listener) Close() error {
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
 func (l *Listener) acceptLoop(ln net.Listener, readOnly bool) {
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if ln == l.ln {
-				l.errMu.Lock()
-				l.err = err
-				l.errMu.Unlock()
-				l.once.Do(func() { close(l.done) })
-			}
-			return
-		}
+	err := accept.Loop(context.Background(), ln, l.front.cfg.Logger, func(conn net.Conn) {
 		select {
 		case l.handshakes <- struct{}{}:
 		default:
-			l.front.cfg.Logger.Warn().Str(LogDebugger, conn.RemoteAddr().String()).Int(LogMax, cap(l.handshakes)).
-				Msg("too many connections in their JDWP handshake (clients that connect and send nothing?); closed a new one at once")
+			if ok, held, _ := l.overCap.Allow(""); ok {
+				l.front.cfg.Logger.Warn().Str(LogDebugger, conn.RemoteAddr().String()).Int(LogMax, cap(l.handshakes)).Int(logkey.Suppressed, held).
+					Msg("too many connections in their JDWP handshake (clients that connect and send nothing?); closed a new one at once (suppressed: such closes not logged since the last line)")
+			}
 			refuse(conn)
-			continue
+			return
 		}
 		go l.serve(conn, readOnly)
+	})
+	if ln == l.ln {
+		l.errMu.Lock()
+		l.err = err
+		l.errMu.Unlock()
+		l.once.Do(func() { close(l.done) })
 	}
 }
 

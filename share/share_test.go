@@ -60,9 +60,9 @@ func startRig(t *testing.T) *rig {
 	return &rig{vm: vm, front: front, addr: ln.Addr().String(), roAddr: ro.Addr().String()}
 }
 
-func (r *rig) attach(t *testing.T) *jdwptest.Debugger { return r.attachAt(t, r.addr) }
+func (r *rig) attach(t *testing.T) *jdwptest.Debugger { return attachAt(t, r.addr) }
 
-func (r *rig) attachAt(t *testing.T, addr string) *jdwptest.Debugger {
+func attachAt(t *testing.T, addr string) *jdwptest.Debugger {
 	t.Helper()
 	d, err := jdwptest.Attach(addr)
 	if err != nil {
@@ -273,7 +273,7 @@ func itoa(n int) string { return string(rune('0'+n%10)) + " " }
 
 func TestReadOnlyFirstClientIsObserver(t *testing.T) {
 	r := startRig(t)
-	obs := r.attachAt(t, r.roAddr)
+	obs := attachAt(t, r.roAddr)
 	if p := call(t, obs, jdwp.CmdVirtualMachineSuspend, nil); p.ErrorCode() != jdwp.ErrorNotImplemented {
 		t.Fatalf("read-only client's Suspend: %v", p)
 	}
@@ -377,7 +377,7 @@ func TestSlowObserverDropped(t *testing.T) {
 // attaching first, with the VM's suspend policy.
 func TestVMStartHeldForController(t *testing.T) {
 	r := startRig(t)
-	obs := r.attachAt(t, r.roAddr)
+	obs := attachAt(t, r.roAddr)
 	call(t, obs, jdwp.CmdVirtualMachineIDSizes, nil)
 	if err := r.vm.Send(composite(jdwp.SuspendAll, jdwp.Event{Kind: jdwp.EventVMStart, Thread: 1})); err != nil {
 		t.Fatal(err)
@@ -428,7 +428,7 @@ func TestIDsPerRole(t *testing.T) {
 // the VM did not give (a null one, or the signature's bytes).
 func TestOrphanedEventWithoutThreadResumesNoThread(t *testing.T) {
 	r := startRig(t)
-	obs := r.attachAt(t, r.roAddr)
+	obs := attachAt(t, r.roAddr)
 	call(t, obs, jdwp.CmdVirtualMachineIDSizes, nil)
 	for _, p := range []jdwp.Packet{
 		composite(jdwp.SuspendEventThread, jdwp.Event{Kind: jdwp.EventClassUnload, Signature: []byte("LGone;")}),

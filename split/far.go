@@ -38,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/accept"
 	"github.com/jdwpaccel/jdwpaccel/internal/lograte"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/relay"
@@ -183,29 +184,18 @@ func (f *Far) Close() {
 	}
 }
 
-// Serve accepts near ends on ln until ctx is done or ln fails, then closes
-// ln and every session and waits for them. It returns nil after ctx ends.
+// Serve accepts near ends on ln until ctx is done or ln fails for good (a
+// shortage of descriptors is waited out: accept.Loop), then closes ln and
+// every session and waits for them. It returns nil after ctx ends.
 func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	context.AfterFunc(ctx, func() { ln.Close() })
 	if f.cfg.Page != nil && f.page == nil {
 		f.page = newPageServer(f.cfg.Page)
 	}
 	defer f.Close()
 	defer f.wg.Wait()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
+	return accept.Loop(ctx, ln, f.cfg.Logger, func(c net.Conn) {
 		select {
 		case f.preambles <- struct{}{}:
 		default:
@@ -213,7 +203,7 @@ func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
 			f.refused(c, f.cfg.Logger, OutcomeOverCap, nil,
 				"too many link connections in their TLS handshake or preamble (clients that connect and send nothing?); closed a new one at once")
 			c.Close()
-			continue
+			return
 		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetKeepAliveConfig(keepAlive) //nolint:errcheck // best effort
@@ -221,7 +211,7 @@ func (f *Far) Serve(ctx context.Context, ln net.Listener) error {
 		f.wg.Go(func() {
 			f.serve(ctx, c, func() { <-f.preambles }) //nolint:errcheck // logged inside
 		})
-	}
+	})
 }
 
 // refused logs a refused connection at warn, at most once per

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jdwpaccel/jdwpaccel/internal/accept"
 	"github.com/rs/zerolog"
 )
 
@@ -152,28 +153,12 @@ func (l *Link) Close() error {
 }
 
 func (l *Link) acceptLoop() {
-	var backoff time.Duration
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors and the like: back off and retry.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			l.log.Warn().Err(err).Dur("backoff", backoff).Msg("link accept failed")
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-l.ctx.Done():
-				t.Stop()
-				return
-			}
-			continue
-		}
-		backoff = 0
+	err := accept.Loop(l.ctx, l.ln, l.log, func(c net.Conn) {
 		id := l.nextID.Add(1)
 		l.wg.Go(func() { l.serveConn(c, id) })
+	})
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		l.log.Warn().Err(err).Msg("link stopped accepting")
 	}
 }
 
