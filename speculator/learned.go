@@ -441,16 +441,19 @@ func (lr *learnedRules) begin() *lstop {
 	return st
 }
 
-// keepStopEntries bounds the IDs a stop's bookkeeping may have indexed
+// keepStopEntries bounds the entries any of a stop's maps may have held
 // for its containers to be kept for the next stop (lstop.cleared): a
 // cleared map keeps its size, and clearing costs it at every stop.
 const keepStopEntries = 4096
 
 // cleared is an empty stop, none being seen (no graph), that keeps st's
 // containers, cleared, for the next stop to fill rather than grow anew
-// (begin makes them when there are none).
+// (begin makes them when there are none). A stop that filled any of its
+// maps past keepStopEntries leaves nothing to keep: its maps would stay
+// that large.
 func (st *lstop) cleared() lstop {
-	if st.origins == nil || len(st.origins) > keepStopEntries {
+	if st.origins == nil || max(len(st.origins), len(st.nodeOf), len(st.fed), len(st.emitted), len(st.eligible),
+		len(st.waitType), len(st.asked), len(st.named)) > keepStopEntries {
 		return lstop{}
 	}
 	clear(st.origins)

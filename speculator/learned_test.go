@@ -915,3 +915,19 @@ func TestEveryElementOfATemplatesTags(t *testing.T) {
 		}
 	}
 }
+
+// A stop whose bookkeeping grew past keepStopEntries in any of its maps
+// hands none of them to the next stop: a cleared map keeps its size.
+func TestClearedStopKeepsNoOversizedMap(t *testing.T) {
+	small := lstop{origins: map[idKey][]origin{{}: nil}, waitType: map[jdwp.ObjectID][]*lnode{1: nil}}
+	if kept := small.cleared(); kept.origins == nil || kept.waitType == nil || len(kept.waitType) != 0 {
+		t.Fatalf("a small stop's maps: origins %v, waitType %v; want kept, emptied", kept.origins, kept.waitType)
+	}
+	big := lstop{origins: map[idKey][]origin{{}: nil}, waitType: map[jdwp.ObjectID][]*lnode{}}
+	for i := range keepStopEntries + 1 {
+		big.waitType[jdwp.ObjectID(i+1)] = nil
+	}
+	if kept := big.cleared(); kept.origins != nil || kept.waitType != nil {
+		t.Fatalf("a stop with %d objects waiting for their type: its maps were kept", keepStopEntries+1)
+	}
+}
