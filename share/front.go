@@ -418,6 +418,9 @@ func (l *Listener) acceptLoop(ln net.Listener, readOnly bool) {
 		l.err = err
 		l.errMu.Unlock()
 		l.once.Do(func() { close(l.done) })
+	} else if !errors.Is(err, net.ErrClosed) {
+		l.front.cfg.Logger.Error().Err(err).Str(logkey.Listen, ln.Addr().String()).
+			Msg("the read-only listener stopped accepting: observers cannot attach until the proxy restarts")
 	}
 }
 
