@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"syscall"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/internal/logkey"
@@ -75,9 +74,9 @@ func Loop(ctx context.Context, ln net.Listener, log zerolog.Logger, handle func(
 // short says whether err, from a listener's Accept, is a shortage after
 // which the listener still works: the process or the system out of
 // descriptors, buffers or memory, or a connection aborted before it was
-// accepted.
+// accepted (shortages: per system).
 func short(err error) bool {
-	for _, e := range [...]syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+	for _, e := range shortages {
 		if errors.Is(err, e) {
 			return true
 		}

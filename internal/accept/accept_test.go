@@ -56,12 +56,12 @@ func TestLoopWaitsOutAShortage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ln := newScripted()
 		for range 3 {
-			ln.next <- result{err: osErr(syscall.EMFILE)}
+			ln.next <- result{err: osErr(shortages[0])}
 		}
 		c1, c2 := net.Pipe()
 		defer c2.Close()
 		ln.next <- result{c: c1}
-		ln.next <- result{err: osErr(syscall.ENFILE)}
+		ln.next <- result{err: osErr(shortages[1])}
 		ln.next <- result{c: c2}
 
 		ctx, cancel := context.WithCancel(t.Context())
@@ -123,7 +123,7 @@ func TestLoopEndsDuringAPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ln := newScripted()
 		for range cap(ln.next) {
-			ln.next <- result{err: osErr(syscall.EMFILE)}
+			ln.next <- result{err: osErr(shortages[0])}
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
