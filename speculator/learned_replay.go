@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"bytes"
 	"encoding/binary"
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
 	"github.com/jdwpaccel/jdwpaccel/keyable"
@@ -481,6 +482,23 @@ func (lr *learnedRules) frame(x *frameSeen) {
 	}
 	el := frameItems(uint64(x.frame), x.loc, x.index)
 	lr.feedElement(n, el[:], x.sizes, 0, feedAll, false)
+	// What a debugger reads of each of the stopped thread's frames does
+	// not depend on how many it listed at once: a profile's templates of
+	// a frame may hang off a Frames template of another length (a prior
+	// learned from a debugger that lists them all, for one that lists 20).
+	for _, o := range lr.st.replay.nodes {
+		if o != n && sameFramesFrom(o, n) && o.live() {
+			lr.feedElement(o, el[:], x.sizes, 0, feedAll, false)
+		}
+	}
+}
+
+// sameFramesFrom says whether o and n are both root Frames templates of
+// the stopped thread from the same first frame (of any length).
+func sameFramesFrom(o, n *lnode) bool {
+	return o.cmd == jdwp.CmdThreadReferenceFrames && n.cmd == jdwp.CmdThreadReferenceFrames && o.from == nil && n.from == nil &&
+		len(o.params) == 3 && len(n.params) == 3 && o.params[0].src == srcThread && n.params[0].src == srcThread &&
+		o.params[1].src == srcConst && n.params[1].src == srcConst && bytes.Equal(o.params[1].raw, n.params[1].raw)
 }
 
 // wanted says whether element el of a list is one the template replays.

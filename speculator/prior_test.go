@@ -157,6 +157,27 @@ func TestRealVMFirstAttachWithPrior(t *testing.T) {
 	}
 }
 
+// TestRealVMFirstStopFramesOfAnotherLength: through a fresh proxy, the
+// IDE-like driver (OpenJDK's JDI, as IntelliJ) asks at its first stop
+// whether each frame's method is obsolete; the prior read that of every
+// frame of a Frames command of another length (all frames; this debugger
+// lists 20), and the proxy reads it ahead all the same: what a debugger
+// reads of a frame does not depend on how many it listed at once. Fails
+// with the frames fed only to the templates of the Frames command that
+// fetched them (learnedRules.frame): the second frame's read is then
+// forwarded, a round trip on the first stop's critical path.
+func TestRealVMFirstStopFramesOfAnotherLength(t *testing.T) {
+	b := jdwptest.JavaBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, bp := attachOnce(t, ctx, b, New(Config{}, zerolog.Nop(), nil))
+	for _, l := range bp.Path {
+		if l.Name == jdwp.CmdMethodIsObsolete.String() && l.Served == "forwarded" {
+			t.Fatalf("a frame method's IsObsolete was forwarded on the first stop's critical path: %+v", bp.Path)
+		}
+	}
+}
+
 // vmNameOf asks a new Deep VM its Version: the vmName in it.
 func vmNameOf(t *testing.T, ctx context.Context, b *javavm.Build) string {
 	vm, err := javavm.Start(ctx, b, "Deep", javavm.VMOptions{})
