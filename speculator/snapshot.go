@@ -1,6 +1,7 @@
 package speculator
 
 import (
+	"strings"
 	"time"
 
 	"github.com/jdwpaccel/jdwpaccel/jdwp"
@@ -191,8 +192,8 @@ func (a *attach) snapReplied(p jdwp.Packet, gen generation, sizes jdwp.IDSizes) 
 	}
 	for _, w := range s.waiters {
 		if ok {
-			a.belayBuf = jdwp.AppendReply(a.belayBuf[:0], w.id, jdwp.ErrorNone, s.answer(w.cmd, w.sig, sizes))
-			a.snapShown(w.cmd, w.sig)
+			a.belayBuf = jdwp.AppendReply(a.belayBuf[:0], w.id, jdwp.ErrorNone, s.answer(w.sig, sizes))
+			a.snapShown(w.sig)
 		} else {
 			a.belayBuf = jdwp.AppendReply(a.belayBuf[:0], w.id, p.ErrorCode(), nil)
 		}
@@ -205,12 +206,8 @@ func (a *attach) snapReplied(p jdwp.Packet, gen generation, sizes jdwp.IDSizes) 
 }
 
 // snapShown notes the signatures the debugger saw in the snapshot's
-// answer to its lookup c (of signature sig).
-func (a *attach) snapShown(c jdwp.Cmd, sig string) {
-	if c != jdwp.CmdVirtualMachineClassesBySignature {
-		a.facts.shownAll()
-		return
-	}
+// answer to its lookup of sig.
+func (a *attach) snapShown(sig string) {
 	for _, i := range a.snap.bySig[sig] {
 		a.facts.addSignature([]byte(sig), a.snap.entries[i].id)
 	}
@@ -233,23 +230,9 @@ func (s *snapshot) parse(sizes jdwp.IDSizes) bool {
 	return r.Err() == nil && r.Remaining() == 0
 }
 
-// answer is the body of the VM's reply to lookup c (of signature sig)
+// answer is the body of the VM's reply to ClassesBySignature of sig
 // while the snapshot holds.
-func (s *snapshot) answer(c jdwp.Cmd, sig string, sizes jdwp.IDSizes) []byte {
-	switch c {
-	case jdwp.CmdVirtualMachineAllClassesWithGeneric:
-		return s.body
-	case jdwp.CmdVirtualMachineAllClasses:
-		w := jdwp.BodyWriter{Sizes: sizes}
-		w.Int32(int32(len(s.entries)))
-		for _, e := range s.entries {
-			w.Uint8(e.tag)
-			w.Class(e.id)
-			w.String(e.sig)
-			w.Int32(e.status)
-		}
-		return w.Buf
-	}
+func (s *snapshot) answer(sig string, sizes jdwp.IDSizes) []byte {
 	w := jdwp.BodyWriter{Sizes: sizes}
 	w.Int32(int32(len(s.bySig[sig])))
 	for _, i := range s.bySig[sig] {
@@ -261,9 +244,20 @@ func (s *snapshot) answer(c jdwp.Cmd, sig string, sizes jdwp.IDSizes) []byte {
 	return w.Buf
 }
 
-// snapServe answers the debugger's lookup f (ClassesBySignature,
-// AllClasses, AllClassesWithGeneric) from the snapshot, or belays it on
-// the snapshot in flight; it reports whether it did.
+// snapServe answers the debugger's lookup by name f (ClassesBySignature
+// of a class only the program can load: frozen) from the snapshot, or
+// belays it on the snapshot in flight; it reports whether it did.
+//
+// Frozen: a suspension stops the program's threads, not the JDWP agent's
+// own, which run JDK code as a debugger connects (the agent updates its
+// properties through jdk.internal.vm.VMSupport) and so may load JDK
+// classes while the whole VM is suspended: a JDK 17 VM started with
+// suspend=y was seen to list [Ljava/util/concurrent/ConcurrentHashMap$CounterCell;
+// in its AllClasses reply a moment after the snapshot was taken, which
+// did not (TestRealVMClassSnapshotAnswersAsTheVM, once in a CI run). So
+// the whole lists (AllClasses, AllClassesWithGeneric) and the lookups of
+// the JDK's own classes go to the VM; a class of the program, or an array
+// of one, loads only in a thread of the program.
 func (a *attach) snapServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 	c := f.Packet.Cmd()
 	var sig string
@@ -274,12 +268,11 @@ func (a *attach) snapServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 		if r.Err() != nil || r.Remaining() != 0 {
 			return false // the VM's own error
 		}
-	case jdwp.CmdVirtualMachineAllClasses, jdwp.CmdVirtualMachineAllClassesWithGeneric:
-		if len(f.Packet.Body()) != 0 {
-			return false
+		if jdkOwned(sig) {
+			return false // the JDWP agent's own threads may load it (frozen, below)
 		}
 	default:
-		return false
+		return false // the whole list: the JDWP agent's own threads may add to it (frozen, below)
 	}
 	if !a.snapValid() {
 		return false
@@ -291,12 +284,28 @@ func (a *attach) snapServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 		a.sp.countRequest(resultBelay)
 		return true
 	}
-	f.Answer = jdwp.AppendReply(a.ansBuf[:0], f.ID, jdwp.ErrorNone, s.answer(c, sig, sizes))
+	f.Answer = jdwp.AppendReply(a.ansBuf[:0], f.ID, jdwp.ErrorNone, s.answer(sig, sizes))
 	a.ansBuf = f.Answer[:0]
-	a.snapShown(c, sig)
+	a.snapShown(sig)
 	f.Origin = relay.CacheHit
 	a.sp.countRequest(resultHit)
 	return true
+}
+
+// jdkOwned says whether sig names a class the JDK's own code may load
+// (snapServe): one of its packages', or an array of one or of a
+// primitive type.
+func jdkOwned(sig string) bool {
+	elem := strings.TrimLeft(sig, "[")
+	if len(elem) <= 1 || elem[0] != 'L' {
+		return true // a primitive type or its arrays (or not a class signature: the VM's own answer)
+	}
+	for _, p := range [...]string{"java/", "javax/", "jdk/", "sun/", "com/sun/"} {
+		if strings.HasPrefix(elem[1:], p) {
+			return true
+		}
+	}
+	return false
 }
 
 // snapCommand sees a debugger command that is not a cacheable read:
