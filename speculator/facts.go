@@ -395,10 +395,6 @@ func (f *facts) addNamed(sig []byte, id jdwp.ClassID, peer bool) {
 	}
 }
 
-// shownAll notes that the debugger saw every signature the proxy's own
-// lookups named (a class snapshot answered its AllClasses).
-func (f *facts) shownAll() { clear(f.ownNamed) }
-
 // signatureQueried is the signature a ClassesBySignature command asks
 // for, kept until its reply names the classes ("" for other commands).
 func signatureQueried(c jdwp.Cmd, body []byte, sizes jdwp.IDSizes) string {

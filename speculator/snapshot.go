@@ -10,14 +10,16 @@ import (
 	"github.com/jdwpaccel/jdwpaccel/trigger"
 )
 
-// The class snapshot: while the whole VM is suspended no class is loaded,
-// prepared, initialized or unloaded (loading and initialization run in a
-// thread of the program; unloading needs a garbage collection, which only
-// a command that allocates can start), so one AllClassesWithGeneric reply
-// answers every lookup by name of that suspension exactly, statuses
-// included: ClassesBySignature (the entries of that signature, in the
-// reply's order, which is the VM's one iteration over its loaded classes
-// for both commands), AllClasses and AllClassesWithGeneric.
+// The class snapshot: while the whole VM is suspended no class of the
+// program is loaded, prepared, initialized or unloaded (loading and
+// initialization run in a thread of the program; unloading needs a
+// garbage collection, which only a command that allocates can start), so
+// one AllClassesWithGeneric reply answers every lookup by name of such a
+// class in that suspension exactly, statuses included: ClassesBySignature
+// (the entries of that signature, in the reply's order, which is the VM's
+// one iteration over its loaded classes). The JDK's own classes, and so
+// the whole lists, may change meanwhile: the JDWP agent's threads run
+// on (snapServe).
 //
 // When: at a suspend=y attach (the VM_START said the whole VM waits) once
 // the profile is known (the second wave, or the VM_START if it comes
@@ -269,10 +271,10 @@ func (a *attach) snapServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 			return false // the VM's own error
 		}
 		if jdkOwned(sig) {
-			return false // the JDWP agent's own threads may load it (frozen, below)
+			return false // the JDWP agent's own threads may load it (frozen, above)
 		}
 	default:
-		return false // the whole list: the JDWP agent's own threads may add to it (frozen, below)
+		return false // the whole list: the JDWP agent's own threads may add to it (frozen, above)
 	}
 	if !a.snapValid() {
 		return false
