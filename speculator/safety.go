@@ -94,6 +94,10 @@ type classFacts struct {
 	// answers for them without asking the VM (which refuses): neither is
 	// read ahead for them (tableless).
 	noCode map[methodKey]struct{}
+	// declarer is the class that declares each method a Methods reply or
+	// a frame's location named: a Method command pairs a method with it
+	// (declaredBy).
+	declarer map[jdwp.MethodID]jdwp.ClassID
 }
 
 // Method modifiers (JVMS 4.6) of a method without code, and the code
@@ -156,7 +160,18 @@ type variable struct {
 
 func newClassFacts() classFacts {
 	return classFacts{fields: map[jdwp.ClassID][]field{}, super: map[jdwp.ClassID]jdwp.ClassID{},
-		vars: map[methodKey][]variable{}, arrays: map[jdwp.ClassID]struct{}{}, noCode: map[methodKey]struct{}{}}
+		vars: map[methodKey][]variable{}, arrays: map[jdwp.ClassID]struct{}{}, noCode: map[methodKey]struct{}{},
+		declarer: map[jdwp.MethodID]jdwp.ClassID{}}
+}
+
+// declaredBy says whether method m may be named with class c in a
+// Method command: c declares it, or no reply named its class. A
+// template that takes the class from one place and the method from
+// another (the event's class, a deeper frame's method) could pair them
+// otherwise; JDI never does.
+func (cf *classFacts) declaredBy(m jdwp.MethodID, c jdwp.ClassID) bool {
+	d, ok := cf.declarer[m]
+	return !ok || d == c
 }
 
 // forget drops what is known of class c (unloaded or redefined).
@@ -174,6 +189,11 @@ func (cf *classFacts) forget(c jdwp.ClassID) {
 			delete(cf.noCode, k)
 		}
 	}
+	for m, d := range cf.declarer {
+		if d == c {
+			delete(cf.declarer, m)
+		}
+	}
 }
 
 // accStatic is the static bit of a field's modifiers.
@@ -186,12 +206,13 @@ func (cf *classFacts) reset() {
 	clear(cf.vars)
 	clear(cf.arrays)
 	clear(cf.noCode)
+	clear(cf.declarer)
 }
 
 // learn records the facts in a successful reply to command c with
 // parameters params.
 func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp.IDSizes) {
-	if len(cf.fields)+len(cf.super)+len(cf.vars)+len(cf.arrays)+len(cf.noCode) >= maxInvalMap {
+	if len(cf.fields)+len(cf.super)+len(cf.vars)+len(cf.arrays)+len(cf.noCode)+len(cf.declarer) >= maxInvalMap {
 		cf.reset()
 	}
 	r := jdwp.NewBodyReader(p.Body(), sizes)
@@ -221,6 +242,7 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 	case jdwp.CmdReferenceTypeMethods, jdwp.CmdReferenceTypeMethodsWithGeneric:
 		class := pr.Class()
 		eachMethod(c, p.Body(), sizes, func(id jdwp.MethodID, mods int32) bool {
+			cf.declarer[id] = class
 			if mods&(accNative|accAbstract) != 0 {
 				cf.noCode[methodKey{class: class, method: id}] = struct{}{}
 			}
@@ -230,7 +252,12 @@ func (cf *classFacts) learn(c jdwp.Cmd, params []byte, p jdwp.Packet, sizes jdwp
 		n := r.Count(sizes.FrameID + 1 + sizes.ReferenceTypeID + sizes.MethodID + 8)
 		for i := 0; i < n && r.Err() == nil; i++ {
 			r.Frame()
-			if loc := r.Location(); r.Err() == nil && loc.Index == nativeIndex {
+			loc := r.Location()
+			if r.Err() != nil {
+				break
+			}
+			cf.declarer[loc.MethodID()] = loc.ClassID()
+			if loc.Index == nativeIndex {
 				cf.noCode[methodKey{class: loc.ClassID(), method: loc.MethodID()}] = struct{}{}
 			}
 		}
@@ -354,6 +381,12 @@ func (f *facts) safeToSend(s *spec, frames map[jdwp.FrameID]frameInfo, sizes jdw
 		// A command for classes: an array type's ID is not valid for it
 		// (JDI never asks it; HotSpot answers, other VMs may not).
 		if _, arr := f.classes.arrays[r.Class()]; arr || r.Err() != nil {
+			return false
+		}
+	case jdwp.CmdMethodLineTable, jdwp.CmdMethodVariableTable, jdwp.CmdMethodVariableTableWithGeneric,
+		jdwp.CmdMethodBytecodes, jdwp.CmdMethodIsObsolete:
+		c := r.Class()
+		if m := r.Method(); r.Err() != nil || !f.classes.declaredBy(m, c) {
 			return false
 		}
 	case jdwp.CmdStackFrameGetValues, jdwp.CmdStackFrameThisObject:

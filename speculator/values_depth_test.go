@@ -485,3 +485,32 @@ func TestArrayTypeSuperclassWithheld(t *testing.T) {
 		}
 	}
 }
+
+// TestMethodOfAnotherClassWithheld: a Method command that pairs a method
+// a frame's location named with another class (a template taking the
+// class from the event and the method from a deeper frame could) is
+// withheld; with its declaring class, or a method no reply placed, it
+// goes. Fails without the check in safeToSend.
+func TestMethodOfAnotherClassWithheld(t *testing.T) {
+	f := newFacts(newTestSpeculator(Config{}))
+	frames := jdwp.AppendReply(nil, 1, 0, body(func(w *jdwp.BodyWriter) {
+		w.Int32(1)
+		w.FrameID(0xF1)
+		w.Location(jdwp.Location{TypeTag: 1, Class: 0xC1, Method: 0x31, Index: 4})
+	}))
+	f.learnFromVM(jdwp.CmdThreadReferenceFrames, body(func(w *jdwp.BodyWriter) { w.ObjectID(0xA1); w.Int32(0); w.Int32(1) }), frames, sizes8)
+	for _, c := range []struct {
+		class, method uint64
+		want          bool
+	}{{0xC2, 0x31, false}, {0xC1, 0x31, true}, {0xC2, 0x99, true}} {
+		for _, cmd := range []jdwp.Cmd{jdwp.CmdMethodIsObsolete, jdwp.CmdMethodLineTable} {
+			s := &spec{kind: kLearned}
+			if _, ok := keyable.Fill(&s.key, cmd, body(func(w *jdwp.BodyWriter) { w.ReferenceTypeID(c.class); w.MethodID(c.method) }), sizes8); !ok {
+				t.Fatalf("%v does not key", cmd)
+			}
+			if got := f.safeToSend(s, nil, sizes8); got != c.want {
+				t.Errorf("safeToSend(%v of class %#x, method %#x) = %v, want %v", cmd, c.class, c.method, got, c.want)
+			}
+		}
+	}
+}
