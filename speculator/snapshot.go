@@ -98,7 +98,6 @@ type snapEntry struct {
 // snapWaiter is a debugger lookup belayed on the snapshot in flight.
 type snapWaiter struct {
 	id  uint32
-	cmd jdwp.Cmd
 	sig string // ClassesBySignature's
 }
 
@@ -199,7 +198,7 @@ func (a *attach) snapReplied(p jdwp.Packet, gen generation, sizes jdwp.IDSizes) 
 		} else {
 			a.belayBuf = jdwp.AppendReply(a.belayBuf[:0], w.id, p.ErrorCode(), nil)
 		}
-		a.out.SendToDebugger(a.belayBuf, relay.Belay, w.cmd)
+		a.out.SendToDebugger(a.belayBuf, relay.Belay, jdwp.CmdVirtualMachineClassesBySignature)
 	}
 	s.waiters = s.waiters[:0]
 	if !ok || !a.snapValid() {
@@ -281,7 +280,7 @@ func (a *attach) snapServe(f *relay.Frame, sizes jdwp.IDSizes) bool {
 	}
 	s := &a.snap
 	if !s.in {
-		s.waiters = append(s.waiters, snapWaiter{id: f.ID, cmd: c, sig: sig})
+		s.waiters = append(s.waiters, snapWaiter{id: f.ID, sig: sig})
 		f.Origin = relay.Belay
 		a.sp.countRequest(resultBelay)
 		return true
